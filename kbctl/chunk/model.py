@@ -1,0 +1,29 @@
+"""The chunk shape every chunker returns and the pipeline stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CHARS_PER_TOKEN = 4
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_OVERLAP_TOKENS = 64
+
+
+def estimate_tokens(text: str) -> int:
+    """≈4 characters per token: cheap, deterministic, provider-independent."""
+    return max(1, (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN) if text else 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of a document.
+
+    ``text`` is what gets indexed and embedded (breadcrumb included); ``anchor`` is the
+    fragment a citation should point at (``None`` when the chunk sits above any heading);
+    ``heading_path`` is the chain of headings from the document root to the section.
+    """
+
+    text: str
+    anchor: str | None = None
+    heading_path: tuple[str, ...] = field(default_factory=tuple)
+    token_count: int = 0

@@ -1,0 +1,182 @@
+"""Settings: flags override kbctl.yaml, kbctl.yaml overrides the environment, then defaults.
+
+Every field that a config file may hold is listed in ``_FIELDS``; anything else is an
+error naming the file, the key and its line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .sources.base import SourceSpec
+from .sources.registry import KINDS
+from .yamlfile import LoadedFile, load_data_file
+
+CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a command needs to know about where and how to work."""
+
+    db_url: str | None = None
+    data_dir: Path = Path(".kbctl")
+    namespace: str = DEFAULT_NAMESPACE
+    embedder: str | None = None
+    embedder_base_url: str | None = None
+    max_tokens: int = 512
+    overlap_tokens: int = 64
+    vector_weight: float = 0.7
+    allow_private_network: bool = False
+    agent: str | None = None
+    user: str | None = None
+    sources: tuple[SourceSpec, ...] = field(default_factory=tuple)
+    config_path: Path | None = None
+
+
+# key in kbctl.yaml → (Settings field, accepted types)
+_FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
+    "db": ("db_url", (str,)),
+    "data_dir": ("data_dir", (str,)),
+    "namespace": ("namespace", (str,)),
+    "embedder": ("embedder", (str,)),
+    "embedder_base_url": ("embedder_base_url", (str,)),
+    "vector_weight": ("vector_weight", (int, float)),
+    "allow_private_network": ("allow_private_network", (bool,)),
+    "agent": ("agent", (str,)),
+    "user": ("user", (str,)),
+}
+_CHUNKING = {"max_tokens": "max_tokens", "overlap_tokens": "overlap_tokens"}
+
+_ENV = {
+    "KBCTL_DATABASE_URL": "db_url",
+    "KBCTL_DATA_DIR": "data_dir",
+    "KBCTL_NAMESPACE": "namespace",
+    "KBCTL_EMBEDDER": "embedder",
+    "KBCTL_EMBEDDER_BASE_URL": "embedder_base_url",
+    "KBCTL_AGENT": "agent",
+    "KBCTL_USER": "user",
+}
+
+
+def find_config(explicit: str | Path | None, cwd: Path | None = None) -> Path | None:
+    """``--config`` if given (it must exist), else kbctl.yaml in the current directory."""
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} not found")
+        return p
+    base = cwd or Path.cwd()
+    for name in CONFIG_NAMES:
+        if (base / name).is_file():
+            return base / name
+    return None
+
+
+def resolve_settings(
+    flags: Mapping[str, Any] | None = None,
+    *,
+    config: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Merge the layers; ``flags`` holds only options the user actually passed (non-None)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for var, name in _ENV.items():
+        if env.get(var):
+            values[name] = env[var]
+    path = find_config(config, cwd)
+    if path is not None:
+        values.update(_from_file(load_data_file(path, ConfigError)))
+        values["config_path"] = path
+    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    if "data_dir" in values:
+        values["data_dir"] = Path(values["data_dir"])
+    settings = replace(Settings(), **values)
+    _check(settings)
+    return settings
+
+
+def _from_file(f: LoadedFile) -> dict[str, Any]:
+    if f.data is None:
+        return {}
+    if not isinstance(f.data, dict):
+        raise ConfigError(f"{f.where(())}: the config must be a mapping of settings")
+    out: dict[str, Any] = {}
+    for key, value in f.data.items():
+        if key == "chunking":
+            out.update(_chunking(f, value))
+        elif key == "sources":
+            out["sources"] = tuple(_sources(f, value))
+        elif key in _FIELDS:
+            name, types = _FIELDS[key]
+            if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+                raise ConfigError(
+                    f"{f.where((key,))}: '{key}' must be {_type_names(types)}, "
+                    f"got {type(value).__name__}")
+            out[name] = value
+        else:
+            known = ", ".join(sorted([*_FIELDS, "chunking", "sources"]))
+            raise ConfigError(f"{f.where((key,))}: unknown key '{key}' (known keys: {known})")
+    if "vector_weight" in out:
+        out["vector_weight"] = float(out["vector_weight"])
+    return out
+
+
+def _chunking(f: LoadedFile, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{f.where(('chunking',))}: 'chunking' must be a mapping")
+    out = {}
+    for key, v in value.items():
+        if key not in _CHUNKING:
+            raise ConfigError(f"{f.where(('chunking', key))}: unknown key 'chunking.{key}' "
+                              f"(known: {', '.join(_CHUNKING)})")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ConfigError(f"{f.where(('chunking', key))}: 'chunking.{key}' must be a "
+                              f"non-negative integer")
+        out[_CHUNKING[key]] = v
+    return out
+
+
+def _sources(f: LoadedFile, value: Any) -> list[SourceSpec]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{f.where(('sources',))}: 'sources' must be a list")
+    specs = []
+    for i, item in enumerate(value):
+        at = ("sources", i)
+        if not isinstance(item, dict):
+            raise ConfigError(f"{f.where(at)}: sources[{i}] must be a mapping with kind and "
+                              f"target")
+        kind, target = item.get("kind"), item.get("target")
+        if kind not in KINDS:
+            raise ConfigError(f"{f.where(at + ('kind',))}: sources[{i}].kind must be one of "
+                              f"{', '.join(KINDS)}, got {kind!r}")
+        if not isinstance(target, str) or not target:
+            raise ConfigError(f"{f.where(at + ('target',))}: sources[{i}].target must be a "
+                              f"non-empty string")
+        options = {k: v for k, v in item.items() if k not in ("kind", "target")}
+        specs.append(SourceSpec(kind=kind, target=target, options=options))
+    return specs
+
+
+def _check(s: Settings) -> None:
+    if not s.namespace or not s.namespace.strip():
+        raise ConfigError("namespace must not be empty")
+    if not 0.0 <= s.vector_weight <= 1.0:
+        raise ConfigError(f"vector_weight must be within 0..1, got {s.vector_weight}")
+    if s.max_tokens < 16:
+        raise ConfigError(f"chunking.max_tokens must be at least 16, got {s.max_tokens}")
+    if s.overlap_tokens >= s.max_tokens:
+        raise ConfigError("chunking.overlap_tokens must be smaller than chunking.max_tokens")
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a number", float: "a number", bool: "true or false"}
+    return " or ".join(dict.fromkeys(names[t] for t in types))

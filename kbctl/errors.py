@@ -1,0 +1,106 @@
+"""One error tree for the whole project.
+
+Each class carries the process exit code it stands for, so the CLI maps any failure to an
+exit code in exactly one place (``KbctlError.exit_code``) and nothing else needs to know.
+
+Exit codes: 1 the job ran and its verdict is a failure; 2 bad usage or bad input;
+3 the environment failed (database, API keys, embedder service).
+"""
+
+from __future__ import annotations
+
+
+class KbctlError(Exception):
+    """Base of every error kbctl raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"type": type(self).__name__, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+# --- exit 1: the job ran, the verdict is a failure -------------------------------------
+
+
+class VerdictFailure(KbctlError):
+    """The run completed but its result is a failure (failed sources, failed eval cases)."""
+
+
+class LockBusy(KbctlError):
+    """Another kbctl run holds the namespace lock."""
+
+
+class SourceError(KbctlError):
+    """One source could not be loaded; recorded in the report, the run goes on."""
+
+
+class FetchError(SourceError):
+    """A network fetch failed (status, timeout, size cap, content type)."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.url = url
+        self.status = status
+
+
+class BlockedURL(FetchError):
+    """The SSRF guard refused a URL; the message names the rule and the address."""
+
+
+class ExtractError(SourceError):
+    """Content was fetched but could not be turned into text."""
+
+
+# --- exit 2: bad usage or bad input ----------------------------------------------------
+
+
+class InputError(KbctlError):
+    """Bad usage or bad input; the message names the file, field and line."""
+
+    exit_code = 2
+
+
+class ConfigError(InputError):
+    """Invalid kbctl.yaml or option combination."""
+
+
+class SuiteError(InputError):
+    """Invalid eval suite file."""
+
+
+class PathError(InputError):
+    """A path that breaks the rules (memory tiers, file roots)."""
+
+
+class EmbedderMismatch(InputError):
+    """The KB was built with another embedder than the one asked for."""
+
+
+# --- exit 3: the environment failed ----------------------------------------------------
+
+
+class EnvironmentFailure(KbctlError):
+    """Something outside kbctl's input is broken or missing."""
+
+    exit_code = 3
+
+
+class DatabaseError(EnvironmentFailure):
+    """The database is unreachable, misconfigured or lacks the vector extension."""
+
+
+class EmbedderError(EnvironmentFailure):
+    """The embedding provider failed after retries, or answered nonsense."""
+
+
+class AuthError(EmbedderError):
+    """Missing or rejected API key."""

@@ -1,0 +1,289 @@
+"""The ingest pipeline: expand → load → clean → hash → skip unchanged → chunk → embed →
+upsert → report. Pure orchestration over the store, the adapters and the chunkers."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..chunk import chunk_markdown, chunk_text
+from ..chunk.model import Chunk
+from ..embed.base import Embedder
+from ..errors import AuthError, EmbedderError, InputError, KbctlError, SourceError
+from ..extract.text import clean_text
+from ..sources.base import Document, Expansion, Loaded, SourceSpec
+from ..sources.registry import adapter_for
+from ..store.knowledge import KnowledgeStore
+from ..store.records import ChunkRecord, SourceDef, SourceRecord
+from .progress import Progress, ProgressEvent, no_progress
+
+EMBED_BATCH = 64
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    max_tokens: int = 512
+    overlap_tokens: int = 64
+
+    @property
+    def signature(self) -> str:
+        return f"md1:{self.max_tokens}/{self.overlap_tokens}"
+
+
+@dataclass
+class SourceFailure:
+    ref: str
+    error: str
+    type: str
+    source: str = ""
+
+
+@dataclass
+class IngestReport:
+    """What an ingest or resync did, per outcome, with timings in seconds."""
+
+    namespace: str
+    embedder: str
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    not_modified: int = 0
+    deleted: int = 0
+    failed: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    embedded: int = 0
+    errors: list[SourceFailure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        return out
+
+
+@dataclass
+class _Pending:
+    source: SourceRecord
+    chunks: list[Chunk]
+    existed: bool
+    fields: dict[str, Any]
+
+
+def ingest(
+    store: KnowledgeStore,
+    specs: Sequence[SourceSpec],
+    *,
+    namespace: str,
+    embedder: Embedder | None = None,
+    chunking: ChunkingOptions = ChunkingOptions(),
+    progress: Progress = no_progress,
+    adapter_context: dict[str, Any] | None = None,
+    prune: bool = True,
+) -> IngestReport:
+    """Ingest source definitions into ``namespace`` and report what changed.
+
+    A source that fails is recorded in ``errors`` and the run goes on. Orphans (documents a
+    definition produced before but not now) are deleted only when the definition expanded
+    completely, so a broken listing never wipes good data.
+    """
+    started = time.perf_counter()
+    identity = str(embedder.identity) if embedder else "none"
+    report = IngestReport(namespace=namespace, embedder=identity)
+    writer = _Writer(store, namespace, embedder, chunking, report, progress)
+    for spec in specs:
+        report.sources.append(spec.to_json() | {"id": spec.id})
+        _ingest_one(store, spec, namespace, writer, report, progress, adapter_context or {},
+                    prune)
+    writer.flush()
+    report.timings["total"] = round(time.perf_counter() - started, 4)
+    return report
+
+
+def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer: _Writer,
+                report: IngestReport, progress: Progress, context: dict[str, Any],
+                prune: bool) -> None:
+    adapter = adapter_for(spec, **context)
+    store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
+                               target=spec.target, options=_recordable(spec.options)))
+    failures_before = len(report.errors)
+    t0 = time.perf_counter()
+    try:
+        expansion: Expansion = adapter.expand(spec)
+    except InputError:
+        raise
+    except KbctlError as exc:
+        report.failed += 1
+        report.errors.append(_failure(spec.target, exc, spec))
+        progress(ProgressEvent("failed", ref=spec.target, message=exc.message))
+        store.finish_def(namespace, spec.id, [asdict(report.errors[-1])])
+        return
+    report.notes.extend(expansion.notes)
+    for note in expansion.notes:
+        progress(ProgressEvent("note", message=note))
+    report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0
+    progress(ProgressEvent("total", total=len(expansion.leaves)))
+
+    known = {s.ref: s for s in store.list_sources(namespace, def_id=spec.id)}
+    seen: set[str] = set()
+
+    def previous(ref: str) -> dict[str, Any] | None:
+        rec = known.get(ref) or store.get_source(namespace, ref)
+        return rec.meta if rec else None
+
+    for loaded in adapter.load(expansion.leaves, previous):
+        seen.add(loaded.leaf.ref)
+        writer.take(loaded, spec, known.get(loaded.leaf.ref))
+    writer.flush()
+
+    if prune and expansion.complete:
+        for ref in sorted(set(known) - seen):
+            report.chunks_deleted += store.delete_source(namespace, ref)
+            report.deleted += 1
+            progress(ProgressEvent("deleted", ref=ref))
+    new_errors = [asdict(e) for e in report.errors[failures_before:]]
+    store.finish_def(namespace, spec.id, new_errors)
+
+
+class _Writer:
+    """Chunks, embeds (in batches across documents) and writes loaded documents."""
+
+    def __init__(self, store: KnowledgeStore, namespace: str, embedder: Embedder | None,
+                 chunking: ChunkingOptions, report: IngestReport, progress: Progress) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.embedder = embedder
+        self.chunking = chunking
+        self.report = report
+        self.progress = progress
+        self.pending: list[_Pending] = []
+        self.pending_chunks = 0
+
+    def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
+        ref = loaded.leaf.ref
+        if loaded.error is not None:
+            self._fail(ref, loaded.error, spec)
+            return
+        if prev is None:
+            prev = self.store.get_source(self.namespace, ref)
+        if loaded.not_modified:
+            self.report.not_modified += 1
+            if prev is not None:
+                self.store.touch_source(self.namespace, ref, loaded.meta)
+            self.progress(ProgressEvent("skipped", ref=ref))
+            return
+        doc = loaded.document
+        assert doc is not None
+        body = clean_text(doc.body)
+        digest = content_hash(doc, body)
+        meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature}
+        if (prev is not None and prev.content_hash == digest
+                and prev.meta.get("pipeline") == self.chunking.signature
+                and prev.def_id == spec.id):
+            self.report.unchanged += 1
+            self.store.touch_source(self.namespace, ref, meta)
+            self.progress(ProgressEvent("skipped", ref=ref))
+            return
+        try:
+            chunks = self._chunk(doc, body)
+        except KbctlError as exc:
+            self._fail(ref, exc, spec)
+            return
+        except Exception as exc:  # a chunker bug must not end the run
+            self._fail(ref, SourceError(f"cannot chunk {ref}: {exc!r}"), spec)
+            return
+        source = SourceRecord(namespace=self.namespace, ref=ref, kind=doc.kind, url=doc.url,
+                              title=doc.title, content_hash=digest, def_id=spec.id,
+                              meta=meta)
+        self.pending.append(_Pending(source, chunks, prev is not None, doc.filterable))
+        self.pending_chunks += len(chunks)
+        if self.pending_chunks >= EMBED_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending, self.pending_chunks = self.pending, [], 0
+        vectors: list[list[float] | None] = []
+        all_chunks = [(p, c) for p in batch for c in p.chunks]
+        if self.embedder is not None and all_chunks:
+            try:
+                vectors = list(self.embedder.embed([c.text for _, c in all_chunks],
+                                                   [p.source.title for p, _ in all_chunks]))
+            except AuthError:
+                raise  # no key, or a rejected one: every later batch would fail the same way
+            except EmbedderError as exc:
+                for p in batch:
+                    self._fail(p.source.ref, exc, None)
+                return
+            self.report.embedded += len(all_chunks)
+        else:
+            vectors = [None] * len(all_chunks)
+        i = 0
+        for p in batch:
+            records = []
+            for ordinal, chunk in enumerate(p.chunks):
+                records.append(ChunkRecord(
+                    ordinal=ordinal, text=chunk.text,
+                    meta=_chunk_meta(p.source, chunk, p.fields),
+                    embedding=vectors[i]))
+                i += 1
+            written = self.store.replace_source(p.source, records)
+            self.report.chunks_written += written
+            if p.existed:
+                self.report.updated += 1
+            else:
+                self.report.added += 1
+            self.progress(ProgressEvent("written", ref=p.source.ref))
+
+    def _chunk(self, doc: Document, body: str) -> list[Chunk]:
+        opts = {"max_tokens": self.chunking.max_tokens,
+                "overlap_tokens": self.chunking.overlap_tokens}
+        if doc.format == "markdown":
+            return chunk_markdown(body, **opts)
+        return chunk_text(body, **opts)
+
+    def _fail(self, ref: str, exc: KbctlError, spec: SourceSpec | None) -> None:
+        self.report.failed += 1
+        self.report.errors.append(_failure(ref, exc, spec))
+        self.progress(ProgressEvent("failed", ref=ref, message=exc.message))
+
+
+def content_hash(doc: Document, body: str) -> str:
+    """sha256 over what the chunks are made from: cleaned body, title and citation URL."""
+    h = hashlib.sha256()
+    for part in (doc.title, doc.url, doc.format, body):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _chunk_meta(source: SourceRecord, chunk: Chunk, extra: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {k: v for k, v in extra.items()}
+    meta.update({
+        "url": source.url,
+        "title": source.title,
+        "anchor": chunk.anchor,
+        "headingPath": list(chunk.heading_path),
+        "kind": source.kind,
+        "tokenCount": chunk.token_count,
+    })
+    return meta
+
+
+def _failure(ref: str, exc: KbctlError, spec: SourceSpec | None) -> SourceFailure:
+    return SourceFailure(ref=ref, error=exc.message, type=type(exc).__name__,
+                         source=spec.id if spec else "")
+
+
+def _recordable(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None}

@@ -1,0 +1,95 @@
+"""Retrieval: a question in, ranked and cited chunks out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..embed.base import Embedder
+from ..errors import InputError
+from ..store.knowledge import KnowledgeStore
+from ..store.records import ScoredChunk
+from .results import Hit, QueryResult
+
+MIN_K, MAX_K = 1, 50
+
+
+def clamp_k(k: int) -> int:
+    return max(MIN_K, min(MAX_K, int(k)))
+
+
+def citation_for(url: str, anchor: str | None) -> str:
+    """``url#anchor`` when the chunk has an anchor and the url has no fragment yet."""
+    if anchor and "#" not in url:
+        return f"{url}#{anchor}"
+    return url
+
+
+def retrieve(
+    store: KnowledgeStore,
+    question: str,
+    *,
+    namespace: str,
+    k: int = 5,
+    min_score: float | None = None,
+    filters: dict[str, str] | None = None,
+    embedder: Embedder | None = None,
+    vector_weight: float = 0.7,
+    fusion: str = "weighted",
+) -> QueryResult:
+    """Rank a namespace's chunks for ``question``; lexical-only when there is no embedder."""
+    if not question.strip():
+        raise InputError("the question is empty")
+    if not 0.0 <= vector_weight <= 1.0:
+        raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
+    if fusion not in ("weighted", "rrf"):
+        raise InputError(f"--fusion must be 'weighted' or 'rrf', got '{fusion}'")
+    started = time.perf_counter()
+    k = clamp_k(k)
+    qv = embedder.embed_query(question) if embedder is not None else None
+    rows = store.search(namespace, question, k=k, filters=filters or {}, query_vector=qv,
+                        vector_weight=vector_weight, fusion=fusion)
+    hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
+                                                   if min_score is None or r.score >= min_score)]
+    mode = "lexical" if qv is None else ("rrf" if fusion == "rrf" else "hybrid")
+    return QueryResult(
+        question=question, namespace=namespace, hits=hits, mode=mode,
+        embedder=str(embedder.identity) if embedder else "none",
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+
+
+def _hit(rank: int, r: ScoredChunk) -> Hit:
+    url = r.meta.get("url") or r.source_url
+    anchor = r.meta.get("anchor")
+    return Hit(
+        rank=rank, score=round(r.score, 6), title=r.meta.get("title") or r.source_title,
+        url=url, citation=citation_for(url, anchor), anchor=anchor,
+        heading_path=tuple(r.meta.get("headingPath") or ()), text=r.text,
+        source_ref=r.source_ref, namespace=r.namespace,
+        metadata={k: v for k, v in r.meta.items()
+                  if k not in ("url", "title", "anchor", "headingPath")},
+        text_score=round(r.text_score, 6),
+        vector_score=round(r.vector_score, 6) if r.vector_score is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class SourceCitation:
+    """One distinct citation and the 1-indexed passages it stands for."""
+
+    citation: str
+    title: str
+    passages: list[int] = field(default_factory=list)
+
+
+def source_parts(hits: Sequence[Hit]) -> list[SourceCitation]:
+    """De-duplicate citations (anchor-granular), keeping first-seen order."""
+    by_citation: dict[str, SourceCitation] = {}
+    for i, hit in enumerate(hits, start=1):
+        entry = by_citation.get(hit.citation)
+        if entry is None:
+            entry = by_citation[hit.citation] = SourceCitation(hit.citation, hit.title)
+        entry.passages.append(i)
+    return list(by_citation.values())

@@ -1,0 +1,42 @@
+"""Result shapes of retrieval, shared by query, eval, memory tools and the MCP server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk.
+
+    ``url`` is the source's own address (``https://…`` or ``kb://…``); ``citation`` is what a
+    reader should open: ``url#anchor`` when the chunk has an anchor and the url has no
+    fragment, else ``url``. ``score`` is in 0..1.
+    """
+
+    rank: int
+    score: float
+    title: str
+    url: str
+    citation: str
+    anchor: str | None
+    heading_path: tuple[str, ...]
+    text: str
+    source_ref: str
+    namespace: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    text_score: float | None = None
+    vector_score: float | None = None
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Everything ``kbctl query`` renders."""
+
+    question: str
+    namespace: str
+    hits: list[Hit]
+    mode: str  # "lexical" | "hybrid" | "rrf"
+    embedder: str  # identity string, "none" for lexical-only
+    elapsed_ms: float

@@ -1,0 +1,69 @@
+"""Wiring settings to a live store and the KB's embedder; shared by every operation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+from ..config import Settings
+from ..embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
+from ..store.db import connect
+from ..store.knowledge import KnowledgeStore
+
+
+@contextmanager
+def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
+    """A store on the configured database (embedded when no URL), closed on exit."""
+    conn = connect(settings.db_url, settings.data_dir)
+    try:
+        yield KnowledgeStore(conn)
+    finally:
+        conn.close()
+
+
+def identity_spec(identity: EmbedderIdentity) -> str:
+    """The registry spec that recreates an embedder with this identity."""
+    if identity == NO_EMBEDDER:
+        return "none"
+    return f"{identity.provider}:{identity.model}@{identity.dimensions}"
+
+
+def resolve_embedder(
+    store: KnowledgeStore,
+    settings: Settings,
+    *,
+    writing: bool,
+    env: Mapping[str, str] | None = None,
+    announce: Callable[[str], None] = lambda _msg: None,
+) -> Embedder | None:
+    """The embedder this KB uses.
+
+    A KB remembers the embedder of its first write; later commands use it without being
+    told. Asking for another one is refused (``EmbedderMismatch``). A new KB gets the
+    requested embedder, else the default (Gemini when a key is set, else lexical-only),
+    announced once.
+    """
+    from ..embed.registry import create_embedder, default_spec
+
+    env = os.environ if env is None else env
+    recorded = store.embedder_identity()
+    requested = settings.embedder
+    if recorded is None and not writing:
+        spec = requested or "none"
+    elif recorded is None:
+        spec = requested or default_spec(env)
+    elif requested is None:
+        spec = identity_spec(recorded)
+    else:
+        spec = requested
+    embedder = create_embedder(spec, base_url=settings.embedder_base_url)
+    identity = embedder.identity if embedder is not None else NO_EMBEDDER
+    if recorded is None and writing:
+        store.bind_embedder(identity)
+        announce(f"new knowledge base: embedder {identity}"
+                 + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"
+                    if embedder is None else ""))
+    elif recorded is not None:
+        store.bind_embedder(identity)  # raises EmbedderMismatch when they differ
+    return embedder

@@ -1,0 +1,174 @@
+"""The one output layer: rich tables and progress for people (stderr for chatter), exactly
+one JSON document on stdout for machines, and error messages for both."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from functools import singledispatch
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import KbctlError
+from .pipeline.context import render_context
+from .pipeline.ingest import IngestReport
+from .pipeline.progress import ProgressEvent
+from .pipeline.query import source_parts
+from .pipeline.results import QueryResult
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, paths and datetimes to plain JSON values, recursively."""
+    if hasattr(obj, "to_dict"):
+        return to_jsonable(obj.to_dict())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, datetime | date):
+        return obj.isoformat()
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+class Output:
+    """Where results, chatter and errors go for one command invocation."""
+
+    def __init__(self, json_mode: bool = False, *, quiet: bool = False) -> None:
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self.out = Console(soft_wrap=True)
+        self.err = Console(stderr=True, soft_wrap=True)
+
+    def json(self, data: Any) -> None:
+        sys.stdout.write(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def note(self, message: str) -> None:
+        """A line for people, on stderr so stdout stays clean for pipes."""
+        if not self.quiet:
+            self.err.print(f"[dim]{escape(message)}[/dim]")
+
+    def error(self, exc: KbctlError) -> None:
+        if self.json_mode:
+            self.json({"error": exc.to_dict(), "exitCode": exc.exit_code})
+        self.err.print(f"[bold red]error:[/bold red] {escape(exc.message)}")
+        if exc.hint:
+            self.err.print(f"[yellow]hint:[/yellow] {escape(exc.hint)}")
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Any]:
+        """A progress bar on stderr when it is a terminal; a callback for the pipeline."""
+        if self.quiet or not self.err.is_terminal:
+            yield lambda event: None
+            return
+        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                       TimeElapsedColumn(), console=self.err, transient=True)
+        counts = {"written": 0, "skipped": 0, "failed": 0}
+        with bar:
+            task = bar.add_task(label, total=None, status="")
+
+            def on_event(event: ProgressEvent) -> None:
+                if event.stage == "total":
+                    bar.update(task, total=(bar.tasks[0].total or 0) + (event.total or 0))
+                elif event.stage == "note":
+                    bar.console.print(f"[dim]{escape(event.message)}[/dim]")
+                elif event.stage in counts:
+                    counts[event.stage] += 1
+                    bar.advance(task)
+                    bar.update(task, status=f"written {counts['written']} · unchanged "
+                                            f"{counts['skipped']} · failed {counts['failed']}")
+
+            yield on_event
+
+
+# --- renderers for people ----------------------------------------------------------------
+
+
+@singledispatch
+def show(result: Any, out: Output, **options: Any) -> None:
+    """Render a result for people (``out.json`` handles machines)."""
+    out.out.print(result)
+
+
+@show.register
+def _(report: IngestReport, out: Output, **options: Any) -> None:
+    parts = [f"added {report.added}", f"updated {report.updated}",
+             f"unchanged {report.unchanged}"]
+    if report.not_modified:
+        parts.append(f"not modified {report.not_modified}")
+    parts += [f"deleted {report.deleted}", f"failed {report.failed}"]
+    color = "green" if report.ok else "red"
+    out.err.print(f"[{color}]{report.namespace}[/{color}]: {', '.join(parts)}; "
+                  f"{report.chunks_written} chunks written"
+                  + (f", {report.embedded} embedded" if report.embedded else "")
+                  + f" in {report.timings.get('total', 0):.2f}s")
+    for note in report.notes:
+        out.err.print(f"[dim]{escape(note)}[/dim]")
+    if report.errors:
+        table = Table("source", "error", title="failed sources", title_justify="left")
+        for e in report.errors:
+            table.add_row(escape(e.ref), escape(e.error))
+        out.err.print(table)
+
+
+@show.register
+def _(result: QueryResult, out: Output, *, format: str = "table", **options: Any) -> None:
+    if format == "context":
+        out.out.print(render_context(result.hits), markup=False, highlight=False, end="")
+        return
+    if format == "sources":
+        for s in source_parts(result.hits):
+            nums = ",".join(str(n) for n in s.passages)
+            out.out.print(f"[{nums}] {s.citation}  {s.title}", markup=False, highlight=False)
+        return
+    if not result.hits:
+        out.err.print(f"no results in namespace '{escape(result.namespace)}' "
+                      f"({result.mode} search)")
+        return
+    table = Table("#", "score", "title / citation", "text", show_lines=True, expand=True)
+    for h in result.hits:
+        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
+        where = " › ".join(h.heading_path) or h.title
+        table.add_row(str(h.rank), f"{h.score:.3f}",
+                      f"[bold]{escape(where)}[/bold]\n[cyan]{escape(h.citation)}[/cyan]",
+                      escape(snippet))
+    out.out.print(table)
+    out.err.print(f"[dim]{result.mode} search in '{escape(result.namespace)}', "
+                  f"{result.elapsed_ms:.1f} ms[/dim]")
+
+
+def query_json(result: QueryResult) -> dict[str, Any]:
+    """The stable JSON shape of a query result (``--json`` / ``--format json``)."""
+    return {
+        "question": result.question,
+        "namespace": result.namespace,
+        "mode": result.mode,
+        "embedder": result.embedder,
+        "elapsedMs": result.elapsed_ms,
+        "results": [
+            {
+                "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
+                "citation": h.citation, "anchor": h.anchor,
+                "headingPath": list(h.heading_path), "text": h.text,
+                "sourceRef": h.source_ref, "textScore": h.text_score,
+                "vectorScore": h.vector_score, "metadata": h.metadata,
+            }
+            for h in result.hits
+        ],
+        "sources": [{"citation": s.citation, "title": s.title, "passages": s.passages}
+                    for s in source_parts(result.hits)],
+    }

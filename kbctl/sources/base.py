@@ -1,0 +1,102 @@
+"""What a source is, before and after loading.
+
+A source *definition* (``SourceSpec``) is what the user typed: a kind, a target and
+options. Expanding it yields *leaves* (one per document); loading a leaf yields a
+``Document`` or an error. Adapters decide how to load (a folder reads files one by one, a
+website fetches concurrently); the ingest pipeline only sees ``Loaded`` outcomes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import KbctlError
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A source definition as given on the command line or in kbctl.yaml."""
+
+    kind: str
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """Stable id of the definition: same kind and target, same definition."""
+        digest = hashlib.sha1(f"{self.kind}\0{self.target}".encode()).hexdigest()[:12]
+        return f"{self.kind}-{digest}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "target": self.target, "options": self.options}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded document, ready to be cleaned, hashed and chunked.
+
+    ``format`` routes it: ``markdown`` goes to the heading-aware chunker, ``text`` to the
+    plain one. ``meta`` holds extra scalar fields (front matter, fetch validators) that end
+    up in the source row and, for front matter, in each chunk's metadata for filtering.
+    """
+
+    ref: str
+    url: str
+    kind: str
+    title: str
+    body: str
+    format: str = "markdown"
+    meta: dict[str, Any] = field(default_factory=dict)
+    filterable: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One document a source expands to, not yet loaded."""
+
+    ref: str
+    url: str
+    hint: Any = None  # adapter-private data (a path, a lastmod)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The outcome of loading one leaf: a document, an error, or 'not modified'."""
+
+    leaf: Leaf
+    document: Document | None = None
+    error: KbctlError | None = None
+    not_modified: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """The leaves of a source. ``complete`` is False when the listing itself was partial
+    (a sitemap that failed to parse): then nothing may be deleted as an orphan."""
+
+    leaves: list[Leaf]
+    complete: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+PreviousMeta = Callable[[str], "dict[str, Any] | None"]
+
+
+class SourceAdapter(Protocol):
+    """Expands and loads one kind of source."""
+
+    def expand(self, spec: SourceSpec) -> Expansion: ...
+
+    def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
+        """Load leaves (in any order, possibly concurrently). ``previous`` gives the stored
+        meta of a ref (validators such as ETag) so an adapter can skip unchanged ones."""
+        ...
+
+
+def options_json(options: dict[str, Any]) -> str:
+    return json.dumps(options, sort_keys=True, default=str)

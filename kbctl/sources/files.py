@@ -1,0 +1,147 @@
+"""``files`` sources: a folder or glob of .md/.mdx/.markdown/.html/.txt files.
+
+With ``base_url``, a file cites to its published address (``guide/install.md`` →
+``{base}/guide/install``, ``guide/index.md`` → ``{base}/guide/``), so citations from a
+local build equal the live site's. Without it, refs are stable ``kb://ROOT/relpath``.
+Nothing outside the root is read: every path is resolved and checked, symlinks included.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..errors import ExtractError, InputError, SourceError
+from ..extract.markdown import parse_markdown_document
+from ..extract.text import decode_bytes
+from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
+
+EXTENSIONS = {".md": "markdown", ".mdx": "markdown", ".markdown": "markdown",
+              ".html": "html", ".htm": "html", ".txt": "text"}
+MAX_FILE_BYTES = 5 * 1024 * 1024
+_INDEX_STEMS = {"index", "readme", "_index"}
+_GLOB_CHARS = set("*?[")
+
+
+class FilesSource:
+    """Expands a folder or glob into files and loads them one by one."""
+
+    def __init__(self, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.max_bytes = max_bytes
+
+    def expand(self, spec: SourceSpec) -> Expansion:
+        root, pattern = split_root(spec.target)
+        if not root.is_dir():
+            raise InputError(f"files source: {spec.target} is not a directory or glob that "
+                             f"matches one")
+        excludes = list(spec.options.get("exclude") or [])
+        base_url = spec.options.get("base_url")
+        real_root = root.resolve()
+        leaves = []
+        for path in _walk(root, pattern):
+            rel = path.relative_to(root).as_posix()
+            if path.suffix.lower() not in EXTENSIONS:
+                continue
+            if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
+                continue
+            url = file_url(rel, root_name=real_root.name, base_url=base_url)
+            leaves.append(Leaf(ref=url, url=url, hint=(path, real_root)))
+        return Expansion(leaves=sorted(leaves, key=lambda leaf: leaf.ref))
+
+    def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
+        for leaf in leaves:
+            path, real_root = leaf.hint
+            try:
+                yield self._load_one(leaf, path, real_root, previous(leaf.ref))
+            except SourceError as exc:
+                yield Loaded(leaf=leaf, error=exc)
+
+    def _load_one(self, leaf: Leaf, path: Path, real_root: Path,
+                  prev: dict[str, Any] | None) -> Loaded:
+        real = path.resolve()
+        if real != real_root and real_root not in real.parents:
+            raise SourceError(f"{path}: resolves outside the source root ({real})")
+        try:
+            st = real.stat()
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        if prev and prev.get("size") == stamp["size"] and prev.get("mtime_ns") == stamp[
+                "mtime_ns"]:
+            return Loaded(leaf=leaf, not_modified=True, meta=stamp)
+        if st.st_size > self.max_bytes:
+            raise SourceError(f"{path}: {st.st_size} bytes is over the "
+                              f"{self.max_bytes} byte limit for one file")
+        try:
+            data = real.read_bytes()
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        try:
+            text = decode_bytes(data)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ExtractError(f"{path}: not UTF-8 text ({exc})") from exc
+        doc = _document(leaf, path, text, stamp)
+        return Loaded(leaf=leaf, document=doc, meta=stamp)
+
+
+def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any]) -> Document:
+    fmt = EXTENSIONS[path.suffix.lower()]
+    if fmt == "html":
+        from ..extract.html import extract_html
+
+        page = extract_html(text, url=leaf.url if "://" in leaf.url else None)
+        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=page.title or path.stem,
+                        body=page.markdown, format="markdown", meta=dict(stamp))
+    if fmt == "text":
+        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=path.stem, body=text,
+                        format="text", meta=dict(stamp))
+    try:
+        md = parse_markdown_document(text)
+    except ExtractError as exc:
+        raise ExtractError(f"{path}: {exc.message}") from exc
+    filterable = {k: v for k, v in md.front_matter.items()
+                  if isinstance(v, str | int | float | bool) and isinstance(k, str)}
+    return Document(ref=leaf.ref, url=leaf.url, kind="files", title=md.title or path.stem,
+                    body=md.body, format="markdown", meta=dict(stamp), filterable=filterable)
+
+
+def split_root(target: str) -> tuple[Path, str | None]:
+    """A target is a folder, or a glob whose leading literal segments are the root."""
+    parts = PurePosixPath(target).parts
+    for i, part in enumerate(parts):
+        if _GLOB_CHARS & set(part):
+            root = Path(*parts[:i]) if i else Path(".")
+            return root, str(PurePosixPath(*parts[i:]))
+    return Path(target), None
+
+
+def _walk(root: Path, pattern: str | None) -> Iterator[Path]:
+    if pattern is None:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if not name.startswith("."):
+                    yield Path(dirpath) / name
+        return
+    for match in sorted(glob.glob(str(root / pattern), recursive=True)):
+        p = Path(match)
+        if p.is_file():
+            yield p
+
+
+def file_url(rel: str, *, root_name: str, base_url: str | None) -> str:
+    """Citation address of a file: its published URL, or a stable ``kb://`` ref."""
+    if not base_url:
+        return f"kb://{root_name}/{rel}"
+    p = PurePosixPath(rel)
+    stem_path = p.with_suffix("")
+    if p.stem.lower() in _INDEX_STEMS:
+        parent = p.parent.as_posix()
+        path = "" if parent == "." else parent + "/"
+    else:
+        path = stem_path.as_posix()
+    return base_url.rstrip("/") + "/" + path

@@ -1,0 +1,327 @@
+"""KnowledgeStore: every read and write of documents and chunks, fenced by namespace."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from ..embed.base import NO_EMBEDDER, EmbedderIdentity
+from ..errors import DatabaseError, EmbedderMismatch, LockBusy
+from . import ranking
+from .records import ChunkRecord, ScoredChunk, SourceDef, SourceRecord
+
+_EMBEDDER_KEY = "embedder"
+
+
+class KnowledgeStore:
+    """A knowledge base in one PostgreSQL database.
+
+    The store owns SQL; callers hand it records and get records back. A source's chunks
+    are always replaced in one transaction, so readers see the old version or the new one.
+    """
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    # --- embedder identity ------------------------------------------------------------
+
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        """The embedder this KB was built with; None while the KB has never been written."""
+        row = self.conn.execute(
+            "SELECT value FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)
+        ).fetchone()
+        if not row:
+            return None
+        v = row[0]
+        return EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"]))
+
+    def bind_embedder(self, identity: EmbedderIdentity) -> EmbedderIdentity:
+        """Record ``identity`` on a fresh KB, or check it matches the recorded one."""
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO kb_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (_EMBEDDER_KEY, Jsonb(_identity_json(identity))),
+            )
+            recorded = self.embedder_identity()
+        assert recorded is not None
+        if recorded != identity:
+            raise EmbedderMismatch(
+                f"this knowledge base was built with embedder '{recorded}', "
+                f"not '{identity}'",
+                hint=f"drop --embedder (the KB's own is used), or rebuild with "
+                f"'kbctl reembed --embedder {identity.provider}"
+                f"{'' if identity == NO_EMBEDDER else ':' + identity.model}'",
+            )
+        return recorded
+
+    # --- source definitions (what resync re-runs) ---------------------------------------
+
+    def record_def(self, d: SourceDef) -> None:
+        self.conn.execute(
+            """INSERT INTO source_defs (namespace, id, kind, target, options)
+               VALUES (%s, %s, %s, %s, %s)
+               ON CONFLICT (namespace, id) DO UPDATE
+                 SET kind = excluded.kind, target = excluded.target,
+                     options = excluded.options""",
+            (d.namespace, d.id, d.kind, d.target, Jsonb(d.options)),
+        )
+
+    def finish_def(self, namespace: str, def_id: str, errors: list[dict[str, Any]]) -> None:
+        """Stamp a definition's run; ``last_ok_at`` moves only when nothing failed."""
+        self.conn.execute(
+            """UPDATE source_defs SET last_run_at = now(), last_errors = %s,
+                      last_ok_at = CASE WHEN %s THEN now() ELSE last_ok_at END
+               WHERE namespace = %s AND id = %s""",
+            (Jsonb(errors), not errors, namespace, def_id),
+        )
+
+    def list_defs(self, namespace: str | None = None) -> list[SourceDef]:
+        rows = self.conn.execute(
+            """SELECT namespace, id, kind, target, options, last_run_at, last_ok_at,
+                      last_errors
+               FROM source_defs WHERE %(ns)s::text IS NULL OR namespace = %(ns)s
+               ORDER BY namespace, created_at, id""",
+            {"ns": namespace},
+        ).fetchall()
+        return [SourceDef(*r) for r in rows]
+
+    # --- sources ------------------------------------------------------------------------
+
+    def source_hashes(self, namespace: str, refs: Sequence[str]) -> dict[str, str]:
+        """Stored content hashes for the given refs (missing refs are absent)."""
+        rows = self.conn.execute(
+            "SELECT ref, content_hash FROM sources WHERE namespace = %s AND ref = ANY(%s)",
+            (namespace, list(refs)),
+        ).fetchall()
+        return dict(rows)
+
+    def get_source(self, namespace: str, ref: str) -> SourceRecord | None:
+        row = self.conn.execute(
+            """SELECT namespace, ref, kind, url, title, content_hash, def_id, chunk_count,
+                      meta, fetched_at
+               FROM sources WHERE namespace = %s AND ref = %s""",
+            (namespace, ref),
+        ).fetchone()
+        return SourceRecord(*row) if row else None
+
+    def list_sources(self, namespace: str, def_id: str | None = None) -> list[SourceRecord]:
+        rows = self.conn.execute(
+            """SELECT namespace, ref, kind, url, title, content_hash, def_id, chunk_count,
+                      meta, fetched_at
+               FROM sources
+               WHERE namespace = %(ns)s AND (%(def)s::text IS NULL OR def_id = %(def)s)
+               ORDER BY ref""",
+            {"ns": namespace, "def": def_id},
+        ).fetchall()
+        return [SourceRecord(*r) for r in rows]
+
+    def replace_source(self, source: SourceRecord, chunks: Sequence[ChunkRecord]) -> int:
+        """Write a source and its chunks atomically; returns the number of chunks written.
+
+        The old chunks (and their postings) go in the same transaction, so a shorter new
+        version loses its tail and a crash leaves the old version whole.
+        """
+        ns = source.namespace
+        with self.conn.transaction():
+            self._ensure_stats_row(ns)
+            old_n, old_len = self._delete_chunks(ns, source.ref)
+            self.conn.execute(
+                """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
+                                        fetched_at, chunk_count, meta)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, now(), %s, %s)
+                   ON CONFLICT (namespace, ref) DO UPDATE SET
+                     def_id = excluded.def_id, kind = excluded.kind, url = excluded.url,
+                     title = excluded.title, content_hash = excluded.content_hash,
+                     fetched_at = excluded.fetched_at, chunk_count = excluded.chunk_count,
+                     meta = excluded.meta""",
+                (ns, source.ref, source.def_id, source.kind, source.url, source.title,
+                 source.content_hash, len(chunks), Jsonb(source.meta)),
+            )
+            new_len = self._insert_chunks(ns, source.ref, chunks)
+            self.conn.execute(
+                """UPDATE namespace_stats
+                   SET chunk_count = chunk_count + %s, total_len = total_len + %s
+                   WHERE namespace = %s""",
+                (len(chunks) - old_n, new_len - old_len, ns),
+            )
+        return len(chunks)
+
+    def touch_source(self, namespace: str, ref: str, meta: dict[str, Any] | None = None) -> None:
+        """Mark an unchanged source as fetched now (and refresh its fetch metadata)."""
+        self.conn.execute(
+            """UPDATE sources SET fetched_at = now(), meta = meta || %s
+               WHERE namespace = %s AND ref = %s""",
+            (Jsonb(meta or {}), namespace, ref),
+        )
+
+    def delete_source(self, namespace: str, ref: str) -> int:
+        """Delete a source with its chunks; returns the number of chunks removed."""
+        with self.conn.transaction():
+            self._ensure_stats_row(namespace)
+            n, length = self._delete_chunks(namespace, ref)
+            self.conn.execute(
+                "DELETE FROM sources WHERE namespace = %s AND ref = %s", (namespace, ref)
+            )
+            self.conn.execute(
+                """UPDATE namespace_stats
+                   SET chunk_count = chunk_count - %s, total_len = total_len - %s
+                   WHERE namespace = %s""",
+                (n, length, namespace),
+            )
+        return n
+
+    def _ensure_stats_row(self, namespace: str) -> None:
+        self.conn.execute(
+            "INSERT INTO namespace_stats (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
+            (namespace,),
+        )
+
+    def _delete_chunks(self, namespace: str, ref: str) -> tuple[int, int]:
+        row = self.conn.execute(
+            """WITH gone AS (DELETE FROM chunks WHERE namespace = %s AND source_ref = %s
+                             RETURNING lexeme_count)
+               SELECT count(*), coalesce(sum(lexeme_count), 0) FROM gone""",
+            (namespace, ref),
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    def _insert_chunks(self, namespace: str, ref: str, chunks: Sequence[ChunkRecord]) -> int:
+        """Insert chunks, then derive their postings from ``to_tsvector`` in one statement."""
+        if not chunks:
+            return 0
+        vectors = [_vector_text(c.embedding) for c in chunks]
+        self.conn.execute(
+            """INSERT INTO chunks (namespace, source_ref, ordinal, text, meta, embedding)
+               SELECT %s, %s, o, t, m, e::vector
+               FROM unnest(%s::int[], %s::text[], %s::jsonb[], %s::text[]) AS u(o, t, m, e)""",
+            (namespace, ref, [c.ordinal for c in chunks], [c.text for c in chunks],
+             [json.dumps(c.meta) for c in chunks], vectors),
+        )
+        row = self.conn.execute(
+            f"""WITH lex AS (
+                    SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1) AS tf
+                    FROM chunks c,
+                         unnest(to_tsvector('{ranking.TEXT_CONFIG}', c.text)) AS t
+                    WHERE c.namespace = %(ns)s AND c.source_ref = %(ref)s),
+                len AS (SELECT id, sum(tf)::int AS dl FROM lex GROUP BY id),
+                upd AS (UPDATE chunks c SET lexeme_count = len.dl FROM len
+                        WHERE c.id = len.id RETURNING len.dl),
+                ins AS (INSERT INTO postings (namespace, lexeme, chunk_id, tf, dl, impact)
+                        SELECT %(ns)s, lex.lexeme, lex.id, lex.tf, len.dl,
+                               {ranking.impact_sql("lex.tf", "len.dl")}
+                        FROM lex JOIN len USING (id))
+                SELECT coalesce(sum(dl), 0) FROM upd""",
+            {"ns": namespace, "ref": ref},
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    # --- retrieval ----------------------------------------------------------------------
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        k: int = 5,
+        filters: dict[str, str] | None = None,
+        query_vector: Sequence[float] | None = None,
+        vector_weight: float = 0.7,
+        fusion: str = "weighted",
+    ) -> list[ScoredChunk]:
+        """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity."""
+        filters = filters or {}
+        params: dict[str, Any] = {"ns": namespace, "q": query, "k": k,
+                                  "cap": ranking.LEXEME_CANDIDATES}
+        if query_vector is None:
+            stmt, fparams = ranking.lexical_query(filters)
+        else:
+            stmt, fparams = ranking.hybrid_query(filters, fusion)
+            params.update(qv=_vector_text(query_vector), w=vector_weight,
+                          cand=max(k, ranking.VECTOR_CANDIDATES))
+        params.update(fparams)
+        try:
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(stmt, params).fetchall()
+        except psycopg.Error as exc:
+            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+        out = []
+        for r in rows:
+            text_score = float(r["text_score"] or 0.0)
+            vector_score = r.get("vector_score")
+            score = r.get("score")
+            out.append(ScoredChunk(
+                id=r["id"], namespace=r["namespace"], source_ref=r["source_ref"],
+                ordinal=r["ordinal"], text=r["text"], meta=r["meta"],
+                score=float(score) if score is not None else text_score,
+                text_score=text_score,
+                vector_score=float(vector_score) if vector_score is not None else None,
+                source_url=r["source_url"], source_title=r["source_title"],
+            ))
+        return out
+
+    # --- namespace-wide -----------------------------------------------------------------
+
+    def namespaces(self) -> list[str]:
+        rows = self.conn.execute(
+            """SELECT namespace FROM sources UNION SELECT namespace FROM source_defs
+               ORDER BY 1"""
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def counts(self, namespace: str) -> tuple[int, int]:
+        """(sources, chunks) in a namespace."""
+        row = self.conn.execute(
+            """SELECT (SELECT count(*) FROM sources WHERE namespace = %(ns)s),
+                      (SELECT count(*) FROM chunks WHERE namespace = %(ns)s)""",
+            {"ns": namespace},
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    @contextmanager
+    def namespace_lock(self, namespace: str, *, wait: bool = True,
+                       timeout_s: float = 600.0) -> Iterator[None]:
+        """Hold the per-namespace advisory lock that serialises ingest and resync."""
+        key = f"kbctl:ns:{namespace}"
+        if wait:
+            self.conn.execute(f"SET lock_timeout = '{int(timeout_s * 1000)}ms'")
+            try:
+                self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            except psycopg.errors.LockNotAvailable as exc:
+                raise LockBusy(
+                    f"namespace '{namespace}' is still locked by another kbctl run after "
+                    f"{timeout_s:.0f}s"
+                ) from exc
+            finally:
+                self.conn.execute("SET lock_timeout = 0")
+        else:
+            got = self.conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)
+            ).fetchone()
+            if not got or not got[0]:
+                raise LockBusy(
+                    f"another kbctl run is writing namespace '{namespace}'",
+                    hint="wait for it to finish, or run with --wait",
+                )
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
+def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
+    return {"provider": identity.provider, "model": identity.model,
+            "dimensions": identity.dimensions}
+
+
+def _vector_text(v: Sequence[float] | None) -> str | None:
+    if v is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"

