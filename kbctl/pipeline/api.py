@@ -7,13 +7,20 @@ These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..config import Settings
+from ..errors import EnvironmentFailure, InputError
+from ..evals import FAIL_ON, CaseResult, check_tolerances, load_baseline, load_suites
+from ..evals.model import DEFAULT_TOP_K
 from ..sources.base import SourceSpec
+from .cached_embedder import CachedEmbedder
+from .evals import EvalOutcome, run_eval, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest
-from .progress import Progress, no_progress
+from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
-from .results import QueryResult
+from .reembed import ReembedReport, reembed
+from .results import Hit, QueryResult
 from .runtime import open_store, resolve_embedder
 
 
@@ -28,13 +35,23 @@ def ingest_sources(
     """Ingest ``specs`` into the configured namespace, holding its write lock."""
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
+        cached = CachedEmbedder(embedder, store) if embedder is not None else None
         with store.namespace_lock(settings.namespace, wait=wait):
-            return ingest(
-                store, specs, namespace=settings.namespace, embedder=embedder,
+            report = ingest(
+                store, specs, namespace=settings.namespace, embedder=cached,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
                 progress=progress,
-                adapter_context={"allow_private_network": settings.allow_private_network},
+                adapter_context={
+                    "allow_private_network": settings.allow_private_network,
+                    # a crawl finds its pages as it goes: the progress total grows with it
+                    "on_discovered": lambda n: progress(ProgressEvent("total", total=n)),
+                },
             )
+        if cached is not None:
+            report.embedded = cached.provider_texts
+            report.embedding_cache_hits = cached.cache_hits
+            store.ensure_vector_index()
+        return report
 
 
 def query(
@@ -56,3 +73,98 @@ def query(
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
             fusion=fusion,
         )
+
+
+class _BrokenFromStart(BaseException):
+    """Carries an environment failure out of the eval runner, which keeps ordinary
+    exceptions to the failing case (so it must not be an ``Exception``)."""
+
+    def __init__(self, error: EnvironmentFailure) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def evaluate(
+    settings: Settings,
+    suites: Sequence[str | Path],
+    *,
+    baseline: str | Path | None = None,
+    rank_tolerance: int = 0,
+    score_tolerance: float | None = None,
+    fail_on: str = "any",
+    on_result: Callable[[CaseResult], None] | None = None,
+    announce: Callable[[str], None] = lambda _m: None,
+) -> EvalOutcome:
+    """Run eval suites against the configured namespace and judge them.
+
+    Suites, baseline and policy are checked before the database is opened, so a bad file is
+    a usage error (exit 2) even where no database is reachable. An environment failure
+    (no API key, embedder or database unreachable) before any retrieval has succeeded ends
+    the run with that error (exit 3): it says nothing about retrieval quality. Once a
+    retrieval has worked, a failure fails its case only.
+    """
+    if fail_on not in FAIL_ON:
+        raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got '{fail_on}'")
+    if fail_on == "regression" and baseline is None:
+        raise InputError("--fail-on regression needs --baseline (a report of an earlier run)")
+    check_tolerances(rank_tolerance, score_tolerance)
+    load_suites(suites)
+    if baseline is not None:
+        load_baseline(baseline)
+    with open_store(settings) as store:
+        embedder = resolve_embedder(store, settings, writing=False)
+        if store.counts(settings.namespace)[1] == 0:
+            announce(f"namespace '{settings.namespace}' holds no chunks: every case will find "
+                     "nothing (ingest first, or pick another --namespace)")
+        worked = False
+
+        def retriever(question: str, top_k: int, min_score: float | None,
+                      filters: dict[str, str]) -> list[Hit]:
+            nonlocal worked
+            try:
+                hits = retrieve(store, question, namespace=settings.namespace, k=top_k,
+                                min_score=min_score, filters=filters, embedder=embedder,
+                                vector_weight=settings.vector_weight).hits
+            except EnvironmentFailure as exc:
+                if not worked:
+                    raise _BrokenFromStart(exc) from exc
+                raise
+            worked = True
+            return hits
+
+        try:
+            return run_eval(
+                suites, retriever, namespace=settings.namespace,
+                embedder=embedder.identity if embedder is not None else "none",
+                baseline=baseline, rank_tolerance=rank_tolerance,
+                score_tolerance=score_tolerance, fail_on=fail_on, on_result=on_result,
+            )
+        except _BrokenFromStart as broken:
+            raise broken.error from None
+
+
+def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K) -> str:
+    """A starter suite (YAML text) with one case per top-level section of the namespace."""
+    with open_store(settings) as store:
+        sections = store.top_sections(settings.namespace)
+    if not sections:
+        raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds no "
+                         "documents", hint="ingest your docs first (kbctl ingest files docs/), "
+                         "or pick the namespace with -n")
+    return scaffold_suite(sections, top_k=top_k)
+
+
+def reembed_kb(
+    settings: Settings,
+    spec: str,
+    *,
+    progress: Progress = no_progress,
+) -> ReembedReport:
+    """Re-embed every chunk with the embedder ``spec`` and make it the KB's embedder."""
+    from ..embed.registry import create_embedder
+
+    embedder = create_embedder(spec, base_url=settings.embedder_base_url)
+    with open_store(settings) as store:
+        namespaces = store.namespaces()
+        with store.all_namespace_locks(namespaces):
+            return reembed(store, embedder, progress=progress)

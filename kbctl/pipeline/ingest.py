@@ -57,6 +57,7 @@ class IngestReport:
     chunks_written: int = 0
     chunks_deleted: int = 0
     embedded: int = 0
+    embedding_cache_hits: int = 0
     errors: list[SourceFailure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)

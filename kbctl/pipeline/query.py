@@ -10,9 +10,7 @@ from ..embed.base import Embedder
 from ..errors import InputError
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
-from .results import Hit, QueryResult
-
-MIN_K, MAX_K = 1, 50
+from .results import MAX_K, MIN_K, Hit, QueryResult
 
 
 def clamp_k(k: int) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+MIN_K, MAX_K = 1, 50  # how many results a query may ask for
+
 
 @dataclass(frozen=True)
 class Hit:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import psycopg
@@ -44,10 +44,12 @@ class KnowledgeStore:
     def bind_embedder(self, identity: EmbedderIdentity) -> EmbedderIdentity:
         """Record ``identity`` on a fresh KB, or check it matches the recorded one."""
         with self.conn.transaction():
-            self.conn.execute(
+            inserted = self.conn.execute(
                 "INSERT INTO kb_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                 (_EMBEDDER_KEY, Jsonb(_identity_json(identity))),
-            )
+            ).rowcount
+            if inserted and identity.dimensions > 0:
+                self._set_vector_dimensions(identity.dimensions)
             recorded = self.embedder_identity()
         assert recorded is not None
         if recorded != identity:
@@ -222,6 +224,77 @@ class KnowledgeStore:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    # --- vectors ------------------------------------------------------------------------
+
+    def _set_vector_dimensions(self, dims: int) -> None:
+        """Give the vector column a fixed width (HNSW needs one); existing vectors go."""
+        self.conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        self.conn.execute(
+            f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dims)}) USING NULL")
+
+    def ensure_vector_index(self) -> bool:
+        """Build the HNSW index once vectors exist (after a bulk load, where it is cheapest
+        to build); later writes maintain it. Returns True when it was just built."""
+        ident = self.embedder_identity()
+        if ident is None or ident.dimensions <= 0:
+            return False
+        exists = self.conn.execute(
+            "SELECT to_regclass('chunks_embedding_hnsw') IS NOT NULL").fetchone()
+        if exists and exists[0]:
+            return False
+        self.conn.execute(
+            "CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks "
+            "USING hnsw (embedding vector_cosine_ops)")
+        return True
+
+    def cached_embeddings(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            "SELECT input_hash, embedding FROM embedding_cache "
+            "WHERE identity = %s AND input_hash = ANY(%s)",
+            (identity, list(keys)),
+        ).fetchall()
+        return {bytes(k): _as_list(v) for k, v in rows}
+
+    def cache_embeddings(self, identity: str, vectors: dict[bytes, list[float]]) -> None:
+        if not vectors:
+            return
+        items = list(vectors.items())
+        self.conn.execute(
+            """INSERT INTO embedding_cache (identity, input_hash, embedding)
+               SELECT %s, k, v::vector FROM unnest(%s::bytea[], %s::text[]) AS u(k, v)
+               ON CONFLICT DO NOTHING""",
+            (identity, [k for k, _ in items], [_vector_text(v) for _, v in items]),
+        )
+
+    def chunk_texts(self, after_id: int, limit: int) -> list[tuple[int, str, str]]:
+        """(id, text, title) of chunks in id order, for re-embedding in batches."""
+        return self.conn.execute(
+            """SELECT c.id, c.text, coalesce(c.meta ->> 'title', '') FROM chunks c
+               WHERE c.id > %s ORDER BY c.id LIMIT %s""",
+            (after_id, limit),
+        ).fetchall()
+
+    def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str) -> None:
+        """Replace every vector and the recorded identity in one transaction."""
+        with self.conn.transaction():
+            self.conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+            if identity.dimensions > 0:
+                self.conn.execute(
+                    f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector"
+                    f"({int(identity.dimensions)}) USING NULL")
+                self.conn.execute(
+                    f"UPDATE chunks c SET embedding = s.embedding FROM {staged_table} s "
+                    f"WHERE s.chunk_id = c.id")
+            else:
+                self.conn.execute(
+                    "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector USING NULL")
+            self.conn.execute(
+                "UPDATE kb_meta SET value = %s WHERE key = %s",
+                (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))
+        self.ensure_vector_index()
+
     # --- retrieval ----------------------------------------------------------------------
 
     def search(
@@ -242,9 +315,11 @@ class KnowledgeStore:
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:
+            qv = _vector_text(query_vector)
+            cand = max(k, ranking.VECTOR_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
-            params.update(qv=_vector_text(query_vector), w=vector_weight,
-                          cand=max(k, ranking.VECTOR_CANDIDATES))
+            params.update(qv=qv, w=vector_weight, cand=cand,
+                          vids=self._vector_candidates(namespace, qv, filters, cand))
         params.update(fparams)
         try:
             with self.conn.cursor(row_factory=dict_row) as cur:
@@ -266,6 +341,36 @@ class KnowledgeStore:
             ))
         return out
 
+    def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
+                           cand: int) -> list[int]:
+        """Nearest chunks by cosine, never under-filled by the namespace or filters.
+
+        Small namespaces are scanned exactly. Large ones use HNSW with iterative scans; if
+        that still returns fewer rows than asked (a selective filter), an exact scan of the
+        matching rows decides, so a filtered top-k is complete whenever enough rows match.
+        """
+        size = self.conn.execute(
+            "SELECT chunk_count FROM namespace_stats WHERE namespace = %s", (namespace,)
+        ).fetchone()
+        exact = size is None or size[0] <= ranking.EXACT_SCAN_LIMIT
+        ids = self._vector_scan(namespace, qv, filters, cand, exact=exact)
+        if not exact and len(ids) < cand:
+            ids = self._vector_scan(namespace, qv, filters, cand, exact=True)
+        return ids
+
+    def _vector_scan(self, namespace: str, qv: str, filters: dict[str, str], cand: int, *,
+                     exact: bool) -> list[int]:
+        stmt, params = ranking.vector_candidates_query(filters, exact=exact)
+        params.update(ns=namespace, qv=qv, cand=cand)
+        try:
+            with self.conn.transaction():
+                if not exact:
+                    self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                    self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, cand)}")
+                return [r[0] for r in self.conn.execute(stmt, params).fetchall()]
+        except psycopg.Error as exc:
+            raise DatabaseError(f"vector search failed: {str(exc).strip()}") from exc
+
     # --- namespace-wide -----------------------------------------------------------------
 
     def namespaces(self) -> list[str]:
@@ -284,6 +389,40 @@ class KnowledgeStore:
         ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])
+
+    def top_sections(self, namespace: str) -> list[tuple[str, str, str | None]]:
+        """(heading, url, anchor) of each page and top-level section (heading path of at
+        most two levels), once per heading, ordered by source then position.
+
+        The heading is the section's own (the last of its path), the source title for text
+        before any heading; a section's first anchored chunk stands for it.
+        """
+        rows = self.conn.execute(
+            """WITH c AS (
+                   SELECT c.source_ref, c.ordinal, c.meta->>'anchor' AS anchor,
+                          coalesce(nullif(c.meta->'headingPath'->>-1, ''), s.title) AS heading,
+                          coalesce(nullif(c.meta->>'url', ''), s.url) AS url
+                   FROM chunks c
+                   JOIN sources s ON s.namespace = c.namespace AND s.ref = c.source_ref
+                   WHERE c.namespace = %s
+                     AND CASE jsonb_typeof(c.meta->'headingPath')
+                           WHEN 'array' THEN jsonb_array_length(c.meta->'headingPath')
+                           ELSE 0 END <= 2),
+               firsts AS (
+                   SELECT DISTINCT ON (source_ref, heading) *
+                   FROM c ORDER BY source_ref, heading, anchor IS NULL, ordinal)
+               SELECT heading, url, anchor FROM firsts ORDER BY source_ref, ordinal""",
+            (namespace,),
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    @contextmanager
+    def all_namespace_locks(self, namespaces: Sequence[str]) -> Iterator[None]:
+        """Hold every listed namespace's write lock (in a fixed order: no deadlocks)."""
+        with ExitStack() as stack:
+            for ns in sorted(namespaces):
+                stack.enter_context(self.namespace_lock(ns))
+            yield
 
     @contextmanager
     def namespace_lock(self, namespace: str, *, wait: bool = True,
@@ -319,6 +458,14 @@ class KnowledgeStore:
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
     return {"provider": identity.provider, "model": identity.model,
             "dimensions": identity.dimensions}
+
+
+def _as_list(v: Any) -> list[float]:
+    if hasattr(v, "to_list"):
+        v = v.to_list()
+    elif hasattr(v, "tolist"):
+        v = v.tolist()
+    return [float(x) for x in v]
 
 
 def _vector_text(v: Sequence[float] | None) -> str | None:

@@ -90,13 +90,34 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "embedding cache",
+        """
+        -- Vectors keyed by the embedder identity and sha256 of the exact input, so
+        -- re-ingest, resync and re-embed never pay twice for the same text.
+        CREATE TABLE embedding_cache (
+            identity   text NOT NULL,
+            input_hash bytea NOT NULL,
+            embedding  vector NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (identity, input_hash)
+        );
+        """,
+    ),
 ]
 
 
-def migrate(conn: psycopg.Connection) -> None:
-    """Bring the schema up to date; a no-op (one cheap query) when it already is."""
+def migrate(conn: psycopg.Connection,
+            migrations: list[tuple[int, str, str]] | None = None) -> None:
+    """Apply the given migrations (default: the core KB schema) that are not yet recorded.
+
+    Other parts of kbctl (memory) keep their own lists in their own version range and call
+    this with them; all share one ``kbctl_migrations`` table. A no-op costs one query.
+    """
+    wanted = MIGRATIONS if migrations is None else migrations
     try:
-        if _current_version(conn) >= MIGRATIONS[-1][0]:
+        if {v for v, _, _ in wanted} <= _applied_or_empty(conn):
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -107,13 +128,10 @@ def migrate(conn: psycopg.Connection) -> None:
                        name       text NOT NULL,
                        applied_at timestamptz NOT NULL DEFAULT now())"""
             )
-        done = _applied(conn)
-        for version, name, sql in MIGRATIONS:
-            if version in done:
-                continue
+        for version, name, sql in wanted:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                if version in _applied(conn):  # another process got here first
+                if version in _applied(conn):  # done earlier, or by another process
                     continue
                 conn.execute(sql)
                 conn.execute(
@@ -124,12 +142,11 @@ def migrate(conn: psycopg.Connection) -> None:
         raise DatabaseError(f"schema migration failed: {str(exc).strip()}") from exc
 
 
-def _current_version(conn: psycopg.Connection) -> int:
+def _applied_or_empty(conn: psycopg.Connection) -> set[int]:
     exists = conn.execute("SELECT to_regclass('kbctl_migrations') IS NOT NULL").fetchone()
     if not exists or not exists[0]:
-        return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM kbctl_migrations").fetchone()
-    return int(row[0]) if row else 0
+        return set()
+    return _applied(conn)
 
 
 def _applied(conn: psycopg.Connection) -> set[int]:

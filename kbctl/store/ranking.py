@@ -22,6 +22,8 @@ B = 0.75
 AVG_DL_ESTIMATE = 100.0
 LEXEME_CANDIDATES = 2000
 VECTOR_CANDIDATES = 100
+# Namespaces up to this many chunks get an exact cosine scan (fast, and never under-filled).
+EXACT_SCAN_LIMIT = 20000
 RRF_K = 60
 
 
@@ -57,10 +59,10 @@ def _bm25_candidates(filtered: bool) -> str:
             ORDER BY p.impact DESC LIMIT %(cap)s"""
     return f"""
         q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(q)s))),
-        st AS (SELECT greatest(chunk_count, 1)::float8 AS n,
+        st AS MATERIALIZED (SELECT greatest(chunk_count, 1)::float8 AS n,
                       greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl
                FROM namespace_stats WHERE namespace = %(ns)s),
-        df AS (SELECT q.lexeme,
+        df AS MATERIALIZED (SELECT q.lexeme,
                       (SELECT count(*) FROM postings p
                        WHERE p.namespace = %(ns)s AND p.lexeme = q.lexeme) AS df
                FROM q),
@@ -95,19 +97,17 @@ def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, An
 
 
 def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, dict[str, Any]]:
-    """Union of vector and lexical candidates, each scored on both axes, then fused.
+    """Union of vector candidates (ids passed in as ``vids``) and lexical candidates, each
+    scored on both axes, then fused.
 
     ``weighted``: ``w * cosine + (1 - w) * text`` with cosine clamped to 0..1.
     ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
     """
     cond_fc, params = _filter_sql(filters, "fc")
-    cond_vc, _ = _filter_sql(filters, "vc")
     text = f"""
         WITH {_bm25_candidates(bool(filters))},
         lex AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(cand)s),
-        vec AS (SELECT vc.id AS chunk_id FROM chunks vc
-                WHERE vc.namespace = %(ns)s AND vc.embedding IS NOT NULL AND {{vfilters}}
-                ORDER BY vc.embedding <=> %(qv)s::vector LIMIT %(cand)s),
+        vec AS (SELECT unnest(%(vids)s::bigint[]) AS chunk_id),
         ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
         exact AS (
             SELECT ids.chunk_id,
@@ -142,4 +142,17 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
         ORDER BY f.score DESC, ch.id
         LIMIT %(k)s"""
     params["fusion"] = fusion
-    return sql.SQL(text).format(filters=cond_fc, vfilters=cond_vc), params
+    return sql.SQL(text).format(filters=cond_fc), params
+
+
+def vector_candidates_query(filters: dict[str, str], *, exact: bool
+                            ) -> tuple[sql.Composable, dict[str, Any]]:
+    """Nearest chunk ids by cosine distance. ``exact`` orders by an expression the HNSW
+    index cannot serve, which forces a complete scan of the namespace's rows."""
+    cond, params = _filter_sql(filters, "vc")
+    order = "(vc.embedding <=> %(qv)s::vector) + 0" if exact else "vc.embedding <=> %(qv)s::vector"
+    text = f"""
+        SELECT vc.id FROM chunks vc
+        WHERE vc.namespace = %(ns)s AND vc.embedding IS NOT NULL AND {{filters}}
+        ORDER BY {order} LIMIT %(cand)s"""
+    return sql.SQL(text).format(filters=cond), params
