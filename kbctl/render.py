@@ -24,6 +24,8 @@ from .pipeline.ingest import IngestReport
 from .pipeline.progress import ProgressEvent
 from .pipeline.query import source_parts
 from .pipeline.reembed import ReembedReport
+from .pipeline.resync import ResyncReport
+from .pipeline.status import StatusReport
 from .pipeline.results import QueryResult
 
 
@@ -150,6 +152,40 @@ def _(result: QueryResult, out: Output, *, format: str = "table", **options: Any
     out.out.print(table)
     out.err.print(f"[dim]{result.mode} search in '{escape(result.namespace)}', "
                   f"{result.elapsed_ms:.1f} ms[/dim]")
+
+
+@show.register
+def _(report: ResyncReport, out: Output, **options: Any) -> None:
+    t = report.totals()
+    verb = "would change" if report.plan else "synced"
+    color = "green" if report.ok else "red"
+    out.err.print(
+        f"[{color}]resync {verb}[/{color}] {len(report.namespaces)} namespace(s) in "
+        f"{report.seconds:.1f}s: added {t['added']}, updated {t['updated']}, unchanged "
+        f"{t['unchanged']}, not modified {t['not_modified']}, deleted {t['deleted']}, failed "
+        f"{t['failed']}; chunks written {t['chunks_written']}, deleted {t['chunks_deleted']}; "
+        f"embedded {t['embedded']}")
+    for ns in report.namespaces:
+        for note in ns.notes:
+            out.err.print(f"[yellow]{escape(ns.namespace)}:[/yellow] {escape(note)}")
+        if report.plan:
+            for key in ("added", "updated", "deleted"):
+                for ref in ns.changes[key]:
+                    out.out.print(f"{key:8} {ref}", markup=False, highlight=False)
+        for e in ns.errors:
+            out.err.print(f"[red]failed[/red] {escape(e.ref)}: {escape(e.error)}")
+
+
+@show.register
+def _(report: StatusReport, out: Output, **options: Any) -> None:
+    table = Table("namespace", "sources", "chunks", "definitions", "last ok sync",
+                  "last run failures", title=f"embedder: {report.embedder}",
+                  title_justify="left")
+    for s in report.namespaces:
+        table.add_row(escape(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
+                      s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
+                      str(s.last_run_failures))
+    out.out.print(table)
 
 
 @show.register

@@ -41,6 +41,22 @@ class SourceFailure:
     source: str = ""
 
 
+@dataclass(frozen=True)
+class SyncPolicy:
+    """How a run treats deletions and writes.
+
+    ``max_delete`` is the mass-delete guard (a fraction of the namespace's sources; None
+    turns it off); ``vanish_statuses`` are fetch statuses that mean a page is gone for good
+    (resync deletes those); ``dry_run`` plans without writing anything.
+    """
+
+    prune: bool = True
+    max_delete: float | None = None
+    force: bool = False
+    dry_run: bool = False
+    vanish_statuses: tuple[int, ...] = ()
+
+
 @dataclass
 class IngestReport:
     """What an ingest or resync did, per outcome, with timings in seconds."""
@@ -58,13 +74,17 @@ class IngestReport:
     chunks_deleted: int = 0
     embedded: int = 0
     embedding_cache_hits: int = 0
+    dry_run: bool = False
+    guard_tripped: bool = False
+    changes: dict[str, list[str]] = field(
+        default_factory=lambda: {"added": [], "updated": [], "deleted": []})
     errors: list[SourceFailure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0
+        return self.failed == 0 and not self.guard_tripped
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -89,34 +109,45 @@ def ingest(
     chunking: ChunkingOptions = ChunkingOptions(),
     progress: Progress = no_progress,
     adapter_context: dict[str, Any] | None = None,
-    prune: bool = True,
+    policy: SyncPolicy = SyncPolicy(),
 ) -> IngestReport:
     """Ingest source definitions into ``namespace`` and report what changed.
 
-    A source that fails is recorded in ``errors`` and the run goes on. Orphans (documents a
-    definition produced before but not now) are deleted only when the definition expanded
-    completely, so a broken listing never wipes good data.
+    A source that fails is recorded in ``errors`` and keeps its previous version; the run
+    goes on. Orphans (documents a definition produced before but not now) are deleted only
+    when the definition expanded completely, so a broken listing never wipes good data, and
+    only after every definition ran, so the mass-delete guard sees the whole picture.
     """
     started = time.perf_counter()
     identity = str(embedder.identity) if embedder else "none"
-    report = IngestReport(namespace=namespace, embedder=identity)
-    writer = _Writer(store, namespace, embedder, chunking, report, progress)
+    report = IngestReport(namespace=namespace, embedder=identity, dry_run=policy.dry_run)
+    writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run)
+    doomed: list[str] = []
+    per_def_errors: dict[str, list[dict[str, Any]]] = {}
+    before = store.counts(namespace)[0]
     for spec in specs:
         report.sources.append(spec.to_json() | {"id": spec.id})
-        _ingest_one(store, spec, namespace, writer, report, progress, adapter_context or {},
-                    prune)
+        failures_before = len(report.errors)
+        doomed += _ingest_one(store, spec, namespace, writer, report, progress,
+                              adapter_context or {}, policy)
+        per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
     writer.flush()
+    _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
+    if not policy.dry_run:
+        for def_id, errors in per_def_errors.items():
+            store.finish_def(namespace, def_id, errors)
     report.timings["total"] = round(time.perf_counter() - started, 4)
     return report
 
 
 def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer: _Writer,
                 report: IngestReport, progress: Progress, context: dict[str, Any],
-                prune: bool) -> None:
+                policy: SyncPolicy) -> list[str]:
+    """Load one definition's documents; returns the refs it wants deleted."""
     adapter = adapter_for(spec, **context)
-    store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
-                               target=spec.target, options=_recordable(spec.options)))
-    failures_before = len(report.errors)
+    if not policy.dry_run:
+        store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
+                                   target=spec.target, options=_recordable(spec.options)))
     t0 = time.perf_counter()
     try:
         expansion: Expansion = adapter.expand(spec)
@@ -126,8 +157,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         report.failed += 1
         report.errors.append(_failure(spec.target, exc, spec))
         progress(ProgressEvent("failed", ref=spec.target, message=exc.message))
-        store.finish_def(namespace, spec.id, [asdict(report.errors[-1])])
-        return
+        return []
     report.notes.extend(expansion.notes)
     for note in expansion.notes:
         progress(ProgressEvent("note", message=note))
@@ -136,30 +166,57 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
 
     known = {s.ref: s for s in store.list_sources(namespace, def_id=spec.id)}
     seen: set[str] = set()
+    vanished: list[str] = []
 
     def previous(ref: str) -> dict[str, Any] | None:
         rec = known.get(ref) or store.get_source(namespace, ref)
-        return rec.meta if rec else None
+        if rec is None:
+            return None
+        return rec.meta | {"fetchedAt": rec.fetched_at.isoformat() if rec.fetched_at else None}
 
     for loaded in adapter.load(expansion.leaves, previous):
-        seen.add(loaded.leaf.ref)
-        writer.take(loaded, spec, known.get(loaded.leaf.ref))
+        ref = loaded.leaf.ref
+        seen.add(ref)
+        status = getattr(loaded.error, "status", None)
+        if status is not None and status in policy.vanish_statuses and ref in known:
+            vanished.append(ref)
+            progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
+            continue
+        writer.take(loaded, spec, known.get(ref))
     writer.flush()
+    if not policy.prune:
+        return vanished
+    orphans = sorted(set(known) - seen) if expansion.complete else []
+    return orphans + vanished
 
-    if prune and expansion.complete:
-        for ref in sorted(set(known) - seen):
+
+def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
+            report: IngestReport, progress: Progress, policy: SyncPolicy) -> None:
+    if not refs:
+        return
+    if (policy.max_delete is not None and not policy.force and before
+            and len(refs) > policy.max_delete * before):
+        report.guard_tripped = True
+        report.notes.append(
+            f"mass-delete guard: this run would delete {len(refs)} of {before} sources "
+            f"({len(refs) / before:.0%}) in '{namespace}', over the {policy.max_delete:.0%} "
+            f"limit; nothing was deleted (check the source, or pass --force / --max-delete)")
+        return
+    for ref in refs:
+        report.changes["deleted"].append(ref)
+        report.deleted += 1
+        if not policy.dry_run:
             report.chunks_deleted += store.delete_source(namespace, ref)
-            report.deleted += 1
-            progress(ProgressEvent("deleted", ref=ref))
-    new_errors = [asdict(e) for e in report.errors[failures_before:]]
-    store.finish_def(namespace, spec.id, new_errors)
+        progress(ProgressEvent("deleted", ref=ref))
 
 
 class _Writer:
     """Chunks, embeds (in batches across documents) and writes loaded documents."""
 
     def __init__(self, store: KnowledgeStore, namespace: str, embedder: Embedder | None,
-                 chunking: ChunkingOptions, report: IngestReport, progress: Progress) -> None:
+                 chunking: ChunkingOptions, report: IngestReport, progress: Progress,
+                 dry_run: bool = False) -> None:
+        self.dry_run = dry_run
         self.store = store
         self.namespace = namespace
         self.embedder = embedder
@@ -178,7 +235,7 @@ class _Writer:
             prev = self.store.get_source(self.namespace, ref)
         if loaded.not_modified:
             self.report.not_modified += 1
-            if prev is not None:
+            if prev is not None and not self.dry_run:
                 self.store.touch_source(self.namespace, ref, loaded.meta)
             self.progress(ProgressEvent("skipped", ref=ref))
             return
@@ -191,8 +248,12 @@ class _Writer:
                 and prev.meta.get("pipeline") == self.chunking.signature
                 and prev.def_id == spec.id):
             self.report.unchanged += 1
-            self.store.touch_source(self.namespace, ref, meta)
+            if not self.dry_run:
+                self.store.touch_source(self.namespace, ref, meta)
             self.progress(ProgressEvent("skipped", ref=ref))
+            return
+        if self.dry_run:
+            self._count(ref, existed=prev is not None)
             return
         try:
             chunks = self._chunk(doc, body)
@@ -238,13 +299,14 @@ class _Writer:
                     meta=_chunk_meta(p.source, chunk, p.fields),
                     embedding=vectors[i]))
                 i += 1
-            written = self.store.replace_source(p.source, records)
-            self.report.chunks_written += written
-            if p.existed:
-                self.report.updated += 1
-            else:
-                self.report.added += 1
-            self.progress(ProgressEvent("written", ref=p.source.ref))
+            self.report.chunks_written += self.store.replace_source(p.source, records)
+            self._count(p.source.ref, existed=p.existed)
+
+    def _count(self, ref: str, *, existed: bool) -> None:
+        key = "updated" if existed else "added"
+        setattr(self.report, key, getattr(self.report, key) + 1)
+        self.report.changes[key].append(ref)
+        self.progress(ProgressEvent("written", ref=ref))
 
     def _chunk(self, doc: Document, body: str) -> list[Chunk]:
         opts = {"max_tokens": self.chunking.max_tokens,

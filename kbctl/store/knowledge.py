@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from ..embed.base import NO_EMBEDDER, EmbedderIdentity
 from ..errors import DatabaseError, EmbedderMismatch, LockBusy
 from . import ranking
-from .records import ChunkRecord, ScoredChunk, SourceDef, SourceRecord
+from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
 
 _EMBEDDER_KEY = "embedder"
 
@@ -379,6 +379,27 @@ class KnowledgeStore:
                ORDER BY 1"""
         ).fetchall()
         return [r[0] for r in rows]
+
+    def namespace_status(self, namespace: str | None = None) -> list[NamespaceStatus]:
+        """Sources, chunks and sync history per namespace (all when ``namespace`` is None)."""
+        rows = self.conn.execute(
+            """WITH ns AS (SELECT namespace FROM sources UNION SELECT namespace FROM source_defs)
+               SELECT ns.namespace,
+                      (SELECT count(*) FROM sources s WHERE s.namespace = ns.namespace),
+                      (SELECT count(*) FROM chunks c WHERE c.namespace = ns.namespace),
+                      (SELECT count(*) FROM source_defs d WHERE d.namespace = ns.namespace),
+                      (SELECT max(last_run_at) FROM source_defs d
+                        WHERE d.namespace = ns.namespace),
+                      (SELECT max(last_ok_at) FROM source_defs d
+                        WHERE d.namespace = ns.namespace),
+                      (SELECT coalesce(sum(jsonb_array_length(last_errors)), 0)
+                         FROM source_defs d WHERE d.namespace = ns.namespace)
+               FROM ns WHERE %(ns)s::text IS NULL OR ns.namespace = %(ns)s
+               ORDER BY ns.namespace""",
+            {"ns": namespace},
+        ).fetchall()
+        return [NamespaceStatus(r[0], int(r[1]), int(r[2]), int(r[3]), r[4], r[5], int(r[6]))
+                for r in rows]
 
     def counts(self, namespace: str) -> tuple[int, int]:
         """(sources, chunks) in a namespace."""

@@ -62,3 +62,16 @@ class SourceDef:
     last_run_at: datetime | None = None
     last_ok_at: datetime | None = None
     last_errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NamespaceStatus:
+    """What ``kbctl status`` shows for one namespace."""
+
+    namespace: str
+    sources: int
+    chunks: int
+    definitions: int
+    last_run_at: datetime | None
+    last_ok_at: datetime | None
+    last_run_failures: int

@@ -1,0 +1,88 @@
+"""`kbctl resync` and `kbctl status`: the cron side of a knowledge base."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import InputError
+from ..pipeline import api
+from ..pipeline.resync import ResyncOptions
+from ..render import Output, show
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    NamespaceOpt,
+    PrivateOpt,
+    exit_with,
+    guard,
+    settings_from,
+)
+
+
+@guard
+def resync(
+    all_namespaces: Annotated[bool, typer.Option(
+        "--all", help="Resync every namespace that has recorded sources.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Fetch every page even when its sitemap lastmod says unchanged.")
+    ] = False,
+    plan: Annotated[bool, typer.Option(
+        "--plan", help="Show what would be added, updated, deleted; write nothing.")] = False,
+    max_delete: Annotated[float, typer.Option(
+        "--max-delete", help="Refuse to delete more than this fraction of a namespace's "
+        "sources in one run.")] = 0.2,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Delete even past the --max-delete guard.")] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait/--no-wait", help="Wait for a running ingest/resync of the same namespace, "
+        "or exit 1 at once.")] = True,
+    lock_timeout: Annotated[float, typer.Option(
+        "--lock-timeout", help="Seconds to wait for the namespace lock.")] = 600.0,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder_base_url: EmbedderUrlOpt = None,
+    allow_private_network: PrivateOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Re-run the recorded sources of a namespace and apply only the differences.
+
+    Example (a cron line): `kbctl resync --all --json >> /var/log/kbctl.jsonl`
+    """
+    if all_namespaces and namespace:
+        raise InputError("use either --all or --namespace, not both")
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
+                             embedder_base_url=embedder_base_url,
+                             allow_private_network=allow_private_network)
+    out = Output(json_output)
+    options = ResyncOptions(full=full, plan=plan, max_delete=max_delete, force=force,
+                            wait=wait, lock_timeout=lock_timeout)
+    with out.progress("resync") as progress:
+        report = api.resync_kb(settings, namespaces=[namespace] if namespace else None,
+                               all_namespaces=all_namespaces, options=options,
+                               progress=progress, announce=out.note)
+    if json_output:
+        out.json(report)
+    else:
+        show(report, out)
+    exit_with(0 if report.ok else 1)
+
+
+@guard
+def status(
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Sources, chunks, embedder and last sync of each namespace.
+
+    Example: `kbctl status --json | jq '.namespaces[] | {namespace, last_ok_at}'`
+    """
+    settings = settings_from(db_url=db, data_dir=data_dir, config=config)
+    report = api.status(settings, namespace)
+    out = Output(json_output)
+    if json_output:
+        out.json(report)
+    else:
+        show(report, out)

@@ -1,0 +1,174 @@
+"""`kbctl resync` and `kbctl status` on files sources: cheap, exact, guarded, locked, and
+safe against SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbctl.store.db import connect
+from kbctl.store.knowledge import KnowledgeStore
+
+from .conftest import Cli, rows
+from .test_store import _consistent
+
+
+def _site(root: Path, n: int) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (root / f"page{i:03d}.md").write_text(
+            f"# Page {i}\n\n## Details\n\nBody of page {i}. " + "filler words " * 60 + "\n")
+    return root
+
+
+def test_resync_unchanged_is_cheap(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 6)
+    cli.json("ingest", "files", str(site))
+    before = rows(cli.db_url, "SELECT id FROM chunks ORDER BY id")
+    report = cli.json("resync")
+    t = report["totals"]
+    assert (t["added"], t["updated"], t["deleted"], t["failed"], t["chunks_written"]) == (
+        0, 0, 0, 0, 0)
+    assert t["not_modified"] == 6  # size and mtime matched: not even read
+    assert rows(cli.db_url, "SELECT id FROM chunks ORDER BY id") == before
+
+
+def test_resync_applies_exactly_the_differences(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 6)
+    cli.json("ingest", "files", str(site))
+    untouched = rows(cli.db_url, "SELECT id FROM chunks WHERE source_ref LIKE '%%page000%%'")
+    (site / "page001.md").write_text("# Page 1\n\nrewritten\n")
+    (site / "page002.md").unlink()
+    (site / "page009.md").write_text("# Page 9\n\nnew\n")
+    report = cli.json("resync")
+    ns = report["namespaces"][0]
+    assert [r.rsplit("/", 1)[-1] for r in ns["changes"]["updated"]] == ["page001.md"]
+    assert [r.rsplit("/", 1)[-1] for r in ns["changes"]["added"]] == ["page009.md"]
+    assert [r.rsplit("/", 1)[-1] for r in ns["changes"]["deleted"]] == ["page002.md"]
+    assert rows(cli.db_url,
+                "SELECT id FROM chunks WHERE source_ref LIKE '%%page000%%'") == untouched
+    _consistent(cli.db_url)
+
+
+def test_plan_writes_nothing(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 5)
+    cli.json("ingest", "files", str(site))
+    (site / "page001.md").write_text("# Page 1\n\nchanged\n")
+    (site / "page002.md").unlink()
+    snapshot = rows(cli.db_url, "SELECT ref, content_hash, fetched_at FROM sources ORDER BY 1")
+    chunks = rows(cli.db_url, "SELECT id, text FROM chunks ORDER BY id")
+    plan = cli.json("resync", "--plan")
+    ns = plan["namespaces"][0]
+    assert plan["plan"] is True and len(ns["changes"]["updated"]) == 1
+    assert len(ns["changes"]["deleted"]) == 1
+    assert rows(cli.db_url,
+                "SELECT ref, content_hash, fetched_at FROM sources ORDER BY 1") == snapshot
+    assert rows(cli.db_url, "SELECT id, text FROM chunks ORDER BY id") == chunks
+    human = cli("resync", "--plan")
+    assert "updated" in human.stdout and "deleted" in human.stdout
+
+
+def test_mass_delete_guard(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 10)
+    cli.json("ingest", "files", str(site))
+    for i in range(3):
+        (site / f"page{i:03d}.md").unlink()
+    tripped = cli.json("resync", code=1)
+    ns = tripped["namespaces"][0]
+    assert ns["guard_tripped"] is True and ns["deleted"] == 0
+    assert any("mass-delete guard" in n for n in ns["notes"])
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(10,)]
+    assert cli.json("resync", "--max-delete", "0.5")["totals"]["deleted"] == 3
+    _consistent(cli.db_url)
+
+
+def test_force_passes_the_guard(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 4)
+    cli.json("ingest", "files", str(site))
+    for i in range(3):
+        (site / f"page{i:03d}.md").unlink()
+    assert cli.json("resync", "--force")["totals"]["deleted"] == 3
+
+
+def test_failed_source_keeps_its_chunks(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 3)
+    cli.json("ingest", "files", str(site))
+    before = rows(cli.db_url, "SELECT text FROM chunks WHERE source_ref LIKE '%%page001%%'")
+    (site / "page001.md").write_bytes(b"\xff\xfe broken \x00 bytes")
+    report = cli.json("resync", code=1)
+    assert report["totals"]["failed"] == 1 and report["totals"]["deleted"] == 0
+    assert rows(cli.db_url,
+                "SELECT text FROM chunks WHERE source_ref LIKE '%%page001%%'") == before
+    status = cli.json("status")
+    [ns] = status["namespaces"]
+    assert ns["last_run_failures"] == 1 and ns["sources"] == 3
+
+
+def test_status_reports_each_namespace(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 2)
+    cli.json("ingest", "files", str(site), "-n", "docs")
+    cli.json("ingest", "text", "--ref", "x", "-n", "notes", input="# X\n\ny\n")
+    status = cli.json("status")
+    got = {n["namespace"]: (n["sources"], n["definitions"]) for n in status["namespaces"]}
+    assert got == {"docs": (2, 1), "notes": (1, 1)}
+    assert all(n["last_ok_at"] for n in status["namespaces"])
+    assert status["embedder"] == "none"
+
+
+def test_resync_all_covers_every_namespace(cli: Cli, workdir: Path) -> None:
+    a, b = _site(workdir / "a", 2), _site(workdir / "b", 3)
+    cli.json("ingest", "files", str(a), "-n", "one")
+    cli.json("ingest", "files", str(b), "-n", "two")
+    report = cli.json("resync", "--all")
+    assert sorted(n["namespace"] for n in report["namespaces"]) == ["one", "two"]
+    assert cli("resync", "--all", "-n", "one").exit_code == 2
+
+
+def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 2)
+    cli.json("ingest", "files", str(site))
+    holder = KnowledgeStore(connect(cli.db_url))
+    try:
+        with holder.namespace_lock("default"):
+            busy = cli("resync", "--no-wait", "--json")
+            assert busy.exit_code == 1
+            assert "another kbctl run" in busy.stderr
+            timed_out = cli("resync", "--lock-timeout", "0.5")
+            assert timed_out.exit_code == 1 and "still locked" in timed_out.stderr
+            assert cli.json("resync", "-n", "elsewhere")["ok"] is True  # other namespaces run
+    finally:
+        holder.conn.close()
+
+
+@pytest.mark.parametrize("kill_after", [0.4, 0.8, 1.3, 2.0])
+def test_sigkill_at_any_moment_leaves_a_consistent_kb(cli: Cli, workdir: Path,
+                                                      kill_after: float) -> None:
+    site = _site(workdir / "site", 150)
+    cli.json("ingest", "files", str(site))
+    for i in range(150):  # change every page so the resync rewrites all of them
+        (site / f"page{i:03d}.md").write_text(f"# Page {i}\n\nversion two " * 30 + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KBCTL_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kbctl.cli import main; main()", "resync", "--db",
+         cli.db_url, "--json"], cwd=workdir, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    _consistent(cli.db_url)
+    # every source is at its old or its new version, never a mix
+    for text, ref in rows(cli.db_url, "SELECT string_agg(text, ' '), source_ref FROM chunks "
+                                      "GROUP BY source_ref"):
+        assert ("version two" in text) != ("filler words" in text), ref
+    # the next run converges and the one after that has nothing to do
+    cli.json("resync")
+    assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE '%%filler%%'") == [(0,)]
+    again = cli.json("resync")
+    assert again["totals"]["chunks_written"] == 0
+    _consistent(cli.db_url)
