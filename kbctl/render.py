@@ -142,14 +142,16 @@ def _(result: QueryResult, out: Output, *, format: str = "table", **options: Any
         out.err.print(f"no results in namespace '{escape(result.namespace)}' "
                       f"({result.mode} search)")
         return
-    table = Table("#", "score", "title / citation", "text", show_lines=True, expand=True)
     for h in result.hits:
-        snippet = h.text if len(h.text) <= 400 else h.text[:400] + "…"
         where = " › ".join(h.heading_path) or h.title
-        table.add_row(str(h.rank), f"{h.score:.3f}",
-                      f"[bold]{escape(where)}[/bold]\n[cyan]{escape(h.citation)}[/cyan]",
-                      escape(snippet))
-    out.out.print(table)
+        body = h.text.split("\n\n", 1)[-1] if h.heading_path else h.text
+        snippet = " ".join(body.split())
+        if len(snippet) > 280:
+            snippet = snippet[:280].rsplit(" ", 1)[0] + " …"
+        out.out.print(f"[bold]{h.rank}.[/bold] [green]{h.score:.3f}[/green]  "
+                      f"[bold]{escape(where)}[/bold]")
+        out.out.print(f"   [cyan]{escape(h.citation)}[/cyan]", soft_wrap=True)
+        out.out.print(f"   [dim]{escape(snippet)}[/dim]\n")
     out.err.print(f"[dim]{result.mode} search in '{escape(result.namespace)}', "
                   f"{result.elapsed_ms:.1f} ms[/dim]")
 
