@@ -24,9 +24,9 @@ from .pipeline.ingest import IngestReport
 from .pipeline.progress import ProgressEvent
 from .pipeline.query import source_parts
 from .pipeline.reembed import ReembedReport
+from .pipeline.results import QueryResult
 from .pipeline.resync import ResyncReport
 from .pipeline.status import StatusReport
-from .pipeline.results import QueryResult
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -21,7 +21,9 @@ from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
 from .reembed import ReembedReport, reembed
 from .results import Hit, QueryResult
+from .resync import ResyncOptions, ResyncReport, resync
 from .runtime import open_store, resolve_embedder
+from .status import StatusReport
 
 
 def ingest_sources(
@@ -168,3 +170,40 @@ def reembed_kb(
         namespaces = store.namespaces()
         with store.all_namespace_locks(namespaces):
             return reembed(store, embedder, progress=progress)
+
+
+def resync_kb(
+    settings: Settings,
+    *,
+    namespaces: Sequence[str] | None = None,
+    all_namespaces: bool = False,
+    options: ResyncOptions = ResyncOptions(),
+    progress: Progress = no_progress,
+    announce: Callable[[str], None] = lambda _m: None,
+) -> ResyncReport:
+    """Resync recorded sources: of ``namespaces``, of every namespace, or of the configured
+    one. With a kbctl.yaml that lists sources, those are the definitions to sync."""
+    with open_store(settings) as store:
+        if all_namespaces:
+            targets = [s.namespace for s in store.namespace_status() if s.definitions]
+        else:
+            targets = list(namespaces or [settings.namespace])
+        embedder = resolve_embedder(store, settings, writing=True, announce=announce)
+        cached = CachedEmbedder(embedder, store) if embedder is not None else None
+        report = resync(
+            store, targets, embedder=cached, options=options,
+            chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
+            context={"allow_private_network": settings.allow_private_network},
+            specs_override=list(settings.sources) if settings.sources else None,
+            progress=progress)
+        if cached is not None:
+            store.ensure_vector_index()
+        return report
+
+
+def status(settings: Settings, namespace: str | None = None) -> StatusReport:
+    """Per-namespace sources, chunks, embedder and sync history."""
+    with open_store(settings) as store:
+        ident = store.embedder_identity()
+        return StatusReport(embedder=str(ident) if ident else "none",
+                            namespaces=store.namespace_status(namespace))

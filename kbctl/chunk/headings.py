@@ -1,0 +1,90 @@
+"""Markdown parsing shared by the chunker and the markdown extractor.
+
+One configured markdown-it parser (CommonMark + GFM tables) so every module agrees on
+what is a heading, a fence or a table. Block parsing skips inline parsing (half the cost
+on real books); only heading lines are parsed inline, to get their plain text.
+"""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+_BLOCK_PARSER = MarkdownIt("commonmark").enable("table").disable("inline")
+_INLINE_PARSER = MarkdownIt("commonmark").enable("table")
+
+def normalize_source(text: str) -> str:
+    """Apply markdown-it's own input normalisation so token line maps index our lines."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+
+
+def block_tokens(text: str) -> list[Token]:
+    """Block-level token stream of normalised ``text`` (inline tokens keep raw content)."""
+    return _BLOCK_PARSER.parse(text)
+
+
+def split_explicit_id(content: str) -> tuple[str, str | None]:
+    """Split a heading's raw content into (content without the attribute, explicit id).
+
+    Recognises a trailing ``{#id}`` (spaces allowed inside the braces; the id is any run
+    of non-space characters except ``}``), not after ``\\`` (escaped) nor ``{``
+    (templating such as ``{{#include x}}``). Written as a scan rather than a regex so a
+    pathological line costs linear time, not quadratic.
+    """
+    s = content.rstrip(" \t")
+    if not s.endswith("}"):
+        return content, None
+    end = len(s) - 1
+    while end > 0 and s[end - 1] in " \t":
+        end -= 1
+    run = end
+    while run > 0 and not s[run - 1].isspace() and s[run - 1] != "}":
+        run -= 1
+    # The id lies in s[run:end]; the leftmost valid opener wins (the longest id).
+    for hash_pos in range(run, end - 1):
+        if s[hash_pos] != "#":
+            continue
+        brace = hash_pos - 1
+        while brace >= 0 and s[brace] in " \t":
+            brace -= 1
+        if brace >= 0 and s[brace] == "{" and (brace == 0 or s[brace - 1] not in "\\{"):
+            return s[:brace].rstrip(), s[hash_pos + 1:end]
+    return content, None
+
+
+def inline_text(markdown: str) -> tuple[str, str]:
+    """Plain text of inline markdown: markup, HTML tags and link targets dropped.
+
+    Returns (text with image alt text, text without images). The second is what a
+    browser's ``textContent`` gives and what GitHub slugs. Entities and escapes are
+    decoded; line breaks are kept as ``\\n``.
+    """
+    with_alt: list[str] = []
+    without: list[str] = []
+    for token in _INLINE_PARSER.parseInline(markdown):
+        _collect(token.children or [], with_alt, without)
+    return "".join(with_alt), "".join(without)
+
+
+def _collect(tokens: list[Token], with_alt: list[str], without: list[str] | None) -> None:
+    for t in tokens:
+        if t.type in ("text", "text_special", "code_inline"):
+            piece = t.content
+        elif t.type in ("softbreak", "hardbreak"):
+            piece = "\n"
+        else:
+            if t.children:
+                # Image alt text is visible as a title but not part of textContent.
+                _collect(t.children, with_alt, None if t.type == "image" else without)
+            continue
+        with_alt.append(piece)
+        if without is not None:
+            without.append(piece)
+
+
+def heading_texts(content: str) -> tuple[str, str, str | None]:
+    """(display title, text to slug, explicit id) of a heading's raw inline content."""
+    body, explicit = split_explicit_id(content)
+    shown, plain = inline_text(body)
+    title = " ".join(line.strip() for line in shown.split("\n"))
+    return title.strip(), plain, explicit

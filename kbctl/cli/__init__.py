@@ -1,0 +1,63 @@
+"""The kbctl command line: parse options, call one pipeline function, render its result.
+
+No SQL, HTTP or business rules live here. Each command module registers itself on ``app``;
+errors become exit codes in ``common.guard`` only, output goes through ``kbctl.render``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from . import eval as eval_cli
+from . import (
+    ingest,
+    ingest_web,  # noqa: F401
+    memory,
+    query,
+    reembed,
+    resync,
+    serve,
+    tools,
+)
+
+app = typer.Typer(
+    name="kbctl",
+    help="Docs-as-code knowledge bases on Postgres + pgvector: ingest, query with "
+    "citations, gate retrieval quality in CI.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kbctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """kbctl: build, query and gate documentation knowledge bases."""
+
+
+app.add_typer(ingest.app, name="ingest")
+app.command("query")(query.query)
+app.command("reembed")(reembed.reembed)
+app.command("resync")(resync.resync)
+app.command("status")(resync.status)
+app.add_typer(eval_cli.app, name="eval")
+app.add_typer(memory.app, name="memory")
+app.add_typer(serve.app, name="serve")
+app.add_typer(tools.app, name="tools")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,229 @@
+"""`kbctl eval`: run retrieval eval suites as a CI gate, and scaffold a first suite.
+
+`kbctl eval SUITE…` runs suites (it is `kbctl eval run SUITE…` spelled short);
+`kbctl eval init` writes a starter suite from the knowledge base.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
+
+from ..errors import EnvironmentFailure, InputError, KbctlError
+from ..evals import CaseResult
+from ..pipeline import api
+from ..pipeline.evals import EvalOutcome
+from ..pipeline.results import MAX_K, MIN_K
+from ..render import Output
+from ..render_eval import (
+    eval_console,
+    github_annotations,
+    github_output,
+    github_summary,
+    junit_xml,
+)
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    NamespaceOpt,
+    exit_with,
+    guard,
+    settings_from,
+)
+
+RUN = "run"
+
+
+class _RunByDefault(TyperGroup):
+    """Anything that is not a subcommand name is the start of a `run` invocation, so
+    `kbctl eval docs.yaml --json` means `kbctl eval run docs.yaml --json`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = [RUN, *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_RunByDefault,
+    help="Gate retrieval quality: `kbctl eval SUITE…` runs eval suites (JSON or YAML) "
+    "against the knowledge base and exits 1 when a case fails or regresses; "
+    "`kbctl eval init` scaffolds a suite from the knowledge base.",
+)
+
+
+@contextmanager
+def _case_progress(out: Output) -> Iterator[Callable[[CaseResult], None] | None]:
+    """A live case counter on stderr when it is a terminal."""
+    if out.quiet or not out.err.is_terminal:
+        yield None
+        return
+    bar = Progress(SpinnerColumn(), TextColumn("[bold]eval[/bold] {task.completed:.0f} cases · "
+                                               "{task.fields[failed]} failed"),
+                   TimeElapsedColumn(), console=out.err, transient=True)
+    with bar:
+        task = bar.add_task("eval", total=None, failed=0)
+        failed = 0
+
+        def on_result(result: CaseResult) -> None:
+            nonlocal failed
+            failed += 0 if result.passed else 1
+            bar.update(task, advance=1, failed=failed)
+
+        yield on_result
+
+
+def _write(path: Path, text: str, what: str, *, append: bool = False,
+           error: type[KbctlError] = InputError) -> None:
+    """Write a report file; a path the user gave is bad input (2), one the runner gave is
+    a broken environment (3)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a" if append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise error(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+
+
+def _report_text(outcome: EvalOutcome) -> str:
+    return json.dumps(outcome.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
+            json_output: bool) -> None:
+    """Annotations (stdout, or stderr beside --json: GitHub reads both), the job summary
+    and the step outputs, each where the runner looks for it."""
+    fail_on = outcome.verdict.fail_on
+    lines = github_annotations(outcome.report, outcome.diff, fail_on=fail_on,
+                               root=os.environ.get("GITHUB_WORKSPACE"))
+    if lines:
+        stream = sys.stderr if json_output else sys.stdout
+        stream.write("".join(f"{line}\n" for line in lines))
+        stream.flush()
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        _write(Path(summary), github_summary(outcome.report, outcome.diff, fail_on=fail_on)
+               + "\n", "the job summary ($GITHUB_STEP_SUMMARY)", append=True,
+               error=EnvironmentFailure)
+    else:
+        out.note("GITHUB_STEP_SUMMARY is not set: no job summary written")
+    outputs = os.environ.get("GITHUB_OUTPUT")
+    if outputs:
+        if report_path is None:
+            runner_temp = os.environ.get("RUNNER_TEMP") or None
+            try:
+                fd, name = tempfile.mkstemp(prefix="kbctl-eval-report-", suffix=".json",
+                                            dir=runner_temp)
+            except OSError as exc:
+                raise EnvironmentFailure(f"cannot create the JSON report in "
+                                         f"{runner_temp or 'the temp dir'}: {exc}") from None
+            os.close(fd)
+            report_path = Path(name)
+            _write(report_path, _report_text(outcome), "the JSON report",
+                   error=EnvironmentFailure)
+        _write(Path(outputs), github_output(outcome.report, outcome.diff,
+                                            report_path=str(report_path.resolve()),
+                                            fail_on=fail_on),
+               "the step outputs ($GITHUB_OUTPUT)", append=True, error=EnvironmentFailure)
+
+
+@app.command(RUN)
+@guard
+def run(
+    suites: Annotated[list[str], typer.Argument(
+        metavar="SUITE_OR_GLOB", help="Suite files (.yaml, .yml, .json), folders or globs "
+        "such as 'evals/*.yaml'.", show_default=False)],
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", help="JSON report of an earlier run: cases that got worse are "
+        "regressions.", show_default=False)] = None,
+    save_baseline: Annotated[Path | None, typer.Option(
+        "--save-baseline", help="Write this run's JSON report here (the next baseline).",
+        show_default=False)] = None,
+    rank_tolerance: Annotated[int, typer.Option(
+        "--rank-tolerance", help="Ranks a first match may drop before it is a regression.")
+    ] = 0,
+    score_tolerance: Annotated[float | None, typer.Option(
+        "--score-tolerance", help="How far a top score may fall before it is a regression "
+        "[default: not checked].", show_default=False)] = None,
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", help="any: fail on any failed case or regression; regression: only "
+        "on regressions (needs --baseline).")] = "any",
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Write a JUnit XML report here.", show_default=False)] = None,
+    github: Annotated[bool, typer.Option(
+        "--github", help="Write the GitHub job summary, annotations and step outputs "
+        "(automatic when GITHUB_ACTIONS=true).")] = False,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Run eval suites against the knowledge base; exit 1 when the run fails.
+
+    Example: `kbctl eval evals/docs.yaml --baseline main-report.json --junit junit.xml`
+    """
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
+                             embedder=embedder, embedder_base_url=embedder_base_url)
+    out = Output(json_output)
+    with _case_progress(out) as on_result:
+        outcome = api.evaluate(settings, suites, baseline=baseline,
+                               rank_tolerance=rank_tolerance, score_tolerance=score_tolerance,
+                               fail_on=fail_on, on_result=on_result, announce=out.note)
+    for warning in outcome.diff.warnings if outcome.diff is not None else ():
+        out.note(f"warning: {warning}")
+    if save_baseline is not None:
+        _write(save_baseline, _report_text(outcome), "the report (--save-baseline)")
+    if junit is not None:
+        _write(junit, junit_xml(outcome.report, outcome.diff), "the JUnit report (--junit)")
+    if json_output:
+        out.json(outcome.to_json())
+    else:
+        out.out.print(eval_console(outcome.report, outcome.diff,
+                                   fail_on=outcome.verdict.fail_on))
+    if github or os.environ.get("GITHUB_ACTIONS") == "true":
+        _github(outcome, out, report_path=save_baseline, json_output=json_output)
+    exit_with(0 if outcome.verdict.passed else 1)
+
+
+@app.command("init")
+@guard
+def init(
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the suite here instead of stdout.",
+        show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --output.")] = False,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="topK of the suite.")] = 5,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Scaffold a suite: one case per top-level section of the knowledge base.
+
+    Example: `kbctl eval init -o evals/docs.yaml`, then rephrase the questions.
+    """
+    if output is not None and output.exists() and not force:
+        raise InputError(f"{output} already exists", hint="pass --force to overwrite it")
+    if not MIN_K <= top_k <= MAX_K:
+        raise InputError(f"--top-k must be between {MIN_K} and {MAX_K}, got {top_k}")
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
+    text = api.eval_init(settings, top_k=top_k)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    _write(output, text, "the suite")
+    Output().note(f"wrote {output}: rephrase its questions the way readers ask, then run "
+                  f"`kbctl eval {output}`")
+

@@ -1,0 +1,139 @@
+"""`kbctl ingest …`: one subcommand per source kind."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from ..config import Settings
+from ..errors import InputError
+from ..pipeline import api
+from ..render import Output, show
+from ..sources.base import SourceSpec
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    NamespaceOpt,
+    PrivateOpt,
+    exit_with,
+    guard,
+    settings_from,
+)
+
+app = typer.Typer(
+    help="Ingest documentation into the knowledge base.\n\n"
+    "Without a subcommand, ingests the `sources:` listed in kbctl.yaml.",
+    invoke_without_command=True,
+)
+
+
+def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool) -> None:
+    """Run the pipeline with a progress bar and render its report."""
+    out = Output(json_output)
+    with out.progress(f"ingest → {settings.namespace}") as progress:
+        report = api.ingest_sources(settings, specs, progress=progress, announce=out.note)
+    if json_output:
+        out.json(report)
+    else:
+        show(report, out)
+    exit_with(0 if report.ok else 1)
+
+
+@app.callback()
+@guard
+def ingest_from_config(
+    ctx: typer.Context,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Ingest documentation. Without a subcommand: the sources listed in kbctl.yaml.
+
+    Example: `kbctl ingest --config kbctl.yaml`
+    """
+    flags = dict(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
+                 embedder=embedder, embedder_base_url=embedder_base_url,
+                 allow_private_network=allow_private_network)
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {k: v for k, v in flags.items() if v is not None}
+        return
+    settings = settings_from(**flags)
+    if not settings.sources:
+        raise InputError("nothing to ingest: kbctl.yaml lists no sources",
+                         hint="use a subcommand such as `kbctl ingest files docs/`, or add "
+                              "`sources:` to kbctl.yaml")
+    run_ingest(settings, list(settings.sources), json_output)
+
+
+def merged_settings(ctx: typer.Context, **flags: Any) -> Settings:
+    """Options given before the subcommand (``kbctl ingest --db … files``) count too."""
+    parent = dict(ctx.obj or {})
+    parent.update({k: v for k, v in flags.items() if v is not None})
+    return settings_from(**parent)
+
+
+def _spec(kind: str, target: str, **options: Any) -> SourceSpec:
+    return SourceSpec(kind, target, {k: v for k, v in options.items() if v not in (None, [])})
+
+
+@app.command("files")
+@guard
+def ingest_files(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="A folder, or a glob such as 'docs/**/*.md'.")],
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Public URL of the folder, so citations match the live site.",
+        show_default=False)] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Glob of relative paths to skip (repeatable).",
+        show_default=False)] = None,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Ingest a folder of .md/.mdx/.markdown/.html/.txt files.
+
+    Example: `kbctl ingest files docs/ --base-url https://docs.example.com/`
+    """
+    settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
+                               config=config, embedder=embedder,
+                               embedder_base_url=embedder_base_url)
+    run_ingest(settings, [_spec("files", target, base_url=base_url, exclude=exclude)],
+               json_output)
+
+
+@app.command("text")
+@guard
+def ingest_text(
+    ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(
+        help="The text; omit it or pass '-' to read stdin.", show_default=False)] = None,
+    ref: Annotated[str, typer.Option("--ref", help="Stable reference (a URL or a name).")] = "",
+    title: Annotated[str | None, typer.Option("--title", help="Document title.",
+                                              show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", help="markdown or text.")] = "markdown",
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Ingest one text from an argument or stdin.
+
+    Example: `echo "# Release notes" | kbctl ingest text --ref notes/2026-11 --title Notes`
+    """
+    if not ref:
+        raise InputError("--ref is required: a stable name or URL for this text")
+    if fmt not in ("markdown", "text"):
+        raise InputError(f"--format must be markdown or text, got '{fmt}'")
+    body = sys.stdin.read() if text in (None, "-") else text
+    settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
+                               config=config, embedder=embedder,
+                               embedder_base_url=embedder_base_url)
+    run_ingest(settings, [_spec("text", ref, title=title or ref, format=fmt, body=body)],
+               json_output)

@@ -1,0 +1,168 @@
+"""`kbctl ingest url|sitemap|crawl|llms`: web sources, registered on the `ingest` app."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..sources.base import SourceSpec
+from ..sources.extractpool import allow_worker_processes
+from . import ingest
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    NamespaceOpt,
+    PrivateOpt,
+    guard,
+)
+from .ingest import merged_settings, run_ingest
+
+# The kbctl program guards its entry point, so extraction of large sites may use worker
+# processes (they re-import __main__).
+allow_worker_processes()
+
+DocsModeOpt = Annotated[bool, typer.Option(
+    "--docs-mode/--no-docs-mode",
+    help="Convert HTML to markdown that keeps headings, anchors and code blocks; "
+    "--no-docs-mode extracts plain text.")]
+LlmsOpt = Annotated[bool, typer.Option(
+    "--llms-txt/--no-llms-txt",
+    help="Ingest the pages the site's /llms.txt lists instead, when it lists any.")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    "--timeout", help="Seconds one request may take, end to end [default: 120].",
+    show_default=False, min=0.001)]
+MaxBytesOpt = Annotated[int | None, typer.Option(
+    "--max-page-bytes", help="Largest page body accepted, after decompression "
+    "[default: 10 MiB].", show_default=False, min=1)]
+
+
+def _spec(kind: str, target: str, *, docs_mode: bool, timeout: float | None,
+          max_page_bytes: int | None, **options: Any) -> SourceSpec:
+    """Only options that differ from the defaults are recorded on the source definition."""
+    given = {"docs_mode": None if docs_mode else False, "timeout": timeout,
+             "max_page_bytes": max_page_bytes, **options}
+    return SourceSpec(kind, target, {k: v for k, v in given.items() if v not in (None, [])})
+
+
+def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) -> None:
+    run_ingest(merged_settings(ctx, **flags), [spec], json_output)
+
+
+@ingest.app.command("url")
+@guard
+def ingest_url(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(help="The page's http(s) URL.")],
+    docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
+    max_page_bytes: MaxBytesOpt = None,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Ingest one web page (HTML, markdown or plain text).
+
+    Example: `kbctl ingest url https://docs.example.com/guide/install`
+    """
+    spec = _spec("url", url, docs_mode=docs_mode, timeout=timeout,
+                 max_page_bytes=max_page_bytes)
+    _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
+         config=config, embedder=embedder, embedder_base_url=embedder_base_url,
+         allow_private_network=allow_private_network)
+
+
+@ingest.app.command("sitemap")
+@guard
+def ingest_sitemap(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(
+        help="A sitemap (.xml, .xml.gz, or an index), or a site's origin to find its "
+        "sitemaps from robots.txt or /sitemap.xml.")],
+    llms_txt: LlmsOpt = True,
+    max_urls: Annotated[int | None, typer.Option(
+        "--max-urls", help="Most pages taken from the sitemaps [default: 50000].",
+        show_default=False, min=1)] = None,
+    docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
+    max_page_bytes: MaxBytesOpt = None,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Ingest every page a sitemap lists; later runs skip pages that did not change.
+
+    Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml`
+    """
+    spec = _spec("sitemap", url, docs_mode=docs_mode, timeout=timeout,
+                 max_page_bytes=max_page_bytes, llms_txt=None if llms_txt else False,
+                 max_urls=max_urls)
+    _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
+         config=config, embedder=embedder, embedder_base_url=embedder_base_url,
+         allow_private_network=allow_private_network)
+
+
+@ingest.app.command("crawl")
+@guard
+def ingest_crawl(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(help="The page the crawl starts from.")],
+    max_depth: Annotated[int, typer.Option(
+        "--max-depth", help="Links followed from the start page, at most.", min=0)] = 3,
+    max_pages: Annotated[int, typer.Option(
+        "--max-pages", help="Pages fetched, at most.", min=1)] = 500,
+    allow_domain: Annotated[list[str] | None, typer.Option(
+        "--allow-domain", help="Also follow links to this host and its subdomains "
+        "(repeatable).", show_default=False)] = None,
+    ignore_robots: Annotated[bool, typer.Option(
+        "--ignore-robots", help="Do not honour robots.txt (only for sites you run).")] = False,
+    llms_txt: LlmsOpt = True,
+    docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
+    max_page_bytes: MaxBytesOpt = None,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Crawl a site breadth first from a URL, staying on its site.
+
+    Example: `kbctl ingest crawl https://docs.example.com/ --max-depth 2`
+    """
+    spec = _spec("crawl", url, docs_mode=docs_mode, timeout=timeout,
+                 max_page_bytes=max_page_bytes, llms_txt=None if llms_txt else False,
+                 max_depth=None if max_depth == 3 else max_depth,
+                 max_pages=None if max_pages == 500 else max_pages,
+                 allow_domains=list(allow_domain or []),
+                 ignore_robots=ignore_robots or None)
+    _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
+         config=config, embedder=embedder, embedder_base_url=embedder_base_url,
+         allow_private_network=allow_private_network)
+
+
+@ingest.app.command("llms")
+@guard
+def ingest_llms(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(help="An llms.txt URL, or a site's origin.")],
+    skip_optional: Annotated[bool, typer.Option(
+        "--skip-optional", help="Leave out the pages of the 'Optional' section.")] = False,
+    docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
+    max_page_bytes: MaxBytesOpt = None,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Ingest the pages a site's llms.txt lists.
+
+    Example: `kbctl ingest llms https://docs.example.com/llms.txt --skip-optional`
+    """
+    spec = _spec("llms", url, docs_mode=docs_mode, timeout=timeout,
+                 max_page_bytes=max_page_bytes, skip_optional=skip_optional or None)
+    _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
+         config=config, embedder=embedder, embedder_base_url=embedder_base_url,
+         allow_private_network=allow_private_network)

@@ -1,0 +1,198 @@
+"""`kbctl memory`: write, search and read an agent's two-tier memory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import Settings
+from ..errors import InputError
+from ..memory import api
+from ..memory.model import DEFAULT_HALF_LIFE_DAYS, DEFAULT_MMR_LAMBDA, SearchOptions
+from ..render import Output, show
+from ..render_memory import citations_enabled, memory_json
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    exit_with,
+    guard,
+    settings_from,
+)
+
+app = typer.Typer(help="Two-tier agent memory: shared playbooks and private per-user notes.",
+                  no_args_is_help=True)
+
+AgentOpt = Annotated[str | None, typer.Option(
+    "--agent", help="Agent id (env KBCTL_AGENT).", show_default=False)]
+UserOpt = Annotated[str | None, typer.Option(
+    "--user", help="User id for the private tier (env KBCTL_USER).", show_default=False)]
+PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memory/user/… "
+                                             "(private to --user).")]
+SEARCH_FORMATS = ("table", "json", "context")
+
+
+def _settings(db: str | None, data_dir: Path | None, config: Path | None, agent: str | None,
+              user: str | None, embedder: str | None = None,
+              embedder_base_url: str | None = None) -> Settings:
+    return settings_from(db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
+                         embedder=embedder, embedder_base_url=embedder_base_url)
+
+
+def _emit(result: object, json_output: bool, **options: object) -> None:
+    out = Output(json_output)
+    if json_output:
+        out.json(memory_json(result, **options))
+    else:
+        show(result, out, **options)
+
+
+@app.command("append")
+@guard
+def append(
+    path: PathArg,
+    text: Annotated[str | None, typer.Argument(
+        help="Text to append; '-' or nothing reads stdin.", show_default=False)] = None,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Append text to a memory file (creating it) and re-index that file."""
+    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
+    body = sys.stdin.read() if text in (None, "-") else text
+    out = Output(json_output)
+    _emit(api.append(settings, path, body, announce=out.note), json_output)
+
+
+@app.command("search")
+@guard
+def search(
+    query: Annotated[str, typer.Argument(help="What to recall.")],
+    max_results: Annotated[int, typer.Option("--max-results", help="Results (1..50).")] = 6,
+    min_score: Annotated[float | None, typer.Option(
+        "--min-score", help="Drop results scoring below this (0..1).",
+        show_default=False)] = None,
+    mmr: Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")] = False,
+    mmr_lambda: Annotated[float, typer.Option(
+        "--mmr-lambda", help="MMR relevance weight (1 = relevance only).")] = DEFAULT_MMR_LAMBDA,
+    decay: Annotated[bool, typer.Option(
+        "--decay", help="Decay dated notes (…/YYYY-MM-DD.md) by age.")] = False,
+    half_life_days: Annotated[float, typer.Option(
+        "--half-life-days", help="Age at which a dated note's score halves.")
+    ] = DEFAULT_HALF_LIFE_DAYS,
+    citations: Annotated[str, typer.Option(
+        "--citations", help="on, off or auto (on for tables and JSON).")] = "auto",
+    fmt: Annotated[str, typer.Option(
+        "--format", help="table, json or context (a block for an LLM prompt).")] = "table",
+    max_chars: Annotated[int | None, typer.Option(
+        "--max-chars", help="Cap the context block at this many characters.",
+        show_default=False)] = None,
+    track: Annotated[bool, typer.Option(
+        "--track", help="Record this search and its hits for `memory stats`.")] = False,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Search the agent's shared memory and the user's private memory.
+
+    Example: `kbctl memory search "deploy steps" --agent support --user u42 --json`
+    """
+    if fmt not in SEARCH_FORMATS:
+        raise InputError(f"--format must be one of {', '.join(SEARCH_FORMATS)}, got '{fmt}'")
+    if max_chars is not None and fmt != "context":
+        raise InputError("--max-chars applies to --format context only")
+    as_json = json_output or fmt == "json"
+    cite = citations_enabled(citations, "json" if as_json else fmt)
+    options = SearchOptions(max_results=max_results, min_score=min_score, mmr=mmr,
+                            mmr_lambda=mmr_lambda, decay=decay,
+                            half_life_days=half_life_days, track=track)
+    result = api.search(_settings(db, data_dir, config, agent, user), query, options)
+    _emit(result, as_json, format=fmt, citations=cite, max_chars=max_chars)
+
+
+@app.command("get")
+@guard
+def get(
+    path: PathArg,
+    from_line: Annotated[int | None, typer.Option(
+        "--from", help="First line (1-indexed).", show_default=False)] = None,
+    lines: Annotated[int | None, typer.Option(
+        "--lines", help="Number of lines.", show_default=False)] = None,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Print a memory file, or a window of its lines (what a citation points at)."""
+    result = api.get(_settings(db, data_dir, config, agent, user), path,
+                     from_line=from_line, lines=lines)
+    _emit(result, json_output)
+
+
+@app.command("list")
+@guard
+def list_(
+    tier: Annotated[str | None, typer.Option(
+        "--tier", help="agent or user (default: both visible tiers).",
+        show_default=False)] = None,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """List the memory files this agent (and user) can see."""
+    _emit(api.list_files(_settings(db, data_dir, config, agent, user), tier), json_output)
+
+
+@app.command("delete")
+@guard
+def delete(
+    path: PathArg,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Delete a memory file with its index and recall records."""
+    _emit(api.delete(_settings(db, data_dir, config, agent, user), path), json_output)
+
+
+@app.command("health")
+@guard
+def health(
+    db: DbOpt = None, data_dir: DataDirOpt = None, config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Check the memory backend; exit 3 when it is not usable."""
+    result = api.health(settings_from(db_url=db, data_dir=data_dir, config=config))
+    _emit(result, json_output)
+    exit_with(0 if result.ok else 3)
+
+
+@app.command("stats")
+@guard
+def stats(
+    top: Annotated[int, typer.Option("--top", help="Most recalled entries to show.")] = 10,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """File and chunk counts, tracked searches and the most recalled entries."""
+    if top < 0:
+        raise InputError(f"--top must not be negative, got {top}")
+    _emit(api.stats(_settings(db, data_dir, config, agent, user), top=top), json_output)
+
+
+@app.command("import")
+@guard
+def import_(
+    directory: Annotated[Path, typer.Argument(help="Folder of memory markdown files.")],
+    tier: Annotated[str, typer.Option("--tier", help="agent or user.")] = "agent",
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Index a folder (MEMORY.md, YYYY-MM-DD.md daily files, …) into a tier, idempotently."""
+    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
+    out = Output(json_output)
+    report = api.import_dir(settings, directory, tier=tier, announce=out.note)
+    _emit(report, json_output)
+    exit_with(0 if report.ok else 1)

@@ -1,0 +1,72 @@
+"""`kbctl query`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import InputError
+from ..pipeline import api
+from ..render import Output, query_json, show
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    JsonOpt,
+    NamespaceOpt,
+    guard,
+    settings_from,
+)
+
+FORMATS = ("table", "json", "context", "sources")
+
+
+def parse_filters(items: list[str] | None) -> dict[str, str]:
+    """``key=value`` options to a dict; anything else is a usage error."""
+    filters = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--filter expects key=value, got '{item}'")
+        filters[key] = value
+    return filters
+
+
+@guard
+def query(
+    question: Annotated[str, typer.Argument(help="The question to retrieve passages for.")],
+    k: Annotated[int, typer.Option("-k", "--top-k", help="Results to return (1..50).")] = 5,
+    min_score: Annotated[float | None, typer.Option(
+        "--min-score", help="Drop results scoring below this (0..1).",
+        show_default=False)] = None,
+    vector_weight: Annotated[float | None, typer.Option(
+        "--vector-weight", help="Weight of cosine vs. text score in hybrid mode [0.7].",
+        show_default=False)] = None,
+    fusion: Annotated[str, typer.Option("--fusion", help="weighted or rrf.")] = "weighted",
+    filter_: Annotated[list[str] | None, typer.Option(
+        "--filter", help="Metadata filter key=value (repeatable).", show_default=False)] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="table, json, context (for an LLM prompt) or sources.")] = "table",
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Retrieve the passages that best answer a question, with citations.
+
+    Example: `kbctl query "how do I install" --json | jq '.results[0].citation'`
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
+                             embedder=embedder, embedder_base_url=embedder_base_url)
+    result = api.query(settings, question, k=k, min_score=min_score,
+                       filters=parse_filters(filter_), vector_weight=vector_weight,
+                       fusion=fusion)
+    out = Output(json_output)
+    if json_output or fmt == "json":
+        out.json(query_json(result))
+    else:
+        show(result, out, format=fmt)

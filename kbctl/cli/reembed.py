@@ -1,0 +1,34 @@
+"""`kbctl reembed`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..pipeline import api
+from ..render import Output, show
+from .common import ConfigOpt, DataDirOpt, DbOpt, EmbedderUrlOpt, JsonOpt, guard, settings_from
+
+
+@guard
+def reembed(
+    embedder: Annotated[str, typer.Option(
+        "--embedder", help="The new embedder spec (gemini, openai:MODEL, local:MODEL, none).")],
+    db: DbOpt = None, data_dir: DataDirOpt = None, config: ConfigOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Re-embed the whole KB in place from stored chunk text, then switch to the new
+    embedder. The old vectors keep serving until the final swap.
+
+    Example: `kbctl reembed --embedder openai:text-embedding-3-small`
+    """
+    settings = settings_from(db_url=db, data_dir=data_dir, config=config,
+                             embedder_base_url=embedder_base_url)
+    out = Output(json_output)
+    with out.progress("re-embed") as progress:
+        report = api.reembed_kb(settings, embedder, progress=progress)
+    if json_output:
+        out.json(report)
+    else:
+        show(report, out)

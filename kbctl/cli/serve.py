@@ -1,0 +1,66 @@
+"""`kbctl serve mcp`: the knowledge base and memory as an MCP server over stdio."""
+
+from __future__ import annotations
+
+import contextlib
+
+import typer
+
+from ..pipeline.tools import ToolLimits
+from ..render import Output
+from .common import (
+    ConfigOpt,
+    DataDirOpt,
+    DbOpt,
+    EmbedderOpt,
+    EmbedderUrlOpt,
+    NamespaceOpt,
+    guard,
+    settings_from,
+)
+from .tools import (
+    AgentOpt,
+    MaxCharsOpt,
+    MaxTopKOpt,
+    PhaseFileOpt,
+    ReadOnlyOpt,
+    UserOpt,
+    limits_from,
+    open_tools,
+)
+
+app = typer.Typer(help="Serve kbctl to agent runtimes.", no_args_is_help=True)
+
+
+@app.command("mcp")
+@guard
+def mcp(
+    agent: AgentOpt = None, user: UserOpt = None, read_only: ReadOnlyOpt = False,
+    phase: PhaseFileOpt = None,
+    max_top_k: MaxTopKOpt = ToolLimits.max_top_k, max_chars: MaxCharsOpt = ToolLimits.max_chars,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, embedder: EmbedderOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None,
+) -> None:
+    """Run an MCP server on stdin/stdout with search_knowledge and the memory tools.
+
+    The namespace, agent and user are fixed here (flags, kbctl.yaml or KBCTL_* env) and are
+    never tool parameters. Example: `kbctl serve mcp --db postgresql://… -n docs --agent
+    support-bot --user alice --read-only`
+    """
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
+                             embedder=embedder, embedder_base_url=embedder_base_url,
+                             agent=agent, user=user)
+    tools = open_tools(settings, read_only=read_only, phase=phase,
+                       limits=limits_from(max_top_k, max_chars))
+    from ..mcp_server import run_stdio  # the SDK is imported only by this command
+
+    scope = tools.scope
+    memory = ("no memory tools (no agent id)" if scope is None else
+              f"memory of agent '{scope.agent_id}'"
+              + (f", user '{scope.user_id}'" if scope.user_id else ", agent tier only")
+              + (", read-only" if read_only else "")
+              + (f", writes only in phase 'memory_flushing' of {phase}" if phase else ""))
+    Output().note(f"kbctl MCP server on stdio: namespace '{settings.namespace}', {memory}")
+    with tools, contextlib.suppress(KeyboardInterrupt):
+        run_stdio(tools)

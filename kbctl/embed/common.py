@@ -1,0 +1,97 @@
+"""Building blocks shared by the providers: vector checks, bounded fan-out, JSON reading.
+
+Every provider must hand back unit-length vectors of exactly the advertised width, since
+the store compares them by cosine and a KB never mixes widths.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+import httpx
+
+from kbctl.errors import ConfigError, EmbedderError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def l2_normalize(values: Sequence[float], *, what: str) -> list[float]:
+    """Scale to unit length; a zero or non-finite vector is the provider's fault, not ours."""
+    floats = [float(v) for v in values]
+    norm = math.sqrt(math.fsum(v * v for v in floats))
+    if not math.isfinite(norm):
+        raise EmbedderError(f"{what}: vector contains non-finite values")
+    if norm == 0.0:
+        raise EmbedderError(f"{what}: returned an all-zero vector")
+    return [v / norm for v in floats]
+
+
+def checked_vector(values: Any, expected: int | None, *, what: str) -> list[float]:
+    """Validate one raw vector from a response and normalise it.
+
+    A wrong length is an error, never truncated or padded: silently fixing it would store
+    vectors from a different model configuration than the KB records.
+    """
+    if not isinstance(values, list) or not values:
+        raise EmbedderError(f"{what}: response has no embedding values")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise EmbedderError(f"{what}: embedding values are not all numbers")
+    if expected is not None and len(values) != expected:
+        raise EmbedderError(
+            f"{what}: expected a {expected}-dimensional vector, got {len(values)}",
+            hint="the model or dimensions in the embedder spec do not match the server",
+        )
+    return l2_normalize(values, what=what)
+
+
+def read_json(response: httpx.Response, *, what: str) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise EmbedderError(
+            f"{what}: HTTP {response.status_code} with a body that is not JSON"
+        ) from exc
+
+
+def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int) -> list[R]:
+    """``[fn(x) for x in items]`` with at most ``concurrency`` calls running at once.
+
+    Plain threads rather than asyncio: callers are synchronous and may themselves run
+    inside a worker thread while some other event loop is alive in the process. The first
+    failure cancels everything not yet started and is re-raised.
+    """
+    if not items:
+        return []
+    workers = max(1, min(concurrency, len(items)))
+    if workers == 1:
+        return [fn(item) for item in items]
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kbctl-embed")
+    try:
+        futures = [pool.submit(fn, item) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            if future in done and future.exception() is not None:
+                for other in futures:
+                    other.cancel()
+                raise future.exception()  # type: ignore[misc]
+        return [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def make_client(
+    *, transport: httpx.BaseTransport | None, timeout: float, concurrency: int
+) -> httpx.Client:
+    """One pooled client per embedder, sized so ``concurrency`` requests never queue."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    return httpx.Client(transport=transport, timeout=timeout, limits=limits)
+
+
+def require_positive(name: str, value: int | None) -> None:
+    """Reject a non-positive option early, where the message can still name it."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"embedder option {name} must be a positive integer, got {value!r}")

@@ -1,0 +1,137 @@
+"""Pick an embedder from a spec string: ``provider[:model][@dimensions]`` or ``none``.
+
+Examples: ``gemini``, ``gemini:gemini-embedding-001@768``,
+``openai:text-embedding-3-small``, ``openai:nomic-embed-text`` (with a base URL such as
+``http://127.0.0.1:11434/v1``), ``local:BAAI/bge-small-en-v1.5``, ``local:/path/to/dir``.
+One string is what a user writes in kbctl.yaml, on the command line and in an env var.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kbctl.embed import gemini, local, openai
+from kbctl.embed.base import Embedder
+from kbctl.errors import ConfigError
+
+PROVIDERS = ("gemini", "openai", "local")
+DEFAULT_MODELS = {
+    "gemini": gemini.DEFAULT_MODEL,
+    "openai": openai.DEFAULT_MODEL,
+    "local": local.DEFAULT_MODEL,
+}
+_PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+_DIMENSIONS_RE = re.compile(r"^(?P<head>.*)@(?P<dims>[^@/]*)$")
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """A parsed spec; ``dimensions`` is None when the provider decides (or learns) it."""
+
+    provider: str
+    model: str
+    dimensions: int | None = None
+
+    def __str__(self) -> str:
+        if self.provider == "none":
+            return "none"
+        dims = f"@{self.dimensions}" if self.dimensions is not None else ""
+        return f"{self.provider}:{self.model}{dims}"
+
+
+NONE_SPEC = EmbedderSpec("none", "none", None)
+
+
+def parse_spec(spec: str) -> EmbedderSpec:
+    """Parse ``provider[:model][@N]``; the model defaults per provider."""
+    if not isinstance(spec, str):
+        raise ConfigError(f"embedder spec must be a string, got {spec!r}")
+    text = spec.strip()
+    if not text:
+        raise ConfigError("empty embedder spec", hint=_spec_hint())
+    if text.lower() == "none":
+        return NONE_SPEC
+
+    dimensions: int | None = None
+    match = _DIMENSIONS_RE.match(text)
+    if match:
+        raw = match.group("dims")
+        if not raw.isdigit() or int(raw) < 1:
+            raise ConfigError(
+                f"invalid embedder spec {spec!r}: dimensions after '@' must be a positive "
+                f"integer, got {raw!r}",
+                hint=_spec_hint(),
+            )
+        dimensions = int(raw)
+        text = match.group("head")
+
+    provider, sep, model = text.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if not _PROVIDER_RE.match(provider):
+        raise ConfigError(f"invalid embedder spec {spec!r}", hint=_spec_hint())
+    if provider == "none":
+        raise ConfigError(f"invalid embedder spec {spec!r}: 'none' takes no model or dimensions")
+    if provider not in PROVIDERS:
+        raise ConfigError(
+            f"unknown embedder provider {provider!r} in spec {spec!r}", hint=_spec_hint()
+        )
+    if sep and not model:
+        raise ConfigError(f"invalid embedder spec {spec!r}: empty model after ':'",
+                          hint=_spec_hint())
+    return EmbedderSpec(provider, model or DEFAULT_MODELS[provider], dimensions)
+
+
+def create_embedder(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    **options: Any,
+) -> Embedder | None:
+    """Build the embedder a spec names; ``none`` gives None (a lexical-only KB).
+
+    ``options`` go to the provider's constructor (``concurrency``, ``batch_size``,
+    ``max_retries``, ``timeout``, ``transport``, ``retry``, ``cache_dir`` …); one it does not
+    take is a ConfigError naming it.
+    """
+    parsed = parse_spec(spec)
+    if parsed.provider == "none":
+        return None
+    factory: Callable[..., Embedder]
+    if parsed.provider == "local":
+        for name, value in (("base_url", base_url), ("api_key", api_key)):
+            if value is not None:
+                raise ConfigError(f"embedder {spec!r}: the local provider takes no {name}")
+        factory = local.LocalEmbedder
+        kwargs: dict[str, Any] = {}
+    else:
+        factory = gemini.GeminiEmbedder if parsed.provider == "gemini" else openai.OpenAIEmbedder
+        kwargs = {"base_url": base_url, "api_key": api_key}
+    accepted = inspect.signature(factory).parameters
+    unknown = sorted(name for name in options if name not in accepted or name == "model")
+    if unknown:
+        raise ConfigError(
+            f"embedder {spec!r}: unknown option(s) {', '.join(unknown)} for the "
+            f"{parsed.provider} provider"
+        )
+    kwargs.update(options)
+    return factory(parsed.model, dimensions=parsed.dimensions, **kwargs)
+
+
+def default_spec(env: Mapping[str, str]) -> str:
+    """``gemini`` when a Gemini key is in the environment, otherwise ``none``."""
+    if any(env.get(name, "").strip() for name in gemini.KEY_VARIABLES):
+        return "gemini"
+    return "none"
+
+
+def _spec_hint() -> str:
+    return (
+        "use provider[:model][@dimensions] with provider gemini, openai or local, "
+        "e.g. gemini:gemini-embedding-001@768, or none"
+    )

@@ -1,0 +1,263 @@
+"""Compare a run with an earlier JSON report (the baseline) and name the regressions.
+
+Cases are matched by ``(suite path, id)``; when both runs used exactly one suite file
+they are matched by id alone, so renaming or moving the file keeps the history.
+
+A case regressed when it passed in the baseline and fails now, when its first-match rank
+got worse by more than ``rank_tolerance`` (a match that disappeared is always worse), or,
+when ``score_tolerance`` is set, when its top score fell by more than that.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kbctl.errors import InputError
+from kbctl.evals.run import CaseResult, EvalReport, format_pair
+from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
+
+_HINT = "a baseline is a JSON report written by an earlier `kbctl eval` run"
+_EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class CaseRef:
+    """Where a case lives: enough to name it and to annotate its line."""
+
+    suite: str
+    id: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Regression:
+    ref: CaseRef
+    reasons: tuple[str, ...]
+    failed_now: bool
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    """How this run compares with the baseline; every list keeps this run's case order
+    (``removed`` keeps the baseline's)."""
+
+    source: str
+    rank_tolerance: int
+    score_tolerance: float | None
+    regressions: tuple[Regression, ...]
+    fixed: tuple[CaseRef, ...]
+    added: tuple[CaseRef, ...]
+    removed: tuple[CaseRef, ...]
+    changed: tuple[CaseRef, ...]
+    warnings: tuple[str, ...]
+    baseline_total: int
+    baseline_passed: int
+    baseline_hit_rate: float | None
+    baseline_mrr: float | None
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[str, str], Regression]:
+        return {(r.ref.suite, r.ref.id): r for r in self.regressions}
+
+    def regression_for(self, suite: str, case_id: str) -> Regression | None:
+        return self._by_key.get((suite, case_id))
+
+
+@dataclass(frozen=True)
+class _Past:
+    suite: str
+    id: str
+    line: int | None
+    passed: bool
+    rank: int | None
+    score: float | None
+    fingerprint: str | None
+
+
+# --- loading and validation ------------------------------------------------------------
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """Read and validate a baseline report; every problem names the file."""
+    label = Path(path).as_posix()
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{label}: baseline file not found", hint=_HINT) from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot read baseline: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: baseline is not UTF-8 text (byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}:{exc.lineno}: baseline is not valid JSON: {exc.msg}",
+                         hint=_HINT) from None
+    _parse(data, label)
+    return data
+
+
+def _bad(source: str, field: str, message: str) -> InputError:
+    where = f"{source}: {field}" if field else source
+    return InputError(f"{where}: {message}", hint=_HINT)
+
+
+def _optional_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value))
+
+
+def _parse(data: Any, source: str) -> tuple[list[_Past], dict[str, Any]]:
+    if not isinstance(data, dict):
+        raise _bad(source, "", "expected a JSON object (an eval report)")
+    if data.get("schema") != REPORT_SCHEMA:
+        raise _bad(source, "schema", f"expected '{REPORT_SCHEMA}', got {data.get('schema')!r}")
+    version = data.get("schemaVersion")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _bad(source, "schemaVersion", f"expected an integer, got {version!r}")
+    if version != REPORT_SCHEMA_VERSION:
+        newer = " (written by a newer kbctl)" if version > REPORT_SCHEMA_VERSION else ""
+        raise _bad(source, "schemaVersion", f"unsupported version {version}{newer}")
+    cases = data.get("cases")
+    if not isinstance(cases, list):
+        raise _bad(source, "cases", "expected a list")
+    past: list[_Past] = []
+    seen: set[tuple[str, str]] = set()
+    for i, item in enumerate(cases):
+        field = f"cases[{i}]"
+        if not isinstance(item, dict):
+            raise _bad(source, field, "expected an object")
+        for key in ("suite", "id"):
+            if not isinstance(item.get(key), str):
+                raise _bad(source, f"{field}.{key}", "expected a string")
+        if not isinstance(item.get("passed"), bool):
+            raise _bad(source, f"{field}.passed", "expected true or false")
+        rank = item.get("firstMatchRank")
+        if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool) or rank < 1):
+            raise _bad(source, f"{field}.firstMatchRank", "expected a positive integer or null")
+        if not _optional_number(item.get("topScore")):
+            raise _bad(source, f"{field}.topScore", "expected a number or null")
+        line = item.get("line")
+        fingerprint = item.get("fingerprint")
+        key = (item["suite"], item["id"])
+        if key in seen:
+            raise _bad(source, f"{field}.id", f"duplicate case '{item['id']}'")
+        seen.add(key)
+        past.append(_Past(
+            suite=item["suite"], id=item["id"],
+            line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+            passed=item["passed"], rank=rank,
+            score=float(item["topScore"]) if item.get("topScore") is not None else None,
+            fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        ))
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise _bad(source, "metrics", "expected an object")
+    for key in ("hitRate", "mrr"):
+        if not _optional_number(metrics.get(key)):
+            raise _bad(source, f"metrics.{key}", "expected a number or null")
+    return past, metrics
+
+
+# --- comparison ------------------------------------------------------------------------
+
+
+def check_tolerances(rank_tolerance: Any, score_tolerance: Any) -> None:
+    """Refuse tolerances that make no sense (negative, wrong type)."""
+    if isinstance(rank_tolerance, bool) or not isinstance(rank_tolerance, int) \
+            or rank_tolerance < 0:
+        raise InputError(f"rank tolerance must be a non-negative integer, got {rank_tolerance!r}")
+    if score_tolerance is not None and (not _optional_number(score_tolerance)
+                                        or score_tolerance < 0):
+        raise InputError(f"score tolerance must be a non-negative number, got {score_tolerance!r}")
+
+
+def compare_with_baseline(
+    report: EvalReport,
+    baseline: dict[str, Any],
+    *,
+    rank_tolerance: int = 0,
+    score_tolerance: float | None = None,
+    source: str = "baseline",
+) -> BaselineDiff:
+    """Regressions, fixes, added/removed/edited cases of ``report`` against ``baseline``."""
+    check_tolerances(rank_tolerance, score_tolerance)
+    past, metrics = _parse(baseline, source)
+
+    baseline_suites = {item.suite for item in past}
+    by_id_only = len(report.suites) == 1 and len(baseline_suites) <= 1
+
+    def key_of(suite: str, case_id: str) -> tuple[str, str]:
+        return ("", case_id) if by_id_only else (suite, case_id)
+
+    remaining = {key_of(item.suite, item.id): item for item in past}
+    regressions: list[Regression] = []
+    fixed: list[CaseRef] = []
+    added: list[CaseRef] = []
+    changed: list[CaseRef] = []
+    for result in report.results:
+        case = result.case
+        ref = CaseRef(case.suite, case.id, case.line)
+        before = remaining.pop(key_of(case.suite, case.id), None)
+        if before is None:
+            added.append(ref)
+            continue
+        reasons = _reasons(before, result, rank_tolerance, score_tolerance)
+        if reasons:
+            regressions.append(Regression(ref, tuple(reasons), failed_now=not result.passed))
+        if not before.passed and result.passed:
+            fixed.append(ref)
+        if before.fingerprint is not None and before.fingerprint != case_fingerprint(case):
+            changed.append(ref)
+    removed = [CaseRef(item.suite, item.id, item.line) for item in past
+               if key_of(item.suite, item.id) in remaining]
+
+    warnings = []
+    for key, now in (("namespace", report.namespace), ("embedder", report.embedder)):
+        then = baseline.get(key)
+        if isinstance(then, str) and then != now:
+            warnings.append(f"the baseline was run with {key} '{then}', this run with '{now}'")
+    return BaselineDiff(
+        source=source,
+        rank_tolerance=rank_tolerance,
+        score_tolerance=score_tolerance,
+        regressions=tuple(regressions),
+        fixed=tuple(fixed),
+        added=tuple(added),
+        removed=tuple(removed),
+        changed=tuple(changed),
+        warnings=tuple(warnings),
+        baseline_total=len(past),
+        baseline_passed=sum(1 for item in past if item.passed),
+        baseline_hit_rate=metrics.get("hitRate"),
+        baseline_mrr=metrics.get("mrr"),
+    )
+
+
+def _reasons(before: _Past, result: CaseResult, rank_tolerance: int,
+             score_tolerance: float | None) -> list[str]:
+    reasons = []
+    if before.passed and not result.passed:
+        reasons.append("passed in the baseline, fails now")
+    now_rank = result.first_match_rank
+    if before.rank is not None:
+        if now_rank is None:
+            reasons.append(f"first match lost (was rank {before.rank})")
+        elif now_rank - before.rank > rank_tolerance:
+            reasons.append(f"first match rank {before.rank} → {now_rank} "
+                           f"(tolerance {rank_tolerance})")
+    if score_tolerance is not None and before.score is not None:
+        now_score = result.top_score if result.top_score is not None else 0.0
+        drop = before.score - now_score
+        if drop > score_tolerance + _EPSILON:
+            then_text, now_text = format_pair(before.score, now_score)
+            now_text = now_text if result.top_score is not None else "nothing retrieved"
+            drop_text, tol_text = format_pair(drop, score_tolerance)
+            reasons.append(f"top score {then_text} → {now_text} "
+                           f"(fell {drop_text} > tolerance {tol_text})")
+    return reasons

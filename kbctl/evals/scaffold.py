@@ -1,0 +1,74 @@
+"""Write a starter suite from a KB's top-level sections (``kbctl eval init``).
+
+One case per section: the heading is the question, the section's url is what must be
+retrieved and its anchor what the chunk must carry. The output is meant to be edited
+(questions phrased the way readers ask) and always loads back cleanly.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from kbctl.errors import InputError
+from kbctl.evals.model import DEFAULT_TOP_K
+from kbctl.evals.suite import SUITE_VERSION
+
+_HEADER = """\
+# kbctl eval suite: one case per top-level section of the knowledge base.
+# Rephrase each question the way a reader would ask it, then run `kbctl eval` on this file.
+# Checks: sourceIncludes (any must match), notSourceIncludes (none may match),
+# minScore (top score floor) and anchor (some chunk's anchor contains it).
+"""
+_MAX_ID = 60
+
+
+def slug(text: str) -> str:
+    """Lowercase ASCII words joined by dashes; ``case`` when nothing is left."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    words = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    return words[:_MAX_ID].rstrip("-") or "case"
+
+
+def _one_line(text: str | None) -> str:
+    printable = "".join(ch if ch.isprintable() else " " for ch in text or "")
+    return " ".join(printable.split())
+
+
+def _question(heading: str, url: str, position: int) -> str:
+    if _one_line(heading):
+        return _one_line(heading)
+    return f"What is on {url}?" if url else f"Section {position}"
+
+
+def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
+                   *, top_k: int = DEFAULT_TOP_K) -> str:
+    """A YAML suite with one case per ``(heading, url, anchor)`` section, ids unique."""
+    if not sections:
+        raise InputError("nothing to scaffold: the knowledge base has no sections",
+                         hint="ingest some documents first")
+    used: set[str] = set()
+    cases: list[dict[str, Any]] = []
+    for position, (heading, raw_url, raw_anchor) in enumerate(sections, start=1):
+        url, anchor = _one_line(raw_url), _one_line(raw_anchor)
+        base = slug(heading or url.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+        case_id, n = base, 1
+        while case_id in used:
+            n += 1
+            case_id = f"{base}-{n}"
+        used.add(case_id)
+        expect: dict[str, Any] = {}
+        if url.split("#", 1)[0]:
+            expect["sourceIncludes"] = url.split("#", 1)[0]
+        if anchor:
+            expect["anchor"] = anchor
+        cases.append({"id": case_id, "question": _question(heading, url, position),
+                      "expect": expect})
+    body = {"version": SUITE_VERSION, "defaults": {"topK": top_k}, "cases": cases}
+    dumped = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000,
+                            default_flow_style=False)
+    return _HEADER + dumped

@@ -1,0 +1,59 @@
+"""Whether a run passes, under the chosen ``fail_on`` policy.
+
+``any`` (the default): the run fails on any failed case and on any regression against a
+baseline. ``regression``: only regressions fail the run, so a suite can hold cases that
+are known to fail; it needs a baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kbctl.errors import InputError
+from kbctl.evals.baseline import BaselineDiff
+from kbctl.evals.run import EvalReport
+
+FAIL_ON = ("any", "regression")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    fail_on: str
+    reason: str
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def judge_run(report: EvalReport, diff: BaselineDiff | None, fail_on: str) -> Verdict:
+    """The verdict with a one-line reason for people."""
+    if fail_on not in FAIL_ON:
+        raise InputError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    regressions = len(diff.regressions) if diff is not None else 0
+    if fail_on == "regression":
+        if diff is None:
+            raise InputError("fail-on 'regression' needs a baseline report to compare with",
+                             hint="give a baseline, or fail on any failed case")
+        if regressions:
+            return Verdict(False, fail_on, f"{_count(regressions, 'regression')} "
+                           f"against {diff.source}")
+        tolerated = f" ({_count(report.failed, 'failing case')}, none a regression)" \
+            if report.failed else ""
+        return Verdict(True, fail_on, f"no regression against {diff.source}{tolerated}")
+    problems = []
+    if report.failed:
+        problems.append(f"{report.failed} of {report.total} cases failed")
+    if diff is not None and regressions:
+        problems.append(f"{_count(regressions, 'regression')} against {diff.source}")
+    if problems:
+        return Verdict(False, fail_on, "; ".join(problems))
+    tail = f", no regression against {diff.source}" if diff is not None else ""
+    passed = f"all {report.total} cases passed" if report.total != 1 else "the case passed"
+    return Verdict(True, fail_on, f"{passed}{tail}")
+
+
+def verdict(report: EvalReport, diff: BaselineDiff | None, fail_on: str) -> bool:
+    """True when the run passes."""
+    return judge_run(report, diff, fail_on).passed

@@ -1,0 +1,153 @@
+"""Docs-aware HTML → markdown: the page's content container, its real anchors, its code.
+
+Docs generators put the content in a known container; converting that container ourselves
+keeps what retrieval and citations need (heading ids, API entry ids, fenced code with its
+language) and is an order of magnitude faster than a general main-content extractor. Pages
+without a recognisable container are handed to trafilatura, which is built for those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+from lxml import etree
+
+from kbctl.errors import ExtractError
+from kbctl.extract.html_container import find_container
+from kbctl.extract.html_decode import to_utf8
+from kbctl.extract.html_markdown import plain_text, render_markdown
+
+__all__ = ["ExtractedPage", "extract_html", "trim_site_suffix"]
+
+# Separators between a page title and its site name, most specific first.
+_TITLE_SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ", " » ")
+_WS = re.compile(r"\s+")
+_OG_TITLE = etree.XPath("//meta[@property='og:title']/@content | //meta[@name='og:title']/@content")
+
+
+@dataclass(frozen=True)
+class ExtractedPage:
+    """What a page says, as markdown, and how it was obtained."""
+
+    title: str | None
+    markdown: str
+    used_fallback: bool  # True when trafilatura's main-content extraction was used
+
+
+def _parse(data: bytes) -> etree._Element:
+    # lxml's HTML parser with plain elements: lxml.html's element-class lookup runs Python
+    # code for every node touched and costs about a fifth of the whole conversion.
+    parser = etree.HTMLParser(
+        encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
+        collect_ids=False,
+    )
+    try:
+        root = etree.fromstring(data, parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        raise ExtractError(f"HTML could not be parsed: {exc}") from exc
+    if root is None:
+        raise ExtractError("HTML could not be parsed: the document is empty")
+    return root
+
+
+def _clean(text: str) -> str:
+    return _WS.sub(" ", text.replace("\u200b", "")).strip()
+
+
+def trim_site_suffix(title: str) -> str:
+    """'Page — Site documentation' -> 'Page': cut after the last separator, if any."""
+    cut = max(title.rfind(sep) for sep in _TITLE_SEPARATORS)
+    if cut > 0:
+        head = title[:cut].strip()
+        if head:
+            return head
+    return title
+
+
+def _title(root: etree._Element, container: etree._Element | None) -> str | None:
+    head = root.find("head")
+    node = head.find("title") if head is not None else None
+    if node is None:
+        node = root.find(".//title")
+    if node is not None:
+        text = _clean("".join(node.itertext()))
+        if text:
+            return trim_site_suffix(text)
+    for content in _OG_TITLE(root):
+        text = _clean(str(content))
+        if text:
+            return text
+    for scope in (container, root):
+        if scope is None:
+            continue
+        h1 = next(scope.iter("h1"), None)
+        if h1 is not None:
+            text = _clean(plain_text(h1)).rstrip("¶#§ ").strip()
+            if text:
+                return text
+    return None
+
+
+def _base_url(root: etree._Element, url: str | None) -> str | None:
+    base = root.find("head/base[@href]")
+    if base is not None:
+        href = (base.get("href") or "").strip()
+        if url:
+            return urljoin(url, href)
+        if href.startswith(("http://", "https://")):
+            return href
+    return url
+
+
+def _trafilatura(data: bytes, url: str | None) -> str:
+    import trafilatura  # heavy import; only generic pages need it
+
+    text = trafilatura.extract(
+        data.decode("utf-8", "replace"),
+        url=url,
+        output_format="markdown",
+        include_formatting=True,
+        include_links=True,
+        include_tables=True,
+        include_images=False,
+        include_comments=False,
+        with_metadata=False,
+    )
+    return (text or "").strip()
+
+
+def _render(node: etree._Element, root: etree._Element, base: str | None) -> str:
+    try:
+        return render_markdown(node, root, base).strip()
+    except RecursionError:
+        return ""
+
+
+def extract_html(html: str | bytes, *, url: str | None = None) -> ExtractedPage:
+    """Convert one HTML page to markdown with real anchors; raise ExtractError if no text."""
+    data = to_utf8(html)
+    if not data.strip():
+        raise ExtractError("the document is empty")
+    root = _parse(data)
+    base = _base_url(root, url)
+    container, _generator = find_container(root)
+    title = _title(root, container)
+    if container is not None:
+        markdown = _render(container, root, base)
+        if markdown:
+            return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
+    markdown = _trafilatura(data, url)
+    if markdown:
+        return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=True)
+    if container is None:
+        body = root.find("body")
+        markdown = _render(body if body is not None else root, root, base)
+        if markdown:
+            return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
+    where = f" at {url}" if url else ""
+    raise ExtractError(
+        f"no text content found in the HTML{where}",
+        hint="the page may be rendered by JavaScript or be empty",
+    )

@@ -1,0 +1,211 @@
+"""Where a docs page keeps its content, and which elements inside it are chrome.
+
+Container rules go from generator-specific to generic; the first rule that matches wins, so
+a Sphinx page is never mistaken for its theme's outer ``<main>``. Chrome is decided per
+element with cheap attribute checks, cached by class string (docs pages repeat a few
+hundred class strings thousands of times).
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+# Container rules, most specific first. Only these tags can be containers, so one C-level
+# pass over them (a few dozen per page) replaces a dozen XPath scans of the whole tree.
+_CONTAINER_TAGS = ("div", "article", "main", "section")
+RULES = (
+    "mkdocs-material",  # article.md-content__inner
+    "docusaurus",  # .theme-doc-markdown
+    "vitepress",  # .vp-doc
+    "docsy",  # .td-content
+    "gitbook",  # .markdown-section, .page-inner
+    "mdbook",  # #content main
+    "sphinx",  # div/article[role=main] (classic, Read the Docs, pydata, Furo)
+    "sphinx-classic",  # div.body, div.document
+    "main",  # <main>
+    "role-main",  # [role=main]
+    "article",  # <article>
+)
+_CLASS_RULES = {
+    "theme-doc-markdown": 1,
+    "vp-doc": 2,
+    "td-content": 3,
+    "markdown-section": 4,
+    "page-inner": 4,
+}
+
+
+def _rules_of(el: etree._Element, tag: str) -> list[int]:
+    matched: list[int] = []
+    keys = el.keys()
+    role = el.get("role") if "role" in keys else None
+    tokens = (el.get("class") or "").split() if "class" in keys else ()
+    if role == "main":
+        if tag in ("div", "article"):
+            matched.append(6)
+        matched.append(9)
+    for token in tokens:
+        rule = _CLASS_RULES.get(token)
+        if rule is not None:
+            matched.append(rule)
+        elif token == "md-content__inner" and tag == "article":
+            matched.append(0)
+        elif token in ("body", "document") and tag == "div":
+            matched.append(7)
+    if tag == "main":
+        matched.append(8)
+        parent = el.getparent()
+        while parent is not None:
+            if parent.get("id") == "content":
+                matched.append(5)
+                break
+            parent = parent.getparent()
+    elif tag == "article":
+        matched.append(10)
+    return matched
+
+
+def _inside(el: etree._Element, ancestor: etree._Element) -> bool:
+    parent = el.getparent()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def find_container(root: etree._Element) -> tuple[etree._Element | None, str | None]:
+    """Return (container, rule name), or (None, None) when no rule matches.
+
+    Within the best rule the first match wins, or the innermost match nested in it
+    (pydata-sphinx-theme nests ``article[role=main]`` in ``main[role=main]``).
+    """
+    found: dict[int, list[etree._Element]] = {}
+    for el in root.iter(*_CONTAINER_TAGS):
+        for rule in _rules_of(el, el.tag):
+            found.setdefault(rule, []).append(el)
+    if not found:
+        return None, None
+    rule = min(found)
+    matches = found[rule]
+    best = matches[0]
+    for candidate in matches[1:]:
+        if _inside(candidate, best):
+            best = candidate
+    return best, RULES[rule]
+
+
+DROP_TAGS = frozenset({
+    "script", "style", "noscript", "template", "nav", "footer", "form", "button", "input",
+    "select", "textarea", "option", "svg", "iframe", "object", "embed", "canvas", "video",
+    "audio", "link", "meta", "head", "title", "dialog", "map", "area", "search", "frame",
+    "frameset", "applet",
+})
+
+# Exact class tokens (lower-cased) that mark chrome on any element.
+DROP_CLASSES = frozenset({
+    "toc", "table-of-contents", "tableofcontents", "contents", "local-toc", "toc-wrapper",
+    "md-nav", "md-sidebar", "md-footer", "md-source-file", "md-content__button", "md-header",
+    "breadcrumb", "breadcrumbs", "headerlink", "header-anchor", "hash-link", "anchor-link",
+    "anchorjs-link", "heading-anchor", "td-heading-self-link", "permalink", "plugin-anchor",
+    "edit-link", "edit-this-page", "theme-edit-this-page", "edit-page", "page-edit",
+    "editlink", "theme-doc-toc-mobile", "theme-doc-toc-desktop", "theme-doc-breadcrumbs",
+    "theme-doc-footer", "theme-doc-version-badge", "theme-doc-version-banner",
+    "theme-doc-footer-edit-meta-row", "theme-last-updated", "pagination-nav",
+    "sphinxsidebar", "related", "footer", "copybutton", "copy-button", "viewcode-link",
+    "viewcode-back", "linenos", "linenodiv", "sr-only", "visually-hidden",
+    "screen-reader-text", "d-print-none", "no-print", "noprint", "td-page-meta", "feedback",
+    "skip-link", "navbar", "prev-next", "pager", "rst-footer-buttons", "page-nav",
+    "vp-doc-footer", "searchbox", "search", "sidebar-toc", "on-this-page", "page-toc",
+    "toc-drawer", "toc-container", "toc-list", "toc-tree", "view-this-page",
+})
+# Class tokens that mark a header/permalink icon only when they sit on a link.
+LINK_DROP_CLASSES = frozenset({"anchor", "anchor-heading", "header-link", "heading-link"})
+# Substrings of the lower-cased class attribute (CSS-module names carry hashes).
+_DROP_SUBSTRINGS = (
+    "breadcrumb", "tableofcontents", "table-of-contents", "edit-this-page", "editthispage",
+    "headerlink", "td-page-meta", "paginationnav",
+)
+DROP_IDS = frozenset({
+    "toc", "tableofcontents", "table-of-contents", "breadcrumbs", "breadcrumb", "sidebar",
+    "searchbox", "search", "footer", "site-footer", "site-header", "navbar", "edit-this-page",
+})
+DROP_ROLES = frozenset({
+    "navigation", "search", "banner", "contentinfo", "complementary", "toolbar", "menu",
+    "menubar", "dialog",
+})
+# Asides that are content: footnotes and Sphinx 7's topic/sidebar/admonition directives.
+_ASIDE_KEEP = ("footnote", "citation", "topic", "sidebar", "admonition")
+
+_CLASS_CACHE: dict[str, bool] = {}
+_LINK_CLASS_CACHE: dict[str, bool] = {}
+
+
+def _class_is_chrome(is_link: bool, cls: str) -> bool:
+    cache = _LINK_CLASS_CACHE if is_link else _CLASS_CACHE
+    hit = cache.get(cls)
+    if hit is not None:
+        return hit
+    low = cls.lower()
+    result = False
+    for token in low.split():
+        if (
+            token in DROP_CLASSES
+            or (is_link and token in LINK_DROP_CLASSES)
+            or token.endswith(("-toc", "_toc"))
+        ):
+            result = True
+            break
+    if not result:
+        result = any(s in low for s in _DROP_SUBSTRINGS)
+    if len(cache) > 20000:  # hashed CSS-module class names must not grow it forever
+        cache.clear()
+    cache[cls] = result
+    return result
+
+
+_CONDITIONAL_TAGS = frozenset({"aside", "header"})
+
+
+def is_chrome(el: etree._Element, tag: str) -> bool:
+    """True when ``el`` is navigation, widget or decoration rather than page content."""
+    if tag in DROP_TAGS:
+        return True
+    if tag in _CONDITIONAL_TAGS:
+        if tag == "aside":
+            cls = (el.get("class") or "").lower()
+            if not any(k in cls for k in _ASIDE_KEEP):
+                return True
+        elif next(el.iter(*HEADING_TAGS), None) is None:
+            # An article's own <header> holds its title (Docusaurus); a site header holds none.
+            return True
+    keys = el.keys()
+    if not keys:
+        return False
+    get = el.get
+    if "class" in keys:
+        cls = get("class")
+        cache = _LINK_CLASS_CACHE if tag == "a" else _CLASS_CACHE
+        hit = cache.get(cls)
+        if hit is None:
+            hit = _class_is_chrome(tag == "a", cls)
+        if hit:
+            return True
+        if len(keys) == 1:
+            return False
+    if "aria-hidden" in keys and get("aria-hidden") == "true":
+        return True
+    if "role" in keys:
+        role = get("role")
+        if role in DROP_ROLES:
+            return True
+        if role == "tabpanel":
+            return False  # inactive tab panels are [hidden] but hold real content
+    if "hidden" in keys:
+        return True
+    if "id" in keys:
+        return get("id").lower() in DROP_IDS
+    return False

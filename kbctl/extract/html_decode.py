@@ -1,0 +1,135 @@
+"""Bytes or text in, UTF-8 bytes out: the one form the HTML parser is fed.
+
+The parser is always told "utf-8" explicitly, so a page's own ``<meta charset>`` is honoured
+here, once, and a wrong or missing declaration cannot make libxml2 guess latin-1 for a UTF-8
+page. Binary payloads (images, archives, PDFs served as text/html) are refused early with a
+message that says what they look like.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from kbctl.errors import ExtractError
+
+_SNIFF = 4096
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"RIFF", "a RIFF (WebP/WAV/AVI) file"),
+    (b"\x00\x00\x01\x00", "an icon file"),
+    (b"wOFF", "a web font"),
+    (b"wOF2", "a web font"),
+)
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+# <meta charset="x">, <meta http-equiv=... content="text/html; charset=x">, <?xml encoding="x"?>
+_CHARSET = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)"""
+    rb"""|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_:.+-]+)""",
+    re.IGNORECASE,
+)
+
+# C0 controls other than tab, LF, FF, CR: a few are tolerable noise, many mean binary.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _declared_encoding(head: bytes) -> str | None:
+    match = _CHARSET.search(head)
+    if not match:
+        return None
+    name = (match.group(1) or match.group(2)).decode("ascii", "replace")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def _looks_utf16(head: bytes) -> str | None:
+    """UTF-16 without a BOM: every other byte of ASCII-heavy markup is NUL."""
+    sample = head[:512]
+    if len(sample) < 16:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    if odd.count(0) > 0.8 * len(odd) and even.count(0) < 0.1 * len(even):
+        return "utf-16-le"
+    if even.count(0) > 0.8 * len(even) and odd.count(0) < 0.1 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def _check_text(text: str) -> None:
+    sample = text[:_SNIFF]
+    if not sample:
+        return
+    controls = len(_CONTROL.findall(sample))
+    replaced = sample.count("\ufffd")
+    if controls > max(8, len(sample) // 100) or replaced > max(16, len(sample) // 10):
+        raise ExtractError(
+            "input is not text: it is full of control bytes or undecodable sequences",
+            hint="the URL probably serves a binary file; exclude it from the source",
+        )
+
+
+def to_utf8(data: str | bytes) -> bytes:
+    """Return the document as UTF-8 bytes, or raise ExtractError when it is not text."""
+    if isinstance(data, str):
+        _check_text(data)
+        return data.replace("\x00", "").encode("utf-8", "replace")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ExtractError(f"expected str or bytes, got {type(data).__name__}")
+    raw = bytes(data)
+    if not raw.strip():
+        raise ExtractError("the document is empty")
+    encoding: str | None = None
+    for bom, name in _BOMS:
+        if raw.startswith(bom):
+            encoding, raw = name, raw[len(bom):]
+            break
+    head = raw[:_SNIFF]
+    if encoding is None:
+        for magic, what in _MAGIC:
+            if head.startswith(magic):
+                raise ExtractError(
+                    f"input is not HTML text: it looks like {what}",
+                    hint="the URL serves a binary file; exclude it from the source",
+                )
+        encoding = _looks_utf16(head)
+    if encoding is None:
+        if b"\x00" in head:
+            raise ExtractError(
+                "input is not text: it contains NUL bytes",
+                hint="the URL probably serves a binary file; exclude it from the source",
+            )
+        encoding = _declared_encoding(head)
+        if encoding and encoding.startswith(("utf-16", "utf-32")):
+            # An ASCII-readable declaration cannot be UTF-16/32 (browsers read it as UTF-8).
+            encoding = "utf-8"
+    if encoding in (None, "utf-8"):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            # A declared or assumed UTF-8 that is not: the web's usual culprit is cp1252.
+            text = raw.decode("utf-8" if encoding else "cp1252", "replace")
+            _check_text(text)
+            return text.encode("utf-8")
+        _check_text(text)
+        return raw
+    text = raw.decode(encoding, "replace")
+    _check_text(text)
+    return text.replace("\x00", "").encode("utf-8", "replace")

@@ -1,0 +1,746 @@
+"""One recursive pass from an lxml tree to markdown that a heading-aware chunker can cut.
+
+Headings carry the page's real ids as ``{#id}`` so citations resolve; API entries
+(``dt`` with an id) become headings one level below their section; code keeps its exact
+text in fences long enough never to be closed early. Text is escaped only where it could
+change the document's structure (line-leading markers, backticks, asterisks): the output
+feeds retrieval, not a renderer, so readability of the raw text matters more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from urllib.parse import unquote, urljoin
+
+from lxml import etree
+
+from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, is_chrome
+
+INLINE_TAGS = frozenset({
+    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del",
+    "dfn", "em", "font", "i", "img", "ins", "kbd", "label", "mark", "nobr", "q", "rp", "rt",
+    "ruby", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u",
+    "var", "wbr",
+})
+BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "center", "dd", "details", "dir", "div",
+    "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+    "h5", "h6", "header", "hgroup", "hr", "li", "main", "menu", "nav", "ol", "p", "pre",
+    "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+    "caption", "body", "html", "listing", "xmp", "plaintext",
+})
+_CODE_TAGS = frozenset({"code", "kbd", "samp", "tt"})
+_EM_TAGS = frozenset({"em", "i", "cite", "dfn", "var"})
+_STRONG_TAGS = frozenset({"strong", "b"})
+_HEADERLINK_CLASSES = frozenset({
+    "headerlink", "anchor", "hash-link", "header-anchor", "anchor-link", "anchorjs-link",
+    "heading-anchor", "td-heading-self-link", "permalink", "plugin-anchor", "header",
+    "anchor-heading", "heading-link", "header-link",
+})
+_HEADERLINK_TEXT = frozenset({"", "¶", "#", "§", "🔗", "⚓", "\uf0c1", "link", "permalink"})
+
+_WS = re.compile(r"[ \t\n\r\f\v]+")
+_SPACES = re.compile(r"[ \t\f\v\r]+")
+_BACKTICKS = re.compile(r"`+")
+_VALID_ID = re.compile(r"[^\s{}]+")
+# Line starts that would turn a paragraph line into structure: headings, quotes, list
+# items, setext underlines, fences. Backticks and asterisks are already escaped in text.
+_LINE_START = re.compile(r"^(?=#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-+\s*$|~~~)", re.M)
+# "1. " opens a list; CommonMark escapes it as "1\. " (a backslash before a digit is literal).
+_ORDERED_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)", re.M)
+_LIST_BLOCK = re.compile(r"(?:- |\d{1,9}\. )")
+_STRUCTURED = re.compile(r"(?:```|~~~|- |\d{1,9}\. |> |>$|\| |#{1,6} )")
+_EDIT_LINK = re.compile(
+    r"(?:edit (?:this page|on github|on gitlab|page|this file)|improve this page"
+    r"|suggest an edit|view page source|show source)\b",
+    re.I,
+)
+_TRAILING_MARKS = "¶§🔗⚓\uf0c1 \t\n"
+_NO_LANG = frozenset({"none", "default", "text", "plaintext", "plain", "nohighlight", "txt"})
+_LANG_PREFIXES = ("language-", "lang-", "highlight-")
+_LANG_CHARS = re.compile(r"[^\w+#.-]")
+_HOLDS_ANCHORS = etree.XPath(
+    "boolean(.//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
+    " or self::dt[@id]])"
+)
+_PRE_SPECIAL = etree.XPath(
+    ".//br | .//*[contains(@class, 'lineno') or contains(concat(' ', @class, ' '), ' ln ')]"
+)
+
+
+def valid_id(ident: str | None) -> bool:
+    """An id the chunker can carry verbatim: no whitespace, no braces."""
+    return bool(ident) and _VALID_ID.fullmatch(ident) is not None  # type: ignore[arg-type]
+
+
+def _text(s: str) -> str:
+    if s.isspace():
+        return " "
+    if "\n" in s or "  " in s or "\t" in s or "\r" in s:
+        s = _WS.sub(" ", s)
+    if "*" in s:
+        s = s.replace("*", "\\*")
+    if "`" in s:
+        s = s.replace("`", "\\`")
+    return s
+
+
+def _normalise_chars(s: str) -> str:
+    if "\xa0" in s:
+        s = s.replace("\xa0", " ")
+    if "\u200b" in s:
+        s = s.replace("\u200b", "")
+    if "\ufeff" in s:
+        s = s.replace("\ufeff", "")
+    if "\xad" in s:
+        s = s.replace("\xad", "")
+    return s
+
+
+def _paragraph(s: str) -> str:
+    """Finish a run of inline text: collapse spaces, keep <br> line breaks, escape markers."""
+    s = _normalise_chars(s)
+    if "\n" in s:
+        lines: list[str] = []
+        for line in s.split("\n"):
+            line = _SPACES.sub(" ", line).strip()
+            if line or (lines and lines[-1]):
+                lines.append(line)
+        while lines and not lines[-1]:
+            lines.pop()
+        s = "\n".join(lines)
+    else:
+        if "  " in s or "\t" in s:
+            s = _SPACES.sub(" ", s)
+        s = s.strip()
+    if s:
+        if _LINE_START.search(s):
+            s = _LINE_START.sub("\\\\", s)
+        if s[0].isdigit() or "\n" in s:
+            s = _ORDERED_START.sub(r"\1\\\2", s)
+    return s
+
+
+def _longest_backticks(s: str) -> int:
+    if "`" not in s:
+        return 0
+    return max(len(run) for run in _BACKTICKS.findall(s))
+
+
+def _code_span(el: etree._Element) -> str:
+    s = "".join(el.itertext()) if len(el) else (el.text or "")
+    if "\n" in s or "  " in s or "\t" in s or "\r" in s:
+        s = _WS.sub(" ", s)
+    core = s.strip()
+    if not core:
+        return " " if s else ""
+    fence = "`" * (_longest_backticks(core) + 1)
+    pad = " " if core[0] == "`" or core[-1] == "`" else ""
+    lead = " " if s[0] == " " else ""
+    trail = " " if s[-1] == " " else ""
+    return f"{lead}{fence}{pad}{core}{pad}{fence}{trail}"
+
+
+def _wrap(inner: str, mark: str) -> str:
+    core = inner.strip()
+    if not core:
+        return inner
+    lead = " " if inner[0] == " " else ""
+    trail = " " if inner[-1] == " " else ""
+    return f"{lead}{mark}{core}{mark}{trail}"
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+class _Resolver:
+    """urljoin with a per-page cache and fast paths for the two common link shapes
+    (same-page ``#x`` and sibling ``page.html#x``), which are most links of a docs page."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.page = base.split("#", 1)[0]
+        try:
+            self.directory = urljoin(base, "x")[:-1]
+        except ValueError:
+            self.directory = ""
+        self.cache: dict[str, str] = {}
+
+    def __call__(self, href: str) -> str:
+        hit = self.cache.get(href)
+        if hit is not None:
+            return hit
+        if href[0] == "#":
+            hit = self.page + href
+        elif _SCHEME.match(href):
+            hit = href
+        else:
+            hit = self._relative(href)
+            if hit is None:
+                try:
+                    hit = urljoin(self.base, href)
+                except ValueError:
+                    hit = href
+        self.cache[href] = hit
+        return hit
+
+    def _relative(self, href: str) -> str | None:
+        """``page.html#x``, ``../dir/page.html``: plain path arithmetic, no parsing."""
+        directory = self.directory
+        if not directory or href[0] in "/?\\":
+            return None
+        while href.startswith("../"):
+            href = href[3:]
+            parent = directory.rstrip("/").rfind("/")
+            if parent <= directory.find("://") + 2:
+                return None  # climbing past the origin: let urljoin apply the rules
+            directory = directory[: parent + 1]
+        path = href.split("#", 1)[0].split("?", 1)[0]
+        if not href or path.startswith(".") or "./" in path or "\\" in path:
+            return None
+        return directory + href
+
+
+@lru_cache(maxsize=4096)
+def _lang_from_class(cls: str) -> str | None:
+    """``None``: the class says nothing; ``""``: it says there is no language."""
+    for token in cls.split():
+        low = token.lower()
+        for prefix in _LANG_PREFIXES:
+            if low.startswith(prefix) and len(low) > len(prefix):
+                lang = _LANG_CHARS.sub("", low[len(prefix):])
+                return "" if lang in _NO_LANG else lang
+    return None
+
+
+def _code_lang(pre: etree._Element, fallback: str | None) -> str:
+    nodes = [pre]
+    code = pre.find("code")
+    if code is not None:
+        nodes.append(code)
+    for node in nodes:
+        data_lang = node.get("data-lang") or node.get("data-language")
+        if data_lang:
+            lang = _LANG_CHARS.sub("", data_lang.lower())
+            return "" if lang in _NO_LANG else lang
+        cls = node.get("class")
+        if cls:
+            lang = _lang_from_class(cls)
+            if lang is not None:
+                return lang
+    if fallback is not None:
+        return fallback
+    parent = pre.getparent()
+    for _ in range(3):
+        if parent is None:
+            break
+        cls = parent.get("class")
+        if cls:
+            lang = _lang_from_class(cls)
+            if lang is not None:
+                return lang
+        parent = parent.getparent()
+    return ""
+
+
+def _pre_text(el: etree._Element) -> str:
+    if not len(el):
+        return el.text or ""
+    if not _PRE_SPECIAL(el):
+        return "".join(el.itertext())
+    parts: list[str] = []
+    _pre_text_into(el, parts)
+    return "".join(parts)
+
+
+def _pre_text_into(el: etree._Element, parts: list[str]) -> None:
+    if el.text:
+        parts.append(el.text)
+    for child in el:
+        tag = child.tag
+        if tag == "br":
+            parts.append("\n")
+        elif tag.__class__ is str and tag not in DROP_TAGS:
+            cls = child.get("class") or ""
+            if "lineno" not in cls and " ln " not in f" {cls} ":
+                _pre_text_into(child, parts)
+        if child.tail:
+            parts.append(child.tail)
+
+
+def plain_text(el: etree._Element) -> str:
+    """Text without markup or chrome: API signatures and titles read as written."""
+    parts: list[str] = []
+    if el.text:
+        parts.append(el.text)
+    for child in el:
+        tag = child.tag
+        if tag.__class__ is str and not is_chrome(child, tag):
+            parts.append(plain_text(child))
+        if child.tail:
+            parts.append(child.tail)
+    return "".join(parts)
+
+
+def _in_linenos(el: etree._Element, stop: etree._Element) -> bool:
+    node = el
+    while node is not None and node is not stop:
+        cls = node.get("class")
+        if cls and "lineno" in cls:
+            return True
+        node = node.getparent()
+    return False
+
+
+def _has_block(el: etree._Element) -> bool:
+    return any(d.tag in BLOCK_TAGS for d in el.iterdescendants())
+
+
+def _indent(text: str, prefix: str) -> str:
+    """Indent every line but the first; blank lines stay blank."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    return "\n".join([lines[0], *(prefix + line if line else line for line in lines[1:])])
+
+
+def _heading_line(level: int, text: str, anchor: str | None) -> str:
+    if text.endswith("#"):
+        text = text[:-1] + "\\#"
+    if anchor:
+        return f"{'#' * level} {text} {{#{anchor}}}"
+    return f"{'#' * level} {text}"
+
+
+def _clean_heading(text: str) -> str:
+    text = _WS.sub(" ", _normalise_chars(text)).strip(_TRAILING_MARKS)
+    if text.endswith(" #"):
+        text = text[:-2].rstrip()
+    return text
+
+
+class MarkdownWriter:
+    """Walks one container; keeps the section level so API entries nest under it."""
+
+    def __init__(self, root: etree._Element, base_url: str | None) -> None:
+        self.root = root
+        self.base = base_url
+        self.level = 0
+        self._plain = 0  # > 0 inside a heading: links unwrapped, images as alt text
+        self._flat = 0  # > 0 inside a table cell or a term: no headings can live there
+        self._ids: frozenset[str] | None = None
+        self._resolve = _Resolver(base_url) if base_url else None
+
+    # -- entry ---------------------------------------------------------------------------
+
+    def render(self, container: etree._Element) -> str:
+        out: list[str] = []
+        self._into(container, out)
+        return "\n\n".join(out)
+
+    # -- block level ---------------------------------------------------------------------
+
+    def _into(self, el: etree._Element, out: list[str]) -> None:
+        # The hot loop of the whole conversion: locals over globals, no helper calls for
+        # the common inline case.
+        buf: list[str] = []
+        inline_tags = INLINE_TAGS
+        text = el.text
+        if text and not text.isspace():
+            buf.append(_text(text))
+        for child in el:
+            tag = child.tag
+            if tag.__class__ is str and not is_chrome(child, tag):
+                if tag in inline_tags and not (len(child) and _has_block(child)):
+                    piece = self._inline(child, tag)
+                    if piece:
+                        buf.append(piece)
+                else:
+                    if buf:
+                        para = _paragraph("".join(buf))
+                        if para:
+                            out.append(para)
+                        buf = []
+                    handler = _HANDLERS.get(tag)
+                    if handler is None:
+                        self._into(child, out)
+                    else:
+                        handler(self, child, out)
+            tail = child.tail
+            if tail and (buf or not tail.isspace()):
+                buf.append(_text(tail))
+        if buf:
+            para = _paragraph("".join(buf))
+            if para:
+                out.append(para)
+
+    def _blocks(self, el: etree._Element) -> list[str]:
+        sub: list[str] = []
+        self._into(el, sub)
+        return sub
+
+    def _one_line(self, el: etree._Element) -> str:
+        self._flat += 1
+        try:
+            return " ".join(b.replace("\n", " ") for b in self._blocks(el))
+        finally:
+            self._flat -= 1
+
+    def _heading(self, el: etree._Element, out: list[str]) -> None:
+        self._plain += 1
+        try:
+            text = _clean_heading(self._inline_children(el))
+        finally:
+            self._plain -= 1
+        if not text:
+            return
+        if self._flat:
+            out.append(text)
+            return
+        level = int(el.tag[1])
+        self.level = level
+        out.append(_heading_line(level, text, self._heading_anchor(el)))
+
+    def _heading_anchor(self, el: etree._Element) -> str | None:
+        ident = el.get("id")
+        if valid_id(ident):
+            return ident
+        parent = el.getparent()
+        if parent is not None:
+            ptag = parent.tag
+            if ptag == "section" or (
+                ptag == "div" and "section" in (parent.get("class") or "").split()
+            ):
+                pid = parent.get("id")
+                if valid_id(pid) and not any(
+                    s.tag in HEADING_TAGS for s in el.itersiblings(preceding=True)
+                ):
+                    return pid
+        for link in el.iter("a"):
+            href = link.get("href")
+            if href and len(href) > 1 and href[0] == "#" and self._is_header_link(link):
+                target = unquote(href[1:])
+                if valid_id(target) and target in self._page_ids():
+                    return target
+        for link in el.iter("a"):
+            ident = link.get("id") or link.get("name")
+            if valid_id(ident) and ident in self._page_ids():
+                return ident
+        return None
+
+    @staticmethod
+    def _is_header_link(link: etree._Element) -> bool:
+        cls = link.get("class")
+        if cls and not _HEADERLINK_CLASSES.isdisjoint(cls.lower().split()):
+            return True
+        if link.get("aria-hidden") == "true":
+            return True
+        text = _normalise_chars("".join(link.itertext())).strip().lower()
+        return text in _HEADERLINK_TEXT
+
+    def _page_ids(self) -> frozenset[str]:
+        if self._ids is None:
+            self._ids = frozenset(self.root.xpath("//@id"))
+        return self._ids
+
+    def _pre(self, el: etree._Element, out: list[str], lang: str | None = None) -> None:
+        code = _pre_text(el)
+        if "\r" in code:
+            code = code.replace("\r\n", "\n").replace("\r", "\n")
+        if code.startswith("\n"):
+            code = code[1:]
+        code = code.rstrip("\n")
+        fence = "`" * max(3, _longest_backticks(code) + 1)
+        out.append(f"{fence}{_code_lang(el, lang)}\n{code}\n{fence}")
+
+    def _div(self, el: etree._Element, out: list[str]) -> None:
+        cls = el.get("class")
+        if cls:
+            lang = _lang_from_class(cls)
+            if lang is not None:
+                # A code wrapper (Sphinx highlight-x, Material/Docusaurus/VitePress language-x):
+                # its pre is the content; titles, copy buttons and language labels are not.
+                pres = [p for p in el.iter("pre") if not _in_linenos(p, el)]
+                if pres:
+                    for pre in pres:
+                        self._pre(pre, out, lang)
+                    return
+        self._into(el, out)
+
+    def _list(self, el: etree._Element, out: list[str]) -> None:
+        ordered = el.tag == "ol"
+        try:
+            number = int(el.get("start") or 1)
+        except ValueError:
+            number = 1
+        items: list[str] = []
+        width = 2
+        for child in el:
+            tag = child.tag
+            if tag.__class__ is not str or is_chrome(child, tag):
+                continue
+            sub: list[str] = []
+            if tag in ("ul", "ol"):
+                self._list(child, sub)
+                if sub and items:
+                    # A list nested directly in a list belongs to the item before it.
+                    pad = " " * width
+                    items[-1] += "\n" + pad + _indent(sub[0], pad)
+                    continue
+            else:
+                self._into(child, sub)
+            if not sub:
+                if tag == "li":
+                    number += 1
+                continue
+            marker = f"{number}. " if ordered else "- "
+            width = len(marker)
+            if tag == "li":
+                number += 1
+            body = sub[0]
+            for block in sub[1:]:
+                body += ("\n" if _LIST_BLOCK.match(block) else "\n\n") + block
+            items.append(marker + _indent(body, " " * width))
+        if items:
+            out.append("\n".join(items))
+
+    def _quote(self, el: etree._Element, out: list[str]) -> None:
+        if _HOLDS_ANCHORS(el):
+            # Sphinx indents API entries with <blockquote>; quoting them would hide their
+            # headings (and so their anchors) from a heading-aware chunker.
+            self._into(el, out)
+            return
+        sub = self._blocks(el)
+        if sub:
+            text = "\n\n".join(sub)
+            out.append("\n".join(f"> {line}" if line else ">" for line in text.split("\n")))
+
+    def _dl(self, el: etree._Element, out: list[str]) -> None:
+        items: list[etree._Element] = []
+        for child in el:
+            tag = child.tag
+            if tag.__class__ is not str or is_chrome(child, tag):
+                continue
+            if tag == "div" and any(c.tag in ("dt", "dd") for c in child):
+                items.extend(c for c in child if c.tag.__class__ is str)
+            else:
+                items.append(child)
+        if any(i.tag == "dt" and valid_id(i.get("id")) for i in items):
+            self._api_entries(items, out)
+        else:
+            self._definitions(items, out)
+
+    def _api_entries(self, items: list[etree._Element], out: list[str]) -> None:
+        base = self.level
+        level = min(base + 1, 6)
+        headed = False
+        for item in items:
+            tag = item.tag
+            if tag == "dt":
+                signature = _clean_heading(plain_text(item))
+                ident = item.get("id")
+                if signature and valid_id(ident) and not self._flat:
+                    out.append(_heading_line(level, signature, ident))
+                    headed = True
+                elif signature:
+                    out.append(_paragraph(_text(signature)))
+            elif tag == "dd":
+                self.level = level if headed else base
+                self._into(item, out)
+                self.level = base
+            else:
+                self._into(item, out)
+        self.level = base
+
+    def _definitions(self, items: list[etree._Element], out: list[str]) -> None:
+        group: list[str] = []
+        has_def = False
+        for item in items:
+            tag = item.tag
+            if tag == "dt":
+                term = self._one_line(item)
+                if not term:
+                    continue
+                if has_def:
+                    out.append("\n".join(group))
+                    group, has_def = [], False
+                group.append(term)
+            elif tag == "dd":
+                if not self._flat and _HOLDS_ANCHORS(item):
+                    # Headings must stay at the margin to be seen as headings.
+                    if group:
+                        out.append("\n".join(group))
+                        group, has_def = [], False
+                    self._into(item, out)
+                    continue
+                sub = self._blocks(item)
+                if sub:
+                    body = _indent("\n\n".join(sub), "  ")
+                    if _STRUCTURED.match(sub[0]):
+                        # A fence or list cannot share the ": " line; it starts below it.
+                        group.append(":\n  " + body)
+                    else:
+                        group.append(": " + body)
+                    has_def = True
+            else:
+                if group:
+                    out.append("\n".join(group))
+                    group, has_def = [], False
+                self._into(item, out)
+        if group:
+            out.append("\n".join(group))
+
+    def _table(self, el: etree._Element, out: list[str]) -> None:
+        rows: list[etree._Element] = []
+        caption = ""
+        for part in el:
+            tag = part.tag
+            if tag == "tr":
+                rows.append(part)
+            elif tag in ("thead", "tbody", "tfoot"):
+                rows.extend(r for r in part if r.tag == "tr")
+            elif tag == "caption":
+                caption = self._one_line(part)
+        if not rows or el.find(".//pre") is not None:
+            # Layout tables and code tables (line numbers beside code): their blocks matter.
+            self._into(el, out)
+            return
+        shape: list[list[tuple[etree._Element, int]]] = []
+        for row in rows:
+            cells = []
+            for cell in row:
+                if cell.tag in ("td", "th"):
+                    try:
+                        span = max(1, min(int(cell.get("colspan") or 1), 50))
+                    except ValueError:
+                        span = 1
+                    cells.append((cell, span))
+            if cells:
+                shape.append(cells)
+        width = max((sum(span for _, span in r) for r in shape), default=0)
+        if width < 2:
+            # One column is layout, not data: render it as blocks (decided before any cell
+            # is rendered, so nested layout tables are walked once).
+            self._into(el, out)
+            return
+        grid: list[list[str]] = []
+        for cells in shape:
+            texts: list[str] = []
+            for cell, span in cells:
+                texts.append(self._one_line(cell).replace("|", "\\|"))
+                texts.extend([""] * (span - 1))
+            grid.append(texts)
+        if not any(any(t for t in r) for r in grid):
+            return
+        if caption:
+            out.append(caption)
+        lines = []
+        for i, row in enumerate(grid):
+            row = row + [""] * (width - len(row))
+            lines.append("| " + " | ".join(row) + " |")
+            if i == 0:
+                lines.append("|" + " --- |" * width)
+        out.append("\n".join(lines))
+
+    # -- inline level --------------------------------------------------------------------
+
+    def _inline(self, el: etree._Element, tag: str) -> str:
+        if tag in _CODE_TAGS:
+            return _code_span(el)
+        if tag == "br":
+            return "\n"
+        if tag == "img":
+            return self._image(el)
+        inner = self._inline_children(el)
+        if tag == "a":
+            return self._link(el, inner)
+        if tag in _EM_TAGS:
+            return _wrap(inner, "*")
+        if tag in _STRONG_TAGS:
+            return _wrap(inner, "**")
+        return inner
+
+    def _inline_children(self, el: etree._Element) -> str:
+        parts: list[str] = []
+        if el.text:
+            parts.append(_text(el.text))
+        for child in el:
+            tag = child.tag
+            if tag.__class__ is str and not is_chrome(child, tag):
+                if tag in INLINE_TAGS:
+                    piece = self._inline(child, tag)
+                else:
+                    piece = f" {self._inline_children(child)} "
+                if piece:
+                    parts.append(piece)
+            tail = child.tail
+            if tail:
+                parts.append(_text(tail))
+        return "".join(parts)
+
+    def _link(self, el: etree._Element, inner: str) -> str:
+        text = inner.strip()
+        if not text:
+            return ""
+        if self._plain:
+            return inner
+        if ("dit" in text or "ource" in text or "mprove" in text) and _EDIT_LINK.match(text):
+            return ""
+        href = (el.get("href") or "").strip()
+        if not href or href[:11].lower().startswith(("javascript:", "data:", "vbscript:")):
+            return inner
+        if self._resolve is not None:
+            href = self._resolve(href)
+        if " " in href or "(" in href or ")" in href or "\n" in href:
+            href = (
+                href.replace("\n", "").replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+            )
+        if "\n" in text:
+            text = text.replace("\n", " ")
+        lead = " " if inner[0] == " " else ""
+        trail = " " if inner[-1] == " " else ""
+        return f"{lead}[{text}]({href}){trail}"
+
+    def _image(self, el: etree._Element) -> str:
+        alt = _WS.sub(" ", el.get("alt") or "").strip().replace("[", "(").replace("]", ")")
+        if not alt:
+            return ""
+        if self._plain:
+            return alt
+        src = (el.get("src") or "").strip()
+        if not src or src.startswith("data:"):
+            return alt
+        if self._resolve is not None:
+            src = self._resolve(src)
+        return f"![{alt}]({src.replace(' ', '%20').replace(')', '%29')})"
+
+_Handler = Callable[[MarkdownWriter, etree._Element, list], None]
+_HANDLERS: dict[str, _Handler] = {
+    "h1": MarkdownWriter._heading,
+    "h2": MarkdownWriter._heading,
+    "h3": MarkdownWriter._heading,
+    "h4": MarkdownWriter._heading,
+    "h5": MarkdownWriter._heading,
+    "h6": MarkdownWriter._heading,
+    "pre": MarkdownWriter._pre,
+    "listing": MarkdownWriter._pre,
+    "xmp": MarkdownWriter._pre,
+    "ul": MarkdownWriter._list,
+    "ol": MarkdownWriter._list,
+    "menu": MarkdownWriter._list,
+    "dir": MarkdownWriter._list,
+    "dl": MarkdownWriter._dl,
+    "table": MarkdownWriter._table,
+    "blockquote": MarkdownWriter._quote,
+    "div": MarkdownWriter._div,
+    "hr": lambda _w, _el, _out: None,
+}
+
+
+def render_markdown(
+    container: etree._Element, root: etree._Element, base_url: str | None
+) -> str:
+    """Markdown for ``container``; ``root`` is the whole page (ids resolve against it)."""
+    return MarkdownWriter(root, base_url).render(container)

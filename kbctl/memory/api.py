@@ -1,0 +1,155 @@
+"""The operations behind ``kbctl memory``: settings (and an explicit scope) in, a result
+dataclass out.
+
+The scope comes from ``--agent``/``--user``, ``KBCTL_AGENT``/``KBCTL_USER`` or
+kbctl.yaml, resolved by ``scope_for``; a caller with a pinned scope (an MCP session)
+passes its own ``MemoryScope`` instead. Paths are checked before the database is opened,
+so a bad path writes nothing and needs no server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import InputError, KbctlError
+from ..pipeline.runtime import open_store, resolve_embedder
+from .model import (
+    DeleteResult,
+    Health,
+    ImportFailure,
+    ImportReport,
+    MemoryListing,
+    MemorySearchResult,
+    MemoryStats,
+    MemoryText,
+    SearchOptions,
+    WriteResult,
+)
+from .paths import AGENT_TIER, MemoryScope, parse_path, scope_of, tier_prefix
+from .postgres import KIND, PostgresMemoryBackend
+
+Announce = Callable[[str], None]
+
+
+def scope_for(settings: Settings) -> MemoryScope:
+    """The caller's scope from resolved settings; an agent id is required."""
+    return scope_of(settings.agent, settings.user)
+
+
+@contextmanager
+def open_backend(settings: Settings, *, writing: bool = False,
+                 announce: Announce = lambda _m: None) -> Iterator[PostgresMemoryBackend]:
+    """The Postgres backend on the configured database, with the KB's embedder."""
+    with open_store(settings) as store:
+        embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
+        yield PostgresMemoryBackend(store.conn, embedder,
+                                    vector_weight=settings.vector_weight)
+
+
+def append(settings: Settings, path: str, text: str, *, scope: MemoryScope | None = None,
+           announce: Announce = lambda _m: None) -> WriteResult:
+    scope = scope or scope_for(settings)
+    parse_path(path).owner(scope)
+    with open_backend(settings, writing=True, announce=announce) as backend:
+        return backend.append(scope, path, text)
+
+
+def search(settings: Settings, query: str, options: SearchOptions | None = None, *,
+           scope: MemoryScope | None = None) -> MemorySearchResult:
+    """Search the caller's memory; ``options.track`` (or the ``memory_track`` setting)
+    records the recall."""
+    scope = scope or scope_for(settings)
+    opts = options or SearchOptions()
+    if not opts.track and getattr(settings, "memory_track", False):
+        opts = replace(opts, track=True)
+    with open_backend(settings) as backend:
+        return backend.search(scope, query, opts)
+
+
+def get(settings: Settings, path: str, *, from_line: int | None = None,
+        lines: int | None = None, scope: MemoryScope | None = None) -> MemoryText:
+    scope = scope or scope_for(settings)
+    parse_path(path).owner(scope)
+    with open_backend(settings) as backend:
+        return backend.get(scope, path, from_line=from_line, lines=lines)
+
+
+def list_files(settings: Settings, tier: str | None = None, *,
+               scope: MemoryScope | None = None) -> MemoryListing:
+    scope = scope or scope_for(settings)
+    with open_backend(settings) as backend:
+        return backend.list_files(scope, tier)
+
+
+def delete(settings: Settings, path: str, *,
+           scope: MemoryScope | None = None) -> DeleteResult:
+    scope = scope or scope_for(settings)
+    parse_path(path).owner(scope)
+    with open_backend(settings) as backend:
+        return backend.delete(scope, path)
+
+
+def stats(settings: Settings, *, top: int = 10,
+          scope: MemoryScope | None = None) -> MemoryStats:
+    scope = scope or scope_for(settings)
+    with open_backend(settings) as backend:
+        return backend.stats(scope, top=top)
+
+
+def health(settings: Settings) -> Health:
+    """Never raises for an environment failure: an unreachable database is ``ok: false``."""
+    try:
+        with open_backend(settings) as backend:
+            return backend.health()
+    except KbctlError as exc:
+        return Health(kind=KIND, ok=False, error=exc.message)
+
+
+def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
+               scope: MemoryScope | None = None,
+               announce: Announce = lambda _m: None) -> ImportReport:
+    """Index every ``.md`` file under ``directory`` as ``memory/<tier>/<relative path>``.
+
+    Idempotent: a file whose content hash is stored already is left as it is. A file that
+    cannot be read or breaks a path rule is reported and the others go on.
+    """
+    scope = scope or scope_for(settings)
+    prefix = tier_prefix(tier)
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"{root} is not a directory")
+    parse_path(prefix + "x.md").owner(scope)  # a user tier needs a user, before any work
+    found = _markdown_files(root)
+    results: list[WriteResult] = []
+    errors: list[ImportFailure] = []
+    with open_backend(settings, writing=True, announce=announce) as backend:
+        for file in found:
+            rel = file.relative_to(root).as_posix()
+            try:
+                text = file.read_text(encoding="utf-8")
+                results.append(backend.put(scope, prefix + rel, text))
+            except (OSError, UnicodeDecodeError) as exc:
+                errors.append(ImportFailure(rel, f"cannot read: {exc}"))
+            except KbctlError as exc:
+                if exc.exit_code == 3:  # the environment failed: stop, do not mask it
+                    raise
+                errors.append(ImportFailure(rel, exc.message))
+    return ImportReport(directory=str(root), tier=tier, files=results, errors=errors)
+
+
+def _markdown_files(root: Path) -> list[Path]:
+    """``*.md`` files under ``root``, skipping hidden entries and links that leave it."""
+    base = root.resolve()
+    out = []
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        if not path.resolve().is_relative_to(base):
+            continue
+        out.append(path)
+    return out

@@ -1,0 +1,205 @@
+"""What memory operations take and return; plain frozen dataclasses, rendered elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from ..errors import InputError
+from .paths import MemoryScope
+
+DEFAULT_MAX_RESULTS = 6
+MAX_RESULTS_LIMIT = 50
+DEFAULT_MMR_LAMBDA = 0.7
+DEFAULT_HALF_LIFE_DAYS = 30.0
+
+
+def citation(path: str, start_line: int, end_line: int) -> str:
+    """``path#Lstart-Lend``: what ``get --from start --lines (end-start+1)`` returns."""
+    return f"{path}#L{start_line}-L{end_line}"
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to rank; ``today`` pins the decay clock (tests, replays), else the current date."""
+
+    max_results: int = DEFAULT_MAX_RESULTS
+    min_score: float | None = None
+    mmr: bool = False
+    mmr_lambda: float = DEFAULT_MMR_LAMBDA
+    decay: bool = False
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    track: bool = False
+    today: date | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_results <= MAX_RESULTS_LIMIT:
+            raise InputError(f"--max-results must be within 1..{MAX_RESULTS_LIMIT}, "
+                             f"got {self.max_results}")
+        if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
+            raise InputError(f"--min-score must be within 0..1, got {self.min_score}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise InputError(f"--mmr-lambda must be within 0..1, got {self.mmr_lambda}")
+        if not self.half_life_days > 0:
+            raise InputError(f"--half-life-days must be positive, got {self.half_life_days}")
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One retrieved line range of a memory file, with the backend it came from."""
+
+    id: str
+    path: str
+    tier: str
+    score: float
+    start_line: int
+    end_line: int
+    content: str
+    created_at: datetime | None
+    backend: str
+    text_score: float | None = None
+    vector_score: float | None = None
+    also_in: tuple[str, ...] = ()
+
+    @property
+    def citation(self) -> str:
+        return citation(self.path, self.start_line, self.end_line)
+
+
+@dataclass(frozen=True)
+class MemorySearchResult:
+    """A ranked search; ``mode`` is ``hybrid`` or ``keyword`` (no embedder in this KB)."""
+
+    query: str
+    scope: MemoryScope
+    hits: list[MemoryHit]
+    mode: str
+    embedder: str
+    backend: str
+    elapsed_ms: float
+    notes: list[str] = field(default_factory=list)
+    tracked: bool = False
+
+    @property
+    def keyword_only(self) -> bool:
+        return self.mode == "keyword"
+
+
+@dataclass(frozen=True)
+class MemoryText:
+    """A file's text, or a 1-indexed window of its lines."""
+
+    path: str
+    tier: str
+    from_line: int
+    line_count: int
+    total_lines: int
+    text: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The outcome of writing one file: ``created``, ``appended``, ``updated``,
+    ``unchanged``; chunks kept as they were, and chunks (re)indexed."""
+
+    path: str
+    tier: str
+    status: str
+    lines: int
+    chunks: int
+    reindexed: int
+    embedded: int
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    path: str
+    tier: str
+    lines: int
+    chunks: int
+    chars: int
+    content_hash: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class MemoryListing:
+    scope: MemoryScope
+    tier: str | None
+    files: list[MemoryFile]
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    path: str
+    tier: str
+    chunks: int
+
+
+@dataclass(frozen=True)
+class Health:
+    kind: str
+    ok: bool
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallStat:
+    """How often one entry came back from tracked searches."""
+
+    path: str
+    tier: str
+    start_line: int
+    end_line: int
+    recalls: int
+    last_recalled_at: datetime
+
+    @property
+    def citation(self) -> str:
+        return citation(self.path, self.start_line, self.end_line)
+
+
+@dataclass(frozen=True)
+class TierCount:
+    tier: str
+    files: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    scope: MemoryScope
+    backend: str
+    mode: str
+    embedder: str
+    tiers: list[TierCount]
+    searches_tracked: int
+    top: list[RecallStat]
+
+
+@dataclass(frozen=True)
+class ImportFailure:
+    file: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """``import DIR``: one WriteResult per file; files that broke a rule are in ``errors``."""
+
+    directory: str
+    tier: str
+    files: list[WriteResult]
+    errors: list[ImportFailure]
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors

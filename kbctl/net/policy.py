@@ -1,0 +1,100 @@
+"""What a fetch may do (``NetPolicy``) and what it brings back (``FetchResult``).
+
+Both are frozen values so one policy can be shared by every task of a run, and a result
+can be cached or compared without surprises.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kbctl.errors import ExtractError
+
+#: A resolver maps a host name to the IP address strings it stands for (tests inject one).
+Resolver = Callable[[str], Iterable[str]]
+
+#: Media types a content fetch accepts unless the caller passes its own list. Entries may
+#: end in ``/*`` (``text/*``) or be ``*/*``.
+DEFAULT_CONTENT_TYPES: tuple[str, ...] = (
+    "text/html",
+    "application/xhtml+xml",
+    "application/xml",
+    "text/xml",
+    "text/plain",
+    "text/markdown",
+    "text/x-markdown",
+    "application/gzip",
+    "application/x-gzip",
+)
+
+
+@dataclass(frozen=True)
+class NetPolicy:
+    """Limits for every fetch. ``allow_private_network`` is the only way to reach local sites.
+
+    ``max_bytes`` counts the body after decompression. ``total_timeout`` bounds one attempt
+    end to end, so a server that drips a byte just inside ``read_timeout`` still stops.
+    ``max_retry_wait`` caps what a ``Retry-After`` header may make us wait.
+    """
+
+    allow_private_network: bool = False
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 120.0
+    max_bytes: int = 10 * 1024 * 1024
+    max_redirects: int = 5
+    content_types: tuple[str, ...] = DEFAULT_CONTENT_TYPES
+    concurrency: int = 8
+    per_host: int = 4
+    max_retries: int = 2
+    max_retry_wait: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "read_timeout", "total_timeout", "max_bytes",
+                     "concurrency", "per_host"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"NetPolicy.{name} must be > 0")
+        for name in ("max_redirects", "max_retries", "max_retry_wait"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"NetPolicy.{name} must be >= 0")
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One successful fetch (2xx, or 304 with ``not_modified`` set and an empty body).
+
+    ``url`` is the final URL after redirects, without fragment. ``headers`` has lower-case
+    names. ``content`` is the decoded body (transfer encodings such as gzip undone); a
+    ``.xml.gz`` file served as ``application/gzip`` stays compressed (see ``gunzip``).
+    """
+
+    url: str
+    status: int
+    content: bytes
+    content_type: str
+    charset: str | None
+    headers: dict[str, str]
+    etag: str | None
+    last_modified: str | None
+    not_modified: bool = False
+
+    def text(self) -> str:
+        """The body as text: the declared charset, else UTF-8 (a BOM wins either way)."""
+        data = self.content
+        for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+                          (codecs.BOM_UTF16_BE, "utf-16-be")):
+            if data.startswith(bom):
+                return self._decode(data[len(bom):], name)
+        return self._decode(data, self.charset or "utf-8")
+
+    def _decode(self, data: bytes, charset: str) -> str:
+        try:
+            return data.decode(charset)
+        except LookupError as exc:
+            raise ExtractError(f"{self.url}: unknown charset {charset!r}") from exc
+        except UnicodeDecodeError as exc:
+            raise ExtractError(
+                f"{self.url}: body is not valid {charset} (byte {exc.start})"
+            ) from exc

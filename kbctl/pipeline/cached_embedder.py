@@ -1,0 +1,63 @@
+"""An Embedder wrapper that asks the KB's embedding cache before the provider.
+
+The key is (embedder identity, sha256 of the exact input: title and text), so a chunk whose
+text did not change is never embedded twice, across ingests, resyncs and re-embeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from ..embed.base import Embedder, EmbedderIdentity
+from ..store.knowledge import KnowledgeStore
+
+
+def input_hash(text: str, title: str | None) -> bytes:
+    h = hashlib.sha256()
+    h.update((title or "").encode())
+    h.update(b"\0")
+    h.update(text.encode())
+    return h.digest()
+
+
+class CachedEmbedder:
+    """Same protocol as the wrapped embedder; counts what it really sent (``provider_calls``)."""
+
+    def __init__(self, inner: Embedder, store: KnowledgeStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.provider_texts = 0
+        self.cache_hits = 0
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        return self.inner.identity
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def embed(self, texts: Sequence[str],
+              titles: Sequence[str | None] | None = None) -> list[list[float]]:
+        titles = list(titles) if titles is not None else [None] * len(texts)
+        keys = [input_hash(t, ti) for t, ti in zip(texts, titles, strict=True)]
+        ident = str(self.identity)
+        found = self.store.cached_embeddings(ident, keys)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            # one request per distinct input, even when a batch repeats a text
+            first: dict[bytes, int] = {}
+            for i in missing:
+                first.setdefault(keys[i], i)
+            order = list(first.values())
+            vectors = self.inner.embed([texts[i] for i in order], [titles[i] for i in order])
+            fresh = {keys[i]: v for i, v in zip(order, vectors, strict=True)}
+            self.store.cache_embeddings(ident, fresh)
+            found.update(fresh)
+            self.provider_texts += len(order)
+        self.cache_hits += len(keys) - len(missing)
+        return [found[k] for k in keys]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)

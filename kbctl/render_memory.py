@@ -1,0 +1,255 @@
+"""Rendering of ``kbctl memory`` results: tables for people, one JSON document for machines,
+and the spotlighted context block for prompts (``kbctl.pipeline.context``)."""
+
+from __future__ import annotations
+
+import secrets
+from functools import singledispatch
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from .errors import InputError
+from .memory.model import (
+    DeleteResult,
+    Health,
+    ImportReport,
+    MemoryHit,
+    MemoryListing,
+    MemorySearchResult,
+    MemoryStats,
+    MemoryText,
+    WriteResult,
+)
+from .pipeline.context import render_context
+from .pipeline.results import Hit
+from .render import Output, show
+
+CITATION_MODES = ("on", "off", "auto")
+
+
+def citations_enabled(mode: str, fmt: str) -> bool:
+    """``auto`` cites for people (tables) and in JSON, not inside a prompt block."""
+    if mode not in CITATION_MODES:
+        raise InputError(f"--citations must be one of {', '.join(CITATION_MODES)}, "
+                         f"got '{mode}'")
+    if mode == "auto":
+        return fmt != "context"
+    return mode == "on"
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+@singledispatch
+def memory_json(result: Any, **options: Any) -> Any:
+    """The stable JSON shape of a memory result (camelCase, like ``query --json``)."""
+    return result
+
+
+def _scope(scope: Any) -> dict[str, Any]:
+    return {"agent": scope.agent_id, "user": scope.user_id}
+
+
+def _hit_json(h: MemoryHit, cite: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": h.id, "path": h.path, "tier": h.tier, "score": h.score,
+        "startLine": h.start_line, "endLine": h.end_line, "content": h.content,
+        "createdAt": h.created_at.isoformat() if h.created_at else None,
+        "backend": h.backend, "textScore": h.text_score, "vectorScore": h.vector_score,
+    }
+    if h.also_in:
+        out["alsoIn"] = list(h.also_in)
+    if cite:
+        out["citation"] = h.citation
+    return out
+
+
+@memory_json.register
+def _(r: MemorySearchResult, *, citations: bool = True, **options: Any) -> dict[str, Any]:
+    return {"query": r.query, **_scope(r.scope), "mode": r.mode,
+            "keywordOnly": r.keyword_only, "embedder": r.embedder, "backend": r.backend,
+            "elapsedMs": r.elapsed_ms, "tracked": r.tracked, "notes": r.notes,
+            "results": [_hit_json(h, citations) for h in r.hits]}
+
+
+@memory_json.register
+def _(r: MemoryText, **options: Any) -> dict[str, Any]:
+    return {"path": r.path, "tier": r.tier, "fromLine": r.from_line, "lines": r.line_count,
+            "totalLines": r.total_lines, "text": r.text, "backend": r.backend}
+
+
+@memory_json.register
+def _(r: WriteResult, **options: Any) -> dict[str, Any]:
+    return {"path": r.path, "tier": r.tier, "status": r.status, "lines": r.lines,
+            "chunks": r.chunks, "reindexed": r.reindexed, "embedded": r.embedded,
+            "contentHash": r.content_hash}
+
+
+@memory_json.register
+def _(r: MemoryListing, **options: Any) -> dict[str, Any]:
+    return {**_scope(r.scope), "tier": r.tier,
+            "files": [{"path": f.path, "tier": f.tier, "lines": f.lines, "chunks": f.chunks,
+                       "chars": f.chars, "contentHash": f.content_hash,
+                       "createdAt": f.created_at.isoformat(),
+                       "updatedAt": f.updated_at.isoformat()} for f in r.files]}
+
+
+@memory_json.register
+def _(r: DeleteResult, **options: Any) -> dict[str, Any]:
+    return {"path": r.path, "tier": r.tier, "deleted": True, "chunks": r.chunks}
+
+
+@memory_json.register
+def _(r: Health, **options: Any) -> dict[str, Any]:
+    return {"kind": r.kind, "ok": r.ok, "error": r.error, "details": r.details}
+
+
+@memory_json.register
+def _(r: MemoryStats, **options: Any) -> dict[str, Any]:
+    return {**_scope(r.scope), "backend": r.backend, "mode": r.mode, "embedder": r.embedder,
+            "tiers": [{"tier": t.tier, "files": t.files, "chunks": t.chunks} for t in r.tiers],
+            "searchesTracked": r.searches_tracked,
+            "topRecalled": [{"path": s.path, "tier": s.tier, "startLine": s.start_line,
+                             "endLine": s.end_line, "citation": s.citation,
+                             "recalls": s.recalls,
+                             "lastRecalledAt": s.last_recalled_at.isoformat()}
+                            for s in r.top]}
+
+
+@memory_json.register
+def _(r: ImportReport, **options: Any) -> dict[str, Any]:
+    return {"directory": r.directory, "tier": r.tier, "ok": r.ok,
+            "created": r.count("created"), "updated": r.count("updated"),
+            "unchanged": r.count("unchanged"), "failed": len(r.errors),
+            "files": [memory_json(f) for f in r.files],
+            "errors": [{"file": e.file, "error": e.error} for e in r.errors]}
+
+
+# --- the prompt block --------------------------------------------------------------------
+
+
+def context_hits(result: MemorySearchResult, *, citations: bool) -> list[Hit]:
+    """Memory hits as retrieval ``Hit``s, so the KB's spotlighting renders them."""
+    return [Hit(rank=i, score=h.score, title=f"{h.tier} memory", url=h.path,
+                citation=h.citation if citations else h.path, anchor=None, heading_path=(),
+                text=h.content, source_ref=h.path,
+                namespace=f"memory:{result.scope.agent_id}")
+            for i, h in enumerate(result.hits, start=1)]
+
+
+def memory_context(result: MemorySearchResult, *, citations: bool,
+                   max_chars: int | None = None) -> str:
+    """The delimited, untrusted-data block, never longer than ``max_chars``.
+
+    ``render_context`` budgets a truncated passage's header approximately, so the block is
+    re-rendered (same nonce) with a budget lowered by the overshoot until it fits.
+    """
+    hits = context_hits(result, citations=citations)
+    nonce = secrets.token_hex(8)
+    text = render_context(hits, nonce=nonce, max_chars=max_chars)
+    if max_chars is None:
+        return text
+    floor = len(render_context([], nonce=nonce))
+    if max_chars < floor:
+        raise InputError(f"--max-chars must be at least {floor} (the block's fixed preamble)")
+    budget = max_chars
+    while len(text) > max_chars and budget > floor:
+        budget = max(floor, budget - (len(text) - max_chars))
+        text = render_context(hits, nonce=nonce, max_chars=budget)
+    if len(text) > max_chars:
+        text = render_context([], nonce=nonce)
+    return text
+
+
+# --- people ------------------------------------------------------------------------------
+
+
+@show.register
+def _(r: MemorySearchResult, out: Output, *, format: str = "table", citations: bool = True,
+      max_chars: int | None = None, **options: Any) -> None:
+    if format == "context":
+        out.out.print(memory_context(r, citations=citations, max_chars=max_chars),
+                      markup=False, highlight=False, end="")
+        return
+    for note in r.notes:
+        out.err.print(f"[yellow]{escape(note)}[/yellow]")
+    who = r.scope.agent_id + (f"/{r.scope.user_id}" if r.scope.user_id else "")
+    if not r.hits:
+        out.err.print(f"no memory matches for '{escape(who)}' ({r.mode} search)")
+        return
+    cols = ["#", "score", "tier", "citation" if citations else "path", "content"]
+    table = Table(*cols, show_lines=True, expand=True)
+    for i, h in enumerate(r.hits, start=1):
+        snippet = h.content if len(h.content) <= 400 else h.content[:400] + "…"
+        table.add_row(str(i), f"{h.score:.3f}", h.tier,
+                      f"[cyan]{escape(h.citation if citations else h.path)}[/cyan]",
+                      escape(snippet))
+    out.out.print(table)
+    out.err.print(f"[dim]{r.mode} search of '{escape(who)}' memory, {r.elapsed_ms:.1f} ms"
+                  f"{', tracked' if r.tracked else ''}[/dim]")
+
+
+@show.register
+def _(r: MemoryText, out: Output, **options: Any) -> None:
+    if r.text:
+        out.out.print(r.text, markup=False, highlight=False)
+    out.err.print(f"[dim]{escape(r.path)}: lines {r.from_line}–"
+                  f"{r.from_line + max(r.line_count, 1) - 1} of {r.total_lines}[/dim]")
+
+
+@show.register
+def _(r: WriteResult, out: Output, **options: Any) -> None:
+    out.err.print(f"[green]{escape(r.path)}[/green] ({r.tier}): {r.status}, {r.lines} lines, "
+                  f"{r.chunks} chunks ({r.reindexed} re-indexed)")
+
+
+@show.register
+def _(r: MemoryListing, out: Output, **options: Any) -> None:
+    if not r.files:
+        out.err.print("no memory files")
+        return
+    table = Table("path", "tier", "lines", "chunks", "updated")
+    for f in r.files:
+        table.add_row(escape(f.path), f.tier, str(f.lines), str(f.chunks),
+                      f.updated_at.strftime("%Y-%m-%d %H:%M"))
+    out.out.print(table)
+
+
+@show.register
+def _(r: DeleteResult, out: Output, **options: Any) -> None:
+    out.err.print(f"deleted {escape(r.path)} ({r.tier}, {r.chunks} chunks)")
+
+
+@show.register
+def _(r: Health, out: Output, **options: Any) -> None:
+    if r.ok:
+        details = ", ".join(f"{k} {v}" for k, v in r.details.items())
+        out.out.print(f"{r.kind}: ok" + (f" ({escape(details)})" if details else ""))
+    else:
+        out.out.print(f"{r.kind}: [red]not ok[/red]: {escape(r.error or 'unknown error')}")
+
+
+@show.register
+def _(r: MemoryStats, out: Output, **options: Any) -> None:
+    counts = ", ".join(f"{t.tier} {t.files} files / {t.chunks} chunks" for t in r.tiers)
+    out.out.print(f"{r.backend} ({r.mode}, embedder {escape(r.embedder)}): {counts}; "
+                  f"{r.searches_tracked} tracked searches")
+    if r.top:
+        table = Table("recalls", "tier", "citation", "last recalled",
+                      title="most recalled", title_justify="left")
+        for s in r.top:
+            table.add_row(str(s.recalls), s.tier, escape(s.citation),
+                          s.last_recalled_at.strftime("%Y-%m-%d %H:%M"))
+        out.out.print(table)
+
+
+@show.register
+def _(r: ImportReport, out: Output, **options: Any) -> None:
+    color = "green" if r.ok else "red"
+    out.err.print(f"[{color}]{escape(r.directory)}[/{color}] → {r.tier} tier: created "
+                  f"{r.count('created')}, updated {r.count('updated')}, unchanged "
+                  f"{r.count('unchanged')}, failed {len(r.errors)}")
+    for e in r.errors:
+        out.err.print(f"  [red]{escape(e.file)}[/red]: {escape(e.error)}")

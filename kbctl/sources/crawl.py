@@ -1,0 +1,156 @@
+"""Crawling a site breadth first from a start URL, within its site and robots.txt.
+
+The crawl runs level by level: every page of one depth is fetched concurrently, and the
+next level is built from their links in page order, so the same site gives the same set
+of pages whatever order responses arrive in. Pages are handed to the pipeline as soon as
+each is done. What the crawl covers is only known when it ends, so its ``Expansion``
+reports ``complete`` from the crawl's outcome: a page that failed in a way that may hide
+links (a server error, a timeout) makes it incomplete, and nothing is then deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SourceError
+from .base import Expansion, Leaf, Loaded
+from .fetchpage import Fetched, PageLoader, WebHint, internal_error
+from .robots import Robots, fetch_robots
+from .webload import Outbox
+from .weburl import host_allowed, is_page_link, origin, site_key
+
+
+@dataclass(frozen=True)
+class CrawlOptions:
+    max_depth: int = 3
+    max_pages: int = 500
+    allow_domains: frozenset[str] = frozenset()
+    ignore_robots: bool = False
+
+
+@dataclass
+class CrawlState:
+    finished: bool = False
+    hidden_links: bool = False  # a page failed in a way that may hide part of the site
+
+
+class CrawlExpansion(Expansion):
+    """A crawl's expansion: one start leaf; ``complete`` is known once the crawl ends."""
+
+    def __init__(self, start: Leaf, state: CrawlState, notes: list[str]) -> None:
+        object.__setattr__(self, "leaves", [start])
+        object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "state", state)
+
+    @property  # type: ignore[override]
+    def complete(self) -> bool:
+        return self.state.finished and not self.state.hidden_links
+
+
+Previous = Callable[[str], "dict[str, Any] | None"]
+
+
+@dataclass
+class Crawler:
+    """One crawl's BFS, run on the fetch loop; puts each page's outcome in the outbox."""
+
+    loader: PageLoader
+    options: CrawlOptions
+    state: CrawlState
+    previous: Previous
+    on_discovered: Callable[[int], Awaitable[None]] | None = None
+    _sites: set[tuple[str, int | None]] = field(default_factory=set)
+    _robots: dict[str, asyncio.Task[Robots]] = field(default_factory=dict)
+    _emitted: set[str] = field(default_factory=set)
+
+    async def run(self, start: Leaf, outbox: Outbox[Any]) -> None:
+        opts = self.options
+        self._sites.add(site_key(start.url))
+        robots = await self._robots_for(start.url)
+        if not robots.allows(start.url):
+            why = robots.refuse_all or f"robots.txt of {origin(start.url)} disallows it"
+            async with outbox.slot() as slot:
+                slot.put(Loaded(leaf=start, error=SourceError(
+                    f"{start.url}: not crawled: {why}",
+                    hint="pass --ignore-robots to crawl anyway (only for sites you run)")))
+            self.state.hidden_links = True
+            self.state.finished = True
+            return
+        seen = {start.ref}
+        frontier = [start]
+        budget = opts.max_pages
+        for depth in range(opts.max_depth + 1):
+            if not frontier or budget <= 0:
+                break
+            layer, frontier = frontier[:budget], []
+            budget -= len(layer)
+            follow = depth < opts.max_depth
+            if depth == 0:  # the start page may move the crawl (http → https, a new host)
+                first = await self._visit(start, outbox, follow, check_site=False)
+                if first.final_url:
+                    self._sites.add(site_key(first.final_url))
+                results = [first]
+            else:
+                results = list(await asyncio.gather(*(self._visit(leaf, outbox, follow)
+                                                      for leaf in layer)))
+            if not follow:
+                break
+            seen.update(f.final_url for f in results if f.final_url)
+            candidates: list[str] = []
+            for fetched in results:
+                for link in fetched.links:
+                    if link not in seen and self._in_scope(link):
+                        seen.add(link)
+                        candidates.append(link)
+            allowed = await self._allowed(candidates)
+            frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
+            if self.on_discovered and frontier:
+                await self.on_discovered(min(len(frontier), budget))
+        self.state.finished = True
+
+    async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, *,
+                     check_site: bool = True) -> Fetched:
+        async with outbox.slot() as slot:
+            try:
+                prev = await outbox.call(self.previous, leaf.ref)
+                fetched = await self.loader.load(leaf, prev, want_links=follow)
+            except Exception as exc:
+                slot.put(internal_error(leaf, exc))
+                return Fetched(internal_error(leaf, exc))
+            if fetched.hides_links:
+                self.state.hidden_links = True
+            final = fetched.final_url
+            if check_site and final and not self._in_site(final):
+                return Fetched(fetched.loaded)  # redirected off the site: not part of it
+            ref = fetched.loaded.leaf.ref
+            if ref not in self._emitted:  # two links that redirect to one page: once
+                self._emitted.add(ref)
+                slot.put(fetched.loaded)
+            return fetched
+
+    def _in_scope(self, url: str) -> bool:
+        return is_page_link(url) and self._in_site(url)
+
+    def _in_site(self, url: str) -> bool:
+        return site_key(url) in self._sites or host_allowed(url, self.options.allow_domains)
+
+    async def _allowed(self, urls: list[str]) -> list[str]:
+        if self.options.ignore_robots:
+            return urls
+        verdicts = await asyncio.gather(*(self._robots_for(u) for u in urls))
+        return [u for u, robots in zip(urls, verdicts, strict=True) if robots.allows(u)]
+
+    def _robots_for(self, url: str) -> Awaitable[Robots]:
+        if self.options.ignore_robots:
+            future: asyncio.Future[Robots] = asyncio.get_running_loop().create_future()
+            future.set_result(Robots())
+            return future
+        site = origin(url)
+        task = self._robots.get(site)
+        if task is None:  # one fetch per origin, shared by everyone who asks meanwhile
+            task = asyncio.ensure_future(fetch_robots(self.loader.client, site))
+            self._robots[site] = task
+        return task

@@ -1,0 +1,155 @@
+"""Loading one web page: skip it, ask the server whether it changed, or fetch and extract.
+
+Three ways a resync stays cheap, cheapest first:
+1. the sitemap's ``lastmod`` is not newer than our last fetch: no request at all;
+2. the stored ``ETag``/``Last-Modified`` make the request conditional: a 304, no body;
+3. the body hashes to what we extracted last time: no extraction.
+Each yields ``not_modified``. ``full`` turns all three off.
+
+What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
+``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch) and
+``body_sha256``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from ..errors import BlockedURL, ExtractError, KbctlError, SourceError
+from ..net import FetchResult, GuardedClient
+from .base import Leaf, Loaded
+from .extractpool import ExtractJob, run_job
+from .page import PAGE_CONTENT_TYPES
+from .weburl import normalize_url
+
+
+@dataclass(frozen=True)
+class WebHint:
+    """What a web leaf carries besides its URL."""
+
+    lastmod: str | None = None
+    prefer_markdown: bool = False  # llms.txt links: text/plain bodies are markdown
+    error: KbctlError | None = None  # a listing failure reported as this leaf's outcome
+
+
+@dataclass(frozen=True)
+class PageOptions:
+    kind: str
+    docs_mode: bool = True
+    full: bool = False
+    conditional: bool = True  # send If-None-Match / If-Modified-Since
+
+
+@dataclass
+class Fetched:
+    """One page's outcome, plus what a crawl needs to go on from it."""
+
+    loaded: Loaded
+    final_url: str | None = None
+    links: list[str] = field(default_factory=list)
+    hides_links: bool = False  # failed in a way that may hide links (5xx, timeout, network)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An aware datetime for a W3C datetime or an ISO timestamp; None when unusable.
+
+    A bare date (``2024-05-01``) stands for the END of that day: a page changed that
+    afternoon must not look older than a fetch made that morning.
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        if len(value) == 10:
+            day = datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+            return day + timedelta(days=1)
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def unchanged_since(lastmod: str | None, prev: dict[str, Any] | None) -> bool:
+    """True when the sitemap says the page has not changed since we last fetched it."""
+    if not prev:
+        return False
+    changed, fetched = parse_time(lastmod), parse_time(prev.get("fetched_at"))
+    return changed is not None and fetched is not None and changed <= fetched
+
+
+class PageLoader:
+    """Fetches and extracts pages on one event loop; extraction runs off the loop."""
+
+    def __init__(self, client: GuardedClient, options: PageOptions, *,
+                 executor: Executor) -> None:
+        self.client = client
+        self.options = options
+        self.executor = executor
+
+    async def load(self, leaf: Leaf, prev: dict[str, Any] | None, *,
+                   want_links: bool = False) -> Fetched:
+        """Skip, revalidate or fetch and extract one page; ``want_links`` for a crawl
+        (which never skips a page, since its links are needed)."""
+        hint: WebHint = leaf.hint if isinstance(leaf.hint, WebHint) else WebHint()
+        if hint.error is not None:
+            return Fetched(Loaded(leaf=leaf, error=hint.error))
+        opts = self.options
+        if opts.full:
+            prev = None
+        if not want_links and unchanged_since(hint.lastmod, prev):
+            return Fetched(Loaded(leaf=leaf, not_modified=True,
+                                  meta=_meta(lastmod=hint.lastmod)))
+        conditional = opts.conditional and not want_links and prev is not None
+        try:
+            result = await self.client.fetch(
+                leaf.url, content_types=PAGE_CONTENT_TYPES,
+                etag=prev.get("etag") if conditional and prev else None,
+                last_modified=prev.get("last_modified") if conditional and prev else None)
+        except KbctlError as exc:
+            status = getattr(exc, "status", None)
+            return Fetched(Loaded(leaf=leaf, error=exc),
+                           hides_links=status not in (404, 410) and not isinstance(exc, BlockedURL))
+        final = normalize_url(result.url) or leaf.ref
+        if final != leaf.ref:
+            leaf = Leaf(ref=final, url=final, hint=hint)
+        meta = _meta(etag=result.etag, last_modified=result.last_modified,
+                     lastmod=hint.lastmod, fetched_at=now_iso())
+        if result.not_modified:
+            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
+        digest = self._digest(result, hint)
+        meta["body_sha256"] = digest
+        job = ExtractJob(result, leaf.ref, opts.kind, docs_mode=opts.docs_mode,
+                         prefer_markdown=hint.prefer_markdown, want_links=want_links,
+                         skip_document=prev is not None and prev.get("body_sha256") == digest)
+        out = await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
+        if out.error is not None:
+            error = ExtractError(out.error[0], hint=out.error[1])
+            return Fetched(Loaded(leaf=leaf, error=error, meta=meta), final, out.links)
+        if out.document is None:
+            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final, out.links)
+        return Fetched(Loaded(leaf=leaf, document=out.document, meta=meta), final, out.links)
+
+    def _digest(self, result: FetchResult, hint: WebHint) -> str:
+        h = hashlib.sha256()
+        # How the body is read is part of what was extracted from it.
+        h.update(f"{int(self.options.docs_mode)}{int(hint.prefer_markdown)}\0".encode())
+        h.update(result.content)
+        return h.hexdigest()
+
+
+def _meta(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def internal_error(leaf: Leaf, exc: Exception) -> Loaded:
+    """A bug while loading one page is that page's failure, not the run's."""
+    return Loaded(leaf=leaf, error=SourceError(f"{leaf.url}: internal error: {exc!r}"))

@@ -1,0 +1,115 @@
+"""llms.txt: a site's own curated list of pages for language models (llmstxt.org).
+
+The format is markdown: an H1 title, an optional ``>`` blockquote summary, free text, then
+H2 sections of ``- [name](url): notes`` lines. A section named ``Optional`` holds pages
+that may be skipped when context is short. The linked pages are usually markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import KbctlError
+from ..net import GuardedClient
+from .weburl import normalize_url
+
+LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
+
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+_H2 = re.compile(r"^##\s+(.+?)\s*#*\s*$")
+_QUOTE = re.compile(r"^>\s?(.*)$")
+_LINK = re.compile(
+    r"""^\s*[-*+]\s+\[(?P<name>[^\]]*)\]\(\s*(?P<url><[^>]*>|[^)\s]+)(?:\s+["'][^"']*["'])?\s*\)"""
+    r"""\s*(?::\s*(?P<notes>.*))?$""")
+
+
+@dataclass(frozen=True)
+class LlmsLink:
+    name: str
+    url: str
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class LlmsSection:
+    name: str
+    links: list[LlmsLink] = field(default_factory=list)
+
+    @property
+    def optional(self) -> bool:
+        return self.name.strip().lower() == "optional"
+
+
+@dataclass(frozen=True)
+class LlmsTxt:
+    title: str | None
+    summary: str | None
+    sections: list[LlmsSection]
+
+    def links(self, *, skip_optional: bool = False) -> list[LlmsLink]:
+        """Every linked page once, in file order (the ``Optional`` section unless skipped)."""
+        seen: dict[str, LlmsLink] = {}
+        for section in self.sections:
+            if skip_optional and section.optional:
+                continue
+            for link in section.links:
+                seen.setdefault(link.url, link)
+        return list(seen.values())
+
+
+def parse_llms_txt(text: str, base_url: str) -> LlmsTxt:
+    """Parse llms.txt; link URLs are resolved against ``base_url`` and normalised.
+
+    Links that are not http(s) are dropped. Links before the first H2 belong to a section
+    with an empty name.
+    """
+    title = summary = None
+    quote: list[str] = []
+    sections: list[LlmsSection] = [LlmsSection("")]
+    in_fence = False
+    for line in text.removeprefix("\ufeff").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if title is None and (m := _H1.match(line)):
+            title = m.group(1)
+            continue
+        if (m := _H2.match(line)) is not None:
+            sections.append(LlmsSection(m.group(1)))
+            continue
+        if summary is None and len(sections) == 1 and (m := _QUOTE.match(line)):
+            quote.append(m.group(1).strip())
+            continue
+        if quote and summary is None:
+            summary = " ".join(q for q in quote if q) or None
+        if (m := _LINK.match(line)) is not None:
+            url = normalize_url(m.group("url").strip("<>"), base_url)
+            if url:
+                sections[-1].links.append(LlmsLink(m.group("name").strip(), url,
+                                                   (m.group("notes") or "").strip()))
+    if quote and summary is None:
+        summary = " ".join(q for q in quote if q) or None
+    return LlmsTxt(title, summary, [s for s in sections if s.name or s.links])
+
+
+async def fetch_llms(client: GuardedClient, url: str) -> LlmsTxt:
+    """Fetch and parse an llms.txt. Raises ``FetchError``/``ExtractError``."""
+    result = await client.fetch(url, content_types=LLMS_CONTENT_TYPES)
+    return parse_llms_txt(result.text(), result.url)
+
+
+async def probe_llms(client: GuardedClient, site_origin: str) -> tuple[str, LlmsTxt] | None:
+    """``origin/llms.txt`` when it exists and lists at least one page; None otherwise.
+
+    Any failure (missing file, an HTML error page, a blocked address) means "no curated
+    list" and the caller goes on as if there were none.
+    """
+    url = site_origin.rstrip("/") + "/llms.txt"
+    try:
+        llms = await fetch_llms(client, url)
+    except KbctlError:
+        return None
+    return (url, llms) if llms.links() else None

@@ -1,0 +1,102 @@
+"""A fetched page becomes a ``Document``: routed by content type, then by URL extension.
+
+HTML goes through the docs-aware extractor (headings keep the page's real ids, so a
+chunk's anchor resolves on the live page); markdown responses go to the heading-aware
+chunker as they are; plain text stays text. Without docs mode everything takes the
+plain-text path.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ..errors import ExtractError, KbctlError
+from ..extract.markdown import parse_markdown_document
+from ..net import FetchResult
+from .base import Document
+from .weburl import is_markdown_url
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+MARKDOWN_TYPES = ("text/markdown", "text/x-markdown")
+#: What a page fetch accepts; anything else is refused by the client, naming the type.
+PAGE_CONTENT_TYPES = (*HTML_TYPES, *MARKDOWN_TYPES, "text/plain")
+
+
+def route(result: FetchResult, *, prefer_markdown: bool = False) -> str:
+    """``html``, ``markdown`` or ``text`` for a response."""
+    media = result.content_type
+    if media in HTML_TYPES:
+        return "html"
+    if media in MARKDOWN_TYPES or is_markdown_url(result.url):
+        return "markdown"
+    if media == "text/plain":
+        return "markdown" if prefer_markdown else "text"
+    head = result.content[:512].lstrip().lower()
+    return "html" if head.startswith((b"<!doctype html", b"<html")) else "text"
+
+
+def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = True,
+                prefer_markdown: bool = False) -> Document:
+    """Extract the document a response carries. Raises ``ExtractError`` naming the URL."""
+    fmt = route(result, prefer_markdown=prefer_markdown)
+    try:
+        if fmt == "html":
+            return _html(result, ref, kind, docs_mode)
+        text = _decode_text(result)
+        if fmt == "markdown" and docs_mode:
+            md = parse_markdown_document(text)
+            filterable = {k: v for k, v in md.front_matter.items()
+                          if isinstance(k, str) and isinstance(v, str | int | float | bool)}
+            return Document(ref=ref, url=ref, kind=kind, title=md.title or _url_title(ref),
+                            body=md.body, format="markdown", filterable=filterable)
+        if not text.strip():
+            raise ExtractError("the document is empty")
+        return Document(ref=ref, url=ref, kind=kind, title=_url_title(ref), body=text,
+                        format="text")
+    except KbctlError as exc:
+        message = exc.message if exc.message.startswith(result.url) else (
+            f"{result.url}: {exc.message}")
+        raise ExtractError(message, hint=exc.hint) from exc
+    except RecursionError as exc:
+        raise ExtractError(f"{result.url}: the page is nested too deeply to convert") from exc
+
+
+def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool) -> Document:
+    from ..extract.html import extract_html  # lxml and friends: only when HTML shows up
+
+    source: str | bytes = result.content
+    if result.charset:  # the header's charset wins over the page's <meta>, as in browsers
+        try:
+            source = result.content.decode(result.charset)
+        except (LookupError, UnicodeDecodeError):
+            source = result.content  # let the extractor sniff the page's own declaration
+    page = extract_html(source, url=ref)
+    title = page.title or _url_title(ref)
+    if docs_mode:
+        return Document(ref=ref, url=ref, kind=kind, title=title, body=page.markdown,
+                        format="markdown")
+    text = _plain_text(source) or page.markdown
+    return Document(ref=ref, url=ref, kind=kind, title=title, body=text, format="text")
+
+
+def _plain_text(source: str | bytes) -> str:
+    import trafilatura
+
+    html = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    text = trafilatura.extract(html, output_format="txt", include_comments=False,
+                               include_tables=True, include_images=False)
+    return (text or "").strip()
+
+
+def _decode_text(result: FetchResult) -> str:
+    data = result.content
+    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ExtractError("the body is binary (NUL bytes), not text",
+                           hint="the URL serves a binary file; exclude it from the source")
+    return result.text().removeprefix("\ufeff")
+
+
+def _url_title(url: str) -> str:
+    parts = urlsplit(url)
+    last = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    return last or parts.hostname or url

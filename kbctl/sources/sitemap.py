@@ -1,0 +1,182 @@
+"""Sitemaps: ``urlset`` and ``sitemapindex`` files, gzipped or not, and their discovery.
+
+XML from the web is parsed with no DTD loading, no entity expansion and no network, and a
+document that declares entities is refused outright: a billion-laughs file is an error for
+that sitemap, never a memory blow-up. Indexes are followed breadth first with a loop guard
+(an index that lists one of its own ancestors is an error) and caps on nesting, on sitemap
+files and on the total number of URLs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from ..errors import ExtractError, KbctlError, SourceError
+from ..net import GuardedClient, gunzip
+from .robots import fetch_robots
+from .weburl import normalize_url
+
+#: Media types a sitemap may be served as (servers are loose about XML and .gz files).
+SITEMAP_CONTENT_TYPES = ("application/xml", "text/xml", "application/gzip",
+                         "application/x-gzip", "application/octet-stream", "text/plain")
+MAX_URLS = 50_000
+MAX_SITEMAP_FILES = 1_000
+MAX_NESTING = 5
+
+_ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SitemapEntry:
+    loc: str
+    lastmod: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedSitemap:
+    kind: str  # "urlset" or "sitemapindex"
+    entries: list[SitemapEntry]
+    invalid: int = 0  # entries whose <loc> is not an http(s) URL
+
+
+@dataclass
+class SitemapListing:
+    """Every page the sitemaps list (URL → lastmod, in document order) and what failed."""
+
+    pages: dict[str, str | None] = field(default_factory=dict)
+    failures: list[tuple[str, KbctlError]] = field(default_factory=list)
+    truncated: bool = False
+    files: int = 0
+    invalid: int = 0
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                           huge_tree=False, remove_comments=True, remove_pis=True)
+
+
+def _local(tag: object) -> str:
+    return etree.QName(tag).localname if isinstance(tag, str) else ""
+
+
+def parse_sitemap(data: bytes, url: str) -> ParsedSitemap:
+    """Parse one sitemap document. Raises ``ExtractError`` naming the URL and the problem."""
+    if data[:2] == b"\x1f\x8b":
+        raise ExtractError(f"{url}: the sitemap is still gzip-compressed")
+    if _DOCTYPE.search(data[:4096]) and _ENTITY_DECL.search(data):
+        raise ExtractError(f"{url}: the sitemap declares XML entities in a DTD; refused "
+                           f"(entities are never expanded)")
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise ExtractError(f"{url}: not a well-formed XML sitemap ({exc})") from None
+    if root is None:
+        raise ExtractError(f"{url}: the sitemap is empty")
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        raise ExtractError(f"{url}: the sitemap declares XML entities in a DTD; refused")
+    kind = _local(root.tag)
+    if kind not in ("urlset", "sitemapindex"):
+        raise ExtractError(f"{url}: not a sitemap (the root element is <{kind or '?'}>, "
+                           f"expected <urlset> or <sitemapindex>)")
+    item = "url" if kind == "urlset" else "sitemap"
+    entries, invalid = [], 0
+    for node in root:
+        if _local(node.tag) != item:
+            continue
+        loc = lastmod = None
+        for child in node:
+            name = _local(child.tag)
+            if name == "loc":
+                loc = "".join(child.itertext()).strip()
+            elif name == "lastmod":
+                lastmod = "".join(child.itertext()).strip() or None
+        normal = normalize_url(loc, url) if loc else None
+        if normal is None:
+            invalid += 1
+            continue
+        entries.append(SitemapEntry(normal, lastmod))
+    return ParsedSitemap(kind, entries, invalid)
+
+
+async def fetch_sitemap(client: GuardedClient, url: str) -> ParsedSitemap:
+    """Fetch (gunzipping a ``.gz`` file) and parse one sitemap."""
+    result = await client.fetch(url, content_types=SITEMAP_CONTENT_TYPES)
+    data = result.content
+    if data[:2] == b"\x1f\x8b":
+        data = gunzip(data, max_bytes=client.policy.max_bytes, url=result.url)
+    return parse_sitemap(data, result.url)
+
+
+async def read_sitemaps(client: GuardedClient, roots: list[str], *, max_urls: int = MAX_URLS,
+                        max_files: int = MAX_SITEMAP_FILES) -> SitemapListing:
+    """Follow sitemaps and indexes breadth first, each level fetched concurrently."""
+    listing = SitemapListing()
+    seen: set[str] = set()
+    level: list[tuple[str, tuple[str, ...]]] = []  # (sitemap url, its ancestors)
+    for root in roots:
+        if root not in seen:
+            seen.add(root)
+            level.append((root, ()))
+    depth = 0
+    while level:
+        if listing.files + len(level) > max_files:
+            listing.failures.append((level[0][0], SourceError(
+                f"more than {max_files} sitemap files; the rest are not read")))
+            listing.truncated = True
+            level = level[:max(0, max_files - listing.files)]
+        results = await asyncio.gather(*(_read_one(client, url) for url, _ in level))
+        listing.files += len(level)
+        next_level: list[tuple[str, tuple[str, ...]]] = []
+        for (url, ancestors), outcome in zip(level, results, strict=True):
+            if isinstance(outcome, KbctlError):
+                listing.failures.append((url, outcome))
+                continue
+            listing.invalid += outcome.invalid
+            if outcome.kind == "urlset":
+                _add_pages(listing, outcome.entries, max_urls)
+                continue
+            lineage = (*ancestors, url)
+            for entry in outcome.entries:
+                child = entry.loc
+                if child in lineage:
+                    listing.failures.append((url, SourceError(
+                        f"sitemap loop: {url} lists {child}, which contains it")))
+                elif depth + 1 >= MAX_NESTING:
+                    listing.failures.append((child, SourceError(
+                        f"{child}: sitemap indexes nested more than {MAX_NESTING} deep")))
+                elif child not in seen:  # listed twice (e.g. robots.txt and an index): once
+                    seen.add(child)
+                    next_level.append((child, lineage))
+        level = next_level
+        depth += 1
+    return listing
+
+
+def _add_pages(listing: SitemapListing, entries: list[SitemapEntry], max_urls: int) -> None:
+    for entry in entries:
+        if entry.loc in listing.pages:
+            continue
+        if len(listing.pages) >= max_urls:
+            listing.truncated = True
+            return
+        listing.pages[entry.loc] = entry.lastmod
+
+
+async def _read_one(client: GuardedClient, url: str) -> ParsedSitemap | KbctlError:
+    try:
+        return await fetch_sitemap(client, url)
+    except KbctlError as exc:
+        return exc
+
+
+async def discover(client: GuardedClient, site_origin: str) -> list[str]:
+    """A site's sitemaps: robots.txt ``Sitemap:`` lines, else ``/sitemap.xml``."""
+    robots = await fetch_robots(client, site_origin)
+    found = [u for u in (normalize_url(s, site_origin + "/") for s in robots.sitemaps) if u]
+    return list(dict.fromkeys(found)) or [site_origin.rstrip("/") + "/sitemap.xml"]

@@ -1,0 +1,122 @@
+"""URL normalisation for web sources: one spelling per page, so refs and crawl sets fold.
+
+Two links to the same page (``HTTP://Docs.Example.com:80/a#x`` and
+``http://docs.example.com/a``) must become one ref, or a site would be ingested twice and
+citations would disagree. Only changes that cannot alter what a server returns are made:
+case of scheme and host, default ports, the fragment, an empty path, percent-escapes of
+unreserved characters.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+#: Extensions a crawl never follows: assets, media, archives, documents that are not pages.
+_SKIPPED = (
+    ".png .jpg .jpeg .gif .webp .svg .ico .bmp .tif .tiff .avif "
+    ".css .js .mjs .map .json .xml .rss .atom .wasm .woff .woff2 .ttf .otf .eot "
+    ".pdf .ps .epub .mobi .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp "
+    ".zip .gz .tgz .bz2 .xz .zst .tar .7z .rar .whl .egg .jar .deb .rpm .dmg .exe .msi .apk "
+    ".mp3 .mp4 .m4a .m4v .ogg .oga .ogv .wav .webm .mov .avi .flac .mkv "
+    ".bin .iso .img .dat .csv .tsv .py .c .h .sh .txt .rst"
+)
+SKIPPED_EXTENSIONS = frozenset(_SKIPPED.split(" "))
+
+MARKDOWN_EXTENSIONS = frozenset({".md", ".mdx", ".markdown"})
+
+
+def _unescape_unreserved(part: str) -> str:
+    def fix(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        return char if char in _UNRESERVED else "%" + m.group(1).upper()
+
+    return _ESCAPE.sub(fix, part)
+
+
+def normalize_url(url: str, base: str | None = None) -> str | None:
+    """The canonical spelling of an http(s) URL (relative to ``base``), or None if it is not
+    an http(s) URL at all (``mailto:``, ``javascript:``, garbage)."""
+    url = url.strip()
+    if base is not None:
+        try:
+            url = urljoin(base, url)
+        except ValueError:
+            return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@{host}" if userinfo else host
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        netloc = f"{netloc}:{port}"
+    path = _unescape_unreserved(parts.path) or "/"
+    if "/./" in path or "/../" in path or path.endswith(("/.", "/..")):
+        trailing = path.endswith(("/", "/.", "/.."))
+        path = posixpath.normpath(path)
+        path = "/" + path.lstrip("/")
+        if trailing and not path.endswith("/"):
+            path += "/"
+    query = _unescape_unreserved(parts.query)
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of a normalised URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def site_key(url: str) -> tuple[str, int | None]:
+    """Host and non-default port: http and https of one host are one site (a crawl that
+    starts on http and is redirected to https stays on its site)."""
+    parts = urlsplit(url)
+    port = parts.port
+    scheme = parts.scheme.lower()
+    return (parts.hostname or "").lower(), (None if port in (None, _DEFAULT_PORTS.get(scheme))
+                                            else port)
+
+
+def host_allowed(url: str, domains: frozenset[str]) -> bool:
+    """True when the URL's host is one of ``domains`` or a subdomain of one."""
+    host = (urlsplit(url).hostname or "").lower()
+    return any(host == d or host.endswith("." + d) for d in domains)
+
+
+def extension(url: str) -> str:
+    """The lower-case extension of the URL's last path segment (``""`` if none)."""
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    if last.endswith(".gz") and last.count(".") >= 2:  # sitemap.xml.gz, docs.tar.gz
+        return "." + ".".join(last.lower().rsplit(".", 2)[-2:])
+    dot = last.rfind(".")
+    return last[dot:].lower() if dot > 0 else ""
+
+
+def is_page_link(url: str) -> bool:
+    """False for links whose extension says they are not a page (images, archives, …)."""
+    ext = extension(url)
+    return not ext or "." + ext.rsplit(".", 1)[-1] not in SKIPPED_EXTENSIONS
+
+
+def is_markdown_url(url: str) -> bool:
+    return extension(url) in MARKDOWN_EXTENSIONS
+
+
+def is_origin_only(url: str) -> bool:
+    """``https://docs.example.com`` or ``…/``: a site, not a document."""
+    parts = urlsplit(url)
+    return parts.path in ("", "/") and not parts.query

@@ -1,0 +1,364 @@
+"""`kbctl eval` end to end: real CLI, real database, exit codes, every output channel."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbctl.embed.base import EmbedderIdentity
+from kbctl.store.knowledge import KnowledgeStore
+
+from .conftest import Cli
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+BASE = "https://docs.example.com/"
+UNREACHABLE = "postgresql://kbctl@127.0.0.1:1/nothing"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def ingest(cli: Cli, folder: Path) -> None:
+    cli.json("ingest", "files", str(folder), "--base-url", BASE)
+
+
+@pytest.fixture
+def examples_kb(cli: Cli) -> Cli:
+    """The example docs site, ingested the way the quickstart says."""
+    ingest(cli, EXAMPLES / "docs")
+    return cli
+
+
+@pytest.fixture
+def small_kb(cli: Cli, workdir: Path) -> Cli:
+    docs = workdir / "docs"
+    write(docs / "guide" / "keys.md",
+          "# Signing keys\n\nEvery release is signed with a key.\n\n"
+          "## Rotate signing keys\n\nRotate the signing keys with `kbctl keys rotate`; "
+          "the old key stays valid for a day.\n\n"
+          "## Revoke a key\n\nRevoke a leaked key at once with `kbctl keys revoke`.\n")
+    write(docs / "guide" / "backup.md",
+          "# Backups\n\n## Nightly snapshots\n\nSnapshots of the volume are taken every "
+          "night and kept for thirty days.\n")
+    ingest(cli, docs)
+    return cli
+
+
+PASSING = """\
+version: 1
+cases:
+  - id: rotate
+    question: how do I rotate the signing keys
+    expect: {sourceIncludes: guide/keys, anchor: rotate-signing-keys}
+  - id: snapshots
+    question: how long are nightly snapshots kept
+    expect: {sourceIncludes: guide/backup}
+"""
+
+FAILING = """\
+version: 1
+cases:
+  - id: rotate
+    question: how do I rotate the signing keys
+    expect: {sourceIncludes: guide/keys}
+  - id: wrong-page
+    question: how long are nightly snapshots kept
+    expect:
+      sourceIncludes: guide/keys
+      notSourceIncludes: guide/backup
+"""
+
+
+# --- the examples are the README's promise --------------------------------------------
+
+
+def test_example_suites_pass_against_the_example_docs(examples_kb: Cli) -> None:
+    suites = [str(EXAMPLES / "evals" / "docs.yaml"), str(EXAMPLES / "evals" / "docs.json")]
+    report = examples_kb.json("eval", *suites)
+    assert report["verdict"]["passed"] is True
+    failed = [c["id"] for c in report["cases"] if not c["passed"]]
+    assert failed == []
+    by_suite = {s["path"]: s["cases"] for s in report["suites"]}
+    assert set(by_suite) == set(suites)
+    assert all(count >= 8 for count in by_suite.values())
+    declared = {name for case in report["cases"] for name in case["expect"]}
+    assert declared == {"sourceIncludes", "notSourceIncludes", "anchor", "minScore"}
+    assert report["metrics"]["hitRate"] == 1.0
+
+
+def test_people_output_puts_failures_first_with_details(small_kb: Cli, workdir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one table row per line
+    suite = write(workdir / "failing.yaml", FAILING)
+    result = small_kb("eval", str(suite))
+    assert result.exit_code == 1
+    out = result.stdout
+    assert out.index("wrong-page") < out.index("rotate")
+    assert "FAIL" in out and "excluded 'guide/backup'" in out
+    assert "FAIL: 1 of 2 cases failed" in out
+
+
+def test_explicit_run_subcommand_is_the_same_command(small_kb: Cli, workdir: Path) -> None:
+    suite = write(workdir / "passing.yaml", PASSING)
+    assert small_kb("eval", "run", str(suite)).exit_code == 0
+    assert small_kb("eval", str(suite)).exit_code == 0
+
+
+# --- exit codes ------------------------------------------------------------------------
+
+
+def test_json_report_shape_and_jq(small_kb: Cli, workdir: Path) -> None:
+    suite = write(workdir / "failing.yaml", FAILING)
+    result = small_kb("eval", str(suite), "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)  # one document, nothing else on stdout
+    assert report["schema"] == "kbctl.eval.report" and report["schemaVersion"] == 1
+    assert report["totals"] == {"total": 2, "passed": 1, "failed": 1}
+    assert [c["id"] for c in report["cases"]] == ["rotate", "wrong-page"]
+    first = report["cases"][0]
+    assert first["line"] == 3 and first["firstMatchRank"] == 1
+    assert first["retrieved"][0]["citation"].startswith(BASE + "guide/keys#")
+    assert report["namespace"] == "default" and report["embedder"] == "none"
+    assert report["verdict"] == {"passed": False, "failOn": "any",
+                                 "reason": "1 of 2 cases failed"}
+    if shutil.which("jq"):
+        jq = subprocess.run(["jq", "-r", ".cases[] | select(.passed | not) | .id"],
+                            input=result.stdout, capture_output=True, text=True, check=True)
+        assert jq.stdout.split() == ["wrong-page"]
+
+
+def test_invalid_suite_is_usage_error_before_the_database(cli: Cli, workdir: Path) -> None:
+    bad = write(workdir / "bad.yaml", "version: 1\ncases:\n  - id: a\n    question: q\n"
+                "    expect: {sourceInclude: x}\n")
+    result = cli("eval", str(bad), "--db", UNREACHABLE, db=False)
+    assert result.exit_code == 2
+    assert f"{bad.as_posix()}:5" in result.stderr and "did you mean 'sourceIncludes'" \
+        in result.stderr
+    as_json = cli("eval", str(bad), "--json", "--db", UNREACHABLE, db=False)
+    assert as_json.exit_code == 2
+    assert json.loads(as_json.stdout)["error"]["type"] == "SuiteError"
+
+
+@pytest.mark.parametrize("args", [
+    ["missing.yaml"],
+    ["nothing/*.yaml"],
+    [],
+    ["ok.yaml", "--fail-on", "regression"],
+    ["ok.yaml", "--fail-on", "sometimes"],
+    ["ok.yaml", "--rank-tolerance", "-1"],
+    ["ok.yaml", "--baseline", "missing-report.json"],
+    ["ok.yaml", "--no-such-flag"],
+])
+def test_usage_errors_exit_2(cli: Cli, workdir: Path, args: list[str]) -> None:
+    write(workdir / "ok.yaml", PASSING)
+    result = cli("eval", *args, "--db", UNREACHABLE, db=False)
+    assert result.exit_code == 2, result.output
+
+
+def test_unreachable_database_exits_3(cli: Cli, workdir: Path) -> None:
+    suite = write(workdir / "ok.yaml", PASSING)
+    result = cli("eval", str(suite), "--json", "--db", UNREACHABLE, db=False)
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["error"]["type"] == "DatabaseError"
+
+
+def test_missing_embedder_key_exits_3(cli: Cli, workdir: Path, store: KnowledgeStore) -> None:
+    # a KB built with Gemini; this environment has no key (the workdir fixture drops it)
+    store.bind_embedder(EmbedderIdentity("gemini", "gemini-embedding-001", 768))
+    suite = write(workdir / "ok.yaml", PASSING)
+    result = cli("eval", str(suite), "--json")
+    assert result.exit_code == 3
+    error = json.loads(result.stdout)["error"]
+    assert error["type"] == "AuthError" and "GEMINI_API_KEY" in error["message"]
+
+
+# --- files and CI channels -------------------------------------------------------------
+
+
+def test_junit_file(small_kb: Cli, workdir: Path) -> None:
+    suite = write(workdir / "failing.yaml", FAILING)
+    junit = workdir / "reports" / "junit.xml"
+    assert small_kb("eval", str(suite), "--junit", str(junit)).exit_code == 1
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites" and root.get("tests") == "2" and root.get("failures") == "1"
+    (testsuite,) = root.findall("testsuite")
+    assert testsuite.get("name") == "failing"
+    cases = {c.get("name"): c for c in testsuite.findall("testcase")}
+    assert cases["rotate"].find("failure") is None
+    failure = cases["wrong-page"].find("failure")
+    assert failure is not None and failure.get("type") == "check"
+    assert cases["wrong-page"].get("line") == "6"
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def github_env(monkeypatch: pytest.MonkeyPatch, root: Path, *, actions: bool) -> dict[str, Path]:
+    paths = {"summary": root / "summary.md", "output": root / "output.txt",
+             "temp": root / "runner-temp"}
+    paths["temp"].mkdir()
+    paths["summary"].write_text("earlier step\n")
+    if actions:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(paths["summary"]))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(paths["output"]))
+    monkeypatch.setenv("RUNNER_TEMP", str(paths["temp"]))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(root))
+    return paths
+
+
+def test_github_actions_summary_annotations_outputs(small_kb: Cli, workdir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = github_env(monkeypatch, workdir, actions=True)
+    suite = write(workdir / "evals" / "failing.yaml", FAILING)
+    result = small_kb("eval", str(suite.resolve()))
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 1
+    assert errors[0].startswith("::error file=evals/failing.yaml,line=6,title=")
+    assert "wrong-page" in errors[0]
+
+    summary = paths["summary"].read_text()
+    assert summary.startswith("earlier step\n")  # appended, not overwritten
+    assert "## ❌ kbctl eval: 1 of 2 cases failed" in summary
+    assert "### Failed cases (1)" in summary
+
+    outputs = read_outputs(paths["output"])
+    assert (outputs["passed"], outputs["failed"], outputs["total"]) == ("1", "1", "2")
+    report_path = Path(outputs["report"])
+    assert report_path.parent == paths["temp"]
+    saved = json.loads(report_path.read_text())
+    assert saved["totals"] == {"total": 2, "passed": 1, "failed": 1}
+
+
+def test_github_flag_with_json_keeps_stdout_one_document(small_kb: Cli, workdir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    paths = github_env(monkeypatch, workdir, actions=False)
+    suite = write(workdir / "failing.yaml", FAILING)
+    saved = workdir / "report.json"
+    result = small_kb("eval", str(suite), "--github", "--json", "--save-baseline", str(saved))
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["totals"]["failed"] == 1
+    assert "::error file=failing.yaml,line=6," in result.stderr
+    outputs = read_outputs(paths["output"])
+    assert Path(outputs["report"]) == saved.resolve()
+    assert json.loads(saved.read_text())["cases"] == report["cases"]
+    assert "kbctl eval" in paths["summary"].read_text()
+
+
+def test_no_github_output_without_actions_or_flag(small_kb: Cli, workdir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = github_env(monkeypatch, workdir, actions=False)
+    suite = write(workdir / "failing.yaml", FAILING)
+    result = small_kb("eval", str(suite))
+    assert result.exit_code == 1 and "::error" not in result.stdout
+    assert not paths["output"].exists()
+    assert paths["summary"].read_text() == "earlier step\n"
+
+
+# --- baselines -------------------------------------------------------------------------
+
+
+def test_baseline_save_then_regression(small_kb: Cli, workdir: Path) -> None:
+    suite = write(workdir / "passing.yaml", PASSING)
+    base = workdir / "baseline.json"
+    first = small_kb("eval", str(suite), "--save-baseline", str(base), "--json")
+    assert first.exit_code == 0
+    assert json.loads(base.read_text())["cases"][0]["firstMatchRank"] == 1
+
+    # a new page answers the rotation question better: the keys page drops a rank
+    write(workdir / "docs" / "blog" / "rotation.md",
+          "# Rotate signing keys\n\nRotate signing keys often. Rotate the signing keys, "
+          "rotate them again: rotating signing keys is how we rotate keys.\n")
+    ingest(small_kb, workdir / "docs")
+
+    second = small_kb("eval", str(suite), "--baseline", str(base), "--json")
+    assert second.exit_code == 1
+    report = json.loads(second.stdout)
+    assert report["totals"]["failed"] == 0  # every check still passes...
+    (regression,) = report["baseline"]["regressions"]  # ...but a case got worse
+    assert regression["id"] == "rotate" and regression["failedNow"] is False
+    assert regression["reasons"] == ["first match rank 1 → 2 (tolerance 0)"]
+    assert report["verdict"]["passed"] is False
+
+    tolerant = small_kb("eval", str(suite), "--baseline", str(base), "--rank-tolerance", "1")
+    assert tolerant.exit_code == 0
+    people = small_kb("eval", str(suite), "--baseline", str(base))
+    assert people.exit_code == 1 and "REGRESSED" in people.stdout
+
+
+def test_fail_on_regression_tolerates_known_failures(small_kb: Cli, workdir: Path) -> None:
+    suite = write(workdir / "failing.yaml", FAILING)
+    base = workdir / "baseline.json"
+    assert small_kb("eval", str(suite), "--save-baseline", str(base)).exit_code == 1
+    again = small_kb("eval", str(suite), "--baseline", str(base), "--fail-on", "regression")
+    assert again.exit_code == 0
+    assert small_kb("eval", str(suite), "--baseline", str(base)).exit_code == 1
+
+
+# --- several suites --------------------------------------------------------------------
+
+
+def test_several_suites_glob_and_directory(small_kb: Cli, workdir: Path) -> None:
+    write(workdir / "evals" / "a.yaml", PASSING)
+    write(workdir / "evals" / "b.json", json.dumps(yaml.safe_load(PASSING)))
+    write(workdir / "evals" / "notes.txt", "not a suite")
+    by_glob = small_kb.json("eval", "evals/*.yaml", "evals/*.json")
+    assert [s["path"] for s in by_glob["suites"]] == ["evals/a.yaml", "evals/b.json"]
+    assert by_glob["totals"]["total"] == 4
+    assert {(c["suite"], c["id"]) for c in by_glob["cases"]} == {
+        ("evals/a.yaml", "rotate"), ("evals/a.yaml", "snapshots"),
+        ("evals/b.json", "rotate"), ("evals/b.json", "snapshots")}
+    by_dir = small_kb.json("eval", "evals")
+    assert by_dir["totals"] == by_glob["totals"]
+    people = small_kb("eval", "evals")
+    assert "evals/a.yaml:rotate" in people.stdout
+
+
+# --- eval init -------------------------------------------------------------------------
+
+
+def test_init_round_trip(small_kb: Cli, workdir: Path) -> None:
+    printed = small_kb("eval", "init")
+    assert printed.exit_code == 0
+    data = yaml.safe_load(printed.stdout)
+    # a heading with no text of its own (Backups) has no chunk to find: no case
+    assert [c["id"] for c in data["cases"]] == [
+        "nightly-snapshots", "signing-keys", "rotate-signing-keys", "revoke-a-key"]
+    rotate = data["cases"][2]
+    assert rotate["question"] == "Rotate signing keys"
+    assert rotate["expect"] == {"sourceIncludes": BASE + "guide/keys",
+                                "anchor": "rotate-signing-keys"}
+
+    target = workdir / "evals" / "starter.yaml"
+    assert small_kb("eval", "init", "--output", str(target)).exit_code == 0
+    assert target.read_text() == printed.stdout
+    report = small_kb.json("eval", str(target))
+    assert report["verdict"]["passed"] is True and report["totals"]["total"] == 4
+
+    target.write_text("# edited by hand\n")
+    refused = small_kb("eval", "init", "-o", str(target))
+    assert refused.exit_code == 2 and "--force" in refused.stderr
+    assert target.read_text() == "# edited by hand\n"
+    assert small_kb("eval", "init", "-o", str(target), "--force").exit_code == 0
+    assert target.read_text() == printed.stdout
+
+
+def test_init_on_an_empty_kb_is_a_usage_error(cli: Cli, workdir: Path) -> None:
+    result = cli("eval", "init", "-n", "nothing-here")
+    assert result.exit_code == 2
+    assert "namespace 'nothing-here' holds no documents" in result.stderr
+    assert not list(workdir.iterdir())

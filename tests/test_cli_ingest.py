@@ -1,0 +1,176 @@
+"""`kbctl ingest files|text` through the real Typer app and a real database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cli, rows
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def docs(workdir: Path) -> Path:
+    root = workdir / "docs"
+    _write(root, "index.md", "---\ntitle: Home\nlang: en\n---\n# Welcome\n\nStart here.\n")
+    _write(root, "guide/install.md",
+           "# Install\n\n## With pnpm\n\nRun pnpm add widget.\n\n## With npm\n\nnpm i widget\n")
+    _write(root, "guide/index.md", "# Guide\n\nThe guide section.\n")
+    _write(root, "notes.txt", "Plain text notes about widgets.")
+    _write(root, "skip.png", "not a doc")
+    return root
+
+
+def test_ingest_files_reports_and_writes_rows(cli: Cli, docs: Path) -> None:
+    report = cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    assert (report["added"], report["updated"], report["unchanged"], report["failed"]) == (
+        4, 0, 0, 0)
+    assert report["chunks_written"] == sum(
+        n for (n,) in rows(cli.db_url, "SELECT chunk_count FROM sources"))
+    urls = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources")}
+    assert urls == {"https://docs.example.com/", "https://docs.example.com/guide/install",
+                    "https://docs.example.com/guide/", "https://docs.example.com/notes"}
+    # front matter is metadata, not body
+    texts = " ".join(t for (t,) in rows(cli.db_url, "SELECT text FROM chunks"))
+    assert "title: Home" not in texts and "Start here." in texts
+    [(meta,)] = rows(cli.db_url, "SELECT meta FROM chunks WHERE text LIKE '%%Start here%%'")
+    assert meta["lang"] == "en" and meta["title"] == "Home"
+
+
+def test_without_base_url_refs_are_stable_kb_urls(cli: Cli, docs: Path) -> None:
+    cli.json("ingest", "files", str(docs))
+    urls = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources")}
+    assert "kb://docs/guide/install.md" in urls
+
+
+def test_reingest_unchanged_writes_nothing(cli: Cli, docs: Path) -> None:
+    cli.json("ingest", "files", str(docs))
+    before = rows(cli.db_url, "SELECT id FROM chunks ORDER BY id")
+    again = cli.json("ingest", "files", str(docs))
+    assert (again["added"], again["updated"], again["chunks_written"]) == (0, 0, 0)
+    assert again["unchanged"] + again["not_modified"] == 4
+    assert rows(cli.db_url, "SELECT id FROM chunks ORDER BY id") == before
+    # touching the mtime without changing content re-hashes but still writes nothing
+    p = docs / "guide" / "install.md"
+    os.utime(p, (p.stat().st_atime, p.stat().st_mtime + 10))
+    third = cli.json("ingest", "files", str(docs))
+    assert third["unchanged"] == 1 and third["chunks_written"] == 0
+
+
+def test_shrunken_page_loses_its_tail(cli: Cli, workdir: Path) -> None:
+    root = workdir / "d"
+    long = "# Big\n\n" + "\n\n".join(f"## Part {i}\n\n" + ("text " * 300) for i in range(6))
+    _write(root, "big.md", long)
+    cli.json("ingest", "files", str(root))
+    [(n_before,)] = rows(cli.db_url, "SELECT count(*) FROM chunks")
+    _write(root, "big.md", "# Big\n\n## Part 0\n\nshort now\n")
+    report = cli.json("ingest", "files", str(root))
+    assert report["updated"] == 1
+    assert rows(cli.db_url, "SELECT count(*) FROM chunks") == [(1,)]
+    assert n_before > 1
+
+
+def test_removed_file_is_deleted_with_its_chunks(cli: Cli, docs: Path) -> None:
+    cli.json("ingest", "files", str(docs))
+    (docs / "notes.txt").unlink()
+    report = cli.json("ingest", "files", str(docs))
+    assert report["deleted"] == 1 and report["chunks_deleted"] >= 1
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE url LIKE '%%notes%%'") == [(0,)]
+
+
+def test_bad_files_are_error_entries_and_the_rest_goes_on(cli: Cli, docs: Path) -> None:
+    (docs / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    (docs / "binary.md").write_bytes(b"\x00\x01\x02PNG")
+    (docs / "huge.txt").write_bytes(b"x" * (5 * 1024 * 1024 + 1))
+    _write(docs, "badfm.md", "---\ntitle: [unclosed\n---\n# X\n")
+    report = cli.json("ingest", "files", str(docs), code=1)
+    assert report["added"] == 4 and report["failed"] == 4
+    failed = {e["ref"].rsplit("/", 1)[-1]: e["error"] for e in report["errors"]}
+    assert set(failed) == {"latin1.md", "binary.md", "huge.txt", "badfm.md"}
+    assert "UTF-8" in failed["latin1.md"] and "byte limit" in failed["huge.txt"]
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(4,)]
+
+
+def test_symlink_escaping_the_root_is_refused(cli: Cli, docs: Path, workdir: Path) -> None:
+    secret = _write(workdir, "outside/secret.md", "# Secret\n\ntoken 12345\n")
+    (docs / "link.md").symlink_to(secret)
+    report = cli.json("ingest", "files", str(docs), code=1)
+    assert any("outside the source root" in e["error"] for e in report["errors"])
+    assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE '%%12345%%'") == [(0,)]
+
+
+def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:
+    report = cli.json("ingest", "files", str(docs / "**" / "*.md"), "--exclude", "guide/*")
+    assert report["added"] == 1
+    [(url,)] = rows(cli.db_url, "SELECT url FROM sources")
+    assert url.endswith("/index.md")
+
+
+def test_ingest_text_from_stdin_and_argument(cli: Cli) -> None:
+    cli.json("ingest", "text", "--ref", "notes/one", "--title", "One",
+             input="# Notes\n\nReleased widgets.\n")
+    cli.json("ingest", "text", "Plain words here", "--ref", "https://x.test/p",
+             "--format", "text")
+    got = dict(rows(cli.db_url, "SELECT url, title FROM sources"))
+    assert got == {"kb://text/notes/one": "One", "https://x.test/p": "https://x.test/p"}
+    missing = cli("ingest", "text", "x")
+    assert missing.exit_code == 2 and "--ref" in missing.stderr
+
+
+def test_missing_folder_is_bad_input(cli: Cli, workdir: Path) -> None:
+    result = cli("ingest", "files", str(workdir / "nope"))
+    assert result.exit_code == 2
+    assert "nope" in result.stderr
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(0,)]
+
+
+def test_config_sources_and_namespace(cli: Cli, docs: Path, workdir: Path) -> None:
+    (workdir / "kbctl.yaml").write_text(
+        f"namespace: site\nchunking:\n  max_tokens: 128\nsources:\n"
+        f"  - kind: files\n    target: {docs}\n    base_url: https://d.test/\n")
+    report = cli.json("ingest")
+    assert report["namespace"] == "site" and report["added"] == 4
+    assert rows(cli.db_url, "SELECT DISTINCT namespace FROM sources") == [("site",)]
+    [(opts,)] = rows(cli.db_url, "SELECT options FROM source_defs")
+    assert opts == {"base_url": "https://d.test/"}
+
+
+@pytest.mark.parametrize(("yaml_text", "needle"), [
+    ("namespace: a\nbogus: 1\n", "kbctl.yaml:2: unknown key 'bogus'"),
+    ("vector_weight: high\n", "kbctl.yaml:1: 'vector_weight' must be a number"),
+    ("chunking:\n  max_tokens: -4\n", "kbctl.yaml:2: 'chunking.max_tokens'"),
+    ("sources:\n  - kind: ftp\n    target: x\n", "kbctl.yaml:2: sources[0].kind"),
+    ("namespace: [unclosed\n", "kbctl.yaml:2: invalid YAML"),
+])
+def test_invalid_config_names_field_and_line(cli: Cli, workdir: Path, yaml_text: str,
+                                             needle: str) -> None:
+    (workdir / "kbctl.yaml").write_text(yaml_text)
+    result = cli("query", "anything")
+    assert result.exit_code == 2
+    assert needle in result.stderr.replace("\n", "")
+
+
+def test_unreachable_database_exits_3(workdir: Path) -> None:
+    result = Cli("postgresql://u@127.0.0.1:1/x")("query", "hello", "--json")
+    assert result.exit_code == 3
+    assert '"exitCode": 3' in result.stdout
+
+
+def test_unknown_flag_exits_2(cli: Cli) -> None:
+    assert cli("query", "x", "--no-such-flag").exit_code == 2
+
+
+def test_help_has_examples(cli: Cli) -> None:
+    for argv in (["ingest", "files", "--help"], ["ingest", "text", "--help"],
+                 ["query", "--help"]):
+        result = cli(*argv, db=False)
+        assert result.exit_code == 0 and "Example" in result.stdout
+    assert cli("--version", db=False).stdout.startswith("kbctl ")

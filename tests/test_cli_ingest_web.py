@@ -1,0 +1,333 @@
+"""`kbctl ingest url|sitemap|crawl|llms` through the real Typer app, a real database and
+real HTTP servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import threading
+from collections.abc import Callable, Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from tests.conftest import SHARED, Cli, rows
+from tests.http_server import LocalServer, Request, Response, html, ok, redirect
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+DOCS_SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
+PRIVATE = "--allow-private-network"
+
+
+def page(title: str, ids: tuple[str, ...] = ("intro", "usage"), *, extra: str = "",
+         links: tuple[str, ...] = ()) -> str:
+    sections = "".join(f"<section id='{i}'><h2>{title} {i}</h2><p>{title} says {i} "
+                       f"things.</p></section>" for i in ids)
+    nav = "".join(f"<a href='{href}'>{href}</a>" for href in links)
+    return (f"<!doctype html><html><head><title>{title} | Widget</title></head><body>"
+            f"<nav>{nav}</nav><main><h1 id='top-{title.lower()}'>{title}</h1>{sections}"
+            f"{extra}</main></body></html>")
+
+
+def urlset(*locs: str) -> Response:
+    items = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+    return ok(f'<?xml version="1.0"?><urlset {NS}>{items}</urlset>', "application/xml")
+
+
+def etagged(body: str, etag: str) -> Callable[[Request], Response]:
+    def handler(request: Request) -> Response:
+        if request.headers.get("if-none-match") == etag:
+            return Response(304, b"", {"ETag": etag})
+        return html(body, headers={"ETag": etag})
+
+    return handler
+
+
+def snapshot(db: str) -> list[tuple[Any, ...]]:
+    return rows(db, """SELECT s.ref, s.content_hash, s.chunk_count, c.ordinal, c.text
+                       FROM sources s JOIN chunks c ON c.source_ref = s.ref
+                       ORDER BY s.ref, c.ordinal""")
+
+
+def page_ids(markup: str | bytes) -> set[str]:
+    root = etree.fromstring(markup, etree.HTMLParser())
+    return {str(i) for i in root.xpath("//@id")}
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    with LocalServer() as server:
+        server.routes.update({
+            "/guide/install.html": etagged(page("Install"), '"i1"'),
+            "/guide/config.html": etagged(page("Config", ("options", "files")), '"c1"'),
+        })
+        server.routes["/sitemap.xml"] = urlset(server.url("/guide/install.html"),
+                                               server.url("/guide/config.html"))
+        yield server
+
+
+def test_sitemap_ingest_writes_pages_whose_anchors_are_real_ids(cli: Cli,
+                                                               site: LocalServer) -> None:
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert (report["added"], report["failed"]) == (2, 0)
+    sources = rows(cli.db_url, "SELECT ref, kind, title, meta FROM sources ORDER BY ref")
+    assert [(r, k, t) for r, k, t, _ in sources] == [
+        (site.url("/guide/config.html"), "sitemap", "Config"),
+        (site.url("/guide/install.html"), "sitemap", "Install")]
+    assert all(m["etag"] and m["fetched_at"] for *_, m in sources)
+    chunks = rows(cli.db_url, "SELECT source_ref, meta FROM chunks")
+    assert report["chunks_written"] == len(chunks) > 0
+    for ref, meta in chunks:
+        assert meta["url"] == ref
+        path = ref.split(str(site.port), 1)[1]
+        handler = site.routes[path]
+        body = handler(Request("GET", path, "", {}, b"")).body  # type: ignore[operator]
+        assert meta["anchor"] in page_ids(body)
+    assert {m["anchor"] for _, m in chunks} >= {"options", "files", "intro", "usage"}
+
+    again = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert (again["not_modified"], again["chunks_written"], again["failed"]) == (2, 0, 0)
+    assert site.requests[-1].headers.get("if-none-match") in ('"i1"', '"c1"')
+
+
+def test_the_same_server_is_refused_without_the_opt_in(cli: Cli, site: LocalServer) -> None:
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), code=1)
+    assert report["failed"] == 1 and report["added"] == 0
+    [error] = report["errors"]
+    assert "loopback (127.0.0.0/8)" in error["error"]
+    assert "--allow-private-network" in error["error"] and error["type"] == "BlockedURL"
+    assert site.requests == []
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(0,)]
+
+
+def test_a_blocked_numeric_host_is_one_failed_source(cli: Cli, site: LocalServer) -> None:
+    report = cli.json("ingest", "url", f"http://2130706433:{site.port}/guide/install.html",
+                      code=1)
+    assert "2130706433" in report["errors"][0]["error"]
+    assert "loopback" in report["errors"][0]["error"]
+    assert site.requests == []
+
+
+def test_a_non_utf8_page_with_a_charset_header_succeeds(cli: Cli, site: LocalServer) -> None:
+    body = page("Café").replace("things", "crème brûlée").encode("iso-8859-1")
+    site.routes["/cafe"] = ok(body, "text/html; charset=ISO-8859-1")
+    report = cli.json("ingest", "url", site.url("/cafe"), PRIVATE)
+    assert report["added"] == 1
+    texts = " ".join(t for (t,) in rows(cli.db_url, "SELECT text FROM chunks"))
+    assert "crème brûlée" in texts
+    assert rows(cli.db_url, "SELECT title FROM sources") == [("Café",)]
+
+
+def test_markdown_and_plain_text_urls(cli: Cli, site: LocalServer) -> None:
+    site.routes["/notes.md"] = ok("# Notes\n\n## Deploy {#deploy}\n\nShip it.\n")
+    site.routes["/notes.txt"] = ok("Plain notes.\n")
+    cli.json("ingest", "url", site.url("/notes.md"), PRIVATE)
+    cli.json("ingest", "url", site.url("/notes.txt"), PRIVATE, "--no-docs-mode",
+             "--timeout", "5", "--max-page-bytes", "100000")
+    metas = dict(rows(cli.db_url, "SELECT source_ref, meta FROM chunks ORDER BY ordinal"))
+    assert metas[site.url("/notes.md")]["anchor"] == "deploy"
+    assert metas[site.url("/notes.txt")]["anchor"] is None
+    options = rows(cli.db_url, "SELECT options FROM source_defs WHERE kind = 'url' "
+                               "ORDER BY target")
+    assert options == [({},), ({"docs_mode": False, "timeout": 5.0,
+                                "max_page_bytes": 100000},)]
+
+
+# --- bad input: one failed source, the KB as it was, the run goes on -----------------------
+
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10}">'
+              for i in range(1, 10)).replace("&lol0;", "&lol;")
+    + f"]><urlset {NS}><url><loc>http://x.test/&lol9;</loc></url></urlset>")
+
+
+def _whole(body: str) -> Callable[[LocalServer], None]:
+    def mutate(server: LocalServer) -> None:
+        server.routes["/sitemap.xml"] = ok(body, "application/xml")
+
+    return mutate
+
+
+def _self_index(server: LocalServer) -> None:
+    server.routes["/sitemap.xml"] = ok(
+        f"<sitemapindex {NS}><sitemap><loc>{server.url('/sitemap.xml')}</loc></sitemap>"
+        "</sitemapindex>", "application/xml")
+
+
+def _config(response: Response | Callable[[Request], Response]) -> Callable[[LocalServer], None]:
+    def mutate(server: LocalServer) -> None:
+        server.routes["/guide/config.html"] = response
+
+    return mutate
+
+
+def _list_blocked(server: LocalServer) -> None:
+    server.routes["/sitemap.xml"] = urlset(server.url("/guide/install.html"),
+                                           server.url("/guide/config.html"),
+                                           "http://0xa9fea9fe/latest/meta-data/")
+
+
+BAD_INPUTS: dict[str, tuple[Callable[[LocalServer], None], str, str]] = {
+    # case: (what changes on the site, options of the sitemap source, expected message)
+    "malformed-xml": (_whole("<urlset><url><loc>"), "", "not a well-formed XML sitemap"),
+    "billion-laughs": (_whole(BILLION_LAUGHS), "", "declares XML entities"),
+    "index-lists-itself": (_self_index, "", "sitemap loop"),
+    "page-over-size-cap": (_config(html(page("Config") + "x" * 30_000)),
+                           "max_page_bytes: 20000", "larger than 20000 bytes"),
+    "gzip-bomb": (_config(ok(gzip.compress(b"<p>" + b"A" * 12_000_000), "text/html",
+                             headers={"Content-Encoding": "gzip"})), "",
+                  "after decompression"),
+    "binary-as-html": (_config(ok(b"\x89PNG\r\n\x1a\n" + os.urandom(4000), "text/html")),
+                       "", "PNG image"),
+    "http-404": (_config(Response(404, b"")), "", "HTTP 404"),
+    "http-500": (_config(Response(500, b"")), "", "HTTP 500"),
+    "timeout": (_config(html(page("Config"), delay=3)), "timeout: 0.5", "timed out"),
+    "redirect-to-metadata": (_config(redirect("http://169.254.169.254/latest/")), "",
+                             "cloud metadata endpoint"),
+    "redirect-loop": (_config(redirect("/guide/config.html")), "", "redirect loop"),
+    "blocked-numeric-host": (_list_blocked, "", "0xa9fea9fe"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_failed_source_and_the_kb_stays_as_it_was(
+        cli: Cli, site: LocalServer, workdir: Path, case: str) -> None:
+    mutate, option, message = BAD_INPUTS[case]
+    site.routes["/other.html"] = html(page("Other"))
+    options = f"    {option}\n" if option else ""
+    (workdir / "kbctl.yaml").write_text(
+        "allow_private_network: true\nsources:\n"
+        f"  - kind: sitemap\n    target: {site.url('/sitemap.xml')}\n{options}"
+        f"  - kind: url\n    target: {site.url('/other.html')}\n", encoding="utf-8")
+    cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    before = snapshot(cli.db_url)
+    mutate(site)
+    report = cli.json("ingest", code=1)
+    assert report["failed"] == 1, report["errors"]
+    assert message in report["errors"][0]["error"]
+    assert report["deleted"] == 0
+    assert rows(cli.db_url, "SELECT title FROM sources WHERE ref = %s",
+                site.url("/other.html")) == [("Other",)]  # the run went on
+    after = [r for r in snapshot(cli.db_url) if r[0] != site.url("/other.html")]
+    assert after == before
+
+
+# --- listings change: orphans go only when the listing is whole ----------------------------
+
+
+def test_a_page_dropped_from_the_sitemap_is_deleted(cli: Cli, site: LocalServer) -> None:
+    cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    site.routes["/sitemap.xml"] = urlset(site.url("/guide/install.html"))
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert report["deleted"] == 1
+    assert rows(cli.db_url, "SELECT ref FROM sources") == [(site.url("/guide/install.html"),)]
+
+
+def test_crawl_ingests_the_site_and_prunes_only_after_a_whole_crawl(cli: Cli,
+                                                                   site: LocalServer) -> None:
+    site.routes.update({
+        "/": html(page("Home", links=("/guide/install.html", "/guide/config.html",
+                                      "/logo.png", "#top"))),
+        "/robots.txt": ok("User-agent: *\nDisallow: /guide/config.html\n"),
+    })
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1")
+    refs = {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")}
+    assert refs == {site.url("/"), site.url("/guide/install.html")}
+    assert report["added"] == 2 and site.hits("/guide/config.html") == 0
+
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1",
+                      "--ignore-robots")
+    assert report["added"] == 1  # config, now that robots.txt is ignored
+    site.routes["/"] = html(page("Home", links=("/guide/install.html", "/broken")))
+    site.routes["/broken"] = Response(503, b"")
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1",
+                      "--ignore-robots", code=1)
+    assert report["deleted"] == 0  # a server error may hide pages: nothing is pruned
+    site.routes["/"] = html(page("Home", links=("/guide/install.html",)))
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1",
+                      "--ignore-robots")
+    assert report["deleted"] == 1
+    assert site.url("/guide/config.html") not in {
+        r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")}
+
+
+def test_llms_txt_is_preferred_and_says_so(cli: Cli, site: LocalServer) -> None:
+    site.routes.update({
+        "/llms.txt": ok("# Widget\n\n> Widgets.\n\n## Docs\n\n- [Install](/install.md)\n\n"
+                        "## Optional\n\n- [History](/history.md)\n"),
+        "/install.md": ok("# Install\n\n## Steps {#steps}\n\nRun it.\n"),
+        "/history.md": ok("# History\n\nOld.\n", "text/markdown"),
+    })
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert any("llms.txt lists 2 curated pages" in note for note in report["notes"])
+    assert {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")} == {
+        site.url("/install.md"), site.url("/history.md")}
+    result = cli("ingest", "llms", site.url("/"), PRIVATE, "--skip-optional", "-n", "llms")
+    assert result.exit_code == 0, result.output
+    assert rows(cli.db_url, "SELECT ref, kind FROM sources WHERE namespace = 'llms'") == [
+        (site.url("/install.md"), "llms")]
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt",
+                      "-n", "plain")
+    assert report["notes"] == [] and report["added"] == 2
+
+
+def test_bad_options_and_targets_are_usage_errors(cli: Cli) -> None:
+    result = cli("ingest", "url", "docs/guide.md", "--json")
+    assert result.exit_code == 2 and "ingest files" in result.stderr
+    result = cli("ingest", "crawl", "https://x.test/", "--max-pages", "0")
+    assert result.exit_code == 2
+
+
+# --- the real 530-page Sphinx site --------------------------------------------------------
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def docs_site() -> Iterator[tuple[str, list[Path]]]:
+    if not DOCS_SITE.is_dir() or not SHARED.is_dir():
+        pytest.skip("the docs site is not prepared (`docs-site prepare`)")
+    pages = sorted(p for p in DOCS_SITE.rglob("*.html")
+                   if not p.relative_to(DOCS_SITE).as_posix().startswith(("_static/",
+                                                                          "_sources/")))
+    if len(pages) < 100:
+        pytest.skip("the docs site looks incomplete")
+    chosen = pages[:: len(pages) // 20][:20]
+    handler = functools.partial(_Quiet, directory=str(DOCS_SITE))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        yield base, chosen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_subset_of_the_real_docs_site_keeps_every_anchor(
+        cli: Cli, workdir: Path, docs_site: tuple[str, list[Path]]) -> None:
+    base, pages = docs_site
+    urls = {f"{base}/{p.relative_to(DOCS_SITE).as_posix()}": p for p in pages}
+    sitemap = workdir / "sitemap.xml.gz"
+    items = "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+    sitemap.write_bytes(gzip.compress(f"<urlset {NS}>{items}</urlset>".encode()))
+    with LocalServer({"/sitemap.xml.gz": ok(sitemap.read_bytes(), "application/gzip")}) as maps:
+        report = cli.json("ingest", "sitemap", maps.url("/sitemap.xml.gz"), PRIVATE,
+                          "--no-llms-txt")
+    assert (report["added"], report["failed"]) == (len(urls), 0), report["errors"]
+    chunks = rows(cli.db_url, "SELECT source_ref, meta FROM chunks")
+    ids = {url: page_ids(path.read_bytes()) for url, path in urls.items()}
+    anchored = [(ref, meta["anchor"]) for ref, meta in chunks if meta["anchor"]]
+    assert len(anchored) > len(urls)
+    missing = [(ref, anchor) for ref, anchor in anchored if anchor not in ids[ref]]
+    assert missing == []

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from kbctl.embed import (
+    Embedder,
+    EmbedderSpec,
+    GeminiEmbedder,
+    OpenAIEmbedder,
+    create_embedder,
+    default_spec,
+    parse_spec,
+)
+from kbctl.embed import local as local_module
+from kbctl.errors import ConfigError, EmbedderError
+from tests.embed_fakes import Recorder
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("gemini", EmbedderSpec("gemini", "gemini-embedding-2", None)),
+        ("gemini:gemini-embedding-001@768",
+         EmbedderSpec("gemini", "gemini-embedding-001", 768)),
+        ("gemini@3072", EmbedderSpec("gemini", "gemini-embedding-2", 3072)),
+        ("openai:text-embedding-3-small",
+         EmbedderSpec("openai", "text-embedding-3-small", None)),
+        ("openai:nomic-embed-text", EmbedderSpec("openai", "nomic-embed-text", None)),
+        ("openai", EmbedderSpec("openai", "text-embedding-3-small", None)),
+        ("local:BAAI/bge-small-en-v1.5", EmbedderSpec("local", "BAAI/bge-small-en-v1.5", None)),
+        ("local:/models/my@model/dir", EmbedderSpec("local", "/models/my@model/dir", None)),
+        ("local:/models/dir@384", EmbedderSpec("local", "/models/dir", 384)),
+        ("  Gemini:gemini-embedding-001  ", EmbedderSpec("gemini", "gemini-embedding-001", None)),
+        ("none", EmbedderSpec("none", "none", None)),
+        ("NONE", EmbedderSpec("none", "none", None)),
+    ],
+)
+def test_parse_spec(spec: str, expected: EmbedderSpec) -> None:
+    assert parse_spec(spec) == expected
+
+
+def test_spec_round_trips_through_str() -> None:
+    for text in ["gemini:gemini-embedding-001@768", "openai:nomic-embed-text", "none"]:
+        assert str(parse_spec(text)) == text
+        assert parse_spec(str(parse_spec(text))) == parse_spec(text)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["", "   ", "gemini:", "gemini@0", "gemini@x", "gemini:model@", "cohere:embed-v3",
+     "none:x", ":model", "gem ini", "none@768"],
+)
+def test_malformed_or_unknown_specs_raise_config_error_naming_the_spec(spec: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_spec(spec)
+    assert info.value.exit_code == 2
+    if spec.strip():
+        assert repr(spec) in info.value.message
+    with pytest.raises(ConfigError):
+        create_embedder(spec)
+
+
+def test_none_creates_no_embedder() -> None:
+    assert create_embedder("none") is None
+
+
+def test_create_gemini_without_a_key() -> None:
+    emb = create_embedder("gemini")
+    assert isinstance(emb, GeminiEmbedder)
+    assert isinstance(emb, Embedder)
+    assert str(emb.identity) == "gemini/gemini-embedding-2@1536"
+
+
+def test_create_passes_model_dimensions_url_key_and_options_through() -> None:
+    rec = Recorder(lambda r: httpx.Response(200, json={"embedding": {"values": [1.0] * 768}}))
+    emb = create_embedder(
+        "gemini:gemini-embedding-001@768", base_url="http://127.0.0.1:9/v1beta",
+        api_key="k", transport=rec.transport, concurrency=2,
+    )
+    assert isinstance(emb, GeminiEmbedder)
+    assert emb.concurrency == 2
+    emb.embed(["x"])
+    (request,) = rec.requests
+    assert str(request.url) == "http://127.0.0.1:9/v1beta/models/gemini-embedding-001:embedContent"
+    assert request.headers["x-goog-api-key"] == "k"
+    assert json.loads(request.content)["outputDimensionality"] == 768
+
+
+def test_create_openai_compatible_local_server() -> None:
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.0, 3.0, 4.0]}]})
+
+    rec = Recorder(respond)
+    emb = create_embedder(
+        "openai:nomic-embed-text", base_url="http://127.0.0.1:11434/v1",
+        transport=rec.transport, batch_size=16, env={},
+    )
+    assert isinstance(emb, OpenAIEmbedder)
+    assert emb.batch_size == 16
+    assert emb.embed_query("q") == pytest.approx([0.0, 0.6, 0.8])
+    assert str(rec.requests[0].url) == "http://127.0.0.1:11434/v1/embeddings"
+    assert str(emb.identity) == "openai/nomic-embed-text@3"
+
+
+def test_unknown_option_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="batch_size"):
+        create_embedder("gemini", batch_size=10)
+    with pytest.raises(ConfigError, match="frobnicate"):
+        create_embedder("openai", frobnicate=True)
+
+
+def test_bad_option_value_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="concurrency"):
+        create_embedder("gemini", concurrency=0)
+
+
+def test_local_takes_no_base_url_or_key() -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        create_embedder("local:BAAI/bge-small-en-v1.5", base_url="http://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="api_key"):
+        create_embedder("local:BAAI/bge-small-en-v1.5", api_key="k")
+
+
+def test_local_without_the_extra_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(local_module, "fastembed_available", lambda: False)
+    with pytest.raises(EmbedderError) as info:
+        create_embedder("local:BAAI/bge-small-en-v1.5")
+    assert "pip install 'kbctl[local]'" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"GEMINI_API_KEY": "k"}, "gemini"),
+        ({"GOOGLE_GENERATIVE_AI_API_KEY": "k"}, "gemini"),
+        ({"GEMINI_API_KEY": ""}, "none"),
+        ({"OPENAI_API_KEY": "k"}, "none"),
+        ({}, "none"),
+    ],
+)
+def test_default_spec(env: dict[str, str], expected: str) -> None:
+    assert default_spec(env) == expected
+    assert parse_spec(default_spec(env)).provider == expected

@@ -1,0 +1,594 @@
+"""Docs-aware HTML → markdown: fixtures in each generator's style, then the real docs site."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from kbctl.errors import ExtractError
+from kbctl.extract.html import ExtractedPage, extract_html, trim_site_suffix
+from kbctl.extract.html_container import find_container
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "html"
+SITE = Path(
+    os.environ.get("KBCTL_DOCS_SITE_HTML", Path.home() / ".cache" / "kbctl-docs-site" / "html")
+)
+
+HEADING_ID = re.compile(r"^#{1,6} .*? \{#([^\s{}]+)\}$", re.M)
+HEADING = re.compile(r"^(#{1,6}) (.*)$", re.M)
+FENCE = re.compile(r"^[ >]*(`{3,}|~{3,})(.*)$")
+
+
+def load(name: str) -> bytes:
+    return (FIXTURES / f"{name}.html").read_bytes()
+
+
+def tree(data: bytes) -> etree._Element:
+    return etree.fromstring(data, etree.HTMLParser(encoding="utf-8"))
+
+
+def page_ids(data: bytes) -> set[str]:
+    return {str(i) for i in tree(data).xpath("//@id")}
+
+
+def fences(markdown: str) -> list[tuple[str, str]]:
+    """(info string, content) of every fenced block, closing fences matched properly."""
+    out: list[tuple[str, str]] = []
+    opening: tuple[str, str] | None = None
+    body: list[str] = []
+    for line in markdown.split("\n"):
+        match = FENCE.match(line)
+        if opening is None:
+            if match:
+                opening = (match.group(1), match.group(2).strip())
+                body = []
+        elif match and match.group(1)[0] == opening[0][0] and len(match.group(1)) >= len(
+            opening[0]
+        ) and not match.group(2).strip():
+            out.append((opening[1], "\n".join(body)))
+            opening = None
+        else:
+            body.append(line)
+    assert opening is None, "a fence was left open"
+    return out
+
+
+def pre_text(pre: etree._Element) -> str:
+    """What a browser shows for a <pre>: its text, <br> as a newline, no first newline."""
+    parts: list[str] = []
+
+    def walk(el: etree._Element) -> None:
+        parts.append("\n" if el.tag == "br" else el.text or "")
+        for child in el:
+            if isinstance(child.tag, str):
+                walk(child)
+            parts.append(child.tail or "")
+
+    walk(pre)
+    text = "".join(parts)
+    if text.startswith("\n"):
+        text = text[1:]
+    return text.rstrip("\n")
+
+
+# --- one table of expectations per generator ------------------------------------------
+
+CASES = {
+    "sphinx": {
+        "rule": "sphinx",
+        "anchors": [
+            "module-tidyqueue", "quick-start", "reference", "tidyqueue.Queue",
+            "tidyqueue.Queue.put", "tidyqueue.drain", "glossary-of-terms",
+        ],
+        "langs": ["python3", "shell-session"],
+        "present": ["Create a queue and feed it:", "Queues are *not* thread-safe"],
+        "absent": [
+            "Navigation", "Previous topic", "Show Source", "Quick search", "Copyright 2024",
+            "Sidebar entry", "Contents", "¶", "must not leak", "reviewer", "doctools",
+            "font-family",
+        ],
+    },
+    "mkdocs_material": {
+        "rule": "mkdocs-material",
+        "anchors": ["configuration", "environment-variables", "options"],
+        "langs": ["bash", "toml", "yaml"],
+        "present": ["Values from the environment win over the file."],
+        "absent": [
+            "Home page of Lanternfish", "On this page", "Edit this page", "Last update",
+            "Previous: Installation", "Copyright", "Skip to content", "¶", "__config",
+        ],
+    },
+    "docusaurus": {
+        "rule": "docusaurus",
+        "anchors": ["install-the-cli", "configure"],
+        "langs": ["bash", "bash", "js"],
+        "present": ["# Installation", "yarn global add quillstack", "Run `quill doctor`"],
+        "absent": [
+            "Crumb:", "Sidebar intro link", "TOC:", "On this page", "Edit this page",
+            "Previous", "Copy", "Direct link", "\u200b", "Built with Docusaurus",
+            "Skip to main content", "localStorage",
+        ],
+    },
+    "vitepress": {
+        "rule": "vitepress",
+        "anchors": ["getting-started", "installation", "file-structure"],
+        "langs": ["sh"],
+        "present": ["Pebblekit requires Node.js version 18 or higher."],
+        "absent": [
+            "Sidebar:", "Outline:", "On this page", "Edit this page", "Previous page",
+            "Pager", "Skip to content", "site title", "Copyright", "\u200b",
+        ],
+    },
+    "mdbook": {
+        "rule": "mdbook",
+        "anchors": ["ownership-rules", "moving-values", "rules-of-thumb"],
+        "langs": ["rust"],
+        "present": ["Each value has exactly one *owner*.", "- Use `Rc<T>` for shared ownership."],
+        "absent": [
+            "Sidebar chapter", "Suggest an edit", "Search this book", "Next chapter",
+            "The Crabtrap Guide", "mdBook",
+        ],
+    },
+    "docsy": {
+        "rule": "docsy",
+        "anchors": ["default-limits", "checking-headers"],
+        "langs": ["go"],
+        "present": ["# Rate limits", "How many requests Harborline accepts per minute."],
+        "absent": [
+            "Sidebar:", "TOC:", "Crumb:", "Edit this page", "Feedback", "Was this page helpful",
+            "Last modified", "Harborline Authors", "navbar brand",
+        ],
+    },
+    "gitbook": {
+        "rule": "gitbook",
+        "anchors": ["webhooks", "payload"],
+        "langs": ["json"],
+        "present": ["Mossgate sends a `POST` for every event."],
+        "absent": ["Summary:", "Type to search", "Handbook header", "Previous page"],
+    },
+    "plain_main": {
+        "rule": "main",
+        "anchors": ["café-api", "errors"],
+        "langs": [],
+        "present": ["## Limits", "At most 5 orders per minute."],
+        "absent": [
+            "Café API home", "Home", "Contents:", "Hidden promo banner", "Decorative icon row",
+            "Café Corp",
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_container_is_found_for_each_generator(name: str) -> None:
+    container, rule = find_container(tree(load(name)))
+    assert container is not None
+    assert rule == CASES[name]["rule"]
+    assert extract_html(load(name)).used_fallback is False
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_headings_carry_the_pages_real_ids(name: str) -> None:
+    data = load(name)
+    markdown = extract_html(data).markdown
+    anchors = HEADING_ID.findall(markdown)
+    assert anchors == CASES[name]["anchors"]
+    assert set(anchors) <= page_ids(data)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_code_blocks_become_fences_with_language_and_exact_text(name: str) -> None:
+    data = load(name)
+    blocks = fences(extract_html(data).markdown)
+    assert [lang for lang, _ in blocks] == CASES[name]["langs"]
+    container, _ = find_container(tree(data))
+    assert container is not None
+    expected = [pre_text(pre) for pre in container.iter("pre")]
+    assert [code for _, code in blocks] == expected
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_chrome_is_dropped_and_content_kept(name: str) -> None:
+    markdown = extract_html(load(name)).markdown
+    for text in CASES[name]["present"]:
+        assert text in markdown
+    for text in CASES[name]["absent"]:
+        assert text not in markdown, f"chrome leaked into {name}: {text!r}"
+
+
+# --- API entries, definition lists, tables ------------------------------------------------
+
+
+def test_api_entries_nest_one_level_below_their_section() -> None:
+    headings = HEADING.findall(extract_html(load("sphinx")).markdown)
+    levels = {text: len(hashes) for hashes, text in headings}
+    assert levels["Reference {#reference}"] == 2
+    assert levels["class tidyqueue.Queue(maxsize=0) {#tidyqueue.Queue}"] == 3
+    assert levels["put(item, *, block=True) {#tidyqueue.Queue.put}"] == 4
+    assert levels["tidyqueue.drain(q) {#tidyqueue.drain}"] == 3
+
+
+def test_second_signature_without_id_is_text_not_heading() -> None:
+    markdown = extract_html(load("sphinx")).markdown
+    assert "\ntidyqueue.drain(q, limit)\n" in markdown
+    assert not re.search(r"^#+ tidyqueue\.drain\(q, limit\)", markdown, re.M)
+
+
+def test_api_heading_level_is_capped_at_six() -> None:
+    html = (
+        "<main><h4 id='top'>Top</h4><dl><dt id='a'>a()</dt><dd>"
+        "<dl><dt id='b'>b()</dt><dd><dl><dt id='c'>c()</dt><dd><p>deep</p></dd></dl></dd></dl>"
+        "</dd></dl></main>"
+    )
+    headings = HEADING.findall(extract_html(html).markdown)
+    assert [len(h) for h, _ in headings] == [4, 5, 6, 6]
+
+
+def test_definition_lists_without_ids_are_terms_and_definitions() -> None:
+    markdown = extract_html(load("sphinx")).markdown
+    assert "backpressure\n: Slowing producers down when the queue is full." in markdown
+    assert "Parameters:\n: **maxsize** – upper bound; `0` means unbounded." in markdown
+    gitbook = extract_html(load("gitbook")).markdown
+    assert (
+        "retries\n: Failed deliveries are retried three times.\n: The delay doubles each time."
+        in gitbook
+    )
+
+
+def test_definition_whose_body_starts_with_code_keeps_the_fence_intact() -> None:
+    html = "<main><dl><dt>usage</dt><dd><pre>run --fast\n</pre><p>then wait</p></dd></dl></main>"
+    markdown = extract_html(html).markdown
+    assert "usage\n:\n  ```\n  run --fast\n  ```\n\n  then wait" in markdown
+
+
+def test_tables_become_pipe_tables_with_escaped_pipes() -> None:
+    sphinx = extract_html(load("sphinx")).markdown
+    assert "| Operator | Meaning |\n| --- | --- |\n| `a \\| b` | merge two queues |" in sphinx
+    docsy = extract_html(load("docsy")).markdown
+    assert "| Plan | Requests/min | Burst |" in docsy
+    assert "| Team (shared \\| pooled) |  | 100 |" in docsy
+
+
+def test_tables_holding_code_keep_their_code_as_fences() -> None:
+    html = (
+        "<main><div class='highlight-c'><table class='highlighttable'><tr>"
+        "<td class='linenos'><div class='linenodiv'><pre>1\n2</pre></div></td>"
+        "<td class='code'><div class='highlight'><pre>int a;\nint b;</pre></div></td>"
+        "</tr></table></div></main>"
+    )
+    assert fences(extract_html(html).markdown) == [("c", "int a;\nint b;")]
+
+
+# --- text, entities, comments, links -------------------------------------------------
+
+
+def test_escaped_markup_in_text_stays_text() -> None:
+    markdown = extract_html(load("sphinx")).markdown
+    assert "text such as <script>alert(1)</script> stays plain text & is kept." in markdown
+    assert "never evaluates `<script>` tags" in markdown
+    assert 'name == "a&b"' in markdown
+
+
+def test_comments_are_removed_but_their_surroundings_kept() -> None:
+    html = "<main><p>alpha<!-- hidden note -->beta</p><!-- <p>commented out</p> --></main>"
+    markdown = extract_html(html).markdown
+    assert markdown.strip() == "alphabeta"
+
+
+def test_links_are_made_absolute_when_the_url_is_known() -> None:
+    url = "https://docs.example.org/docs/x/page.html"
+    markdown = extract_html(load("plain_main"), url=url).markdown
+    assert "[orders endpoint](https://docs.example.org/docs/orders.html)" in markdown
+    assert f"[top]({url}#café-api)" in markdown
+    relative = extract_html(load("plain_main")).markdown
+    assert "[orders endpoint](../orders.html)" in relative
+
+
+def test_base_href_is_honoured() -> None:
+    html = (
+        "<html><head><base href='/v2/'></head>"
+        "<body><main><a href='a.html'>A</a></main></body></html>"
+    )
+    markdown = extract_html(html, url="https://example.org/x/y.html").markdown
+    assert "[A](https://example.org/v2/a.html)" in markdown
+
+
+def test_inline_markup_is_kept_simply() -> None:
+    html = (
+        "<main><p>Use <code>a`b</code>, <em>slanted</em> and <strong> bold </strong>"
+        " <a href='javascript:void(0)'>not a link</a> *literal*.</p></main>"
+    )
+    markdown = extract_html(html).markdown.strip()
+    assert markdown == "Use ``a`b``, *slanted* and **bold** not a link \\*literal\\*."
+
+
+def test_line_leading_markers_in_text_are_escaped() -> None:
+    html = "<main><p># not a heading</p><p>1. not a list</p><p>- nor this</p></main>"
+    markdown = extract_html(html).markdown
+    assert not HEADING.search(markdown)
+    assert "\\# not a heading" in markdown
+    assert "1\\. not a list" in markdown
+    assert "\\- nor this" in markdown
+
+
+def test_nested_and_ordered_lists() -> None:
+    markdown = extract_html(load("mkdocs_material")).markdown
+    assert (
+        "3. First set `mode`.\n"
+        "   - either `fast`\n"
+        "   - or `safe`\n"
+        "     1. the default\n"
+        "4. Then restart."
+    ) in markdown
+
+
+def test_blockquotes() -> None:
+    markdown = extract_html(load("mkdocs_material")).markdown
+    assert "> Configuration is code.\n>\n> Review it like code." in markdown
+
+
+def test_fence_is_longer_than_any_backtick_run_in_the_code() -> None:
+    markdown = extract_html(load("sphinx")).markdown
+    assert "````python3\n" in markdown
+    html = "<main><pre><code class='language-md'>````\nquad\n````\n```</code></pre></main>"
+    blocks = fences(extract_html(html).markdown)
+    assert blocks == [("md", "````\nquad\n````\n```")]
+    assert "`````md" in extract_html(html).markdown
+
+
+def test_language_comes_from_element_or_ancestor_classes() -> None:
+    html = (
+        "<main><pre class='lang-ruby'>puts 1</pre>"
+        "<div class='highlight-none'><div class='highlight'><pre>plain</pre></div></div>"
+        "<pre><code class='hljs language-c++'>int x;</code></pre>"
+        "<pre>bare</pre></main>"
+    )
+    assert [lang for lang, _ in fences(extract_html(html).markdown)] == ["ruby", "", "c++", ""]
+
+
+def test_headings_never_get_an_id_with_whitespace_or_braces() -> None:
+    html = (
+        "<main><h2 id='two words'>A</h2><h2 id='x}y'>B</h2>"
+        "<section id='ok-section'><h2>C</h2><h3>D</h3></section></main>"
+    )
+    markdown = extract_html(html).markdown
+    assert HEADING.findall(markdown) == [
+        ("##", "A"), ("##", "B"), ("##", "C {#ok-section}"), ("###", "D"),
+    ]
+
+
+def test_header_link_target_must_exist_in_the_page() -> None:
+    html = (
+        "<main><h2>Real<a class='headerlink' href='#real'>¶</a></h2><span id='real'></span>"
+        "<h2>Ghost<a class='headerlink' href='#ghost'>¶</a></h2></main>"
+    )
+    assert HEADING.findall(extract_html(html).markdown) == [("##", "Real {#real}"), ("##", "Ghost")]
+
+
+def test_hidden_tab_panels_are_content() -> None:
+    markdown = extract_html(load("docusaurus")).markdown
+    assert "npm install --global quillstack" in markdown
+    assert "yarn global add quillstack" in markdown
+
+
+# --- fallback, titles, decoding, failures ------------------------------------------------
+
+
+def test_page_without_container_falls_back_to_trafilatura() -> None:
+    page = extract_html(load("blog"), url="https://blog.example.org/2024/cache")
+    assert isinstance(page, ExtractedPage)
+    assert page.used_fallback is True
+    assert "Object storage changed the picture." in page.markdown
+    for chrome in ("Sidebar: Tuning", "Archive of all posts", "Powered by", "newsletter"):
+        assert chrome not in page.markdown
+
+
+def test_empty_container_falls_back_to_trafilatura() -> None:
+    shell = load("blog").replace(b'<div id="wrapper">', b'<main id="app"></main><div id="wrapper">')
+    assert find_container(tree(shell))[1] == "main"
+    page = extract_html(shell)
+    assert page.used_fallback is True
+    assert "Object storage changed the picture." in page.markdown
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        (
+            "functools — Higher-order functions — Python 3.11.2 documentation",
+            "functools — Higher-order functions",
+        ),
+        ("Installation | Quillstack", "Installation"),
+        ("Ownership Rules - The Crabtrap Guide", "Ownership Rules"),
+        ("Webhooks · Mossgate Handbook", "Webhooks"),
+        ("Well-formed-title", "Well-formed-title"),
+        (" | Only a site", " | Only a site"),
+    ],
+)
+def test_site_suffix_is_trimmed_from_titles(title: str, expected: str) -> None:
+    assert trim_site_suffix(title) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("sphinx", "tidyqueue — Bounded work queues"),
+        ("docusaurus", "Installation"),
+        ("vitepress", "Getting Started"),
+        ("mdbook", "Ownership Rules"),
+        ("docsy", "Rate limits"),
+        ("gitbook", "Webhooks"),
+        ("plain_main", "Café API"),
+        ("blog", "Why we moved our build cache to object storage"),
+    ],
+)
+def test_titles_of_fixtures(name: str, title: str) -> None:
+    assert extract_html(load(name)).title == title
+
+
+def test_title_falls_back_to_og_title_then_first_h1() -> None:
+    og = (
+        "<html><head><meta property='og:title' content='From OG'></head>"
+        "<body><main><h1>H</h1><p>x</p></main></body></html>"
+    )
+    assert extract_html(og).title == "From OG"
+    h1 = "<main><h1>Heading one<a class='headerlink' href='#'>¶</a></h1><p>x</p></main>"
+    assert extract_html(h1).title == "Heading one"
+    assert extract_html("<main><p>no title</p></main>").title is None
+
+
+def test_bytes_are_decoded_with_the_declared_charset() -> None:
+    latin1 = load("plain_main").decode("ascii").replace("&eacute;", "é").encode("latin-1")
+    assert b"\xe9" in latin1
+    page = extract_html(latin1)
+    assert page.title == "Café API"
+    assert "# Café API {#café-api}" in page.markdown
+
+
+def test_bytes_without_charset_utf8_and_utf16_bom() -> None:
+    text = "<main><p>naïve café — ok</p></main>"
+    assert "naïve café — ok" in extract_html(text.encode("utf-8")).markdown
+    assert "naïve café — ok" in extract_html(text.encode("utf-16")).markdown
+    cp1252 = "<main><p>“quoted” café</p></main>".encode("cp1252")
+    assert "“quoted” café" in extract_html(cp1252).markdown
+
+
+def test_a_utf16_declaration_on_ascii_readable_bytes_means_utf8() -> None:
+    data = "<meta charset='utf-16'><main><p>café</p></main>".encode()
+    assert extract_html(data).markdown.strip() == "café"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00",
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xcb\x48\xcd\xc9\xc9\x07\x00",
+        bytes(range(256)) * 8,
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj",
+    ],
+)
+def test_binary_input_is_refused(data: bytes) -> None:
+    with pytest.raises(ExtractError, match="not (HTML )?text"):
+        extract_html(data)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        b"",
+        "   \n ",
+        "<html><body></body></html>",
+        "<html><head><title>T</title></head><body><script>var x = 1;</script></body></html>",
+        "<main><nav><a href='/'>Home</a></nav></main>",
+    ],
+)
+def test_pages_without_text_raise(html: str | bytes) -> None:
+    with pytest.raises(ExtractError):
+        extract_html(html)
+
+
+def test_broken_html_is_repaired() -> None:
+    html = (
+        "<main><h2 id=intro>Intro<p>para <b>bold <i>both</b> tail"
+        "<ul><li>one<li>two</ul><table><tr><td>a<td>b<tr><td>c</table>"
+    )
+    markdown = extract_html(html).markdown
+    assert "## Intro {#intro}" in markdown
+    assert "- one\n- two" in markdown
+    assert "| a | b |\n| --- | --- |\n| c |  |" in markdown
+
+
+@pytest.mark.parametrize(
+    ("open_tag", "close_tag"),
+    [("<div>", "</div>"), ("<ul><li>", "</li></ul>"), ("<blockquote>", "</blockquote>"),
+     ("<span>", "</span>"), ("<dl><dt>t</dt><dd>", "</dd></dl>"),
+     ("<table><tr><td>", "</td></tr></table>"),
+     ("<table><tr><td>x</td><td>", "</td></tr></table>")],
+)
+def test_deeply_nested_markup_does_not_crash(open_tag: str, close_tag: str) -> None:
+    # libxml2 stops nesting at depth 256; what it keeps must convert without overflow.
+    html = "<main><p>top text</p>" + open_tag * 400 + "deep text" + close_tag * 400 + "</main>"
+    assert "top text" in extract_html(html).markdown
+
+
+def test_str_and_bytes_give_the_same_result() -> None:
+    data = load("sphinx")
+    assert extract_html(data) == extract_html(data.decode("utf-8"))
+
+
+def test_chunker_sees_the_real_anchors() -> None:
+    chunking = pytest.importorskip("kbctl.chunk.markdown")
+    data = load("sphinx")
+    chunks = chunking.chunk_markdown(extract_html(data).markdown)
+    anchors = {c.anchor for c in chunks}
+    assert anchors <= page_ids(data)
+    assert {"tidyqueue.Queue", "tidyqueue.Queue.put", "tidyqueue.drain"} <= anchors
+
+
+# --- the real Python docs site ------------------------------------------------------------
+
+needs_site = pytest.mark.skipif(
+    not (SITE / "library" / "functools.html").is_file(),
+    reason=f"docs site not prepared at {SITE} (run shared/scripts/docs-site prepare)",
+)
+
+
+def site_pages() -> list[Path]:
+    return sorted(
+        p for p in SITE.rglob("*.html")
+        if not p.relative_to(SITE).as_posix().startswith(("_static/", "_sources/"))
+    )
+
+
+@needs_site
+def test_functools_keeps_every_code_block_as_a_fence() -> None:
+    data = (SITE / "library" / "functools.html").read_bytes()
+    page = extract_html(data, url="http://127.0.0.1:8765/library/functools.html")
+    main = tree(data).xpath("//div[@role='main']")[0]
+    pres = [pre_text(p) for p in main.iter("pre")]
+    blocks = fences(page.markdown)
+    assert len(pres) > 0
+    assert len(blocks) == len(pres)
+    assert [code for _, code in blocks] == pres
+
+
+@needs_site
+def test_every_emitted_anchor_exists_in_its_page_across_the_site() -> None:
+    missing: list[str] = []
+    unmatched: list[str] = []
+    pages = site_pages()
+    assert pages
+    for path in pages:
+        data = path.read_bytes()
+        markdown = extract_html(data).markdown
+        root = tree(data)
+        ids = {str(i) for i in root.xpath("//@id")}
+        emitted = HEADING_ID.findall(markdown)
+        missing.extend(f"{path.name}#{a}" for a in emitted if a not in ids)
+        # Completeness: every API entry outside a table is a heading with its id.
+        for dt in root.xpath("//div[@role='main']//dt[@id][not(ancestor::table)]"):
+            if dt.get("id") not in emitted:
+                unmatched.append(f"{path.name}#{dt.get('id')}")
+    assert not missing, missing[:20]
+    assert not unmatched, unmatched[:20]
+
+
+@needs_site
+def test_chunk_anchors_on_the_real_site_are_page_ids() -> None:
+    chunking = pytest.importorskip("kbctl.chunk.markdown")
+    checked = 0
+    for path in sorted((SITE / "library").glob("*.html")):
+        data = path.read_bytes()
+        markdown = extract_html(data).markdown
+        headings = HEADING.findall(markdown)
+        if not headings or not all(HEADING_ID.match(f"{h} {t}") for h, t in headings):
+            continue  # pages with id-less headings get slugs, which are not page ids
+        ids = page_ids(data)
+        anchors = {c.anchor for c in chunking.chunk_markdown(markdown)} - {None}
+        assert anchors <= ids, (path.name, sorted(anchors - ids)[:5])
+        checked += 1
+    assert checked > 0

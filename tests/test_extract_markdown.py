@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kbctl.errors import ExtractError, SourceError
+from kbctl.extract.markdown import MarkdownDocument, parse_markdown_document
+
+
+def test_front_matter_removed_and_parsed() -> None:
+    doc = parse_markdown_document(
+        "---\ntitle: Getting started\ntags: [setup, cli]\nweight: 3\n---\n# Heading\n\nBody.\n")
+    assert doc.front_matter == {"title": "Getting started", "tags": ["setup", "cli"],
+                                "weight": 3}
+    assert doc.title == "Getting started"
+    assert doc.body == "# Heading\n\nBody.\n"
+
+
+def test_title_falls_back_to_first_h1() -> None:
+    doc = parse_markdown_document("Intro.\n\n## Not this\n\n# The `kbctl` *guide*\n\n# Later\n")
+    assert doc.title == "The kbctl guide"
+    assert doc.front_matter == {}
+
+
+def test_setext_h1_and_explicit_id() -> None:
+    assert parse_markdown_document("Para.\n\nBig Title\n=========\n").title == "Big Title"
+    assert parse_markdown_document("# functools {#module-functools}\n").title == "functools"
+
+
+def test_front_matter_without_title_uses_h1() -> None:
+    doc = parse_markdown_document("---\ndescription: x\n---\n\n# From Heading\n")
+    assert doc.title == "From Heading"
+    assert doc.front_matter == {"description": "x"}
+
+
+def test_no_title_anywhere() -> None:
+    doc = parse_markdown_document("Just text.\n\n```md\n# inside a fence\n```\n")
+    assert doc.title is None
+    assert doc.body == "Just text.\n\n```md\n# inside a fence\n```\n"
+
+
+def test_blank_title_in_front_matter_is_ignored() -> None:
+    assert parse_markdown_document("---\ntitle: '  '\n---\n# Real\n").title == "Real"
+
+
+def test_non_mapping_front_matter_is_dropped() -> None:
+    doc = parse_markdown_document("---\n- just\n- a list\n---\nBody\n")
+    assert doc.front_matter == {}
+    assert doc.body == "Body\n"
+
+
+def test_empty_front_matter_and_dots_terminator() -> None:
+    assert parse_markdown_document("---\n---\nBody\n").body == "Body\n"
+    doc = parse_markdown_document("---\ntitle: T\n...\nBody\n")
+    assert (doc.title, doc.body) == ("T", "Body\n")
+
+
+def test_front_matter_only_at_the_very_top() -> None:
+    text = "Intro\n\n---\ntitle: nope\n---\n"
+    doc = parse_markdown_document(text)
+    assert doc.front_matter == {}
+    assert doc.body == text
+
+
+def test_unterminated_block_is_not_front_matter() -> None:
+    text = "---\n\nA thematic break opened this page.\n"
+    doc = parse_markdown_document(text)
+    assert doc.body == text
+    assert doc.front_matter == {}
+
+
+def test_crlf_and_bom() -> None:
+    doc = parse_markdown_document("\ufeff---\r\ntitle: Win\r\n---\r\nBody\r\n")
+    assert doc.title == "Win"
+    assert doc.body == "Body\r\n"
+
+
+def test_malformed_front_matter_names_the_problem() -> None:
+    with pytest.raises(ExtractError) as info:
+        parse_markdown_document("---\ntitle: ok\ntags: [a, b\nnext: 1\n---\nBody\n")
+    err = info.value
+    assert isinstance(err, SourceError)
+    assert "front matter" in err.message
+    assert "line 4" in err.message  # the line of the document where YAML gave up
+    assert err.exit_code == 1
+
+
+def test_document_is_frozen() -> None:
+    doc = parse_markdown_document("# T\n")
+    assert isinstance(doc, MarkdownDocument)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        doc.title = "changed"  # type: ignore[misc]

@@ -1,0 +1,192 @@
+"""Embeddings in the KB: hybrid retrieval, the embedding cache, KB-bound identity, HNSW
+filtering that never under-fills, and atomic re-embedding."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from kbctl.errors import EmbedderError
+from kbctl.pipeline.cached_embedder import CachedEmbedder
+from kbctl.pipeline.ingest import ingest
+from kbctl.pipeline.reembed import reembed
+from kbctl.sources.base import SourceSpec
+from kbctl.store import ranking
+from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ChunkRecord, SourceRecord
+
+from .conftest import Cli, rows
+from .embedders import HashingEmbedder
+
+
+def _text_spec(ref: str, body: str) -> SourceSpec:
+    return SourceSpec("text", ref, {"body": body, "title": ref})
+
+
+def test_ingest_embeds_once_and_queries_hybrid(store: KnowledgeStore, db_url: str) -> None:
+    emb = HashingEmbedder(dimensions=32)
+    store.bind_embedder(emb.identity)
+    cached = CachedEmbedder(emb, store)
+    specs = [_text_spec("a", "# Borrowing\n\nReferences borrow values."),
+             _text_spec("b", "# Cargo\n\nCargo builds crates.")]
+    ingest(store, specs, namespace="ns", embedder=cached)
+    assert cached.provider_texts == 2
+    assert rows(db_url, "SELECT count(*) FROM chunks WHERE embedding IS NOT NULL") == [(2,)]
+    # same texts again, even under another namespace: no provider calls at all
+    again = CachedEmbedder(emb, store)
+    ingest(store, specs, namespace="other", embedder=again)
+    assert again.provider_texts == 0 and again.cache_hits == 2
+    # one changed document: only its new chunk text is embedded
+    ingest(store, [_text_spec("a", "# Borrowing\n\nReferences borrow values mutably.")],
+           namespace="ns", embedder=again)
+    assert again.provider_texts == 1
+    hits = store.search("ns", "borrow references", k=2,
+                        query_vector=emb.embed_query("borrow references"))
+    assert hits[0].source_ref == "kb://text/a" and hits[0].vector_score is not None
+
+
+def test_vector_index_is_built_after_a_load(store: KnowledgeStore, db_url: str) -> None:
+    emb = HashingEmbedder(dimensions=16)
+    store.bind_embedder(emb.identity)
+    ingest(store, [_text_spec("a", "text one")], namespace="ns",
+           embedder=CachedEmbedder(emb, store))
+    assert store.ensure_vector_index() is True
+    assert store.ensure_vector_index() is False
+    [(indexdef,)] = rows(db_url, "SELECT indexdef FROM pg_indexes WHERE indexname = "
+                                 "'chunks_embedding_hnsw'")
+    assert indexdef.endswith("USING hnsw (embedding vector_cosine_ops)")
+
+
+def _bulk(store: KnowledgeStore, emb: HashingEmbedder, ns: str, n: int,
+          meta: dict | None = None, word: str = "alpha") -> None:
+    for i in range(n):
+        text = f"{word} document {i} about topic {i % 7}"
+        [vec] = emb.embed([text])
+        store.replace_source(
+            SourceRecord(namespace=ns, ref=f"{ns}-{i}", kind="text", url=f"kb://{ns}/{i}",
+                         title=str(i), content_hash=str(i)),
+            [ChunkRecord(0, text, dict(meta or {}), vec)])
+
+
+def test_small_namespace_in_large_table_is_never_under_filled(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = HashingEmbedder(dimensions=16)
+    store.bind_embedder(emb.identity)
+    _bulk(store, emb, "large", 1500, {"lang": "en"})
+    _bulk(store, emb, "large-de", 0)
+    for i in range(3):  # three German pages hidden in the large namespace
+        text = f"zebra seite {i}"
+        [vec] = emb.embed([text])
+        store.replace_source(
+            SourceRecord(namespace="large", ref=f"de-{i}", kind="text", url=f"kb://de/{i}",
+                         title="de", content_hash="x"),
+            [ChunkRecord(0, text, {"lang": "de"}, vec)])
+    _bulk(store, emb, "small", 8, word="beta")
+    store.ensure_vector_index()
+    # force the HNSW path even for these sizes
+    monkeypatch.setattr(ranking, "EXACT_SCAN_LIMIT", 0)
+    qv = emb.embed_query("alpha document topic")
+    small = store.search("small", "alpha document topic", k=5, query_vector=qv)
+    assert len(small) == 5 and {h.namespace for h in small} == {"small"}
+    filtered = store.search("large", "alpha document", k=5, query_vector=qv,
+                            filters={"lang": "de"})
+    assert len(filtered) == 3 and {h.meta["lang"] for h in filtered} == {"de"}
+    # the vector candidates alone are complete too
+    ids = store._vector_candidates("small", "[" + ",".join(map(str, qv)) + "]", {}, 100)
+    assert len(ids) == 8
+
+
+def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
+    old = HashingEmbedder(dimensions=16, model="old")
+    store.bind_embedder(old.identity)
+    ingest(store, [_text_spec(f"d{i}", f"# Doc {i}\n\nbody {i}") for i in range(5)],
+           namespace="ns", embedder=CachedEmbedder(old, store))
+    store.ensure_vector_index()
+
+    class Failing(HashingEmbedder):
+        def embed(self, texts, titles=None):
+            raise EmbedderError("provider down (HTTP 503) for model broken")
+
+    with pytest.raises(EmbedderError):
+        reembed(store, Failing(dimensions=24, model="broken"))
+    assert store.embedder_identity() == old.identity
+    assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(16,)]
+
+    new = HashingEmbedder(dimensions=24, model="new")
+    report = reembed(store, new)
+    assert report.chunks == 5 and report.embedded == 5
+    assert store.embedder_identity() == new.identity
+    assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(24,)]
+    assert store.search("ns", "body 3", k=1, query_vector=new.embed_query("body 3"))
+    assert reembed(store, new).changed is False
+
+
+# --- the CLI against a real OpenAI-compatible HTTP server on loopback ----------------------
+
+
+@pytest.fixture
+def openai_server() -> Iterator[tuple[str, list[dict]]]:
+    emb = HashingEmbedder(dimensions=24)
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            data = [{"index": i, "embedding": v}
+                    for i, v in enumerate(emb.embed(body["input"]))]
+            out = json.dumps({"data": data, "model": body["model"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
+    server.shutdown()
+
+
+def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    base, seen = openai_server
+    monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", base)
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Install\n\n## With pnpm\n\npnpm add widget\n")
+    (docs / "b.md").write_text("# Upgrade\n\nUpgrade with the upgrade command.\n")
+    report = cli.json("ingest", "files", str(docs), "--embedder", "openai:fake-model@24")
+    assert report["embedder"] == "openai/fake-model@24" and report["embedded"] == 2
+    assert len(seen) == 1 and seen[0]["dimensions"] == 24
+    # later commands use the recorded embedder without being told
+    out = cli.json("query", "install with pnpm")
+    assert out["mode"] == "hybrid" and out["embedder"] == "openai/fake-model@24"
+    assert out["results"][0]["vectorScore"] is not None
+    # re-ingest: nothing to embed
+    assert cli.json("ingest", "files", str(docs))["embedded"] == 0
+    # another embedder is refused, naming both and the fix
+    bad = cli("query", "x", "--embedder", "none")
+    assert bad.exit_code == 2
+    assert "openai/fake-model@24" in bad.stderr and "reembed" in bad.stderr
+    # re-embed in place, then queries use the new identity
+    moved = cli.json("reembed", "--embedder", "openai:fake-model-2@24")
+    assert moved["chunks"] == 2 and moved["embedder"] == "openai/fake-model-2@24"
+    assert cli.json("query", "upgrade")["embedder"] == "openai/fake-model-2@24"
+
+
+def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> None:
+    (workdir / "a.md").write_text("# A\n\ntext\n")
+    result = cli("ingest", "files", str(workdir))
+    assert result.exit_code == 0
+    assert "lexical-only" in result.stderr
+    assert rows(cli.db_url, "SELECT value->>'provider' FROM kb_meta") == [("none",)]

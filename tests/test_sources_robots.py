@@ -1,0 +1,77 @@
+"""robots.txt: RFC 9309 matching, group choice, Sitemap lines and fetch outcomes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kbctl.net import GuardedClient, NetPolicy
+from kbctl.sources.robots import Robots, fetch_robots, parse_robots
+from tests.http_server import LocalServer, Response, html, ok
+
+LOCAL = NetPolicy(allow_private_network=True, max_retries=0)
+
+ROBOTS = """\
+# comments are ignored
+User-agent: *
+Disallow: /private/
+Disallow: /*.pdf$
+Allow: /private/public-*
+
+User-agent: otherbot
+Disallow: /
+
+Sitemap: https://docs.example.com/sitemap.xml
+Sitemap: /relative-sitemap.xml
+"""
+
+
+def test_star_group_rules_with_wildcards_and_longest_match() -> None:
+    robots = parse_robots(ROBOTS)
+    base = "https://docs.example.com"
+    assert robots.allows(f"{base}/guide/")
+    assert not robots.allows(f"{base}/private/notes")
+    assert robots.allows(f"{base}/private/public-faq")  # longer Allow beats Disallow
+    assert not robots.allows(f"{base}/files/report.pdf")
+    assert robots.allows(f"{base}/files/report.pdf?download=1")  # $ anchors the end
+    assert robots.sitemaps == ("https://docs.example.com/sitemap.xml", "/relative-sitemap.xml")
+
+
+def test_a_group_naming_kbctl_replaces_the_star_group() -> None:
+    robots = parse_robots("User-agent: *\nDisallow: /\n\nUser-agent: KBCTL\nDisallow: /drafts\n")
+    assert robots.allows("https://x.test/guide")
+    assert not robots.allows("https://x.test/drafts/1")
+
+
+def test_grouped_user_agents_share_rules_and_empty_disallow_allows() -> None:
+    robots = parse_robots("User-agent: a\nUser-agent: kbctl\nDisallow:\n")
+    assert robots.allows("https://x.test/anything")
+    robots = parse_robots("User-agent: a\nUser-agent: kbctl\nDisallow: /x\n")
+    assert not robots.allows("https://x.test/x")
+
+
+def test_equal_length_tie_goes_to_allow_and_robots_txt_is_always_allowed() -> None:
+    robots = parse_robots("User-agent: *\nDisallow: /page\nAllow: /page\nDisallow: /\n")
+    assert robots.allows("https://x.test/page")
+    assert not robots.allows("https://x.test/other")
+    assert robots.allows("https://x.test/robots.txt")
+
+
+def _fetch(server: LocalServer) -> Robots:
+    async def run() -> Robots:
+        async with GuardedClient(LOCAL) as client:
+            return await fetch_robots(client, server.url("/").rstrip("/"))
+
+    return asyncio.run(run())
+
+
+def test_fetch_outcomes_follow_rfc_9309() -> None:
+    with LocalServer({"/robots.txt": ok("User-agent: *\nDisallow: /x\n")}) as server:
+        assert not _fetch(server).allows(server.url("/x"))
+    with LocalServer({}) as server:  # 404: no rules, crawl anything
+        assert _fetch(server) == Robots()
+    with LocalServer({"/robots.txt": Response(500, b"oops")}) as server:
+        robots = _fetch(server)
+        assert not robots.allows(server.url("/guide"))
+        assert robots.refuse_all and "HTTP 500" in robots.refuse_all
+    with LocalServer({"/robots.txt": html("<html><body>soft 404</body></html>")}) as server:
+        assert _fetch(server).allows(server.url("/guide"))

@@ -1,0 +1,205 @@
+"""KnowledgeStore against a real PostgreSQL + pgvector."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from kbctl.embed.base import NO_EMBEDDER, EmbedderIdentity
+from kbctl.errors import DatabaseError, EmbedderMismatch, LockBusy
+from kbctl.store.db import connect
+from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.migrations import MIGRATIONS
+from kbctl.store.records import ChunkRecord, SourceRecord
+
+from .conftest import rows
+
+
+def _source(ref: str, ns: str = "ns", hash_: str = "h") -> SourceRecord:
+    return SourceRecord(namespace=ns, ref=ref, kind="text", url=ref, title=ref.title(),
+                        content_hash=hash_)
+
+
+def _chunks(*texts: str, anchor: str | None = None) -> list[ChunkRecord]:
+    return [ChunkRecord(ordinal=i, text=t, meta={"anchor": anchor, "url": "u"})
+            for i, t in enumerate(texts)]
+
+
+def _consistent(url: str) -> None:
+    """Source rows, chunks, postings and namespace stats agree with each other."""
+    assert rows(url, """SELECT s.ref FROM sources s
+                        WHERE s.chunk_count <> (SELECT count(*) FROM chunks c
+                              WHERE c.namespace = s.namespace AND c.source_ref = s.ref)""") == []
+    assert rows(url, """SELECT n.namespace FROM namespace_stats n
+                        WHERE n.chunk_count <> (SELECT count(*) FROM chunks c
+                                                WHERE c.namespace = n.namespace)
+                           OR n.total_len <> (SELECT coalesce(sum(lexeme_count), 0)
+                                              FROM chunks c WHERE c.namespace = n.namespace)
+                     """) == []
+    assert rows(url, """SELECT p.chunk_id FROM postings p LEFT JOIN chunks c
+                        ON c.id = p.chunk_id WHERE c.id IS NULL""") == []
+
+
+def test_migrations_are_recorded_and_idempotent(db_url: str) -> None:
+    connect(db_url).close()
+    connect(db_url).close()
+    versions = rows(db_url, "SELECT version FROM kbctl_migrations ORDER BY version")
+    assert [v for (v,) in versions] == [m[0] for m in MIGRATIONS]
+    assert rows(db_url, "SELECT extname FROM pg_extension WHERE extname = 'vector'")
+
+
+def test_concurrent_first_connections_migrate_once(db_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_once() -> None:
+        try:
+            connect(db_url).close()
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_once) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(rows(db_url, "SELECT version FROM kbctl_migrations")) == len(MIGRATIONS)
+
+
+def test_unreachable_database_is_an_environment_error() -> None:
+    with pytest.raises(DatabaseError) as info:
+        connect("postgresql://nobody:secret@127.0.0.1:1/none")
+    assert info.value.exit_code == 3
+    assert "secret" not in info.value.message
+    assert "127.0.0.1:1" in info.value.message
+
+
+def test_embedder_identity_is_recorded_and_mismatch_refused(store: KnowledgeStore) -> None:
+    assert store.embedder_identity() is None
+    gem = EmbedderIdentity("gemini", "gemini-embedding-2", 1536)
+    store.bind_embedder(gem)
+    assert store.embedder_identity() == gem
+    store.bind_embedder(gem)  # the same again is fine
+    with pytest.raises(EmbedderMismatch) as info:
+        store.bind_embedder(NO_EMBEDDER)
+    assert "gemini/gemini-embedding-2@1536" in info.value.message
+    assert info.value.exit_code == 2
+
+
+def test_replace_source_drops_the_tail_and_keeps_stats(store: KnowledgeStore,
+                                                       db_url: str) -> None:
+    store.replace_source(_source("a"), _chunks("alpha one", "alpha two", "alpha three"))
+    store.replace_source(_source("a", hash_="h2"), _chunks("alpha uno"))
+    texts = rows(db_url, "SELECT text FROM chunks WHERE source_ref = 'a' ORDER BY ordinal")
+    assert texts == [("alpha uno",)]
+    assert store.get_source("ns", "a").chunk_count == 1
+    _consistent(db_url)
+
+
+def test_failed_replace_leaves_the_old_version(store: KnowledgeStore, db_url: str) -> None:
+    store.replace_source(_source("a"), _chunks("original text"))
+    bad = [ChunkRecord(0, "new", {}), ChunkRecord(0, "duplicate ordinal", {})]
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        store.replace_source(_source("a", hash_="new"), bad)
+    assert rows(db_url, "SELECT text FROM chunks") == [("original text",)]
+    assert store.get_source("ns", "a").content_hash == "h"
+    _consistent(db_url)
+
+
+def test_delete_source_removes_chunks_and_postings(store: KnowledgeStore, db_url: str) -> None:
+    store.replace_source(_source("a"), _chunks("cargo builds crates"))
+    store.replace_source(_source("b"), _chunks("rustup installs toolchains"))
+    assert store.delete_source("ns", "a") == 1
+    assert rows(db_url, "SELECT DISTINCT source_ref FROM chunks") == [("b",)]
+    assert rows(db_url, "SELECT count(*) FROM postings WHERE lexeme = 'cargo'") == [(0,)]
+    _consistent(db_url)
+
+
+def test_namespaces_fence_reads(store: KnowledgeStore) -> None:
+    store.replace_source(_source("a", ns="one"), _chunks("ownership and borrowing"))
+    store.replace_source(_source("b", ns="two"), _chunks("ownership rules explained"))
+    hits = store.search("one", "ownership", k=10)
+    assert [h.source_ref for h in hits] == ["a"]
+    assert {h.namespace for h in hits} == {"one"}
+    assert store.search("three", "ownership", k=10) == []
+
+
+def test_bm25_weighs_rare_terms_over_common_ones(store: KnowledgeStore) -> None:
+    # "rust" is everywhere; "lifetimes" is rare. A chunk mentioning "rust" many times must
+    # not beat the one chunk about lifetimes (plain ts_rank has no IDF and would tie-break
+    # on frequency alone).
+    docs = {f"d{i}": f"rust program number {i} uses rust and rust tools" for i in range(20)}
+    docs["life"] = "lifetimes annotate references in rust"
+    for ref, text in docs.items():
+        store.replace_source(_source(ref), _chunks(text))
+    hits = store.search("ns", "rust lifetimes", k=3)
+    assert hits[0].source_ref == "life"
+    assert all(0.0 < h.score < 1.0 for h in hits)
+    assert hits == sorted(hits, key=lambda h: -h.score)
+
+
+def test_stemming_and_stop_words(store: KnowledgeStore) -> None:
+    store.replace_source(_source("inst"), _chunks("Installing packages with the installer"))
+    store.replace_source(_source("other"), _chunks("Configuring the proxy"))
+    hits = store.search("ns", "how do I install", k=5)
+    assert [h.source_ref for h in hits] == ["inst"]
+    assert store.search("ns", "the and of", k=5) == []
+
+
+def test_filters_match_metadata_and_never_under_fill(store: KnowledgeStore) -> None:
+    for i in range(30):
+        lang = "en" if i % 10 == 0 else "de"
+        store.replace_source(_source(f"p{i}"), [ChunkRecord(
+            0, f"configuration guide page {i} configuration", {"lang": lang})])
+    hits = store.search("ns", "configuration", k=5, filters={"lang": "en"})
+    assert len(hits) == 3
+    assert {h.meta["lang"] for h in hits} == {"en"}
+
+
+def test_pruned_candidates_agree_with_exact_ranking(store: KnowledgeStore, monkeypatch) -> None:
+    from kbctl.store import ranking
+
+    for i in range(60):
+        words = " ".join(["error"] * (1 + i % 7) + ["handling"] * (i % 3) + [f"w{i}"])
+        store.replace_source(_source(f"e{i}"), _chunks(words))
+    exact = [h.source_ref for h in store.search("ns", "error handling", k=10)]
+    monkeypatch.setattr(ranking, "LEXEME_CANDIDATES", 25)
+    pruned = [h.source_ref for h in store.search("ns", "error handling", k=10)]
+    assert len(set(exact[:5]) & set(pruned[:5])) >= 4
+
+
+def test_hybrid_scores_fuse_cosine_and_text(store: KnowledgeStore) -> None:
+    from .embedders import HashingEmbedder
+
+    emb = HashingEmbedder(dimensions=32)
+    store.bind_embedder(emb.identity)
+    texts = {"a": "borrow checker rules", "b": "cargo workspaces", "c": "borrow the book"}
+    for ref, text in texts.items():
+        [vec] = emb.embed([text])
+        store.replace_source(_source(ref), [ChunkRecord(0, text, {}, vec)])
+    qv = emb.embed_query("borrow checker")
+    hits = store.search("ns", "borrow checker", k=3, query_vector=qv, vector_weight=0.7)
+    assert hits[0].source_ref == "a"
+    for h in hits:
+        assert 0.0 <= h.score <= 1.0
+        assert h.vector_score is not None
+        assert h.score == pytest.approx(0.7 * h.vector_score + 0.3 * h.text_score, abs=1e-6)
+    rrf = store.search("ns", "borrow checker", k=3, query_vector=qv, fusion="rrf")
+    assert rrf[0].source_ref == "a" and rrf[0].score == pytest.approx(1.0)
+
+
+def test_namespace_lock_excludes_a_second_writer(db_url: str) -> None:
+    a, b = KnowledgeStore(connect(db_url)), KnowledgeStore(connect(db_url))
+    try:
+        with a.namespace_lock("docs"):
+            with pytest.raises(LockBusy), b.namespace_lock("docs", wait=False):
+                pass
+            with b.namespace_lock("other", wait=False):
+                pass
+        with b.namespace_lock("docs", wait=False):
+            pass
+    finally:
+        a.conn.close()
+        b.conn.close()
