@@ -26,6 +26,7 @@ from _common import (  # noqa: E402
 )
 
 SMALL_NAMESPACES = 5
+NS_SMALL = "ns003"
 QUESTIONS = [
     "How do I install Rust", "what is shadowing", "ownership rules", "mutable references",
     "string slices", "derive Debug for a struct", "Option instead of null",
@@ -126,7 +127,7 @@ def bench_queries(url: str, n: int) -> None:
     from kbctl.store.knowledge import KnowledgeStore
 
     store = KnowledgeStore(connect(url))
-    for ns, label in (("ns003", "a ~1k-chunk namespace inside the large table"),
+    for ns, label in ((NS_SMALL, "a ~1k-chunk namespace inside the large table"),
                       ("big", "one namespace holding ~100k chunks")):
         for q in QUESTIONS[:5]:  # warm caches
             retrieve(store, q, namespace=ns, k=5)

@@ -15,8 +15,15 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import settings
 from psycopg import sql
 from typer.testing import CliRunner
+
+# CI replays the same examples on every run (a red build must be reproducible); local runs
+# keep exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 RUST_BOOK = SHARED / "corpora" / "rust-book" / "src"

@@ -15,7 +15,14 @@ from typing import Any
 import httpx
 import pytest
 
-from kbctl.errors import BlockedURL, ExtractError, FetchError, InputError, SourceError
+from kbctl.errors import (
+    BlockedURL,
+    DatabaseError,
+    ExtractError,
+    FetchError,
+    InputError,
+    SourceError,
+)
 from kbctl.net import NetPolicy
 from kbctl.sources.base import Expansion, Loaded, SourceSpec
 from kbctl.sources.web import adapter
@@ -164,6 +171,18 @@ def test_sitemap_lastmod_not_newer_than_the_last_fetch_skips_the_request(
     assert results[site.url("/b")].document is not None  # changed 10:00 UTC, after 09:00
     _, loaded = run(spec, previous=stored.get, full=True)
     assert by_ref(loaded)[site.url("/a")].document is not None and site.hits("/a") == 1
+
+
+@pytest.mark.parametrize("kind", ["sitemap", "crawl"])
+def test_a_failing_lookup_of_stored_meta_ends_the_load(site: LocalServer, kind: str) -> None:
+    site.routes.update({"/a": html(page("A")), "/sitemap.xml": urlset(site.url("/a"))})
+
+    def previous(ref: str) -> dict[str, Any] | None:
+        raise DatabaseError("the database went away")
+
+    target = site.url("/sitemap.xml" if kind == "sitemap" else "/a")
+    with pytest.raises(DatabaseError, match="went away"):
+        run(SourceSpec(kind, target, {"llms_txt": False}), previous=previous)
 
 
 # --- sitemap -----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import contextlib
 
 import typer
 
+from ..errors import EnvironmentFailure
 from ..pipeline.tools import ToolLimits
 from ..render import Output
 from .common import (
@@ -51,9 +52,13 @@ def mcp(
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,
                              agent=agent, user=user)
-    tools = open_tools(settings, read_only=read_only, phase=phase,
-                       limits=limits_from(max_top_k, max_chars))
-    from ..mcp_server import run_stdio  # the SDK is imported only by this command
+    limits = limits_from(max_top_k, max_chars)
+    try:
+        from ..mcp_server import run_stdio  # the SDK is imported only by this command
+    except ImportError as exc:
+        raise EnvironmentFailure(f"the MCP SDK cannot be imported: {exc}",
+                                 hint="pip install 'mcp>=2.3,<3'") from None
+    tools = open_tools(settings, read_only=read_only, phase=phase, limits=limits)
 
     scope = tools.scope
     memory = ("no memory tools (no agent id)" if scope is None else

@@ -365,38 +365,45 @@ class PostgresMemoryBackend:
                        dated: date | None, chunks: Sequence[LineChunk],
                        vectors: Sequence[str | None],
                        created: Sequence[datetime | None]) -> int:
-        """Insert chunks, then their postings from ``to_tsvector``; returns their length."""
+        """Insert chunks with their postings in one statement; returns their total length.
+
+        ``to_tsvector`` runs once per chunk and each row is written once (no follow-up
+        UPDATE for its length), so the heap holds no dead copies of wide vector rows.
+        """
         if not chunks:
             return 0
-        ids = [r[0] for r in self.conn.execute(
-            """INSERT INTO memory_chunks (file_id, agent_id, user_id, path, ordinal,
-                                          start_line, end_line, text, text_hash, file_date,
-                                          created_at, embedding)
-               SELECT %s, %s, %s, %s, o, s, e, t, h, %s, coalesce(c, now()), v::vector
-               FROM unnest(%s::int[], %s::int[], %s::int[], %s::text[], %s::text[],
-                           %s::timestamptz[], %s::text[]) AS u(o, s, e, t, h, c, v)
-               RETURNING id""",
-            (file_id, agent, owner, path, dated,
-             [c.ordinal for c in chunks], [c.start_line for c in chunks],
-             [c.end_line for c in chunks], [c.text for c in chunks],
-             [_sha256(c.text) for c in chunks], list(created), list(vectors)),
-        ).fetchall()]
         row = self.conn.execute(
-            f"""WITH lex AS (
-                    SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1) AS tf
-                    FROM memory_chunks c,
-                         unnest(to_tsvector('{kb_ranking.TEXT_CONFIG}', c.text)) AS t
-                    WHERE c.id = ANY(%(ids)s)),
-                len AS (SELECT id, sum(tf)::int AS dl FROM lex GROUP BY id),
-                upd AS (UPDATE memory_chunks c SET lexeme_count = len.dl FROM len
-                        WHERE c.id = len.id RETURNING len.dl),
-                ins AS (INSERT INTO memory_postings (chunk_id, lexeme, agent_id, user_id, tf,
-                                                     dl, impact)
-                        SELECT lex.id, lex.lexeme, %(agent)s, %(owner)s, lex.tf, len.dl,
-                               {kb_ranking.impact_sql("lex.tf", "len.dl")}
-                        FROM lex JOIN len USING (id))
-                SELECT coalesce(sum(dl), 0) FROM upd""",
-            {"ids": ids, "agent": agent, "owner": owner}).fetchone()
+            f"""WITH src AS (
+                    SELECT u.o, u.s, u.e, u.t, u.h, u.c, u.v,
+                           to_tsvector('{kb_ranking.TEXT_CONFIG}', u.t) AS tsv
+                    FROM unnest(%(o)s::int[], %(s)s::int[], %(e)s::int[], %(t)s::text[],
+                                %(h)s::text[], %(c)s::timestamptz[], %(v)s::text[])
+                         AS u(o, s, e, t, h, c, v)),
+                lex AS (
+                    SELECT src.o, l.lexeme, coalesce(array_length(l.positions, 1), 1) AS tf
+                    FROM src, unnest(src.tsv) AS l),
+                len AS (SELECT o, sum(tf)::int AS dl FROM lex GROUP BY o),
+                ins AS (
+                    INSERT INTO memory_chunks (file_id, agent_id, user_id, path, ordinal,
+                                               start_line, end_line, text, text_hash,
+                                               file_date, created_at, embedding, lexeme_count)
+                    SELECT %(file)s, %(agent)s, %(owner)s, %(path)s, src.o, src.s, src.e,
+                           src.t, src.h, %(dated)s, coalesce(src.c, now()), src.v::vector,
+                           coalesce(len.dl, 0)
+                    FROM src LEFT JOIN len USING (o)
+                    RETURNING id, ordinal, lexeme_count),
+                post AS (
+                    INSERT INTO memory_postings (chunk_id, lexeme, agent_id, user_id, tf, dl,
+                                                 impact)
+                    SELECT ins.id, lex.lexeme, %(agent)s, %(owner)s, lex.tf, ins.lexeme_count,
+                           {kb_ranking.impact_sql("lex.tf", "ins.lexeme_count")}
+                    FROM ins JOIN lex ON lex.o = ins.ordinal)
+                SELECT coalesce(sum(lexeme_count), 0) FROM ins""",
+            {"file": file_id, "agent": agent, "owner": owner, "path": path, "dated": dated,
+             "o": [c.ordinal for c in chunks], "s": [c.start_line for c in chunks],
+             "e": [c.end_line for c in chunks], "t": [c.text for c in chunks],
+             "h": [_sha256(c.text) for c in chunks], "c": list(created), "v": list(vectors)},
+        ).fetchone()
         return int(row[0]) if row else 0
 
     def _bump_stats(self, agent: str, owner: str | None, chunks: int, length: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -125,13 +126,15 @@ def ingest(
     doomed: list[str] = []
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
-    for spec in specs:
-        report.sources.append(spec.to_json() | {"id": spec.id})
-        failures_before = len(report.errors)
-        doomed += _ingest_one(store, spec, namespace, writer, report, progress,
-                              adapter_context or {}, policy)
-        per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
-    writer.flush()
+    try:
+        for spec in specs:
+            report.sources.append(spec.to_json() | {"id": spec.id})
+            failures_before = len(report.errors)
+            doomed += _ingest_one(store, spec, namespace, writer, report, progress,
+                                  adapter_context or {}, policy)
+            per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
+    finally:
+        writer.close()
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     if not policy.dry_run:
         for def_id, errors in per_def_errors.items():
@@ -164,12 +167,13 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0
     progress(ProgressEvent("total", total=len(expansion.leaves)))
 
-    known = {s.ref: s for s in store.list_sources(namespace, def_id=spec.id)}
+    existing = {s.ref: s for s in store.list_sources(namespace)}
+    known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
     seen: set[str] = set()
     vanished: list[str] = []
 
     def previous(ref: str) -> dict[str, Any] | None:
-        rec = known.get(ref) or store.get_source(namespace, ref)
+        rec = existing.get(ref)
         if rec is None:
             return None
         return rec.meta | {"fetchedAt": rec.fetched_at.isoformat() if rec.fetched_at else None}
@@ -182,8 +186,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             vanished.append(ref)
             progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
             continue
-        writer.take(loaded, spec, known.get(ref))
-    writer.flush()
+        writer.take(loaded, spec, existing.get(ref))
+    writer.drain()
     if not policy.prune:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
@@ -210,8 +214,21 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
         progress(ProgressEvent("deleted", ref=ref))
 
 
+@dataclass
+class _BatchResult:
+    written: int = 0
+    counted: list[tuple[str, bool]] = field(default_factory=list)
+    failures: list[tuple[str, KbctlError]] = field(default_factory=list)
+
+
 class _Writer:
-    """Chunks, embeds (in batches across documents) and writes loaded documents."""
+    """Chunks loaded documents, then embeds and writes them in batches across documents.
+
+    Embedding and writing run on one background thread, one batch at a time, so the next
+    batch is chunked (CPU) while the previous one is embedded (network) and written
+    (the database's own process). Every database call of a run goes through that thread
+    once loading starts; ``drain`` waits for it before the caller touches the store.
+    """
 
     def __init__(self, store: KnowledgeStore, namespace: str, embedder: Embedder | None,
                  chunking: ChunkingOptions, report: IngestReport, progress: Progress,
@@ -225,18 +242,19 @@ class _Writer:
         self.progress = progress
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
+        self.touches: list[tuple[str, dict[str, Any]]] = []
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbctl-writer")
+        self._inflight: Future[_BatchResult] | None = None
 
     def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
         ref = loaded.leaf.ref
         if loaded.error is not None:
             self._fail(ref, loaded.error, spec)
             return
-        if prev is None:
-            prev = self.store.get_source(self.namespace, ref)
         if loaded.not_modified:
             self.report.not_modified += 1
-            if prev is not None and not self.dry_run:
-                self.store.touch_source(self.namespace, ref, loaded.meta)
+            if prev is not None:
+                self._touch(ref, loaded.meta)
             self.progress(ProgressEvent("skipped", ref=ref))
             return
         doc = loaded.document
@@ -248,8 +266,7 @@ class _Writer:
                 and prev.meta.get("pipeline") == self.chunking.signature
                 and prev.def_id == spec.id):
             self.report.unchanged += 1
-            if not self.dry_run:
-                self.store.touch_source(self.namespace, ref, meta)
+            self._touch(ref, meta)
             self.progress(ProgressEvent("skipped", ref=ref))
             return
         if self.dry_run:
@@ -271,12 +288,50 @@ class _Writer:
         if self.pending_chunks >= EMBED_BATCH:
             self.flush()
 
+    def _touch(self, ref: str, meta: dict[str, Any]) -> None:
+        if not self.dry_run:
+            self.touches.append((ref, meta))
+
     def flush(self) -> None:
-        if not self.pending:
+        """Hand the pending batch to the background thread (after the previous one)."""
+        if not self.pending and not self.touches:
             return
         batch, self.pending, self.pending_chunks = self.pending, [], 0
-        vectors: list[list[float] | None] = []
+        touches, self.touches = self.touches, []
+        self._collect()
+        self._inflight = self._pool.submit(self._write, batch, touches)
+
+    def drain(self) -> None:
+        """Flush and wait until everything handed over is written."""
+        self.flush()
+        self._collect()
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def _collect(self) -> None:
+        if self._inflight is None:
+            return
+        future, self._inflight = self._inflight, None
+        result = future.result()  # re-raises AuthError and database failures here
+        self.report.chunks_written += result.written
+        for ref, existed in result.counted:
+            self._count(ref, existed=existed)
+        for ref, exc in result.failures:
+            self._fail(ref, exc, None)
+
+    def _write(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
+               ) -> _BatchResult:
+        result = _BatchResult()
+        if touches:
+            self.store.touch_sources(self.namespace, touches)
+        if not batch:
+            return result
         all_chunks = [(p, c) for p in batch for c in p.chunks]
+        vectors: list[list[float] | None] = [None] * len(all_chunks)
         if self.embedder is not None and all_chunks:
             try:
                 vectors = list(self.embedder.embed([c.text for _, c in all_chunks],
@@ -284,12 +339,10 @@ class _Writer:
             except AuthError:
                 raise  # no key, or a rejected one: every later batch would fail the same way
             except EmbedderError as exc:
-                for p in batch:
-                    self._fail(p.source.ref, exc, None)
-                return
-            self.report.embedded += len(all_chunks)
-        else:
-            vectors = [None] * len(all_chunks)
+                result.failures = [(p.source.ref, exc) for p in batch]
+                return result
+        items: dict[str, tuple[SourceRecord, list[ChunkRecord]]] = {}
+        existed: dict[str, bool] = {}
         i = 0
         for p in batch:
             records = []
@@ -299,8 +352,11 @@ class _Writer:
                     meta=_chunk_meta(p.source, chunk, p.fields),
                     embedding=vectors[i]))
                 i += 1
-            self.report.chunks_written += self.store.replace_source(p.source, records)
-            self._count(p.source.ref, existed=p.existed)
+            items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
+            existed[p.source.ref] = existed.get(p.source.ref, p.existed)
+        result.written = self.store.replace_sources(self.namespace, list(items.values()))
+        result.counted = [(ref, existed[ref]) for ref in items]
+        return result
 
     def _count(self, ref: str, *, existed: bool) -> None:
         key = "updated" if existed else "added"

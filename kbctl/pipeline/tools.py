@@ -509,7 +509,7 @@ class AgentTools:
                  else f"No lines from line {got.from_line}; the file has {got.total_lines}.")
         if next_from is not None:
             where += f" Continue with from={next_from}."
-        return _with_notes(text + where + "\n", notes), data
+        return _with_notes(f"{text}\n{where}\n", notes), data
 
     def _memory_append(self, live: _Live, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         backend, scope = self._memory(live)

@@ -114,8 +114,8 @@ class Crawler:
     async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, *,
                      check_site: bool = True) -> Fetched:
         async with outbox.slot() as slot:
+            prev = await outbox.call(self.previous, leaf.ref)  # a database failure ends the run
             try:
-                prev = await outbox.call(self.previous, leaf.ref)
                 fetched = await self.loader.load(leaf, prev, want_links=follow)
             except Exception as exc:
                 slot.put(internal_error(leaf, exc))

@@ -210,9 +210,10 @@ class WebSource:
     async def _one(self, loader: PageLoader, leaf: Leaf, previous: PreviousMeta,
                    outbox: Outbox[Loaded], emitted: set[str]) -> None:
         async with outbox.slot() as slot:
+            # a failing look-up is the database's failure, and ends the run: not caught here
+            prev = None if isinstance(leaf.hint, WebHint) and leaf.hint.error else (
+                await outbox.call(previous, leaf.ref))
             try:
-                prev = None if isinstance(leaf.hint, WebHint) and leaf.hint.error else (
-                    await outbox.call(previous, leaf.ref))
                 loaded = (await loader.load(leaf, prev)).loaded
             except Exception as exc:
                 loaded = internal_error(leaf, exc)

@@ -69,18 +69,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- BM25 postings: one row per (chunk, lexeme), from to_tsvector. ``impact`` orders a
         -- lexeme's postings by how much they can contribute, so large namespaces can be
         -- pruned to the best candidates per lexeme before exact rescoring.
+        -- No foreign key and no primary key on purpose: postings are written and deleted
+        -- only together with their chunk, in the same transaction (KnowledgeStore), and
+        -- per-row constraint checks would dominate the cost of a bulk load.
         CREATE TABLE postings (
             namespace text NOT NULL,
             lexeme    text NOT NULL,
-            chunk_id  bigint NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+            chunk_id  bigint NOT NULL,
             tf        integer NOT NULL,
             dl        integer NOT NULL,
-            impact    real NOT NULL,
-            PRIMARY KEY (namespace, lexeme, chunk_id)
+            impact    real NOT NULL
         );
         CREATE INDEX postings_impact ON postings (namespace, lexeme, impact DESC)
             INCLUDE (chunk_id, tf, dl);
-        CREATE INDEX postings_chunk ON postings (chunk_id);
+        CREATE INDEX postings_chunk ON postings (chunk_id) INCLUDE (lexeme);
 
         -- Per-namespace corpus statistics for BM25 (N and average length).
         CREATE TABLE namespace_stats (

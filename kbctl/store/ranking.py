@@ -115,10 +115,8 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
                        SELECT sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
                                   * p.tf * ({K1} + 1)
                                   / (p.tf + {K1} * (1 - {B} + {B} * p.dl / st.avgdl)))
-                       FROM df JOIN postings p
-                         ON p.namespace = %(ns)s AND p.lexeme = df.lexeme
-                        AND p.chunk_id = ids.chunk_id
-                       CROSS JOIN st), 0) AS r,
+                       FROM postings p JOIN df ON df.lexeme = p.lexeme CROSS JOIN st
+                       WHERE p.chunk_id = ids.chunk_id), 0) AS r,
                    greatest(0, 1 - (ch.embedding <=> %(qv)s::vector)) AS cos
             FROM ids
             JOIN chunks ch ON ch.id = ids.chunk_id
