@@ -112,8 +112,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=106)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", type=Path, help="build the KB in this directory and keep "
+                        "it; a later run with the same --keep only queries")
     args = parser.parse_args()
     require(RUST_BOOK, "the Rust book corpus")
+    if args.keep:
+        fresh = not (args.keep / "pg").exists()
+        args.keep.mkdir(parents=True, exist_ok=True)
+        args.keep.chmod(0o755)
+        with embedded_server(args.keep) as url:
+            if fresh:
+                build(url, args.copies)
+            run(url, args.queries)
+        return
     with temp_dir() as d, embedded_server(d) as url:
         build(url, args.copies)
         run(url, args.queries)

@@ -179,8 +179,9 @@ def _(r: MemorySearchResult, out: Output, *, format: str = "table", citations: b
     if not r.hits:
         out.err.print(f"no memory matches for '{escape(who)}' ({r.mode} search)")
         return
-    cols = ["#", "score", "tier", "citation" if citations else "path", "content"]
-    table = Table(*cols, show_lines=True, expand=True)
+    table = Table("#", "score", "tier", show_lines=True, expand=True)
+    table.add_column("citation" if citations else "path", overflow="fold", ratio=2)
+    table.add_column("content", ratio=3)
     for i, h in enumerate(r.hits, start=1):
         snippet = h.content if len(h.content) <= 400 else h.content[:400] + "…"
         table.add_row(str(i), f"{h.score:.3f}", h.tier,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import date
 
@@ -331,3 +332,48 @@ def test_health_reports_kind_and_state(hybrid: PostgresMemoryBackend,
     conn.close()
     bad = hybrid.health()
     assert not bad.ok and bad.error
+
+
+def test_scores_ignore_other_users_rows(hybrid: PostgresMemoryBackend) -> None:
+    """BM25 statistics come from the caller's visible rows only, so another user's
+    writes cannot shift (and so reveal themselves through) the caller's scores."""
+    hybrid.append(SHARED, "memory/agent/a.md", "invoice approval needs two signatures")
+    hybrid.append(ALICE, "memory/user/b.md", "alice approves invoices under 500")
+    before = [(h.path, h.score) for h in hybrid.search(ALICE, "invoice approval").hits]
+    for i in range(40):
+        hybrid.append(BOB, f"memory/user/n{i}.md", "invoice invoice approval approval")
+    hybrid.append(MemoryScope("other-bot"), "memory/agent/x.md", "invoice approval")
+    after = [(h.path, h.score) for h in hybrid.search(ALICE, "invoice approval").hits]
+    assert after == before and len(before) == 2
+
+
+def test_concurrent_appends_to_one_file_lose_nothing(db_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def writer(tag: str) -> None:
+        conn = connect(db_url)
+        try:
+            backend = PostgresMemoryBackend(conn, HashingEmbedder())
+            for i in range(15):
+                backend.append(ALICE, "memory/user/log.md", f"{tag} entry {i}")
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    with connect(db_url) as setup:
+        PostgresMemoryBackend(setup)  # schema in place before the race
+    threads = [threading.Thread(target=writer, args=(t,)) for t in ("red", "blue")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    conn = connect(db_url)
+    lines = PostgresMemoryBackend(conn, HashingEmbedder()).get(
+        ALICE, "memory/user/log.md").text.splitlines()
+    conn.close()
+    assert sorted(lines) == sorted(f"{t} entry {i}" for t in ("red", "blue") for i in range(15))
+    for tag in ("red", "blue"):  # each writer's own order survives
+        assert [x for x in lines if x.startswith(tag)] == [f"{tag} entry {i}" for i in range(15)]
+    consistent(db_url)

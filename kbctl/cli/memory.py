@@ -159,11 +159,11 @@ def delete(
 @app.command("health")
 @guard
 def health(
-    db: DbOpt = None, data_dir: DataDirOpt = None, config: ConfigOpt = None,
-    json_output: JsonOpt = False,
+    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Check the memory backend; exit 3 when it is not usable."""
-    result = api.health(settings_from(db_url=db, data_dir=data_dir, config=config))
+    """Check the memory backend; exit 3 when it is not usable (no scope is needed)."""
+    result = api.health(_settings(db, data_dir, config, agent, user))
     _emit(result, json_output)
     exit_with(0 if result.ok else 3)
 

@@ -174,9 +174,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
 
     def previous(ref: str) -> dict[str, Any] | None:
         rec = existing.get(ref)
-        if rec is None:
-            return None
-        return rec.meta | {"fetchedAt": rec.fetched_at.isoformat() if rec.fetched_at else None}
+        return rec.meta if rec is not None else None
 
     for loaded in adapter.load(expansion.leaves, previous):
         ref = loaded.leaf.ref

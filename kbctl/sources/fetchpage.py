@@ -4,7 +4,8 @@ Three ways a resync stays cheap, cheapest first:
 1. the sitemap's ``lastmod`` is not newer than our last fetch: no request at all;
 2. the stored ``ETag``/``Last-Modified`` make the request conditional: a 304, no body;
 3. the body hashes to what we extracted last time: no extraction.
-Each yields ``not_modified``. ``full`` turns all three off.
+Each yields ``not_modified``. ``full`` (resync --full) turns off the first: every page is
+asked for, and the server still decides with its validators.
 
 What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
 ``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch) and
@@ -103,9 +104,7 @@ class PageLoader:
         if hint.error is not None:
             return Fetched(Loaded(leaf=leaf, error=hint.error))
         opts = self.options
-        if opts.full:
-            prev = None
-        if not want_links and unchanged_since(hint.lastmod, prev):
+        if not opts.full and not want_links and unchanged_since(hint.lastmod, prev):
             return Fetched(Loaded(leaf=leaf, not_modified=True,
                                   meta=_meta(lastmod=hint.lastmod)))
         conditional = opts.conditional and not want_links and prev is not None

@@ -14,8 +14,8 @@ Options (``SourceSpec.options``; the CLI flags set the same keys):
     crawl     llms_txt (true), max_depth (3), max_pages (500), allow_domains ([]),
               ignore_robots (false)
     llms      skip_optional (false)
-Context (from the pipeline): allow_private_network, full (skip no validator: refetch and
-re-extract everything), on_discovered (called with the number of newly found crawl
+Context (from the pipeline): allow_private_network, full (ignore sitemap lastmod:
+ask the server about every page), on_discovered (called with the number of newly found crawl
 pages), extract_processes (worker processes for extraction once a source is large; by
 default as many as cores less one when ``extractpool.allow_worker_processes()`` was called,
 as the command line does, else none); tests may pass policy, transport and resolver.

@@ -352,7 +352,7 @@ class KnowledgeStore:
             stmt, fparams = ranking.lexical_query(filters)
         else:
             qv = _vector_text(query_vector)
-            cand = max(k, ranking.VECTOR_CANDIDATES)
+            cand = max(k * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
             params.update(qv=qv, w=vector_weight, cand=cand,
                           vids=self._vector_candidates(namespace, qv, filters, cand))

@@ -21,7 +21,11 @@ B = 0.75
 # Used only to ORDER a lexeme's postings at write time; exact scores use the live average.
 AVG_DL_ESTIMATE = 100.0
 LEXEME_CANDIDATES = 2000
-VECTOR_CANDIDATES = 100
+# Hybrid search fuses this many candidates per requested result from each side (at least
+# MIN_CANDIDATES): enough for the fusion to reorder, few enough to keep HNSW's ef small.
+CANDIDATES_PER_RESULT = 4
+MIN_CANDIDATES = 20
+VECTOR_CANDIDATES = 100  # memory search's candidate pool
 # Namespaces up to this many chunks get an exact cosine scan (fast, and never under-filled).
 EXACT_SCAN_LIMIT = 20000
 RRF_K = 60

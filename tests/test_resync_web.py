@@ -1,0 +1,123 @@
+"""`kbctl resync` against real HTTP servers on 127.0.0.1: validators, vanished pages,
+failing sitemaps and flaky servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Cli, rows
+from tests.http_server import LocalServer, Response, html, ok
+from tests.test_cli_ingest_web import PRIVATE, etagged, page, snapshot, urlset
+from tests.test_store import _consistent
+
+PAGES = ("a", "b", "c", "d", "e", "f")
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    with LocalServer() as server:
+        for name in PAGES:
+            server.routes[f"/{name}.html"] = etagged(page(name.upper()), f'"{name}1"')
+        server.routes["/sitemap.xml"] = urlset(*(server.url(f"/{n}.html") for n in PAGES))
+        yield server
+
+
+def _ingest(cli: Cli, site: LocalServer) -> None:
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt")
+    assert report["added"] == len(PAGES)
+
+
+def test_unchanged_site_answers_304_and_writes_nothing(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    before = snapshot(cli.db_url)
+    report = cli.json("resync", PRIVATE)
+    t = report["totals"]
+    assert t["not_modified"] == len(PAGES)
+    assert (t["chunks_written"], t["updated"], t["failed"], t["embedded"]) == (0, 0, 0, 0)
+    assert all(r.headers.get("if-none-match") for r in site.requests[-len(PAGES):])
+    assert snapshot(cli.db_url) == before
+
+
+def test_changed_and_vanished_pages(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    site.routes["/b.html"] = etagged(page("B", ("rewritten",)), '"b2"')
+    site.routes["/c.html"] = Response(404, b"gone")
+    site.routes["/d.html"] = Response(410, b"gone for good")
+    report = cli.json("resync", PRIVATE, "--max-delete", "0.5")
+    ns = report["namespaces"][0]
+    assert [r.rsplit("/", 1)[-1] for r in ns["changes"]["updated"]] == ["b.html"]
+    assert sorted(r.rsplit("/", 1)[-1] for r in ns["changes"]["deleted"]) == ["c.html",
+                                                                              "d.html"]
+    assert ns["failed"] == 0
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(len(PAGES) - 2,)]
+    _consistent(cli.db_url)
+
+
+def test_flaky_server_keeps_previous_chunks(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    before = snapshot(cli.db_url)
+    for name in ("a", "b"):
+        site.routes[f"/{name}.html"] = Response(500, b"oops")
+    report = cli.json("resync", PRIVATE, code=1)
+    t = report["totals"]
+    assert t["failed"] == 2 and t["deleted"] == 0
+    assert {e["ref"].rsplit("/", 1)[-1] for e in report["namespaces"][0]["errors"]} == {
+        "a.html", "b.html"}
+    assert snapshot(cli.db_url) == before
+
+
+@pytest.mark.parametrize("broken", [
+    Response(500, b"down"),
+    ok("<urlset><url><loc>unterminated", "application/xml"),
+])
+def test_a_failing_sitemap_deletes_nothing(cli: Cli, site: LocalServer,
+                                           broken: Response) -> None:
+    _ingest(cli, site)
+    before = snapshot(cli.db_url)
+    site.routes["/sitemap.xml"] = broken
+    report = cli.json("resync", PRIVATE, code=1)
+    assert report["totals"]["deleted"] == 0 and report["totals"]["failed"] == 1
+    assert snapshot(cli.db_url) == before
+
+
+def test_a_gutted_sitemap_trips_the_guard(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    before = snapshot(cli.db_url)
+    site.routes["/sitemap.xml"] = urlset(site.url("/a.html"))
+    tripped = cli("resync", PRIVATE)
+    assert tripped.exit_code == 1 and "mass-delete guard" in tripped.stderr
+    assert snapshot(cli.db_url) == before
+    plan = cli.json("resync", PRIVATE, "--plan", "--force")
+    assert len(plan["namespaces"][0]["changes"]["deleted"]) == len(PAGES) - 1
+    assert snapshot(cli.db_url) == before
+    forced = cli.json("resync", PRIVATE, "--force")
+    assert forced["totals"]["deleted"] == len(PAGES) - 1
+    _consistent(cli.db_url)
+
+
+def test_lastmod_skips_requests_unless_full(cli: Cli, site: LocalServer) -> None:
+    items = "".join(f"<url><loc>{site.url(f'/{n}.html')}</loc><lastmod>2001-01-01</lastmod>"
+                    f"</url>" for n in PAGES)
+    site.routes["/sitemap.xml"] = ok(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</urlset>',
+        "application/xml")
+    _ingest(cli, site)
+    hits = {n: site.hits(f"/{n}.html") for n in PAGES}
+    assert cli.json("resync", PRIVATE)["totals"]["not_modified"] == len(PAGES)
+    assert {n: site.hits(f"/{n}.html") for n in PAGES} == hits  # no request at all
+    full = cli.json("resync", PRIVATE, "--full")
+    assert full["totals"]["not_modified"] == len(PAGES)  # asked, and 304 answered
+    assert all(site.hits(f"/{n}.html") == hits[n] + 1 for n in PAGES)
+
+
+def test_plan_lists_changes_as_json_without_writing(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    site.routes["/e.html"] = html(page("E", ("changed",)))
+    before = snapshot(cli.db_url)
+    plan = cli.json("resync", PRIVATE, "--plan")
+    assert plan["plan"] is True
+    assert [r.rsplit("/", 1)[-1] for r in plan["namespaces"][0]["changes"]["updated"]] == [
+        "e.html"]
+    assert snapshot(cli.db_url) == before
