@@ -10,16 +10,26 @@ because a regression fails the run under every ``fail_on`` policy.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import posixpath
 import re
+import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+if TYPE_CHECKING:
+    from kbctl.pipeline.evals import EvalOutcome
+    from kbctl.render import Output
+
+from kbctl.errors import EnvironmentFailure, InputError, KbctlError
 from kbctl.evals.baseline import BaselineDiff, CaseRef, Regression
 from kbctl.evals.run import CaseResult, EvalReport
 from kbctl.evals.verdict import judge_run
@@ -409,3 +419,60 @@ def eval_console(report: EvalReport, diff: BaselineDiff | None = None, *,
     parts.append(Text(("PASS: " if outcome.passed else "FAIL: ") + outcome.reason,
                       style="bold green" if outcome.passed else "bold red"))
     return Group(*parts)
+
+
+# --- writing the files a CI runner reads ----------------------------------------------
+
+
+def write_report_file(path: Path, text: str, what: str, *, append: bool = False,
+           error: type[KbctlError] = InputError) -> None:
+    """Write a report file; a path the user gave is bad input (2), one the runner gave is
+    a broken environment (3)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a" if append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise error(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+
+
+def report_text(outcome: EvalOutcome) -> str:
+    return json.dumps(outcome.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def emit_github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
+            json_output: bool) -> None:
+    """Annotations (stdout, or stderr beside --json: GitHub reads both), the job summary
+    and the step outputs, each where the runner looks for it."""
+    fail_on = outcome.verdict.fail_on
+    lines = github_annotations(outcome.report, outcome.diff, fail_on=fail_on,
+                               root=os.environ.get("GITHUB_WORKSPACE"))
+    if lines:
+        stream = sys.stderr if json_output else sys.stdout
+        stream.write("".join(f"{line}\n" for line in lines))
+        stream.flush()
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        text = github_summary(outcome.report, outcome.diff, fail_on=fail_on) + "\n"
+        write_report_file(Path(summary), text, "the job summary ($GITHUB_STEP_SUMMARY)",
+                          append=True, error=EnvironmentFailure)
+    else:
+        out.note("GITHUB_STEP_SUMMARY is not set: no job summary written")
+    outputs = os.environ.get("GITHUB_OUTPUT")
+    if outputs:
+        if report_path is None:
+            runner_temp = os.environ.get("RUNNER_TEMP") or None
+            try:
+                fd, name = tempfile.mkstemp(prefix="kbctl-eval-report-", suffix=".json",
+                                            dir=runner_temp)
+            except OSError as exc:
+                raise EnvironmentFailure(f"cannot create the JSON report in "
+                                         f"{runner_temp or 'the temp dir'}: {exc}") from None
+            os.close(fd)
+            report_path = Path(name)
+            write_report_file(report_path, report_text(outcome), "the JSON report",
+                   error=EnvironmentFailure)
+        write_report_file(Path(outputs), github_output(outcome.report, outcome.diff,
+                                            report_path=str(report_path.resolve()),
+                                            fail_on=fail_on),
+               "the step outputs ($GITHUB_OUTPUT)", append=True, error=EnvironmentFailure)

@@ -79,7 +79,9 @@ def test_citations_off_and_format_json(mem: Cli) -> None:
     data = json.loads(out.stdout)
     assert data["results"] and all("citation" not in r for r in data["results"])
     table = mem("memory", "search", "token", *BOT)
-    assert table.exit_code == 0 and "runbook.md#L" in table.stdout
+    assert table.exit_code == 0 and "citation" in table.stdout.splitlines()[1]
+    plain = mem("memory", "search", "token", "--citations", "off", *BOT)
+    assert " path " in plain.stdout.splitlines()[1] and "#L" not in plain.stdout
     assert mem("memory", "search", "token", "--citations", "maybe", *BOT).exit_code == 2
 
 

@@ -6,10 +6,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,19 +18,12 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
-from ..errors import EnvironmentFailure, InputError, KbctlError
+from ..errors import InputError
 from ..evals import CaseResult
 from ..pipeline import api
-from ..pipeline.evals import EvalOutcome
 from ..pipeline.results import MAX_K, MIN_K
 from ..render import Output
-from ..render_eval import (
-    eval_console,
-    github_annotations,
-    github_output,
-    github_summary,
-    junit_xml,
-)
+from ..render_eval import emit_github, eval_console, junit_xml, report_text, write_report_file
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -88,60 +79,6 @@ def _case_progress(out: Output) -> Iterator[Callable[[CaseResult], None] | None]
         yield on_result
 
 
-def _write(path: Path, text: str, what: str, *, append: bool = False,
-           error: type[KbctlError] = InputError) -> None:
-    """Write a report file; a path the user gave is bad input (2), one the runner gave is
-    a broken environment (3)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise error(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
-
-
-def _report_text(outcome: EvalOutcome) -> str:
-    return json.dumps(outcome.to_json(), indent=2, ensure_ascii=False) + "\n"
-
-
-def _github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
-            json_output: bool) -> None:
-    """Annotations (stdout, or stderr beside --json: GitHub reads both), the job summary
-    and the step outputs, each where the runner looks for it."""
-    fail_on = outcome.verdict.fail_on
-    lines = github_annotations(outcome.report, outcome.diff, fail_on=fail_on,
-                               root=os.environ.get("GITHUB_WORKSPACE"))
-    if lines:
-        stream = sys.stderr if json_output else sys.stdout
-        stream.write("".join(f"{line}\n" for line in lines))
-        stream.flush()
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        _write(Path(summary), github_summary(outcome.report, outcome.diff, fail_on=fail_on)
-               + "\n", "the job summary ($GITHUB_STEP_SUMMARY)", append=True,
-               error=EnvironmentFailure)
-    else:
-        out.note("GITHUB_STEP_SUMMARY is not set: no job summary written")
-    outputs = os.environ.get("GITHUB_OUTPUT")
-    if outputs:
-        if report_path is None:
-            runner_temp = os.environ.get("RUNNER_TEMP") or None
-            try:
-                fd, name = tempfile.mkstemp(prefix="kbctl-eval-report-", suffix=".json",
-                                            dir=runner_temp)
-            except OSError as exc:
-                raise EnvironmentFailure(f"cannot create the JSON report in "
-                                         f"{runner_temp or 'the temp dir'}: {exc}") from None
-            os.close(fd)
-            report_path = Path(name)
-            _write(report_path, _report_text(outcome), "the JSON report",
-                   error=EnvironmentFailure)
-        _write(Path(outputs), github_output(outcome.report, outcome.diff,
-                                            report_path=str(report_path.resolve()),
-                                            fail_on=fail_on),
-               "the step outputs ($GITHUB_OUTPUT)", append=True, error=EnvironmentFailure)
-
-
 @app.command(RUN)
 @guard
 def run(
@@ -186,16 +123,17 @@ def run(
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     if save_baseline is not None:
-        _write(save_baseline, _report_text(outcome), "the report (--save-baseline)")
+        write_report_file(save_baseline, report_text(outcome), "the report (--save-baseline)")
     if junit is not None:
-        _write(junit, junit_xml(outcome.report, outcome.diff), "the JUnit report (--junit)")
+        write_report_file(junit, junit_xml(outcome.report, outcome.diff),
+                          "the JUnit report (--junit)")
     if json_output:
         out.json(outcome.to_json())
     else:
         out.out.print(eval_console(outcome.report, outcome.diff,
                                    fail_on=outcome.verdict.fail_on))
     if github or os.environ.get("GITHUB_ACTIONS") == "true":
-        _github(outcome, out, report_path=save_baseline, json_output=json_output)
+        emit_github(outcome, out, report_path=save_baseline, json_output=json_output)
     exit_with(0 if outcome.verdict.passed else 1)
 
 
@@ -223,7 +161,7 @@ def init(
     if output is None:
         sys.stdout.write(text)
         return
-    _write(output, text, "the suite")
+    write_report_file(output, text, "the suite")
     Output().note(f"wrote {output}: rephrase its questions the way readers ask, then run "
                   f"`kbctl eval {output}`")
 
