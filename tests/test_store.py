@@ -203,3 +203,22 @@ def test_namespace_lock_excludes_a_second_writer(db_url: str) -> None:
     finally:
         a.conn.close()
         b.conn.close()
+
+
+def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,
+                                                         monkeypatch) -> None:
+    from kbctl.store import ranking
+
+    # the five best postings for "widget" all belong to lang=de chunks; the English ones
+    # rank lower, yet a filtered query must still find them with a cap of five
+    for i in range(5):
+        store.replace_source(_source(f"de{i}"), [ChunkRecord(
+            0, "widget " * 8, {"lang": "de"})])
+    for i in range(4):
+        store.replace_source(_source(f"en{i}"), [ChunkRecord(
+            0, "widget " + "padding words here " * 20, {"lang": "en"})])
+    monkeypatch.setattr(ranking, "LEXEME_CANDIDATES", 5)
+    assert {h.source_ref for h in store.search("ns", "widget", k=5)} == {
+        f"de{i}" for i in range(5)}
+    hits = store.search("ns", "widget", k=5, filters={"lang": "en"})
+    assert sorted(h.source_ref for h in hits) == [f"en{i}" for i in range(4)]

@@ -5,8 +5,9 @@ weighs as much as a rare one. BM25 needs document frequencies and the average le
 which the postings table and ``namespace_stats`` provide per namespace.
 
 Large namespaces: each query lexeme contributes at most ``LEXEME_CANDIDATES`` postings,
-read in impact order from an index, before exact BM25 rescoring. Filtered queries skip
-that cap (a filter may exclude every top posting) so they never under-fill.
+read in impact order from an index, before exact BM25 rescoring. With a metadata filter the
+cap counts only postings whose chunk passes the filter (the index walk goes on past the
+ones that do not), so a filtered top-k is never under-filled.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def _bm25_candidates(filtered: bool) -> str:
         lateral = """
             SELECT p.chunk_id, p.tf, p.dl FROM postings p
             JOIN chunks fc ON fc.id = p.chunk_id
-            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme AND {filters}"""
+            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme AND {filters}
+            ORDER BY p.impact DESC LIMIT %(cap)s"""
     else:
         lateral = """
             SELECT p.chunk_id, p.tf, p.dl FROM postings p
