@@ -113,6 +113,11 @@ def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
            FROM postings p JOIN idmap m ON m.old = p.chunk_id
            WHERE p.namespace = %(src)s""", {"src": src, "dst": dst})
     conn.execute(
+        """INSERT INTO lexeme_stats AS s (namespace, lexeme, df)
+           SELECT %(dst)s, lexeme, df FROM lexeme_stats WHERE namespace = %(src)s
+           ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df""",
+        {"src": src, "dst": dst})
+    conn.execute(
         """INSERT INTO namespace_stats (namespace, chunk_count, total_len)
            SELECT %(dst)s, chunk_count, total_len FROM namespace_stats WHERE namespace = %(src)s
            ON CONFLICT (namespace) DO UPDATE

@@ -40,6 +40,12 @@ def _consistent(url: str) -> None:
                      """) == []
     assert rows(url, """SELECT p.chunk_id FROM postings p LEFT JOIN chunks c
                         ON c.id = p.chunk_id WHERE c.id IS NULL""") == []
+    assert rows(url, """SELECT coalesce(p.namespace, s.namespace), coalesce(p.lexeme, s.lexeme)
+                        FROM (SELECT namespace, lexeme, count(*) AS df FROM postings
+                              GROUP BY 1, 2) p
+                        FULL JOIN (SELECT * FROM lexeme_stats WHERE df > 0) s
+                          ON s.namespace = p.namespace AND s.lexeme = p.lexeme
+                        WHERE p.df IS DISTINCT FROM s.df""") == []
 
 
 def test_migrations_are_recorded_and_idempotent(db_url: str) -> None:

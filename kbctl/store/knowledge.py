@@ -210,11 +210,17 @@ class KnowledgeStore:
     def _delete_chunks(self, namespace: str, refs: Sequence[str]) -> tuple[int, int]:
         """Delete the chunks of ``refs`` and their postings; returns (count, total length)."""
         row = self.conn.execute(
-            """WITH gone AS (DELETE FROM chunks WHERE namespace = %s AND source_ref = ANY(%s)
+            """WITH gone AS (DELETE FROM chunks WHERE namespace = %(ns)s
+                               AND source_ref = ANY(%(refs)s)
                              RETURNING id, lexeme_count),
-                    p AS (DELETE FROM postings WHERE chunk_id IN (SELECT id FROM gone))
+                    p AS (DELETE FROM postings WHERE chunk_id IN (SELECT id FROM gone)
+                          RETURNING lexeme),
+                    d AS (UPDATE lexeme_stats s SET df = s.df - g.n
+                          FROM (SELECT lexeme, count(*) AS n FROM p GROUP BY lexeme
+                                ORDER BY lexeme) g
+                          WHERE s.namespace = %(ns)s AND s.lexeme = g.lexeme)
                SELECT count(*), coalesce(sum(lexeme_count), 0) FROM gone""",
-            (namespace, list(refs)),
+            {"ns": namespace, "refs": list(refs)},
         ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])
@@ -250,7 +256,11 @@ class KnowledgeStore:
                     INSERT INTO postings (namespace, lexeme, chunk_id, tf, dl, impact)
                     SELECT %(ns)s, lex.lexeme, ins.id, lex.tf, ins.lexeme_count,
                            {ranking.impact_sql("lex.tf", "ins.lexeme_count")}
-                    FROM lex JOIN ins ON ins.source_ref = lex.r AND ins.ordinal = lex.o)
+                    FROM lex JOIN ins ON ins.source_ref = lex.r AND ins.ordinal = lex.o),
+                dfs AS (
+                    INSERT INTO lexeme_stats AS s (namespace, lexeme, df)
+                    SELECT %(ns)s, lexeme, count(*) FROM lex GROUP BY lexeme ORDER BY lexeme
+                    ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df)
                 SELECT count(*), coalesce(sum(lexeme_count), 0) FROM ins""",
             {"ns": namespace, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],

@@ -68,10 +68,8 @@ def _bm25_candidates(filtered: bool) -> str:
         st AS MATERIALIZED (SELECT greatest(chunk_count, 1)::float8 AS n,
                       greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl
                FROM namespace_stats WHERE namespace = %(ns)s),
-        df AS MATERIALIZED (SELECT q.lexeme,
-                      (SELECT count(*) FROM postings p
-                       WHERE p.namespace = %(ns)s AND p.lexeme = q.lexeme) AS df
-               FROM q),
+        df AS MATERIALIZED (SELECT q.lexeme, coalesce(ls.df, 0) AS df FROM q
+               LEFT JOIN lexeme_stats ls ON ls.namespace = %(ns)s AND ls.lexeme = q.lexeme),
         cand AS (SELECT df.lexeme, df.df, c.chunk_id, c.tf, c.dl
                  FROM df CROSS JOIN LATERAL ({lateral}) c
                  WHERE df.df > 0),
