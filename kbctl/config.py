@@ -36,6 +36,7 @@ class Settings:
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
+    memory_track: bool = False
     sources: tuple[SourceSpec, ...] = field(default_factory=tuple)
     config_path: Path | None = None
 
@@ -51,6 +52,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "allow_private_network": ("allow_private_network", (bool,)),
     "agent": ("agent", (str,)),
     "user": ("user", (str,)),
+    "memory_track": ("memory_track", (bool,)),
 }
 _CHUNKING = {"max_tokens": "max_tokens", "overlap_tokens": "overlap_tokens"}
 
@@ -62,6 +64,7 @@ _ENV = {
     "KBCTL_EMBEDDER_BASE_URL": "embedder_base_url",
     "KBCTL_AGENT": "agent",
     "KBCTL_USER": "user",
+    "KBCTL_MEMORY_TRACK": "memory_track",
 }
 
 
@@ -92,6 +95,8 @@ def resolve_settings(
     for var, name in _ENV.items():
         if env.get(var):
             values[name] = env[var]
+    if "memory_track" in values:
+        values["memory_track"] = str(values["memory_track"]).lower() in ("1", "true", "yes")
     path = find_config(config, cwd)
     if path is not None:
         values.update(_from_file(load_data_file(path, ConfigError)))

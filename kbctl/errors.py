@@ -81,6 +81,10 @@ class PathError(InputError):
     """A path that breaks the rules (memory tiers, file roots)."""
 
 
+class MemoryWriteRefused(InputError):
+    """A memory write outside the phase the runtime allows (the append guard)."""
+
+
 class EmbedderMismatch(InputError):
     """The KB was built with another embedder than the one asked for."""
 

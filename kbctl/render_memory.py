@@ -3,7 +3,6 @@ and the spotlighted context block for prompts (``kbctl.pipeline.context``)."""
 
 from __future__ import annotations
 
-import secrets
 from functools import singledispatch
 from typing import Any
 
@@ -22,7 +21,7 @@ from .memory.model import (
     MemoryText,
     WriteResult,
 )
-from .pipeline.context import render_context
+from .pipeline.context import MEMORY_PREAMBLE, render_context
 from .pipeline.results import Hit
 from .render import Output, show
 
@@ -141,26 +140,14 @@ def context_hits(result: MemorySearchResult, *, citations: bool) -> list[Hit]:
 
 def memory_context(result: MemorySearchResult, *, citations: bool,
                    max_chars: int | None = None) -> str:
-    """The delimited, untrusted-data block, never longer than ``max_chars``.
-
-    ``render_context`` budgets a truncated passage's header approximately, so the block is
-    re-rendered (same nonce) with a budget lowered by the overshoot until it fits.
-    """
+    """The delimited, untrusted-data block, never longer than ``max_chars``."""
     hits = context_hits(result, citations=citations)
-    nonce = secrets.token_hex(8)
-    text = render_context(hits, nonce=nonce, max_chars=max_chars)
-    if max_chars is None:
-        return text
-    floor = len(render_context([], nonce=nonce))
-    if max_chars < floor:
-        raise InputError(f"--max-chars must be at least {floor} (the block's fixed preamble)")
-    budget = max_chars
-    while len(text) > max_chars and budget > floor:
-        budget = max(floor, budget - (len(text) - max_chars))
-        text = render_context(hits, nonce=nonce, max_chars=budget)
-    if len(text) > max_chars:
-        text = render_context([], nonce=nonce)
-    return text
+    if max_chars is not None:
+        floor = len(render_context([], nonce="0" * 16, preamble=MEMORY_PREAMBLE))
+        if max_chars < floor:
+            raise InputError(f"--max-chars must be at least {floor} (the block's fixed "
+                             f"preamble)")
+    return render_context(hits, max_chars=max_chars, preamble=MEMORY_PREAMBLE)
 
 
 # --- people ------------------------------------------------------------------------------

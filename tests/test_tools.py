@@ -11,7 +11,7 @@ import pytest
 
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
-from kbctl.pipeline.context import PREAMBLE
+from kbctl.pipeline.context import MEMORY_PREAMBLE, PREAMBLE
 from kbctl.pipeline.tools import (
     MEMORY_APPEND,
     SPEC_FORMATS,
@@ -281,7 +281,7 @@ def test_memory_tools_stay_in_the_pinned_scope(memory: Cli) -> None:
         prefs = tools.call("memory_search", {"query": "staging widget"})
         assert prefs.data["results"][0]["path"] == "memory/user/prefs.md"
         assert prefs.data["results"][0]["citation"] == "memory/user/prefs.md#L1-L1"
-        assert prefs.text.startswith(PREAMBLE)
+        assert prefs.text.startswith(MEMORY_PREAMBLE)
         secret = tools.call("memory_get", {"path": "memory/user/secret.md"})
         assert secret.is_error and "hunter2" not in secret.text
         for extra in ({"user": "bob"}, {"agent": "otherbot"}, {"namespace": "other"}):

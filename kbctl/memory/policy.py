@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, MemoryWriteRefused
 from .backend import MemoryBackend
 from .model import Health, MemorySearchResult, MemoryText, SearchOptions, WriteResult
 from .paths import MemoryScope
@@ -19,10 +19,6 @@ from .paths import MemoryScope
 SOFT_THRESHOLD_TOKENS = 4000
 RESERVE_FLOOR_TOKENS = 20000
 FLUSHING_PHASE = "memory_flushing"
-
-
-class MemoryWriteRefused(InputError):
-    """A memory write outside the phase that permits it."""
 
 
 @dataclass(frozen=True)

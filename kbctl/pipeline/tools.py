@@ -29,7 +29,7 @@ from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryB
 from ..memory.model import DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, SearchOptions
 from ..memory.paths import MemoryScope, scope_of
 from ..store.knowledge import KnowledgeStore
-from .context import PREAMBLE, render_context
+from .context import MEMORY_PREAMBLE, PREAMBLE, render_context
 from .query import retrieve, source_parts
 from .results import MAX_K, Hit
 from .runtime import open_store, resolve_embedder
@@ -465,7 +465,7 @@ class AgentTools:
                 for i, h in enumerate(result.hits, start=1)]
         hits, cut = self._fit(hits, notes)
         data = {
-            "notice": PREAMBLE, "query": result.query, "mode": result.mode, "maxResults": k,
+            "notice": MEMORY_PREAMBLE, "query": result.query, "mode": result.mode, "maxResults": k,
             "results": [{"n": i, "path": h.url, "tier": m.tier, "citation": h.citation,
                          "startLine": m.start_line, "endLine": m.end_line, "score": h.score,
                          "content": h.text, "truncated": i in cut}
@@ -473,7 +473,7 @@ class AgentTools:
                                                   start=1)],
             "notes": notes,
         }
-        text = (render_context(hits, nonce=self._nonce()) if hits
+        text = (render_context(hits, nonce=self._nonce(), preamble=MEMORY_PREAMBLE) if hits
                 else f"No memory matches for {result.query!r}.")
         return _with_notes(text, notes), data
 
@@ -497,14 +497,14 @@ class AgentTools:
             end = got.from_line + max(shown, 1) - 1
             notes.append(f"text shortened to fit {self.limits.max_chars} characters")
         next_from = end + 1 if end < got.total_lines else None
-        data = {"notice": PREAMBLE, "path": got.path, "tier": got.tier,
+        data = {"notice": MEMORY_PREAMBLE, "path": got.path, "tier": got.tier,
                 "fromLine": got.from_line, "toLine": end, "totalLines": got.total_lines,
                 "text": body, "nextFrom": next_from, "truncated": truncated, "notes": notes}
         cite = f"{got.path}#L{got.from_line}-L{end}" if got.line_count else got.path
         hit = Hit(rank=1, score=1.0, title=f"{got.tier} memory", url=got.path, citation=cite,
                   anchor=None, heading_path=(), text=body, source_ref=got.path,
                   namespace=f"memory:{scope.agent_id}")
-        text = render_context([hit], nonce=self._nonce())
+        text = render_context([hit], nonce=self._nonce(), preamble=MEMORY_PREAMBLE)
         where = (f"Lines {got.from_line}-{end} of {got.total_lines}." if got.line_count
                  else f"No lines from line {got.from_line}; the file has {got.total_lines}.")
         if next_from is not None:

@@ -277,6 +277,9 @@ class KnowledgeStore:
         self.conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
         self.conn.execute(
             f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dims)}) USING NULL")
+        # keep vectors in the row (a 1536-d vector would otherwise be TOASTed, and an
+        # exact cosine scan would pay a detour per row)
+        self.conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
 
     def ensure_vector_index(self) -> bool:
         """Build the HNSW index once vectors exist (after a bulk load, where it is cheapest
@@ -330,6 +333,7 @@ class KnowledgeStore:
                 self.conn.execute(
                     f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector"
                     f"({int(identity.dimensions)}) USING NULL")
+                self.conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
                 self.conn.execute(
                     f"UPDATE chunks c SET embedding = s.embedding FROM {staged_table} s "
                     f"WHERE s.chunk_id = c.id")

@@ -1,0 +1,37 @@
+"""Settings resolution: flags over kbctl.yaml over environment over defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.config import resolve_settings
+from kbctl.errors import ConfigError
+
+
+def test_layers_override_in_order(tmp_path: Path) -> None:
+    (tmp_path / "kbctl.yaml").write_text("namespace: from-file\nmemory_track: true\n")
+    env = {"KBCTL_NAMESPACE": "from-env", "KBCTL_AGENT": "bot", "KBCTL_MEMORY_TRACK": "0"}
+    s = resolve_settings({}, env=env, cwd=tmp_path)
+    assert (s.namespace, s.agent, s.memory_track) == ("from-file", "bot", True)
+    s = resolve_settings({"namespace": "from-flag"}, env=env, cwd=tmp_path)
+    assert s.namespace == "from-flag"
+    assert s.config_path == tmp_path / "kbctl.yaml"
+
+
+def test_environment_alone(tmp_path: Path) -> None:
+    s = resolve_settings({}, env={"KBCTL_MEMORY_TRACK": "true", "KBCTL_DATA_DIR": "/x"},
+                         cwd=tmp_path)
+    assert s.memory_track is True and s.data_dir == Path("/x") and s.namespace == "default"
+
+
+def test_explicit_config_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        resolve_settings({}, config=tmp_path / "missing.yaml", env={}, cwd=tmp_path)
+
+
+def test_chunking_budget_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "kbctl.yaml").write_text("chunking:\n  max_tokens: 64\n  overlap_tokens: 64\n")
+    with pytest.raises(ConfigError, match="overlap_tokens"):
+        resolve_settings({}, env={}, cwd=tmp_path)
