@@ -22,7 +22,7 @@ from .query import retrieve
 from .reembed import ReembedReport, reembed
 from .results import Hit, QueryResult
 from .resync import ResyncOptions, ResyncReport, resync
-from .runtime import open_store, resolve_embedder
+from .runtime import open_store, open_writers, resolve_embedder
 from .status import StatusReport
 
 
@@ -38,9 +38,11 @@ def ingest_sources(
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
-        with store.namespace_lock(settings.namespace, wait=wait):
+        with store.namespace_lock(settings.namespace, wait=wait), \
+                open_writers(settings) as writers:
             report = ingest(
                 store, specs, namespace=settings.namespace, embedder=cached,
+                writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
                 progress=progress,
                 adapter_context={
@@ -190,12 +192,13 @@ def resync_kb(
             targets = list(namespaces or [settings.namespace])
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
-        report = resync(
-            store, targets, embedder=cached, options=options,
-            chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
-            context={"allow_private_network": settings.allow_private_network},
-            specs_override=list(settings.sources) if settings.sources else None,
-            progress=progress)
+        with open_writers(settings) as writers:
+            report = resync(
+                store, targets, embedder=cached, options=options, writer_stores=writers,
+                chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
+                context={"allow_private_network": settings.allow_private_network},
+                specs_override=list(settings.sources) if settings.sources else None,
+                progress=progress)
         if cached is not None:
             store.ensure_vector_index()
         return report

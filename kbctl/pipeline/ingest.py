@@ -4,7 +4,9 @@ upsert → report. Pure orchestration over the store, the adapters and the chunk
 from __future__ import annotations
 
 import hashlib
+import queue
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -111,6 +113,7 @@ def ingest(
     progress: Progress = no_progress,
     adapter_context: dict[str, Any] | None = None,
     policy: SyncPolicy = SyncPolicy(),
+    writer_stores: Sequence[KnowledgeStore] | None = None,
 ) -> IngestReport:
     """Ingest source definitions into ``namespace`` and report what changed.
 
@@ -122,7 +125,8 @@ def ingest(
     started = time.perf_counter()
     identity = str(embedder.identity) if embedder else "none"
     report = IngestReport(namespace=namespace, embedder=identity, dry_run=policy.dry_run)
-    writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run)
+    writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run,
+                     writer_stores)
     doomed: list[str] = []
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
@@ -230,7 +234,8 @@ class _Writer:
 
     def __init__(self, store: KnowledgeStore, namespace: str, embedder: Embedder | None,
                  chunking: ChunkingOptions, report: IngestReport, progress: Progress,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False,
+                 writer_stores: Sequence[KnowledgeStore] | None = None) -> None:
         self.dry_run = dry_run
         self.store = store
         self.namespace = namespace
@@ -241,8 +246,13 @@ class _Writer:
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
         self.touches: list[tuple[str, dict[str, Any]]] = []
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbctl-writer")
-        self._inflight: Future[_BatchResult] | None = None
+        self._stores: queue.SimpleQueue[KnowledgeStore] = queue.SimpleQueue()
+        for writer_store in writer_stores or [store]:
+            self._stores.put(writer_store)
+        self._slots = len(writer_stores or [store])
+        self._pool = ThreadPoolExecutor(max_workers=self._slots,
+                                        thread_name_prefix="kbctl-writer")
+        self._inflight: deque[tuple[Future[_BatchResult], set[str]]] = deque()
 
     def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
         ref = loaded.leaf.ref
@@ -291,18 +301,23 @@ class _Writer:
             self.touches.append((ref, meta))
 
     def flush(self) -> None:
-        """Hand the pending batch to the background thread (after the previous one)."""
+        """Hand the pending batch to a writer thread; at most one batch per writer
+        connection is in flight, and a batch never overlaps one that holds the same ref."""
         if not self.pending and not self.touches:
             return
         batch, self.pending, self.pending_chunks = self.pending, [], 0
         touches, self.touches = self.touches, []
-        self._collect()
-        self._inflight = self._pool.submit(self._write, batch, touches)
+        refs = {p.source.ref for p in batch} | {ref for ref, _ in touches}
+        while self._inflight and (len(self._inflight) >= self._slots
+                                  or any(refs & held for _, held in self._inflight)):
+            self._collect_one()
+        self._inflight.append((self._pool.submit(self._write, batch, touches), refs))
 
     def drain(self) -> None:
         """Flush and wait until everything handed over is written."""
         self.flush()
-        self._collect()
+        while self._inflight:
+            self._collect_one()
 
     def close(self) -> None:
         try:
@@ -310,10 +325,8 @@ class _Writer:
         finally:
             self._pool.shutdown(wait=True)
 
-    def _collect(self) -> None:
-        if self._inflight is None:
-            return
-        future, self._inflight = self._inflight, None
+    def _collect_one(self) -> None:
+        future, _ = self._inflight.popleft()
         result = future.result()  # re-raises AuthError and database failures here
         self.report.chunks_written += result.written
         for ref, existed in result.counted:
@@ -323,9 +336,17 @@ class _Writer:
 
     def _write(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
                ) -> _BatchResult:
+        store = self._stores.get()
+        try:
+            return self._write_with(store, batch, touches)
+        finally:
+            self._stores.put(store)
+
+    def _write_with(self, store: KnowledgeStore, batch: list[_Pending],
+                    touches: list[tuple[str, dict[str, Any]]]) -> _BatchResult:
         result = _BatchResult()
         if touches:
-            self.store.touch_sources(self.namespace, touches)
+            store.touch_sources(self.namespace, touches)
         if not batch:
             return result
         all_chunks = [(p, c) for p in batch for c in p.chunks]
@@ -352,7 +373,7 @@ class _Writer:
                 i += 1
             items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
             existed[p.source.ref] = existed.get(p.source.ref, p.existed)
-        result.written = self.store.replace_sources(self.namespace, list(items.values()))
+        result.written = store.replace_sources(self.namespace, list(items.values()))
         result.counted = [(ref, existed[ref]) for ref in items]
         return result
 

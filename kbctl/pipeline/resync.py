@@ -69,6 +69,7 @@ def resync(
     context: dict[str, Any] | None = None,
     specs_override: Sequence[SourceSpec] | None = None,
     progress: Progress = no_progress,
+    writer_stores: Sequence[KnowledgeStore] | None = None,
 ) -> ResyncReport:
     """Resync each namespace under its write lock; ``specs_override`` replaces the recorded
     definitions (the sources of a kbctl.yaml given with --config)."""
@@ -85,6 +86,7 @@ def resync(
         with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout):
             report.namespaces.append(ingest(
                 store, specs, namespace=ns, embedder=embedder, chunking=chunking,
-                progress=progress, adapter_context=ctx, policy=policy))
+                progress=progress, adapter_context=ctx, policy=policy,
+                writer_stores=writer_stores))
     report.seconds = round(time.perf_counter() - started, 3)
     return report

@@ -22,6 +22,24 @@ def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
         conn.close()
 
 
+WRITER_CONNECTIONS = 2
+
+
+@contextmanager
+def open_writers(settings: Settings, n: int = WRITER_CONNECTIONS
+                 ) -> Iterator[list[KnowledgeStore]]:
+    """Extra connections for the ingest writer threads: the database does the heavy part of
+    an ingest (tokenising, postings, indexes), and two backends use two cores."""
+    stores: list[KnowledgeStore] = []
+    try:
+        for _ in range(n):
+            stores.append(KnowledgeStore(connect(settings.db_url, settings.data_dir)))
+        yield stores
+    finally:
+        for store in stores:
+            store.conn.close()
+
+
 def identity_spec(identity: EmbedderIdentity) -> str:
     """The registry spec that recreates an embedder with this identity."""
     if identity == NO_EMBEDDER:
