@@ -190,3 +190,21 @@ def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> N
     assert result.exit_code == 0
     assert "lexical-only" in result.stderr
     assert rows(cli.db_url, "SELECT value->>'provider' FROM kb_meta") == [("none",)]
+
+
+def test_reembed_covers_agent_memory(store: KnowledgeStore, db_url: str) -> None:
+    from kbctl.memory import PostgresMemoryBackend
+    from kbctl.memory.paths import scope_of
+
+    old = HashingEmbedder(dimensions=16, model="old")
+    store.bind_embedder(old.identity)
+    memory = PostgresMemoryBackend(store.conn, old)
+    scope = scope_of("bot", "alice")
+    memory.append(scope, "memory/agent/playbook.md", "Escalate billing issues to finance.")
+    memory.append(scope, "memory/user/prefs.md", "Prefers short answers.")
+    new = HashingEmbedder(dimensions=24, model="new")
+    report = reembed(store, new)
+    assert report.memory_chunks == 2
+    assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM memory_chunks") == [(24,)]
+    found = PostgresMemoryBackend(store.conn, new).search(scope, "billing escalation")
+    assert found.mode == "hybrid" and found.hits[0].path == "memory/agent/playbook.md"

@@ -18,6 +18,7 @@ from .progress import Progress, ProgressEvent, no_progress
 
 BATCH = 256
 _STAGE = "kbctl_reembed_stage"
+_MEMORY_STAGE = "kbctl_reembed_memory_stage"
 
 
 @dataclass
@@ -25,6 +26,7 @@ class ReembedReport:
     previous: str
     embedder: str
     chunks: int = 0
+    memory_chunks: int = 0
     embedded: int = 0
     cache_hits: int = 0
     changed: bool = True
@@ -44,32 +46,42 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
         report.changed = False
         return report
     cached = CachedEmbedder(embedder, store) if embedder is not None else None
-    store.conn.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-    store.conn.execute(f"CREATE TEMP TABLE {_STAGE} (chunk_id bigint PRIMARY KEY, "
-                       f"embedding vector)")
     try:
         total = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         progress(ProgressEvent("total", total=total))
-        last = 0
-        while cached is not None:
-            batch = store.chunk_texts(last, BATCH)
-            if not batch:
-                break
-            vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
-            store.conn.execute(
-                f"""INSERT INTO {_STAGE} (chunk_id, embedding)
-                    SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
-                ([cid for cid, _, _ in batch],
-                 ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors]))
-            last = batch[-1][0]
-            report.chunks += len(batch)
-            for cid, _, _ in batch:
-                progress(ProgressEvent("written", ref=str(cid)))
-        store.swap_embeddings(identity, _STAGE)
+        report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
+        report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
+        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE)
     finally:
-        store.conn.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+        for table in (_STAGE, _MEMORY_STAGE):
+            store.conn.execute(f"DROP TABLE IF EXISTS {table}")
     if cached is not None:
         report.embedded = cached.provider_texts
         report.cache_hits = cached.cache_hits
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _stage(store: KnowledgeStore, cached: CachedEmbedder | None, source: str, stage: str,
+           progress: Progress) -> int:
+    """Embed every row of ``source`` into the session table ``stage``; returns the count."""
+    store.conn.execute(f"DROP TABLE IF EXISTS {stage}")
+    store.conn.execute(f"CREATE TEMP TABLE {stage} (chunk_id bigint PRIMARY KEY, "
+                       f"embedding vector)")
+    done, last = 0, 0
+    while cached is not None:
+        batch = store.chunk_texts(last, BATCH, table=source)
+        if not batch:
+            break
+        vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
+        store.conn.execute(
+            f"""INSERT INTO {stage} (chunk_id, embedding)
+                SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
+            ([cid for cid, _, _ in batch],
+             ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors]))
+        last = batch[-1][0]
+        done += len(batch)
+        if source == "chunks":
+            for cid, _, _ in batch:
+                progress(ProgressEvent("written", ref=str(cid)))
+    return done

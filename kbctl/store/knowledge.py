@@ -317,17 +317,39 @@ class KnowledgeStore:
             (identity, [k for k, _ in items], [_vector_text(v) for _, v in items]),
         )
 
-    def chunk_texts(self, after_id: int, limit: int) -> list[tuple[int, str, str]]:
-        """(id, text, title) of chunks in id order, for re-embedding in batches."""
+    def chunk_texts(self, after_id: int, limit: int, *, table: str = "chunks"
+                    ) -> list[tuple[int, str, str]]:
+        """(id, text, title) of chunks in id order, for re-embedding in batches.
+
+        ``table`` is ``chunks`` or ``memory_chunks``: agent memory shares the KB's embedder,
+        so a re-embed covers both."""
+        title = "coalesce(c.meta ->> 'title', '')" if table == "chunks" else "c.path"
+        if table not in ("chunks", "memory_chunks"):
+            raise ValueError(table)
+        if not self._table_exists(table):
+            return []
         return self.conn.execute(
-            """SELECT c.id, c.text, coalesce(c.meta ->> 'title', '') FROM chunks c
-               WHERE c.id > %s ORDER BY c.id LIMIT %s""",
+            f"""SELECT c.id, c.text, {title} FROM {table} c
+                WHERE c.id > %s ORDER BY c.id LIMIT %s""",
             (after_id, limit),
         ).fetchall()
 
-    def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str) -> None:
-        """Replace every vector and the recorded identity in one transaction."""
+    def _table_exists(self, name: str) -> bool:
+        row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+        return bool(row and row[0])
+
+    def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
+                        staged_memory: str | None = None) -> None:
+        """Replace every vector (KB chunks and, when staged, memory chunks) and the recorded
+        identity in one transaction."""
         with self.conn.transaction():
+            if staged_memory is not None and self._table_exists("memory_chunks"):
+                self.conn.execute(
+                    f"UPDATE memory_chunks m SET embedding = s.embedding FROM {staged_memory} s "
+                    f"WHERE s.chunk_id = m.id")
+                self.conn.execute(
+                    f"UPDATE memory_chunks m SET embedding = NULL WHERE NOT EXISTS "
+                    f"(SELECT 1 FROM {staged_memory} s WHERE s.chunk_id = m.id)")
             self.conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
             if identity.dimensions > 0:
                 self.conn.execute(
