@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..chunk import chunk_markdown, chunk_text
-from ..chunk.model import Chunk
+from ..chunk.model import CHARS_PER_TOKEN, Chunk
 from ..embed.base import Embedder
 from ..errors import AuthError, EmbedderError, InputError, KbctlError, SourceError
 from ..extract.text import clean_text
@@ -98,9 +98,11 @@ class IngestReport:
 @dataclass
 class _Pending:
     source: SourceRecord
-    chunks: list[Chunk]
+    doc: Document
+    body: str
     existed: bool
-    fields: dict[str, Any]
+    spec: SourceSpec
+    chunks: list[Chunk] = field(default_factory=list)
 
 
 def ingest(
@@ -220,7 +222,7 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
 class _BatchResult:
     written: int = 0
     counted: list[tuple[str, bool]] = field(default_factory=list)
-    failures: list[tuple[str, KbctlError]] = field(default_factory=list)
+    failures: list[tuple[str, KbctlError, SourceSpec | None]] = field(default_factory=list)
 
 
 class _Writer:
@@ -280,19 +282,12 @@ class _Writer:
         if self.dry_run:
             self._count(ref, existed=prev is not None)
             return
-        try:
-            chunks = self._chunk(doc, body)
-        except KbctlError as exc:
-            self._fail(ref, exc, spec)
-            return
-        except Exception as exc:  # a chunker bug must not end the run
-            self._fail(ref, SourceError(f"cannot chunk {ref}: {exc!r}"), spec)
-            return
         source = SourceRecord(namespace=self.namespace, ref=ref, kind=doc.kind, url=doc.url,
                               title=doc.title, content_hash=digest, def_id=spec.id,
                               meta=meta)
-        self.pending.append(_Pending(source, chunks, prev is not None, doc.filterable))
-        self.pending_chunks += len(chunks)
+        self.pending.append(_Pending(source, doc, body, prev is not None, spec))
+        # chunking happens on the writer threads; batch by the text's estimated chunks
+        self.pending_chunks += 1 + len(body) // (self.chunking.max_tokens * CHARS_PER_TOKEN)
         if self.pending_chunks >= EMBED_BATCH:
             self.flush()
 
@@ -331,8 +326,8 @@ class _Writer:
         self.report.chunks_written += result.written
         for ref, existed in result.counted:
             self._count(ref, existed=existed)
-        for ref, exc in result.failures:
-            self._fail(ref, exc, None)
+        for ref, exc, spec in result.failures:
+            self._fail(ref, exc, spec)
 
     def _write(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
                ) -> _BatchResult:
@@ -347,6 +342,7 @@ class _Writer:
         result = _BatchResult()
         if touches:
             store.touch_sources(self.namespace, touches)
+        batch = self._chunked(batch, result)
         if not batch:
             return result
         all_chunks = [(p, c) for p in batch for c in p.chunks]
@@ -358,7 +354,7 @@ class _Writer:
             except AuthError:
                 raise  # no key, or a rejected one: every later batch would fail the same way
             except EmbedderError as exc:
-                result.failures = [(p.source.ref, exc) for p in batch]
+                result.failures += [(p.source.ref, exc, p.spec) for p in batch]
                 return result
         items: dict[str, tuple[SourceRecord, list[ChunkRecord]]] = {}
         existed: dict[str, bool] = {}
@@ -368,7 +364,7 @@ class _Writer:
             for ordinal, chunk in enumerate(p.chunks):
                 records.append(ChunkRecord(
                     ordinal=ordinal, text=chunk.text,
-                    meta=_chunk_meta(p.source, chunk, p.fields),
+                    meta=_chunk_meta(p.source, chunk, p.doc.filterable),
                     embedding=vectors[i]))
                 i += 1
             items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
@@ -382,6 +378,23 @@ class _Writer:
         setattr(self.report, key, getattr(self.report, key) + 1)
         self.report.changes[key].append(ref)
         self.progress(ProgressEvent("written", ref=ref))
+
+    def _chunked(self, batch: list[_Pending], result: _BatchResult) -> list[_Pending]:
+        """Chunk each document of a batch; a document that cannot be chunked is a failed
+        source, never the end of the run."""
+        ok = []
+        for p in batch:
+            try:
+                p.chunks = self._chunk(p.doc, p.body)
+            except KbctlError as exc:
+                result.failures.append((p.source.ref, exc, p.spec))
+                continue
+            except Exception as exc:  # a chunker bug must not end the run
+                result.failures.append(
+                    (p.source.ref, SourceError(f"cannot chunk {p.source.ref}: {exc!r}"), p.spec))
+                continue
+            ok.append(p)
+        return ok
 
     def _chunk(self, doc: Document, body: str) -> list[Chunk]:
         opts = {"max_tokens": self.chunking.max_tokens,

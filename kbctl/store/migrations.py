@@ -82,7 +82,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         CREATE INDEX postings_impact ON postings (namespace, lexeme, impact DESC)
             INCLUDE (chunk_id, tf, dl);
-        CREATE INDEX postings_chunk ON postings (chunk_id) INCLUDE (lexeme);
+        CREATE INDEX postings_chunk ON postings (chunk_id);
 
         -- Per-namespace corpus statistics for BM25 (N and average length).
         CREATE TABLE namespace_stats (
