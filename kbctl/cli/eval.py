@@ -54,7 +54,8 @@ app = typer.Typer(
     cls=_RunByDefault,
     help="Gate retrieval quality: `kbctl eval SUITE…` runs eval suites (JSON or YAML) "
     "against the knowledge base and exits 1 when a case fails or regresses; "
-    "`kbctl eval init` scaffolds a suite from the knowledge base.",
+    "`kbctl eval init` scaffolds a suite from the knowledge base.\n\n"
+    "Example: `kbctl eval evals/docs.yaml --baseline main.json --junit junit.xml`",
 )
 
 

@@ -28,7 +28,8 @@ from .common import (
 
 app = typer.Typer(
     help="Ingest documentation into the knowledge base.\n\n"
-    "Without a subcommand, ingests the `sources:` listed in kbctl.yaml.",
+    "Without a subcommand, ingests the `sources:` listed in kbctl.yaml.\n\n"
+    "Example: `kbctl ingest files docs/ --base-url https://docs.example.com/`",
     invoke_without_command=True,
 )
 

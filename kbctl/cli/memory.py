@@ -26,7 +26,8 @@ from .common import (
     settings_from,
 )
 
-app = typer.Typer(help="Two-tier agent memory: shared playbooks and private per-user notes.",
+app = typer.Typer(help="Two-tier agent memory: shared playbooks and private per-user notes."
+                       "\n\nExample: `kbctl memory search \"billing\" --agent bot --user alice`",
                   no_args_is_help=True)
 
 AgentOpt = Annotated[str | None, typer.Option(
@@ -63,7 +64,10 @@ def append(
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Append text to a memory file (creating it) and re-index that file."""
+    """Append text to a memory file (creating it) and re-index that file.
+
+    Example: `kbctl memory append memory/agent/playbook.md "Escalate billing." --agent bot`
+    """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
     body = sys.stdin.read() if text in (None, "-") else text
     out = Output(json_output)
@@ -126,7 +130,10 @@ def get(
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Print a memory file, or a window of its lines (what a citation points at)."""
+    """Print a memory file, or a window of its lines (what a citation points at).
+
+    Example: `kbctl memory get memory/user/prefs.md --from 3 --lines 2 --agent bot --user alice`
+    """
     result = api.get(_settings(db, data_dir, config, agent, user), path,
                      from_line=from_line, lines=lines)
     _emit(result, json_output)
@@ -141,7 +148,10 @@ def list_(
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """List the memory files this agent (and user) can see."""
+    """List the memory files this agent (and user) can see.
+
+    Example: `kbctl memory list --tier user --agent bot --user alice`
+    """
     _emit(api.list_files(_settings(db, data_dir, config, agent, user), tier), json_output)
 
 
@@ -152,7 +162,10 @@ def delete(
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Delete a memory file with its index and recall records."""
+    """Delete a memory file with its index and recall records.
+
+    Example: `kbctl memory delete memory/user/old.md --agent bot --user alice`
+    """
     _emit(api.delete(_settings(db, data_dir, config, agent, user), path), json_output)
 
 
@@ -162,7 +175,10 @@ def health(
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Check the memory backend; exit 3 when it is not usable (no scope is needed)."""
+    """Check the memory backend; exit 3 when it is not usable (no scope is needed).
+
+    Example: `kbctl memory health --json`
+    """
     result = api.health(_settings(db, data_dir, config, agent, user))
     _emit(result, json_output)
     exit_with(0 if result.ok else 3)
@@ -175,7 +191,10 @@ def stats(
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """File and chunk counts, tracked searches and the most recalled entries."""
+    """File and chunk counts, tracked searches and the most recalled entries.
+
+    Example: `kbctl memory stats --agent bot --user alice`
+    """
     if top < 0:
         raise InputError(f"--top must not be negative, got {top}")
     _emit(api.stats(_settings(db, data_dir, config, agent, user), top=top), json_output)
@@ -190,7 +209,10 @@ def import_(
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Index a folder (MEMORY.md, YYYY-MM-DD.md daily files, …) into a tier, idempotently."""
+    """Index a folder (MEMORY.md, YYYY-MM-DD.md daily files, …) into a tier, idempotently.
+
+    Example: `kbctl memory import ./notes --tier agent --agent bot`
+    """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
     out = Output(json_output)
     report = api.import_dir(settings, directory, tier=tier, announce=out.note)

@@ -30,7 +30,9 @@ from .tools import (
     open_tools,
 )
 
-app = typer.Typer(help="Serve kbctl to agent runtimes.", no_args_is_help=True)
+app = typer.Typer(help="Serve kbctl to agent runtimes.\n\n"
+                       "Example: `kbctl serve mcp -n docs --agent support-bot --user alice`",
+                  no_args_is_help=True)
 
 
 @app.command("mcp")

@@ -34,7 +34,8 @@ from .common import (
 )
 
 app = typer.Typer(help="Tool definitions for function calling (openai, anthropic, "
-                       "json-schema), and `tools call` to run one tool.")
+                       "json-schema), and `tools call` to run one tool.\n\n"
+                       "Example: `kbctl tools --format openai --agent support-bot`")
 
 AgentOpt = Annotated[str | None, typer.Option(
     "--agent", help="Agent id the memory tools are pinned to (env KBCTL_AGENT); without "
