@@ -174,3 +174,20 @@ def test_help_has_examples(cli: Cli) -> None:
         result = cli(*argv, db=False)
         assert result.exit_code == 0 and "Example" in result.stdout
     assert cli("--version", db=False).stdout.startswith("kbctl ")
+
+
+@pytest.mark.parametrize("argv", [
+    "ingest", "ingest files", "ingest text", "ingest url", "ingest sitemap", "ingest crawl",
+    "ingest llms", "query", "eval", "eval init", "resync", "status", "reembed", "memory",
+    "memory append", "memory search", "memory get", "memory list", "memory delete",
+    "memory import", "memory health", "memory stats", "serve", "serve mcp", "tools",
+    "tools call",
+])
+def test_every_command_has_a_worked_example(argv: str) -> None:
+    from typer.testing import CliRunner
+
+    from kbctl.cli import app
+
+    result = CliRunner().invoke(app, [*argv.split(), "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.stdout
