@@ -95,7 +95,7 @@ def main() -> None:
         if proc.returncode != 0:
             raise SystemExit(f"ingest failed ({proc.returncode}): {proc.stderr}")
         ingested = json.loads(proc.stdout)
-        print(f"ingest: {ingested['added']} files, {ingested['chunks_written']} chunks "
+        print(f"ingest: {ingested['added']} files, {ingested['chunksWritten']} chunks "
               f"in {wall:.1f} s (first start of the embedded server included)")
 
         suite = tmp / "rust-book-headings.yaml"

@@ -52,7 +52,7 @@ def bench_ingest(runs: int) -> None:
             walls.append(wall)
             internal.append(report["timings"]["total"])
             rss.append(peak)
-            chunks = report["chunks_written"]
+            chunks = report["chunksWritten"]
     print(f"ingest files rust-book: {chunks} chunks from 112 files, {runs} runs")
     print(f"  ingest itself (pipeline): median {median(internal):.2f}s "
           f"({chunks / median(internal):.0f} chunks/s)")

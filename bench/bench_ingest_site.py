@@ -113,9 +113,9 @@ def ingest(sitemap: str, workdir: Path) -> Run:
     except json.JSONDecodeError:
         sys.stderr.write(err_path.read_text())
         raise SystemExit(f"kbctl exited {child.returncode} without a JSON report") from None
-    pages = sum(report.get(k, 0) for k in ("added", "updated", "unchanged", "not_modified"))
+    pages = sum(report.get(k, 0) for k in ("added", "updated", "unchanged", "notModified"))
     return Run(wall=wall, pipeline=float(report["timings"]["total"]), pages=pages,
-               chunks=int(report["chunks_written"]), failed=int(report["failed"]),
+               chunks=int(report["chunksWritten"]), failed=int(report["failed"]),
                rss_mb=usage.ru_maxrss / 1024, exit_code=child.returncode)
 
 

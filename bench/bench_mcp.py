@@ -112,7 +112,7 @@ def main() -> None:
             raise SystemExit(f"ingest failed:\n{proc.stderr}")
         report = json.loads(proc.stdout)
         print(f"ingest: {report['added'] + report['updated'] + report['unchanged']} files, "
-              f"{report['chunks_written']} chunks written in {wall:.1f} s")
+              f"{report['chunksWritten']} chunks written in {wall:.1f} s")
         times, ready, sizes = anyio.run(over_stdio, db, work, qs, opts.calls)
         print(f"server start to initialized: {ready * 1000:.0f} ms")
         print(summary("search_knowledge over MCP stdio", times))

@@ -91,18 +91,18 @@ def main() -> None:
     try:
         t_ingest, first = kbctl(["ingest", "sitemap", sitemap, "--embedder", "none"], work)
         print(f"ingest: {t_ingest:.2f}s, {first['added']} pages, "
-              f"{first['chunks_written']} chunks, {first['failed']} failed")
+              f"{first['chunksWritten']} chunks, {first['failed']} failed")
         t_resync, again = kbctl(["resync"], work)
         t = again["totals"]
         print(f"resync, nothing changed: {t_resync:.2f}s = {t_resync / t_ingest:.3f} of the "
-              f"ingest (target <= 0.25); chunks written {t['chunks_written']}, embedding "
-              f"calls {t['embedded']}, not modified {t['not_modified']}, unchanged "
+              f"ingest (target <= 0.25); chunks written {t['chunksWritten']}, embedding "
+              f"calls {t['embedded']}, not modified {t['notModified']}, unchanged "
               f"{t['unchanged']}, failed {t['failed']}")
         t_full, full = kbctl(["resync", "--full"], work)
         t = full["totals"]
         print(f"resync --full (every page requested, conditional GET): {t_full:.2f}s = "
-              f"{t_full / t_ingest:.3f} of the ingest; chunks written {t['chunks_written']}, "
-              f"not modified (304) {t['not_modified']}, unchanged {t['unchanged']}")
+              f"{t_full / t_ingest:.3f} of the ingest; chunks written {t['chunksWritten']}, "
+              f"not modified (304) {t['notModified']}, unchanged {t['unchanged']}")
         server.terminate()
         server.wait()
         touched = touch_pages(site, 10)
@@ -114,7 +114,7 @@ def main() -> None:
         print(f"resync after editing 10 pages: {t_touch:.2f}s; rewritten "
               f"{len(rewritten)} sources, exactly the edited ones: {exact}; added "
               f"{ns['added']}, deleted {ns['deleted']}, chunks written "
-              f"{ns['chunks_written']}")
+              f"{ns['chunksWritten']}")
     finally:
         server.terminate()
         server.wait()

@@ -29,12 +29,26 @@ from .pipeline.resync import ResyncReport
 from .pipeline.status import StatusReport
 
 
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses, paths and datetimes to plain JSON values, recursively."""
+    """Dataclasses, paths and datetimes to plain JSON values, recursively.
+
+    Every JSON document kbctl prints uses camelCase keys: dataclass fields are renamed here
+    (plus any properties a class lists in ``__json_properties__``); keys of plain dicts are
+    data (metadata, options) and stay as they are.
+    """
     if hasattr(obj, "to_dict"):
         return to_jsonable(obj.to_dict())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {camel(f.name): to_jsonable(getattr(obj, f.name))
+               for f in dataclasses.fields(obj)}
+        for name in getattr(type(obj), "__json_properties__", ()):
+            out[camel(name)] = to_jsonable(getattr(obj, name))
+        return out
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set):
@@ -158,14 +172,14 @@ def _(result: QueryResult, out: Output, *, format: str = "table", **options: Any
 
 @show.register
 def _(report: ResyncReport, out: Output, **options: Any) -> None:
-    t = report.totals()
+    t = report.totals
     verb = "would change" if report.plan else "synced"
     color = "green" if report.ok else "red"
     out.err.print(
         f"[{color}]resync {verb}[/{color}] {len(report.namespaces)} namespace(s) in "
         f"{report.seconds:.1f}s: added {t['added']}, updated {t['updated']}, unchanged "
-        f"{t['unchanged']}, not modified {t['not_modified']}, deleted {t['deleted']}, failed "
-        f"{t['failed']}; chunks written {t['chunks_written']}, deleted {t['chunks_deleted']}; "
+        f"{t['unchanged']}, not modified {t['notModified']}, deleted {t['deleted']}, failed "
+        f"{t['failed']}; chunks written {t['chunksWritten']}, deleted {t['chunksDeleted']}; "
         f"embedded {t['embedded']}")
     for ns in report.namespaces:
         for note in ns.notes:

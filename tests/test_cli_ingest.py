@@ -33,7 +33,7 @@ def test_ingest_files_reports_and_writes_rows(cli: Cli, docs: Path) -> None:
     report = cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
     assert (report["added"], report["updated"], report["unchanged"], report["failed"]) == (
         4, 0, 0, 0)
-    assert report["chunks_written"] == sum(
+    assert report["chunksWritten"] == sum(
         n for (n,) in rows(cli.db_url, "SELECT chunk_count FROM sources"))
     urls = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources")}
     assert urls == {"https://docs.example.com/", "https://docs.example.com/guide/install",
@@ -55,14 +55,14 @@ def test_reingest_unchanged_writes_nothing(cli: Cli, docs: Path) -> None:
     cli.json("ingest", "files", str(docs))
     before = rows(cli.db_url, "SELECT id FROM chunks ORDER BY id")
     again = cli.json("ingest", "files", str(docs))
-    assert (again["added"], again["updated"], again["chunks_written"]) == (0, 0, 0)
-    assert again["unchanged"] + again["not_modified"] == 4
+    assert (again["added"], again["updated"], again["chunksWritten"]) == (0, 0, 0)
+    assert again["unchanged"] + again["notModified"] == 4
     assert rows(cli.db_url, "SELECT id FROM chunks ORDER BY id") == before
     # touching the mtime without changing content re-hashes but still writes nothing
     p = docs / "guide" / "install.md"
     os.utime(p, (p.stat().st_atime, p.stat().st_mtime + 10))
     third = cli.json("ingest", "files", str(docs))
-    assert third["unchanged"] == 1 and third["chunks_written"] == 0
+    assert third["unchanged"] == 1 and third["chunksWritten"] == 0
 
 
 def test_shrunken_page_loses_its_tail(cli: Cli, workdir: Path) -> None:
@@ -82,7 +82,7 @@ def test_removed_file_is_deleted_with_its_chunks(cli: Cli, docs: Path) -> None:
     cli.json("ingest", "files", str(docs))
     (docs / "notes.txt").unlink()
     report = cli.json("ingest", "files", str(docs))
-    assert report["deleted"] == 1 and report["chunks_deleted"] >= 1
+    assert report["deleted"] == 1 and report["chunksDeleted"] >= 1
     assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE url LIKE '%%notes%%'") == [(0,)]
 
 

@@ -80,7 +80,7 @@ def test_sitemap_ingest_writes_pages_whose_anchors_are_real_ids(cli: Cli,
         (site.url("/guide/install.html"), "sitemap", "Install")]
     assert all(m["etag"] and m["fetched_at"] for *_, m in sources)
     chunks = rows(cli.db_url, "SELECT source_ref, meta FROM chunks")
-    assert report["chunks_written"] == len(chunks) > 0
+    assert report["chunksWritten"] == len(chunks) > 0
     for ref, meta in chunks:
         assert meta["url"] == ref
         path = ref.split(str(site.port), 1)[1]
@@ -90,7 +90,7 @@ def test_sitemap_ingest_writes_pages_whose_anchors_are_real_ids(cli: Cli,
     assert {m["anchor"] for _, m in chunks} >= {"options", "files", "intro", "usage"}
 
     again = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
-    assert (again["not_modified"], again["chunks_written"], again["failed"]) == (2, 0, 0)
+    assert (again["notModified"], again["chunksWritten"], again["failed"]) == (2, 0, 0)
     assert site.requests[-1].headers.get("if-none-match") in ('"i1"', '"c1"')
 
 

@@ -33,9 +33,9 @@ def test_resync_unchanged_is_cheap(cli: Cli, workdir: Path) -> None:
     before = rows(cli.db_url, "SELECT id FROM chunks ORDER BY id")
     report = cli.json("resync")
     t = report["totals"]
-    assert (t["added"], t["updated"], t["deleted"], t["failed"], t["chunks_written"]) == (
+    assert (t["added"], t["updated"], t["deleted"], t["failed"], t["chunksWritten"]) == (
         0, 0, 0, 0, 0)
-    assert t["not_modified"] == 6  # size and mtime matched: not even read
+    assert t["notModified"] == 6  # size and mtime matched: not even read
     assert rows(cli.db_url, "SELECT id FROM chunks ORDER BY id") == before
 
 
@@ -81,7 +81,7 @@ def test_mass_delete_guard(cli: Cli, workdir: Path) -> None:
         (site / f"page{i:03d}.md").unlink()
     tripped = cli.json("resync", code=1)
     ns = tripped["namespaces"][0]
-    assert ns["guard_tripped"] is True and ns["deleted"] == 0
+    assert ns["guardTripped"] is True and ns["deleted"] == 0
     assert any("mass-delete guard" in n for n in ns["notes"])
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(10,)]
     assert cli.json("resync", "--max-delete", "0.5")["totals"]["deleted"] == 3
@@ -107,7 +107,7 @@ def test_failed_source_keeps_its_chunks(cli: Cli, workdir: Path) -> None:
                 "SELECT text FROM chunks WHERE source_ref LIKE '%%page001%%'") == before
     status = cli.json("status")
     [ns] = status["namespaces"]
-    assert ns["last_run_failures"] == 1 and ns["sources"] == 3
+    assert ns["lastRunFailures"] == 1 and ns["sources"] == 3
 
 
 def test_status_reports_each_namespace(cli: Cli, workdir: Path) -> None:
@@ -117,7 +117,7 @@ def test_status_reports_each_namespace(cli: Cli, workdir: Path) -> None:
     status = cli.json("status")
     got = {n["namespace"]: (n["sources"], n["definitions"]) for n in status["namespaces"]}
     assert got == {"docs": (2, 1), "notes": (1, 1)}
-    assert all(n["last_ok_at"] for n in status["namespaces"])
+    assert all(n["lastOkAt"] for n in status["namespaces"])
     assert status["embedder"] == "none"
 
 
@@ -170,5 +170,5 @@ def test_sigkill_at_any_moment_leaves_a_consistent_kb(cli: Cli, workdir: Path,
     cli.json("resync")
     assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE '%%filler%%'") == [(0,)]
     again = cli.json("resync")
-    assert again["totals"]["chunks_written"] == 0
+    assert again["totals"]["chunksWritten"] == 0
     _consistent(cli.db_url)

@@ -34,8 +34,8 @@ def test_unchanged_site_answers_304_and_writes_nothing(cli: Cli, site: LocalServ
     before = snapshot(cli.db_url)
     report = cli.json("resync", PRIVATE)
     t = report["totals"]
-    assert t["not_modified"] == len(PAGES)
-    assert (t["chunks_written"], t["updated"], t["failed"], t["embedded"]) == (0, 0, 0, 0)
+    assert t["notModified"] == len(PAGES)
+    assert (t["chunksWritten"], t["updated"], t["failed"], t["embedded"]) == (0, 0, 0, 0)
     assert all(r.headers.get("if-none-match") for r in site.requests[-len(PAGES):])
     assert snapshot(cli.db_url) == before
 
@@ -105,10 +105,10 @@ def test_lastmod_skips_requests_unless_full(cli: Cli, site: LocalServer) -> None
         "application/xml")
     _ingest(cli, site)
     hits = {n: site.hits(f"/{n}.html") for n in PAGES}
-    assert cli.json("resync", PRIVATE)["totals"]["not_modified"] == len(PAGES)
+    assert cli.json("resync", PRIVATE)["totals"]["notModified"] == len(PAGES)
     assert {n: site.hits(f"/{n}.html") for n in PAGES} == hits  # no request at all
     full = cli.json("resync", PRIVATE, "--full")
-    assert full["totals"]["not_modified"] == len(PAGES)  # asked, and 304 answered
+    assert full["totals"]["notModified"] == len(PAGES)  # asked, and 304 answered
     assert all(site.hits(f"/{n}.html") == hits[n] + 1 for n in PAGES)
 
 

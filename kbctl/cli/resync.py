@@ -77,7 +77,7 @@ def status(
 ) -> None:
     """Sources, chunks, embedder and last sync of each namespace.
 
-    Example: `kbctl status --json | jq '.namespaces[] | {namespace, last_ok_at}'`
+    Example: `kbctl status --json | jq '.namespaces[] | {namespace, lastOkAt}'`
     """
     settings = settings_from(db_url=db, data_dir=data_dir, config=config)
     report = api.status(settings, namespace)

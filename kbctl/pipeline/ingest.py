@@ -85,14 +85,11 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
+    __json_properties__ = ("ok",)
+
     @property
     def ok(self) -> bool:
         return self.failed == 0 and not self.guard_tripped
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["ok"] = self.ok
-        return out
 
 
 @dataclass

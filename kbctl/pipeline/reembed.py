@@ -8,8 +8,7 @@ before it leaves the old KB exactly as it was.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..store.knowledge import KnowledgeStore
@@ -31,9 +30,6 @@ class ReembedReport:
     cache_hits: int = 0
     changed: bool = True
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..embed.base import Embedder
@@ -21,8 +21,10 @@ from .ingest import ChunkingOptions, IngestReport, SyncPolicy, ingest
 from .progress import Progress, no_progress
 
 VANISHED = (404, 410)
-_TOTALS = ("added", "updated", "unchanged", "not_modified", "deleted", "failed",
-           "chunks_written", "chunks_deleted", "embedded")
+_TOTALS = {"added": "added", "updated": "updated", "unchanged": "unchanged",
+           "not_modified": "notModified", "deleted": "deleted", "failed": "failed",
+           "chunks_written": "chunksWritten", "chunks_deleted": "chunksDeleted",
+           "embedded": "embedded"}
 
 
 @dataclass
@@ -33,17 +35,17 @@ class ResyncReport:
     plan: bool = False
     seconds: float = 0.0
 
+    __json_properties__ = ("ok", "totals")
+
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.namespaces)
 
+    @property
     def totals(self) -> dict[str, int]:
-        return {k: sum(getattr(r, k) for r in self.namespaces) for k in _TOTALS}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "plan": self.plan, "seconds": self.seconds,
-                "totals": self.totals(),
-                "namespaces": [r.to_dict() for r in self.namespaces]}
+        """Counts summed over namespaces, keyed like the JSON report (camelCase)."""
+        return {key: sum(getattr(r, name) for r in self.namespaces)
+                for name, key in _TOTALS.items()}
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,6 @@ class ResyncOptions:
     wait: bool = True
     lock_timeout: float = 600.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def resync(
