@@ -49,10 +49,10 @@ def _root(
 
 app.add_typer(ingest.app, name="ingest")
 app.command("query")(query.query)
-app.command("reembed")(reembed.reembed)
+app.add_typer(eval_cli.app, name="eval")
 app.command("resync")(resync.resync)
 app.command("status")(resync.status)
-app.add_typer(eval_cli.app, name="eval")
+app.command("reembed")(reembed.reembed)
 app.add_typer(memory.app, name="memory")
 app.add_typer(serve.app, name="serve")
 app.add_typer(tools.app, name="tools")
