@@ -54,6 +54,20 @@ def kbctl(args: list[str], workdir: Path) -> tuple[float, dict]:
     return wall, json.loads(proc.stdout)
 
 
+def _own(path: Path) -> None:
+    """Make every directory on the way to ``path`` a real directory of this private tree
+    (a symlinked directory would let an edit reach the shared prepared site)."""
+    for parent in reversed(path.parents):
+        if parent.is_symlink():
+            target = parent.resolve()
+            parent.unlink()
+            parent.mkdir()
+            for entry in target.iterdir():
+                (parent / entry.name).symlink_to(entry)
+    if path.is_symlink():
+        path.unlink()
+
+
 def touch_pages(site: Path, n: int) -> list[str]:
     """Replace n page symlinks with edited copies and bump their sitemap lastmod."""
     html = site / "html"
@@ -64,7 +78,7 @@ def touch_pages(site: Path, n: int) -> list[str]:
     for rel in chosen:
         path = html / rel
         text = path.read_text(encoding="utf-8")
-        path.unlink()
+        _own(path)
         edited = re.sub(r"(<h1>.*?</h1>)", r"\1<p>Edited for the resync benchmark.</p>", text,
                         count=1, flags=re.S)
         assert edited != text, rel
