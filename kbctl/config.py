@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .linefile import LineDict, LoadError, load_json, load_yaml
 from .sources.base import SourceSpec
 from .sources.registry import KINDS
-from .yamlfile import LoadedFile, load_data_file
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"
@@ -99,7 +99,7 @@ def resolve_settings(
         values["memory_track"] = str(values["memory_track"]).lower() in ("1", "true", "yes")
     path = find_config(config, cwd)
     if path is not None:
-        values.update(_from_file(load_data_file(path, ConfigError)))
+        values.update(_from_file(path))
         values["config_path"] = path
     values.update({k: v for k, v in (flags or {}).items() if v is not None})
     if "data_dir" in values:
@@ -109,62 +109,93 @@ def resolve_settings(
     return settings
 
 
-def _from_file(f: LoadedFile) -> dict[str, Any]:
-    if f.data is None:
+def _load(path: Path) -> Any:
+    """Parse kbctl.yaml (or a .json config) keeping the line of every mapping and key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        return load_json(text) if path.suffix.lower() == ".json" else load_yaml(text)
+    except LoadError as exc:
+        raise ConfigError(f"{path}:{exc.line}: {exc.message}" if exc.line
+                          else f"{path}: {exc.message}") from None
+
+
+def _at(path: Path, mapping: Any, key: Any = None) -> str:
+    """``file:line`` of ``key`` in ``mapping`` (or of the mapping itself)."""
+    line = None
+    if isinstance(mapping, LineDict):
+        line = mapping.line if key is None else mapping.line_of(key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _no_duplicates(path: Path, mapping: LineDict) -> None:
+    if mapping.duplicates:
+        key, line = mapping.duplicates[0]
+        raise ConfigError(f"{path}:{line}: duplicate key '{key}'")
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    data = _load(path)
+    if data is None:
         return {}
-    if not isinstance(f.data, dict):
-        raise ConfigError(f"{f.where(())}: the config must be a mapping of settings")
+    if not isinstance(data, LineDict):
+        raise ConfigError(f"{path}: the config must be a mapping of settings")
+    _no_duplicates(path, data)
     out: dict[str, Any] = {}
-    for key, value in f.data.items():
+    for key, value in data.items():
         if key == "chunking":
-            out.update(_chunking(f, value))
+            out.update(_chunking(path, data, value))
         elif key == "sources":
-            out["sources"] = tuple(_sources(f, value))
+            out["sources"] = tuple(_sources(path, data, value))
         elif key in _FIELDS:
             name, types = _FIELDS[key]
             if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
                 raise ConfigError(
-                    f"{f.where((key,))}: '{key}' must be {_type_names(types)}, "
+                    f"{_at(path, data, key)}: '{key}' must be {_type_names(types)}, "
                     f"got {type(value).__name__}")
             out[name] = value
         else:
             known = ", ".join(sorted([*_FIELDS, "chunking", "sources"]))
-            raise ConfigError(f"{f.where((key,))}: unknown key '{key}' (known keys: {known})")
+            raise ConfigError(f"{_at(path, data, key)}: unknown key '{key}' "
+                              f"(known keys: {known})")
     if "vector_weight" in out:
         out["vector_weight"] = float(out["vector_weight"])
     return out
 
 
-def _chunking(f: LoadedFile, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{f.where(('chunking',))}: 'chunking' must be a mapping")
+def _chunking(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
+    if not isinstance(value, LineDict):
+        raise ConfigError(f"{_at(path, parent, 'chunking')}: 'chunking' must be a mapping")
+    _no_duplicates(path, value)
     out = {}
     for key, v in value.items():
         if key not in _CHUNKING:
-            raise ConfigError(f"{f.where(('chunking', key))}: unknown key 'chunking.{key}' "
+            raise ConfigError(f"{_at(path, value, key)}: unknown key 'chunking.{key}' "
                               f"(known: {', '.join(_CHUNKING)})")
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ConfigError(f"{f.where(('chunking', key))}: 'chunking.{key}' must be a "
+            raise ConfigError(f"{_at(path, value, key)}: 'chunking.{key}' must be a "
                               f"non-negative integer")
         out[_CHUNKING[key]] = v
     return out
 
 
-def _sources(f: LoadedFile, value: Any) -> list[SourceSpec]:
+def _sources(path: Path, parent: LineDict, value: Any) -> list[SourceSpec]:
     if not isinstance(value, list):
-        raise ConfigError(f"{f.where(('sources',))}: 'sources' must be a list")
+        raise ConfigError(f"{_at(path, parent, 'sources')}: 'sources' must be a list")
     specs = []
     for i, item in enumerate(value):
-        at = ("sources", i)
-        if not isinstance(item, dict):
-            raise ConfigError(f"{f.where(at)}: sources[{i}] must be a mapping with kind and "
-                              f"target")
+        if not isinstance(item, LineDict):
+            raise ConfigError(f"{_at(path, parent, 'sources')}: sources[{i}] must be a "
+                              f"mapping with kind and target")
+        _no_duplicates(path, item)
         kind, target = item.get("kind"), item.get("target")
         if kind not in KINDS:
-            raise ConfigError(f"{f.where(at + ('kind',))}: sources[{i}].kind must be one of "
+            raise ConfigError(f"{_at(path, item, 'kind')}: sources[{i}].kind must be one of "
                               f"{', '.join(KINDS)}, got {kind!r}")
         if not isinstance(target, str) or not target:
-            raise ConfigError(f"{f.where(at + ('target',))}: sources[{i}].target must be a "
+            raise ConfigError(f"{_at(path, item, 'target')}: sources[{i}].target must be a "
                               f"non-empty string")
         options = {k: v for k, v in item.items() if k not in ("kind", "target")}
         specs.append(SourceSpec(kind=kind, target=target, options=options))

@@ -35,3 +35,9 @@ def test_chunking_budget_is_checked(tmp_path: Path) -> None:
     (tmp_path / "kbctl.yaml").write_text("chunking:\n  max_tokens: 64\n  overlap_tokens: 64\n")
     with pytest.raises(ConfigError, match="overlap_tokens"):
         resolve_settings({}, env={}, cwd=tmp_path)
+
+
+def test_duplicate_keys_are_refused_with_their_line(tmp_path: Path) -> None:
+    (tmp_path / "kbctl.yaml").write_text("namespace: a\nagent: x\nnamespace: b\n")
+    with pytest.raises(ConfigError, match=r"kbctl.yaml:3: duplicate key 'namespace'"):
+        resolve_settings({}, env={}, cwd=tmp_path)

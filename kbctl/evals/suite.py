@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from kbctl.errors import SuiteError
-from kbctl.evals.lines import LineDict, LoadError, load_json, load_yaml
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
+from kbctl.linefile import LineDict, LoadError, load_json, load_yaml
 
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 SUITE_VERSION = 1

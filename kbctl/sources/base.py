@@ -9,7 +9,6 @@ website fetches concurrently); the ingest pipeline only sees ``Loaded`` outcomes
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -96,7 +95,3 @@ class SourceAdapter(Protocol):
         """Load leaves (in any order, possibly concurrently). ``previous`` gives the stored
         meta of a ref (validators such as ETag) so an adapter can skip unchanged ones."""
         ...
-
-
-def options_json(options: dict[str, Any]) -> str:
-    return json.dumps(options, sort_keys=True, default=str)

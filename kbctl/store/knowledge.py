@@ -95,14 +95,6 @@ class KnowledgeStore:
 
     # --- sources ------------------------------------------------------------------------
 
-    def source_hashes(self, namespace: str, refs: Sequence[str]) -> dict[str, str]:
-        """Stored content hashes for the given refs (missing refs are absent)."""
-        rows = self.conn.execute(
-            "SELECT ref, content_hash FROM sources WHERE namespace = %s AND ref = ANY(%s)",
-            (namespace, list(refs)),
-        ).fetchall()
-        return dict(rows)
-
     def get_source(self, namespace: str, ref: str) -> SourceRecord | None:
         row = self.conn.execute(
             """SELECT namespace, ref, kind, url, title, content_hash, def_id, chunk_count,
@@ -168,10 +160,6 @@ class KnowledgeStore:
                 (written - old_n, new_len - old_len, namespace),
             )
         return written
-
-    def touch_source(self, namespace: str, ref: str, meta: dict[str, Any] | None = None) -> None:
-        """Mark an unchanged source as fetched now (and refresh its fetch metadata)."""
-        self.touch_sources(namespace, [(ref, meta or {})])
 
     def touch_sources(self, namespace: str,
                       items: Sequence[tuple[str, dict[str, Any]]]) -> None:
