@@ -7,6 +7,7 @@ the store compares them by cosine and a KB never mixes widths.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -83,12 +84,32 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int) -> l
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def make_client(
-    *, transport: httpx.BaseTransport | None, timeout: float, concurrency: int
-) -> httpx.Client:
-    """One pooled client per embedder, sized so ``concurrency`` requests never queue."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.Client(transport=transport, timeout=timeout, limits=limits)
+class LazyClient:
+    """One pooled httpx client per embedder, made on first use (so building an embedder, or
+    ``--help``, opens nothing) and sized so ``concurrency`` requests never queue."""
+
+    def __init__(self, *, transport: httpx.BaseTransport | None, timeout: float,
+                 concurrency: int) -> None:
+        self._transport = transport
+        self._timeout = timeout
+        self._concurrency = concurrency
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                limits = httpx.Limits(max_connections=self._concurrency,
+                                      max_keepalive_connections=self._concurrency)
+                self._client = httpx.Client(transport=self._transport, timeout=self._timeout,
+                                            limits=limits)
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
 
 def require_positive(name: str, value: int | None) -> None:

@@ -17,7 +17,6 @@ embedder (or printing ``--help``) works without one.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,8 +24,8 @@ import httpx
 
 from kbctl.embed.base import EmbedderIdentity
 from kbctl.embed.common import (
+    LazyClient,
     checked_vector,
-    make_client,
     map_bounded,
     read_json,
     require_positive,
@@ -89,10 +88,8 @@ class GeminiEmbedder:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self._timeout = timeout
-        self._transport = transport
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
+        self._clients = LazyClient(transport=transport, timeout=timeout,
+                                   concurrency=concurrency)
 
     # --- the Embedder protocol ---------------------------------------------------------
 
@@ -124,10 +121,7 @@ class GeminiEmbedder:
     # --- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._clients.close()
 
     def __enter__(self) -> GeminiEmbedder:
         return self
@@ -145,35 +139,26 @@ class GeminiEmbedder:
         return {"model": f"models/{self.model}", "content": {"parts": [{"text": text}]}}
 
     def _document_body(self, text: str, title: str | None) -> dict[str, Any]:
+        return self._body(text, title, query=False)
+
+    def _query_body(self, text: str) -> dict[str, Any]:
+        return self._body(text, None, query=True)
+
+    def _body(self, text: str, title: str | None, *, query: bool) -> dict[str, Any]:
+        """The task goes in a text prefix (gemini-embedding-2) or in taskType (001)."""
         if uses_task_prefix(self.model):
-            body = self._base_body(document_text(text, title))
+            body = self._base_body(query_text(text) if query else document_text(text, title))
             body["config"] = {"output_dimensionality": self._dimensions}
             return body
         body = self._base_body(text)
-        body["taskType"] = "RETRIEVAL_DOCUMENT"
-        if title:
+        body["taskType"] = "RETRIEVAL_QUERY" if query else "RETRIEVAL_DOCUMENT"
+        if title and not query:
             body["title"] = title
         body["outputDimensionality"] = self._dimensions
         return body
 
-    def _query_body(self, text: str) -> dict[str, Any]:
-        if uses_task_prefix(self.model):
-            body = self._base_body(query_text(text))
-            body["config"] = {"output_dimensionality": self._dimensions}
-            return body
-        body = self._base_body(text)
-        body["taskType"] = "RETRIEVAL_QUERY"
-        body["outputDimensionality"] = self._dimensions
-        return body
-
     def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = make_client(
-                    transport=self._transport, timeout=self._timeout,
-                    concurrency=self.concurrency,
-                )
-            return self._client
+        return self._clients.get()
 
     def _post(self, body: dict[str, Any], key: tuple[str, str]) -> list[float]:
         secret, source = key

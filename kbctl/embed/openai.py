@@ -23,8 +23,8 @@ import httpx
 
 from kbctl.embed.base import EmbedderIdentity
 from kbctl.embed.common import (
+    LazyClient,
     checked_vector,
-    make_client,
     map_bounded,
     read_json,
     require_positive,
@@ -85,9 +85,8 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self._timeout = timeout
-        self._transport = transport
-        self._client: httpx.Client | None = None
+        self._clients = LazyClient(transport=transport, timeout=timeout,
+                                   concurrency=concurrency)
         self._lock = threading.Lock()
 
     # --- the Embedder protocol ---------------------------------------------------------
@@ -131,10 +130,7 @@ class OpenAIEmbedder:
     # --- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._clients.close()
 
     def __enter__(self) -> OpenAIEmbedder:
         return self
@@ -149,13 +145,7 @@ class OpenAIEmbedder:
         return f"{self.base_url}/embeddings"
 
     def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = make_client(
-                    transport=self._transport, timeout=self._timeout,
-                    concurrency=self.concurrency,
-                )
-            return self._client
+        return self._clients.get()
 
     def _headers(self) -> dict[str, str]:
         key = self._key()
