@@ -43,14 +43,13 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
         return report
     cached = CachedEmbedder(embedder, store) if embedder is not None else None
     try:
-        total = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        progress(ProgressEvent("total", total=total))
+        progress(ProgressEvent("total", total=store.chunk_count()))
         report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
         store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE)
     finally:
         for table in (_STAGE, _MEMORY_STAGE):
-            store.conn.execute(f"DROP TABLE IF EXISTS {table}")
+            store.drop_stage(table)
     if cached is not None:
         report.embedded = cached.provider_texts
         report.cache_hits = cached.cache_hits
@@ -61,20 +60,14 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
 def _stage(store: KnowledgeStore, cached: CachedEmbedder | None, source: str, stage: str,
            progress: Progress) -> int:
     """Embed every row of ``source`` into the session table ``stage``; returns the count."""
-    store.conn.execute(f"DROP TABLE IF EXISTS {stage}")
-    store.conn.execute(f"CREATE TEMP TABLE {stage} (chunk_id bigint PRIMARY KEY, "
-                       f"embedding vector)")
+    store.create_stage(stage)
     done, last = 0, 0
     while cached is not None:
         batch = store.chunk_texts(last, BATCH, table=source)
         if not batch:
             break
         vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
-        store.conn.execute(
-            f"""INSERT INTO {stage} (chunk_id, embedding)
-                SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
-            ([cid for cid, _, _ in batch],
-             ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors]))
+        store.stage_embeddings(stage, [cid for cid, _, _ in batch], vectors)
         last = batch[-1][0]
         done += len(batch)
         if source == "chunks":

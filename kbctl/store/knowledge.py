@@ -326,6 +326,22 @@ class KnowledgeStore:
         row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row and row[0])
 
+    def create_stage(self, stage: str) -> None:
+        """A session table that collects re-embedded vectors before the swap."""
+        self.drop_stage(stage)
+        self.conn.execute(f"CREATE TEMP TABLE {stage} (chunk_id bigint PRIMARY KEY, "
+                          f"embedding vector)")
+
+    def drop_stage(self, stage: str) -> None:
+        self.conn.execute(f"DROP TABLE IF EXISTS {stage}")
+
+    def stage_embeddings(self, stage: str, ids: Sequence[int],
+                         vectors: Sequence[Sequence[float]]) -> None:
+        self.conn.execute(
+            f"""INSERT INTO {stage} (chunk_id, embedding)
+                SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
+            (list(ids), [_vector_text(v) for v in vectors]))
+
     def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
                         staged_memory: str | None = None) -> None:
         """Replace every vector (KB chunks and, when staged, memory chunks) and the recorded
@@ -460,6 +476,11 @@ class KnowledgeStore:
         ).fetchall()
         return [NamespaceStatus(r[0], int(r[1]), int(r[2]), int(r[3]), r[4], r[5], int(r[6]))
                 for r in rows]
+
+    def chunk_count(self) -> int:
+        """Chunks in the whole KB, every namespace."""
+        row = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
+        return int(row[0]) if row else 0
 
     def counts(self, namespace: str) -> tuple[int, int]:
         """(sources, chunks) in a namespace."""
