@@ -16,8 +16,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from kbctl.agent import tool_specs
 from kbctl.pipeline.context import PREAMBLE
-from kbctl.pipeline.tools import tool_specs
 
 from .conftest import Cli, rows
 

@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.config import Settings
-from kbctl.errors import ConfigError
-from kbctl.pipeline.context import MEMORY_PREAMBLE, PREAMBLE
-from kbctl.pipeline.tools import (
+from kbctl.agent import (
     MEMORY_APPEND,
     SPEC_FORMATS,
     AgentTools,
@@ -24,6 +21,9 @@ from kbctl.pipeline.tools import (
     phase_file,
     tool_specs,
 )
+from kbctl.config import Settings
+from kbctl.errors import ConfigError
+from kbctl.pipeline.context import MEMORY_PREAMBLE, PREAMBLE
 
 from .conftest import Cli, rows
 

@@ -6,8 +6,8 @@ import contextlib
 
 import typer
 
+from ..agent import ToolLimits
 from ..errors import EnvironmentFailure
-from ..pipeline.tools import ToolLimits
 from ..render import Output
 from .common import (
     ConfigOpt,
@@ -56,7 +56,7 @@ def mcp(
                              agent=agent, user=user)
     limits = limits_from(max_top_k, max_chars)
     try:
-        from ..mcp_server import run_stdio  # the SDK is imported only by this command
+        from ..agent.mcp_server import run_stdio  # the SDK is imported only by this command
     except ImportError as exc:
         raise EnvironmentFailure(f"the MCP SDK cannot be imported: {exc}",
                                  hint="pip install 'mcp>=2.3,<3'") from None

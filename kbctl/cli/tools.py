@@ -10,9 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..config import Settings
-from ..errors import InputError, KbctlError
-from ..pipeline.tools import (
+from ..agent import (
     SPEC_FORMATS,
     AgentTools,
     ToolLimits,
@@ -21,6 +19,8 @@ from ..pipeline.tools import (
     phase_file,
     tool_specs,
 )
+from ..config import Settings
+from ..errors import InputError, KbctlError
 from ..render import Output
 from .common import (
     ConfigOpt,

@@ -1,6 +1,6 @@
 """``kbctl serve mcp``: an ``AgentTools`` session served over stdio with the official MCP SDK.
 
-Wiring only: the tools, their schemas, limits and scope live in ``kbctl.pipeline.tools``.
+Wiring only: the tools, their schemas, limits and scope live beside it in ``kbctl.agent``.
 Calls run one at a time in a worker thread (one database connection, and the event loop
 stays free to read the next message); a tool's failure is an ``isError`` result, never a
 protocol error or a dead server.
@@ -16,8 +16,9 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from . import __version__
-from .pipeline.tools import AgentTools, ToolSpec
+from .. import __version__
+from .session import AgentTools
+from .specs import ToolSpec
 
 INSTRUCTIONS = (
     "kbctl answers from a documentation knowledge base and keeps long-term memory. Use "

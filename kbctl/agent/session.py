@@ -1,0 +1,149 @@
+"""A tool session: the scope pinned when it opens, one store connection kept for its life,
+and ``call`` that turns every failure into a ``ToolResult`` so one bad call never ends a
+long-lived session (the MCP server, ``tools call``)."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ..config import Settings
+from ..embed.base import Embedder
+from ..errors import DatabaseError, InputError, KbctlError
+from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
+from ..memory.paths import MemoryScope, scope_of
+from ..pipeline.runtime import open_store, resolve_embedder
+from ..store.knowledge import KnowledgeStore
+from .arguments import check_arguments
+from .handlers import HANDLERS, CallContext
+from .result import ToolResult
+from .specs import MEMORY_APPEND, MEMORY_TOOLS, ToolLimits, tool_specs
+
+
+def phase_file(path: str | Path) -> Callable[[], str | None]:
+    """A phase accessor for ``AppendGuard`` that reads the runtime's current phase from a
+    file on every write (missing or empty file: no phase, so writes are refused)."""
+    target = Path(path)
+
+    def current() -> str | None:
+        try:
+            return target.read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    return current
+
+
+@dataclass
+class _Live:
+    store: KnowledgeStore
+    embedder: Embedder | None
+    memory: MemoryBackend | None
+    stack: ExitStack = field(default_factory=ExitStack)
+
+
+class AgentTools:
+    """A tool session: one store connection and the KB's embedder, kept open for the
+    session's life, and a scope fixed at construction.
+
+    Use as a context manager (or ``open()``/``close()``). A connection that breaks is
+    reopened on the next call.
+    """
+
+    def __init__(self, settings: Settings, *, read_only: bool = False,
+                 phase: Callable[[], str | None] | None = None,
+                 limits: ToolLimits = ToolLimits(),
+                 nonce: Callable[[], str] | None = None) -> None:
+        self.settings = settings
+        self.namespace = settings.namespace
+        self.scope: MemoryScope | None = (
+            scope_of(settings.agent, settings.user) if settings.agent else None)
+        self.read_only = read_only
+        self.limits = limits
+        self._guard = AppendGuard(phase) if phase is not None else None
+        self._nonce = nonce or (lambda: secrets.token_hex(8))
+        self._live: _Live | None = None
+        self.specs = tool_specs(limits, memory=self.scope is not None, writable=not read_only)
+        self._by_name = {s.name: s for s in self.specs}
+
+    # lifecycle
+
+    def open(self) -> AgentTools:
+        if self._live is None:
+            self._live = self._connect()
+        return self
+
+    def close(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stack.close()
+
+    def __enter__(self) -> AgentTools:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connect(self) -> _Live:
+        stack = ExitStack()
+        try:
+            store = stack.enter_context(open_store(self.settings))
+            embedder = resolve_embedder(store, self.settings, writing=False)
+            memory: MemoryBackend | None = None
+            if self.scope is not None:
+                memory = PostgresMemoryBackend(store.conn, embedder,
+                                               vector_weight=self.settings.vector_weight)
+                if self._guard is not None:
+                    memory = GuardedBackend(memory, self._guard)
+        except BaseException:
+            stack.close()
+            raise
+        return _Live(store, embedder, memory, stack)
+
+    def _session(self) -> _Live:
+        live = self._live
+        if live is not None and (live.store.conn.closed or live.store.conn.broken):
+            self.close()
+            live = None
+        if live is None:
+            live = self._live = self._connect()
+        return live
+
+    # calls
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """Run one tool; every failure comes back as an error result, never raised."""
+        try:
+            spec = self._by_name.get(name)
+            if spec is None:
+                raise self._unknown(name)
+            args = check_arguments(spec, arguments)
+            live = self._session()
+            context = CallContext(self.settings, self.limits, live.store, live.embedder,
+                                  live.memory, self.scope, self._nonce)
+            return ToolResult(name, *HANDLERS[name](context, args))
+        except KbctlError as exc:
+            return ToolResult.failure(name, exc)
+        except psycopg.Error as exc:
+            return ToolResult.failure(name, DatabaseError(f"database error: {str(exc).strip()}"))
+        except Exception as exc:  # a session must outlive one bad call
+            traceback.print_exc(file=sys.stderr)
+            return ToolResult.failure(
+                name, KbctlError(f"internal error in {name}: {type(exc).__name__}: {exc}"))
+
+    def _unknown(self, name: str) -> KbctlError:
+        known = ", ".join(self._by_name)
+        if name in MEMORY_TOOLS and self.scope is None:
+            return InputError(f"{name} is not available: memory tools need an agent id",
+                              hint="start the tools with --agent ID (or KBCTL_AGENT)")
+        if name == MEMORY_APPEND and self.read_only:
+            return InputError("memory_append is not available: memory is read-only here")
+        return InputError(f"unknown tool '{name}' (available: {known})")
