@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -13,6 +14,7 @@ DEFAULT_MAX_RESULTS = 6
 MAX_RESULTS_LIMIT = 50
 DEFAULT_MMR_LAMBDA = 0.7
 DEFAULT_HALF_LIFE_DAYS = 30.0
+MIN_HALF_LIFE_DAYS = 0.001  # ~1.4 minutes: shorter makes every note weigh zero
 
 
 def citation(path: str, start_line: int, end_line: int) -> str:
@@ -41,8 +43,10 @@ class SearchOptions:
             raise InputError(f"--min-score must be within 0..1, got {self.min_score}")
         if not 0.0 <= self.mmr_lambda <= 1.0:
             raise InputError(f"--mmr-lambda must be within 0..1, got {self.mmr_lambda}")
-        if not self.half_life_days > 0:
-            raise InputError(f"--half-life-days must be positive, got {self.half_life_days}")
+        if not (math.isfinite(self.half_life_days)
+                and self.half_life_days >= MIN_HALF_LIFE_DAYS):
+            raise InputError(f"--half-life-days must be a finite number of days, at least "
+                             f"{MIN_HALF_LIFE_DAYS}, got {self.half_life_days}")
 
 
 @dataclass(frozen=True)

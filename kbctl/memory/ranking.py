@@ -18,18 +18,31 @@ T = TypeVar("T")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
+# Ages beyond this many half-lives weigh 0.5 ** 300 (~5e-91): as good as zero, yet far from
+# float8's underflow, so neither power() nor the product with a score can raise in SQL.
+MAX_HALF_LIVES = 300.0
+
+
 def decay_factor(file_date: date | None, today: date, half_life_days: float) -> float:
-    """``0.5 ** (age / half_life)`` for a dated file; 1 for undated or future-dated files."""
+    """``0.5 ** (age / half_life)`` for a dated file; 1 for undated or future-dated files.
+
+    Non-increasing in age, never below ``0.5 ** MAX_HALF_LIVES``.
+    """
     if file_date is None:
         return 1.0
     age = max(0, (today - file_date).days)
-    return 0.5 ** (age / half_life_days)
+    return 0.5 ** min(age / half_life_days, MAX_HALF_LIVES)
 
 
 def decay_sql(file_date: str, today: str, half_life: str) -> str:
-    """SQL for ``decay_factor``; ``half_life`` NULL turns decay off."""
+    """SQL for ``decay_factor``; ``half_life`` NULL turns decay off.
+
+    The age is capped at ``MAX_HALF_LIVES * half_life`` before dividing, so a tiny
+    half-life cannot overflow the quotient either.
+    """
+    age = f"greatest({today} - {file_date}, 0)::float8"
     return (f"(CASE WHEN {file_date} IS NULL OR {half_life} IS NULL THEN 1.0::float8 "
-            f"ELSE power(0.5::float8, greatest({today} - {file_date}, 0)::float8 "
+            f"ELSE power(0.5::float8, least({age}, {MAX_HALF_LIVES} * {half_life}) "
             f"/ {half_life}) END)")
 
 

@@ -73,8 +73,10 @@ def _final(decay: bool, extra: str) -> str:
                          WHERE fd.id = s.chunk_id) AS file_date
             FROM scored s WHERE s.base > 0),
         top AS MATERIALIZED (
-            SELECT d.chunk_id, d.text_score, d.vector_score, d.base * {factor} AS score
-            FROM dated d ORDER BY score DESC, d.chunk_id LIMIT %(k)s)"""
+            SELECT d.chunk_id, d.text_score, d.vector_score, d.base * {factor} AS score,
+                   d.file_date
+            FROM dated d
+            ORDER BY score DESC, d.file_date DESC NULLS FIRST, d.chunk_id LIMIT %(k)s)"""
     else:
         ranked = """
         top AS MATERIALIZED (
@@ -85,7 +87,7 @@ def _final(decay: bool, extra: str) -> str:
                ch.created_at, t.text_score, t.vector_score, t.score{extra}
         FROM top t JOIN memory_chunks ch ON ch.id = t.chunk_id
         WHERE {fence("ch")}
-        ORDER BY t.score DESC, ch.id"""
+        ORDER BY t.score DESC, {"t.file_date DESC NULLS FIRST, " if decay else ""}ch.id"""
 
 
 def lexical_sql(*, decay: bool, extra: str = "") -> str:
