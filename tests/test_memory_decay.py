@@ -70,7 +70,8 @@ def _age(path: str) -> int | None:
     return None if stem == "MEMORY" else (TODAY - date.fromisoformat(stem)).days
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(half_life=half_lives, mode=st.sampled_from(["hybrid", "keyword"]),
        shift=st.integers(min_value=0, max_value=200 * 365))
 def test_decay_never_fails_and_newer_never_ranks_below_older(
