@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .linefile import LineDict, LoadError, load_json, load_yaml
+from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .sources.base import SourceSpec
 from .sources.registry import KINDS
 
@@ -36,9 +37,14 @@ class Settings:
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
-    memory_track: bool = False
+    memory: MemorySettings = field(default_factory=MemorySettings)
     sources: tuple[SourceSpec, ...] = field(default_factory=tuple)
     config_path: Path | None = None
+
+    @property
+    def memory_track(self) -> bool:
+        """Whether memory searches are recorded for ``memory stats`` (``memory.track``)."""
+        return self.memory.track
 
 
 # key in kbctl.yaml → (Settings field, accepted types)
@@ -52,7 +58,6 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "allow_private_network": ("allow_private_network", (bool,)),
     "agent": ("agent", (str,)),
     "user": ("user", (str,)),
-    "memory_track": ("memory_track", (bool,)),
 }
 _CHUNKING = {"max_tokens": "max_tokens", "overlap_tokens": "overlap_tokens"}
 
@@ -64,7 +69,6 @@ _ENV = {
     "KBCTL_EMBEDDER_BASE_URL": "embedder_base_url",
     "KBCTL_AGENT": "agent",
     "KBCTL_USER": "user",
-    "KBCTL_MEMORY_TRACK": "memory_track",
 }
 
 
@@ -95,13 +99,19 @@ def resolve_settings(
     for var, name in _ENV.items():
         if env.get(var):
             values[name] = env[var]
-    if "memory_track" in values:
-        values["memory_track"] = str(values["memory_track"]).lower() in ("1", "true", "yes")
+    memory = MemorySettings().merged(memory_from_env(env))
     path = find_config(config, cwd)
     if path is not None:
-        values.update(_from_file(path))
+        from_file = _from_file(path)
+        if "memory_track" in from_file:
+            memory = memory.merged({"track": from_file.pop("memory_track")})
+        memory = memory.merged(from_file.pop("memory", {}))
+        values.update(from_file)
         values["config_path"] = path
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    flags = dict(flags or {})
+    memory = memory.merged(flags.pop("memory", None) or {}, from_flags=True)
+    values.update({k: v for k, v in flags.items() if v is not None})
+    values["memory"] = memory
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])
     settings = replace(Settings(), **values)
@@ -149,6 +159,13 @@ def _from_file(path: Path) -> dict[str, Any]:
             out.update(_chunking(path, data, value))
         elif key == "sources":
             out["sources"] = tuple(_sources(path, data, value))
+        elif key == "memory":
+            out["memory"] = _memory(path, data, value)
+        elif key == "memory_track":  # kept from before the memory section; memory.track
+            if not isinstance(value, bool):
+                raise ConfigError(f"{_at(path, data, key)}: 'memory_track' must be true or "
+                                  f"false, got {type(value).__name__}")
+            out["memory_track"] = value
         elif key in _FIELDS:
             name, types = _FIELDS[key]
             if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
@@ -157,7 +174,8 @@ def _from_file(path: Path) -> dict[str, Any]:
                     f"got {type(value).__name__}")
             out[name] = value
         else:
-            known = ", ".join(sorted([*_FIELDS, "chunking", "sources"]))
+            known = ", ".join(sorted([*_FIELDS, "chunking", "sources", "memory",
+                                      "memory_track"]))
             raise ConfigError(f"{_at(path, data, key)}: unknown key '{key}' "
                               f"(known keys: {known})")
     if "vector_weight" in out:
@@ -179,6 +197,13 @@ def _chunking(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
                               f"non-negative integer")
         out[_CHUNKING[key]] = v
     return out
+
+
+def _memory(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
+    for mapping in (value, value.get("flush") if isinstance(value, LineDict) else None):
+        if isinstance(mapping, LineDict):
+            _no_duplicates(path, mapping)
+    return memory_from_file(value, parent, lambda m, k: _at(path, m, k))
 
 
 def _sources(path: Path, parent: LineDict, value: Any) -> list[SourceSpec]:

@@ -21,11 +21,10 @@ from .memory.model import (
     MemoryText,
     WriteResult,
 )
+from .memory_config import CITATION_MODES, settings_json
 from .pipeline.context import MEMORY_PREAMBLE, render_context
 from .pipeline.results import Hit
 from .render import Output, show
-
-CITATION_MODES = ("on", "off", "auto")
 
 
 def citations_enabled(mode: str, fmt: str) -> bool:
@@ -102,7 +101,10 @@ def _(r: DeleteResult, **options: Any) -> dict[str, Any]:
 
 @memory_json.register
 def _(r: Health, **options: Any) -> dict[str, Any]:
-    return {"kind": r.kind, "ok": r.ok, "error": r.error, "details": r.details}
+    out = {"kind": r.kind, "ok": r.ok, "error": r.error, "details": r.details}
+    if r.settings is not None:
+        out["settings"] = settings_json(r.settings)
+    return out
 
 
 @memory_json.register

@@ -12,7 +12,7 @@ from typing import Any
 from ..config import Settings
 from ..embed.base import Embedder
 from ..memory import MemoryBackend
-from ..memory.model import DEFAULT_MAX_RESULTS, SearchOptions
+from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
 from ..pipeline.context import MEMORY_PREAMBLE, PREAMBLE, render_context
 from ..pipeline.query import retrieve, source_parts
@@ -110,16 +110,18 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
 def memory_search(ctx: CallContext, args: dict[str, Any]) -> Reply:
     backend, scope = ctx.memory_scope()
     notes: list[str] = []
-    k = clamp("max_results", args.get("max_results", DEFAULT_MAX_RESULTS), 1,
+    defaults = ctx.settings.memory
+    k = clamp("max_results", args.get("max_results", defaults.max_results), 1,
               ctx.limits.max_memory_results, notes)
-    track = bool(getattr(ctx.settings, "memory_track", False))
-    result = backend.search(scope, args["query"], SearchOptions(max_results=k, track=track))
+    result = backend.search(scope, args["query"],
+                            SearchOptions.from_settings(defaults, max_results=k))
     notes += result.notes
     hits = [Hit(rank=i, score=h.score, title=f"{h.tier} memory", url=h.path,
                 citation=h.citation, anchor=None, heading_path=(), text=h.content,
                 source_ref=h.path, namespace=f"memory:{scope.agent_id}")
             for i, h in enumerate(result.hits, start=1)]
-    hits, cut = fit(hits, ctx.limits.max_chars, notes)
+    hits, cut = fit(hits, min(ctx.limits.max_chars,
+                              defaults.max_injected_chars or ctx.limits.max_chars), notes)
     data = {
         "notice": MEMORY_PREAMBLE, "query": result.query, "mode": result.mode, "maxResults": k,
         "results": [{"n": i, "path": h.url, "tier": m.tier, "citation": h.citation,

@@ -11,7 +11,6 @@ import typer
 from ..config import Settings
 from ..errors import InputError
 from ..memory import api
-from ..memory.model import DEFAULT_HALF_LIFE_DAYS, DEFAULT_MMR_LAMBDA, SearchOptions
 from ..render import Output, show
 from ..render_memory import citations_enabled, memory_json
 from .common import (
@@ -78,31 +77,40 @@ def append(
 @guard
 def search(
     query: Annotated[str, typer.Argument(help="What to recall.")],
-    max_results: Annotated[int, typer.Option("--max-results", help="Results (1..50).")] = 6,
+    max_results: Annotated[int | None, typer.Option(
+        "--max-results", help="Results (1..50; default 6, or memory.max_results).",
+        show_default=False)] = None,
     min_score: Annotated[float | None, typer.Option(
         "--min-score", help="Drop results scoring below this (0..1).",
         show_default=False)] = None,
-    mmr: Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")] = False,
-    mmr_lambda: Annotated[float, typer.Option(
-        "--mmr-lambda", help="MMR relevance weight (1 = relevance only).")] = DEFAULT_MMR_LAMBDA,
-    decay: Annotated[bool, typer.Option(
-        "--decay", help="Decay dated notes (…/YYYY-MM-DD.md) by age.")] = False,
-    half_life_days: Annotated[float, typer.Option(
-        "--half-life-days", help="Age at which a dated note's score halves.")
-    ] = DEFAULT_HALF_LIFE_DAYS,
-    citations: Annotated[str, typer.Option(
-        "--citations", help="on, off or auto (on for tables and JSON).")] = "auto",
+    mmr: Annotated[bool | None, typer.Option(
+        "--mmr/--no-mmr", help="Re-rank for diversity (MMR).", show_default=False)] = None,
+    mmr_lambda: Annotated[float | None, typer.Option(
+        "--mmr-lambda", help="MMR relevance weight (1 = relevance only; default 0.7).",
+        show_default=False)] = None,
+    decay: Annotated[bool | None, typer.Option(
+        "--decay/--no-decay", help="Decay dated notes (…/YYYY-MM-DD.md) by age.",
+        show_default=False)] = None,
+    half_life_days: Annotated[float | None, typer.Option(
+        "--half-life-days", help="Age at which a dated note's score halves (default 30).",
+        show_default=False)] = None,
+    citations: Annotated[str | None, typer.Option(
+        "--citations", help="on, off or auto (on for tables and JSON; the default).",
+        show_default=False)] = None,
     fmt: Annotated[str, typer.Option(
         "--format", help="table, json or context (a block for an LLM prompt).")] = "table",
     max_chars: Annotated[int | None, typer.Option(
-        "--max-chars", help="Cap the context block at this many characters.",
+        "--max-chars", help="Cap the context block at this many characters "
+                            "(memory.max_injected_chars).", show_default=False)] = None,
+    track: Annotated[bool | None, typer.Option(
+        "--track/--no-track", help="Record this search and its hits for `memory stats`.",
         show_default=False)] = None,
-    track: Annotated[bool, typer.Option(
-        "--track", help="Record this search and its hits for `memory stats`.")] = False,
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Search the agent's shared memory and the user's private memory.
+
+    Defaults come from the `memory:` section of kbctl.yaml; flags override them.
 
     Example: `kbctl memory search "deploy steps" --agent support --user u42 --json`
     """
@@ -111,12 +119,15 @@ def search(
     if max_chars is not None and fmt != "context":
         raise InputError("--max-chars applies to --format context only")
     as_json = json_output or fmt == "json"
-    cite = citations_enabled(citations, "json" if as_json else fmt)
-    options = SearchOptions(max_results=max_results, min_score=min_score, mmr=mmr,
-                            mmr_lambda=mmr_lambda, decay=decay,
-                            half_life_days=half_life_days, track=track)
-    result = api.search(_settings(db, data_dir, config, agent, user), query, options)
-    _emit(result, as_json, format=fmt, citations=cite, max_chars=max_chars)
+    settings = settings_from(
+        db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
+        memory={"max_results": max_results, "min_score": min_score, "mmr": mmr,
+                "mmr_lambda": mmr_lambda, "decay": decay, "half_life_days": half_life_days,
+                "citations": citations, "max_injected_chars": max_chars, "track": track})
+    cite = citations_enabled(settings.memory.citations, "json" if as_json else fmt)
+    result = api.search(settings, query)
+    _emit(result, as_json, format=fmt, citations=cite,
+          max_chars=settings.memory.max_injected_chars if fmt == "context" else None)
 
 
 @app.command("get")

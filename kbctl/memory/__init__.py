@@ -1,4 +1,5 @@
-"""Two-tier agent memory: scope and path rules, the MemoryBackend protocol, the Postgres and
+"""Two-tier agent memory: scope and path rules, the MemoryBackend protocol (also named
+MemoryStore), the Postgres and
 composite backends, ranking (MMR, decay), the flush policy and the append guard.
 
 Operations with settings resolution live in ``kbctl.memory.api``.
@@ -6,7 +7,7 @@ Operations with settings resolution live in ``kbctl.memory.api``.
 
 from __future__ import annotations
 
-from .backend import MemoryBackend
+from .backend import MemoryBackend, MemoryStore
 from .composite import CompositeMemoryBackend
 from .model import MemoryHit, MemorySearchResult, SearchOptions
 from .paths import MemoryScope, parse_path
@@ -22,6 +23,7 @@ __all__ = [
     "MemoryHit",
     "MemoryScope",
     "MemorySearchResult",
+    "MemoryStore",
     "PostgresMemoryBackend",
     "SearchOptions",
     "parse_path",

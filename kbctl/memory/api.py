@@ -30,6 +30,7 @@ from .model import (
     WriteResult,
 )
 from .paths import AGENT_TIER, MemoryScope, parse_path, scope_of, tier_prefix
+from .policy import FlushPolicy, should_flush
 from .postgres import KIND, PostgresMemoryBackend
 
 Announce = Callable[[str], None]
@@ -60,11 +61,13 @@ def append(settings: Settings, path: str, text: str, *, scope: MemoryScope | Non
 
 def search(settings: Settings, query: str, options: SearchOptions | None = None, *,
            scope: MemoryScope | None = None) -> MemorySearchResult:
-    """Search the caller's memory; ``options.track`` (or the ``memory_track`` setting)
-    records the recall."""
+    """Search the caller's memory; without ``options``, the ``memory:`` settings rank.
+
+    ``options.track`` (or the ``memory.track`` setting) records the recall.
+    """
     scope = scope or scope_for(settings)
-    opts = options or SearchOptions()
-    if not opts.track and getattr(settings, "memory_track", False):
+    opts = options or SearchOptions.from_settings(settings.memory)
+    if not opts.track and settings.memory.track:
         opts = replace(opts, track=True)
     with open_backend(settings) as backend:
         return backend.search(scope, query, opts)
@@ -101,12 +104,31 @@ def stats(settings: Settings, *, top: int = 10,
 
 
 def health(settings: Settings) -> Health:
-    """Never raises for an environment failure: an unreachable database is ``ok: false``."""
+    """Never raises for an environment failure: an unreachable database is ``ok: false``.
+
+    Carries the memory settings in force, so an operator sees what config resolved to.
+    """
     try:
         with open_backend(settings) as backend:
-            return backend.health()
+            return replace(backend.health(), settings=settings.memory)
     except KbctlError as exc:
-        return Health(kind=KIND, ok=False, error=exc.message)
+        return Health(kind=KIND, ok=False, error=exc.message, settings=settings.memory)
+
+
+def flush_due(settings: Settings, used_tokens: int,
+              context_window: int | None = None) -> bool:
+    """Whether an agent runtime should flush now, by the ``memory.flush`` settings.
+
+    ``context_window`` falls back to ``memory.flush.context_window``; a disabled policy
+    never asks for a flush.
+    """
+    flush = settings.memory.flush
+    if not flush.enabled:
+        return False
+    window = context_window if context_window is not None else flush.context_window
+    if window is None:
+        raise InputError("no context window given and memory.flush.context_window is not set")
+    return should_flush(used_tokens, window, FlushPolicy.from_settings(flush))
 
 
 def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,

@@ -28,3 +28,7 @@ class MemoryBackend(Protocol):
     def append(self, scope: MemoryScope, path: str, text: str) -> WriteResult: ...
 
     def health(self) -> Health: ...
+
+
+# The name the memory design uses for the same protocol.
+MemoryStore = MemoryBackend

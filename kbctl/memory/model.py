@@ -8,13 +8,13 @@ from datetime import date, datetime
 from typing import Any
 
 from ..errors import InputError
+from ..memory_config import MAX_RESULTS_LIMIT, MIN_HALF_LIFE_DAYS, MemorySettings
 from .paths import MemoryScope
 
-DEFAULT_MAX_RESULTS = 6
-MAX_RESULTS_LIMIT = 50
-DEFAULT_MMR_LAMBDA = 0.7
-DEFAULT_HALF_LIFE_DAYS = 30.0
-MIN_HALF_LIFE_DAYS = 0.001  # ~1.4 minutes: shorter makes every note weigh zero
+_DEFAULTS = MemorySettings()
+DEFAULT_MAX_RESULTS = _DEFAULTS.max_results
+DEFAULT_MMR_LAMBDA = _DEFAULTS.mmr_lambda
+DEFAULT_HALF_LIFE_DAYS = _DEFAULTS.half_life_days
 
 
 def citation(path: str, start_line: int, end_line: int) -> str:
@@ -34,6 +34,14 @@ class SearchOptions:
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     track: bool = False
     today: date | None = None
+
+    @classmethod
+    def from_settings(cls, m: MemorySettings, **overrides: Any) -> SearchOptions:
+        """The options ``memory:`` settings ask for, with single fields overridden."""
+        base = {"max_results": m.max_results, "min_score": m.min_score, "mmr": m.mmr,
+                "mmr_lambda": m.mmr_lambda, "decay": m.decay,
+                "half_life_days": m.half_life_days, "track": m.track}
+        return cls(**{**base, **overrides})
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_results <= MAX_RESULTS_LIMIT:
@@ -150,6 +158,7 @@ class Health:
     ok: bool
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    settings: MemorySettings | None = None
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InputError, MemoryWriteRefused
+from ..memory_config import FlushSettings
 from .backend import MemoryBackend
 from .model import Health, MemorySearchResult, MemoryText, SearchOptions, WriteResult
 from .paths import MemoryScope
 
-SOFT_THRESHOLD_TOKENS = 4000
-RESERVE_FLOOR_TOKENS = 20000
+SOFT_THRESHOLD_TOKENS = FlushSettings().soft_threshold_tokens
+RESERVE_FLOOR_TOKENS = FlushSettings().reserve_floor_tokens
 FLUSHING_PHASE = "memory_flushing"
 
 
@@ -32,6 +33,12 @@ class FlushPolicy:
     def __post_init__(self) -> None:
         if self.soft_threshold_tokens < 0 or self.reserve_floor_tokens < 0:
             raise InputError("flush thresholds must not be negative")
+
+    @classmethod
+    def from_settings(cls, flush: FlushSettings) -> FlushPolicy:
+        """The policy a ``memory.flush`` config section sets."""
+        return cls(soft_threshold_tokens=flush.soft_threshold_tokens,
+                   reserve_floor_tokens=flush.reserve_floor_tokens)
 
     def threshold(self, context_window: int) -> int:
         """Used tokens above which a flush is due (may be negative for tiny windows)."""

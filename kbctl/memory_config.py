@@ -1,0 +1,190 @@
+"""The ``memory:`` settings: search defaults and the flush policy, set once per agent.
+
+One home for their defaults and ranges: the CLI, the MCP tools and the library surface
+all start from ``MemorySettings``, and flags override single fields. Kept free of the
+``memory`` package's imports so ``config`` can hold it without a cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .errors import ConfigError
+
+MAX_RESULTS_LIMIT = 50
+MIN_HALF_LIFE_DAYS = 0.001  # ~1.4 minutes: anything shorter weighs every note zero
+CITATION_MODES = ("on", "off", "auto")
+ENV_PREFIX = "KBCTL_MEMORY_"
+_FLAGS = {"max_injected_chars": "--max-chars"}  # where a flag's name differs from its key
+
+Where = Callable[[Any, Any], str]  # (mapping, key) -> "file:line"
+
+
+@dataclass(frozen=True)
+class FlushSettings:
+    """Flush once used tokens pass ``context_window - reserve_floor - soft_threshold``."""
+
+    enabled: bool = True
+    soft_threshold_tokens: int = 4000
+    reserve_floor_tokens: int = 20000
+    context_window: int | None = None
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """Defaults for ``memory search`` (and the memory tools), and the flush policy."""
+
+    max_results: int = 6
+    min_score: float | None = None
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+    decay: bool = False
+    half_life_days: float = 30.0
+    max_injected_chars: int | None = None
+    citations: str = "auto"
+    track: bool = False
+    flush: FlushSettings = field(default_factory=FlushSettings)
+
+    def merged(self, overrides: Mapping[str, Any], *, from_flags: bool = False
+               ) -> MemorySettings:
+        """These settings with the given (non-None) fields replaced, each checked; a
+        ``flush`` mapping replaces single fields of the flush policy. Errors name the
+        flag when the values came from the command line."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        flush = given.pop("flush", None) or {}
+        for key, value in given.items():
+            if key not in _SEARCH_RULES:
+                raise ConfigError(f"unknown memory setting '{key}'")
+            problem = _problem(key, value, _SEARCH_RULES)
+            if problem:
+                name = _FLAGS.get(key, "--" + key.replace("_", "-")) if from_flags \
+                    else f"memory.{key}"
+                raise ConfigError(f"{name} {problem}")
+        for key, value in flush.items():
+            problem = _problem(key, value, _FLUSH_RULES)
+            if problem:
+                raise ConfigError(f"memory.flush.{key} {problem}")
+        return replace(self, **given, flush=replace(self.flush, **flush))
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# field -> (accepts, what it must be)
+Rule = tuple[Callable[[Any], bool], str]
+_SEARCH_RULES: dict[str, Rule] = {
+    "max_results": (lambda v: _int(v) and 1 <= v <= MAX_RESULTS_LIMIT,
+                    f"an integer within 1..{MAX_RESULTS_LIMIT}"),
+    "min_score": (lambda v: v is None or (_finite(v) and 0 <= v <= 1), "a number within 0..1"),
+    "mmr": (lambda v: isinstance(v, bool), "true or false"),
+    "mmr_lambda": (lambda v: _finite(v) and 0 <= v <= 1, "a number within 0..1"),
+    "decay": (lambda v: isinstance(v, bool), "true or false"),
+    "half_life_days": (lambda v: _finite(v) and v >= MIN_HALF_LIFE_DAYS,
+                       f"a finite number of days, at least {MIN_HALF_LIFE_DAYS}"),
+    "max_injected_chars": (lambda v: v is None or (_int(v) and v >= 200),
+                           "an integer of at least 200"),
+    "citations": (lambda v: v in CITATION_MODES, f"one of {', '.join(CITATION_MODES)}"),
+    "track": (lambda v: isinstance(v, bool), "true or false"),
+}
+_FLUSH_RULES: dict[str, Rule] = {
+    "enabled": (lambda v: isinstance(v, bool), "true or false"),
+    "soft_threshold_tokens": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
+    "reserve_floor_tokens": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
+    "context_window": (lambda v: v is None or (_int(v) and v > 0), "a positive integer"),
+}
+
+
+def _problem(key: str, value: Any, rules: Mapping[str, Rule]) -> str | None:
+    accepts, what = rules[key]
+    return None if accepts(value) else f"must be {what}, got {value!r}"
+
+
+def _section(value: Any, rules: Mapping[str, Rule], name: str, parent: Any,
+             where: Where, nested: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Checked fields of one mapping; keys in ``nested`` are sections parsed elsewhere."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where(parent, name.rsplit('.', 1)[-1])}: '{name}' must be a "
+                          f"mapping")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if key in nested:
+            continue
+        if key not in rules:
+            known = ", ".join(sorted([*rules, *nested]))
+            raise ConfigError(f"{where(value, key)}: unknown key '{name}.{key}' "
+                              f"(known: {known})")
+        if _int(v) and key in _FLOATS:
+            v = float(v)
+        if key == "citations" and isinstance(v, bool):  # YAML reads a bare on/off as bool
+            v = "on" if v else "off"
+        problem = _problem(key, v, rules)
+        if problem:
+            raise ConfigError(f"{where(value, key)}: '{name}.{key}' {problem}")
+        out[key] = v
+    return out
+
+
+_FLOATS = ("min_score", "mmr_lambda", "half_life_days")
+
+
+def memory_from_file(value: Any, parent: Any, where: Where) -> dict[str, Any]:
+    """The fields a config file's ``memory:`` mapping sets (``flush`` as a mapping of its
+    own); errors name the file, key and line."""
+    given = _section(value, _SEARCH_RULES, "memory", parent, where, nested=("flush",))
+    if "flush" in value:
+        given["flush"] = _section(value["flush"], _FLUSH_RULES, "memory.flush", value, where)
+    return given
+
+
+def memory_from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """``KBCTL_MEMORY_<FIELD>`` for the search defaults, parsed by the field's type."""
+    out: dict[str, Any] = {}
+    for f in fields(MemorySettings):
+        if f.name == "flush":
+            continue
+        var = ENV_PREFIX + f.name.upper()
+        raw = env.get(var)
+        if not raw:
+            continue
+        value = _parse_env(raw, MemorySettings.__dataclass_fields__[f.name].default)
+        problem = _problem(f.name, value, _SEARCH_RULES)
+        if problem:
+            raise ConfigError(f"{var} {problem}")
+        out[f.name] = value
+    return out
+
+
+def _parse_env(raw: str, default: Any) -> Any:
+    text = raw.strip()
+    if isinstance(default, bool):
+        low = text.lower()
+        return True if low in ("1", "true", "yes", "on") else (
+            False if low in ("0", "false", "no", "off") else text)
+    if isinstance(default, str):
+        return text
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def settings_json(m: MemorySettings) -> dict[str, Any]:
+    """camelCase view for ``memory health --json``."""
+    return {"maxResults": m.max_results, "minScore": m.min_score, "mmr": m.mmr,
+            "mmrLambda": m.mmr_lambda, "decay": m.decay, "halfLifeDays": m.half_life_days,
+            "maxInjectedChars": m.max_injected_chars, "citations": m.citations,
+            "track": m.track,
+            "flush": {"enabled": m.flush.enabled,
+                      "softThresholdTokens": m.flush.soft_threshold_tokens,
+                      "reserveFloorTokens": m.flush.reserve_floor_tokens,
+                      "contextWindow": m.flush.context_window}}
