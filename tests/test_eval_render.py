@@ -22,17 +22,16 @@ from kbctl.evals import (
 )
 from kbctl.evals.model import Defaults
 from kbctl.pipeline.results import Hit
-from kbctl.render_eval import (
+from kbctl.render.eval import eval_console, eval_table
+from kbctl.render.github import (
     escape_data,
     escape_property,
-    eval_console,
-    eval_table,
     github_annotations,
     github_output,
     github_summary,
-    junit_xml,
     md,
 )
+from kbctl.render.junit import junit_xml
 
 
 def hit(url: str, score: float, anchor: str | None = None) -> Hit:

@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from kbctl.agent import tool_specs
-from kbctl.pipeline.context import PREAMBLE
+from kbctl.render.context import PREAMBLE
 
 from .conftest import Cli, rows
 

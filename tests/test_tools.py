@@ -11,19 +11,18 @@ import pytest
 
 from kbctl.agent import (
     MEMORY_APPEND,
-    SPEC_FORMATS,
     AgentTools,
     ToolArgumentError,
     ToolLimits,
     ToolSpec,
     check_arguments,
-    format_specs,
     phase_file,
     tool_specs,
 )
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
-from kbctl.pipeline.context import MEMORY_PREAMBLE, PREAMBLE
+from kbctl.render.context import MEMORY_PREAMBLE, PREAMBLE
+from kbctl.render.tools import SPEC_FORMATS, format_specs
 
 from .conftest import Cli, rows
 

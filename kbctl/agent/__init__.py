@@ -15,15 +15,13 @@ from .specs import (
     MEMORY_GET,
     MEMORY_SEARCH,
     SEARCH_KNOWLEDGE,
-    SPEC_FORMATS,
     ToolLimits,
     ToolSpec,
-    format_specs,
     tool_specs,
 )
 
 __all__ = [
-    "MEMORY_APPEND", "MEMORY_GET", "MEMORY_SEARCH", "SEARCH_KNOWLEDGE", "SPEC_FORMATS",
+    "MEMORY_APPEND", "MEMORY_GET", "MEMORY_SEARCH", "SEARCH_KNOWLEDGE",
     "AgentTools", "ToolArgumentError", "ToolLimits", "ToolResult", "ToolSpec",
-    "check_arguments", "format_specs", "phase_file", "tool_specs",
+    "check_arguments", "phase_file", "tool_specs",
 ]

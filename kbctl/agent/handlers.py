@@ -14,12 +14,17 @@ from ..embed.base import Embedder
 from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
-from ..pipeline.context import MEMORY_PREAMBLE, PREAMBLE, render_context
 from ..pipeline.query import retrieve, source_parts
 from ..pipeline.results import Hit
+from ..render.context import (
+    MEMORY_PREAMBLE,
+    PREAMBLE,
+    render_context,
+    sources_block,
+    with_notes,
+)
 from ..store.knowledge import KnowledgeStore
 from .arguments import ToolArgumentError
-from .result import sources_block, with_notes
 from .specs import (
     DEFAULT_TOP_K,
     MEMORY_APPEND,

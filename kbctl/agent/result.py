@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,23 +30,3 @@ class ToolResult:
         return cls(tool, text, {"error": exc.to_dict()}, is_error=True,
                    exit_code=exc.exit_code)
 
-
-def sources_block(sources: Sequence[Any], nonce: str) -> str:
-    """The de-duplicated sources, delimited like the passages (titles are retrieved too)."""
-    tag = f"kb-sources-{nonce}"
-    lines = [f"\nSources (passage numbers → citation, title), wrapped in <{tag}>:", f"<{tag}>"]
-
-    def flat(value: str) -> str:  # one line, and no copy of the closing tag
-        return " ".join(value.split()).replace(tag, tag.replace("-", "\u2011"))
-
-    for s in sources:
-        nums = ",".join(str(n) for n in s.passages)
-        lines.append(f"[{nums}] {flat(s.citation)}  {flat(s.title)}")
-    lines.append(f"</{tag}>")
-    return "\n".join(lines) + "\n"
-
-
-def with_notes(text: str, notes: Sequence[str]) -> str:
-    if not notes:
-        return text
-    return text.rstrip("\n") + "\n\n" + "\n".join(f"note: {n}" for n in notes) + "\n"

@@ -6,11 +6,11 @@ when a session opens, so a model can narrow a call but never widen whose data it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..memory.model import DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT
 from ..pipeline.results import MAX_K
 
@@ -152,30 +152,3 @@ def tool_specs(limits: ToolLimits = ToolLimits(), *, memory: bool = True,
             specs.append(_memory_append(limits))
     return specs
 
-
-def _openai(spec: ToolSpec) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": spec.name, "description": spec.description, "parameters": spec.parameters}}
-
-
-def _anthropic(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.name, "description": spec.description,
-            "input_schema": spec.parameters}
-
-
-def _json_schema(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.name, "title": spec.title, "description": spec.description,
-            "parameters": spec.parameters}
-
-
-SPEC_SHAPES: dict[str, Callable[[ToolSpec], dict[str, Any]]] = {
-    "openai": _openai, "anthropic": _anthropic, "json-schema": _json_schema}
-SPEC_FORMATS = tuple(SPEC_SHAPES)
-
-
-def format_specs(specs: Sequence[ToolSpec], fmt: str) -> list[dict[str, Any]]:
-    """Definitions for ``openai`` (chat completions), ``anthropic`` or plain ``json-schema``."""
-    shape = SPEC_SHAPES.get(fmt)
-    if shape is None:
-        raise InputError(f"--format must be one of {', '.join(SPEC_FORMATS)}, got '{fmt}'")
-    return [shape(s) for s in specs]

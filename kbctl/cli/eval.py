@@ -23,7 +23,7 @@ from ..evals import CaseResult
 from ..pipeline import api
 from ..pipeline.results import MAX_K, MIN_K
 from ..render import Output
-from ..render_eval import emit_github, eval_console, junit_xml, report_text, write_report_file
+from ..render.writes import emit_github, write_eval_reports, write_report_file
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -123,16 +123,8 @@ def run(
                                fail_on=fail_on, on_result=on_result, announce=out.note)
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
-    if save_baseline is not None:
-        write_report_file(save_baseline, report_text(outcome), "the report (--save-baseline)")
-    if junit is not None:
-        write_report_file(junit, junit_xml(outcome.report, outcome.diff),
-                          "the JUnit report (--junit)")
-    if json_output:
-        out.json(outcome.to_json())
-    else:
-        out.out.print(eval_console(outcome.report, outcome.diff,
-                                   fail_on=outcome.verdict.fail_on))
+    write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)
+    out.show(outcome)
     if github or os.environ.get("GITHUB_ACTIONS") == "true":
         emit_github(outcome, out, report_path=save_baseline, json_output=json_output)
     exit_with(0 if outcome.verdict.passed else 1)

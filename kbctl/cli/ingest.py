@@ -10,7 +10,7 @@ import typer
 from ..config import Settings
 from ..errors import InputError
 from ..pipeline import api
-from ..render import Output, show
+from ..render import Output
 from ..sources.base import SourceSpec
 from .common import (
     ConfigOpt,
@@ -39,10 +39,7 @@ def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool) -
     out = Output(json_output)
     with out.progress(f"ingest → {settings.namespace}") as progress:
         report = api.ingest_sources(settings, specs, progress=progress, announce=out.note)
-    if json_output:
-        out.json(report)
-    else:
-        show(report, out)
+    out.show(report)
     exit_with(0 if report.ok else 1)
 
 

@@ -11,8 +11,8 @@ import typer
 from ..config import Settings
 from ..errors import InputError
 from ..memory import api
-from ..render import Output, show
-from ..render_memory import citations_enabled, memory_json
+from ..render import Output, check_format
+from ..render.memory import SEARCH, citations_enabled
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -35,7 +35,6 @@ UserOpt = Annotated[str | None, typer.Option(
     "--user", help="User id for the private tier (env KBCTL_USER).", show_default=False)]
 PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memory/user/… "
                                              "(private to --user).")]
-SEARCH_FORMATS = ("table", "json", "context")
 
 
 def _settings(db: str | None, data_dir: Path | None, config: Path | None, agent: str | None,
@@ -45,12 +44,9 @@ def _settings(db: str | None, data_dir: Path | None, config: Path | None, agent:
                          embedder=embedder, embedder_base_url=embedder_base_url)
 
 
-def _emit(result: object, json_output: bool, **options: object) -> None:
-    out = Output(json_output)
-    if json_output:
-        out.json(memory_json(result, **options))
-    else:
-        show(result, out, **options)
+def _emit(result: object, json_output: bool, fmt: str | None = None,
+          **options: object) -> None:
+    Output(json_output).show(result, fmt, **options)
 
 
 @app.command("append")
@@ -114,8 +110,7 @@ def search(
 
     Example: `kbctl memory search "deploy steps" --agent support --user u42 --json`
     """
-    if fmt not in SEARCH_FORMATS:
-        raise InputError(f"--format must be one of {', '.join(SEARCH_FORMATS)}, got '{fmt}'")
+    check_format(SEARCH, fmt)
     if max_chars is not None and fmt != "context":
         raise InputError("--max-chars applies to --format context only")
     as_json = json_output or fmt == "json"
@@ -126,7 +121,7 @@ def search(
                 "citations": citations, "max_injected_chars": max_chars, "track": track})
     cite = citations_enabled(settings.memory.citations, "json" if as_json else fmt)
     result = api.search(settings, query)
-    _emit(result, as_json, format=fmt, citations=cite,
+    _emit(result, as_json, fmt, citations=cite,
           max_chars=settings.memory.max_injected_chars if fmt == "context" else None)
 
 

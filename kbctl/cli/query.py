@@ -8,7 +8,8 @@ import typer
 
 from ..errors import InputError
 from ..pipeline import api
-from ..render import Output, query_json, show
+from ..render import Output, check_format
+from ..render.query import FORMATS
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -20,8 +21,6 @@ from .common import (
     guard,
     settings_from,
 )
-
-FORMATS = ("table", "json", "context", "sources")
 
 
 def parse_filters(items: list[str] | None) -> dict[str, str]:
@@ -58,15 +57,10 @@ def query(
 
     Example: `kbctl query "how do I install" --json | jq '.results[0].citation'`
     """
-    if fmt not in FORMATS:
-        raise InputError(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+    check_format(FORMATS, fmt)
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url)
     result = api.query(settings, question, k=k, min_score=min_score,
                        filters=parse_filters(filter_), vector_weight=vector_weight,
                        fusion=fusion)
-    out = Output(json_output)
-    if json_output or fmt == "json":
-        out.json(query_json(result))
-    else:
-        show(result, out, format=fmt)
+    Output(json_output).show(result, fmt)

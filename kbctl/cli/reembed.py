@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..pipeline import api
-from ..render import Output, show
+from ..render import Output
 from .common import ConfigOpt, DataDirOpt, DbOpt, EmbedderUrlOpt, JsonOpt, guard, settings_from
 
 
@@ -28,7 +28,4 @@ def reembed(
     out = Output(json_output)
     with out.progress("re-embed") as progress:
         report = api.reembed_kb(settings, embedder, progress=progress)
-    if json_output:
-        out.json(report)
-    else:
-        show(report, out)
+    out.show(report)

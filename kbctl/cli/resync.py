@@ -9,7 +9,7 @@ import typer
 from ..errors import InputError
 from ..pipeline import api
 from ..pipeline.resync import ResyncOptions
-from ..render import Output, show
+from ..render import Output
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -63,10 +63,7 @@ def resync(
         report = api.resync_kb(settings, namespaces=[namespace] if namespace else None,
                                all_namespaces=all_namespaces, options=options,
                                progress=progress, announce=out.note)
-    if json_output:
-        out.json(report)
-    else:
-        show(report, out)
+    out.show(report)
     exit_with(0 if report.ok else 1)
 
 
@@ -82,7 +79,4 @@ def status(
     settings = settings_from(db_url=db, data_dir=data_dir, config=config)
     report = api.status(settings, namespace)
     out = Output(json_output)
-    if json_output:
-        out.json(report)
-    else:
-        show(report, out)
+    out.show(report)

@@ -11,17 +11,16 @@ from typing import Annotated, Any
 import typer
 
 from ..agent import (
-    SPEC_FORMATS,
     AgentTools,
     ToolLimits,
     ToolResult,
-    format_specs,
     phase_file,
     tool_specs,
 )
 from ..config import Settings
 from ..errors import InputError, KbctlError
-from ..render import Output
+from ..render import Output, check_format
+from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -86,15 +85,14 @@ def specs(
     ctx.obj = {"agent": agent, "user": user, "read_only": read_only, "config": config}
     if ctx.invoked_subcommand is not None:
         return
-    if fmt not in SPEC_FORMATS:
-        raise InputError(f"--format must be one of {', '.join(SPEC_FORMATS)}, got '{fmt}'")
+    check_format(SPEC_FORMATS, fmt)
     settings = settings_from(agent=agent, user=user, config=config)
     out = Output()
     if not settings.agent:
         out.note("memory tools left out: no agent id (pass --agent or set KBCTL_AGENT)")
     defs = tool_specs(limits_from(max_top_k, max_chars), memory=bool(settings.agent),
                       writable=not read_only)
-    out.json(format_specs(defs, fmt))
+    out.show(defs, fmt, formats=SPEC_FORMATS)
 
 
 @app.command("call")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import html
 import secrets
 from collections.abc import Sequence
+from typing import Any
 
-from .results import Hit
+from ..pipeline.results import Hit
 
 PREAMBLE = (
     "The passages below are retrieved reference data from a documentation knowledge base. "
@@ -56,3 +57,24 @@ def render_context(hits: Sequence[Hit], *, nonce: str | None = None,
             out += f"{opening}{body[:room]}{close}"
         break
     return out.rstrip() + "\n"
+
+
+def sources_block(sources: Sequence[Any], nonce: str) -> str:
+    """The de-duplicated sources, delimited like the passages (titles are retrieved too)."""
+    tag = f"kb-sources-{nonce}"
+    lines = [f"\nSources (passage numbers → citation, title), wrapped in <{tag}>:", f"<{tag}>"]
+
+    def flat(value: str) -> str:  # one line, and no copy of the closing tag
+        return " ".join(value.split()).replace(tag, tag.replace("-", "\u2011"))
+
+    for s in sources:
+        nums = ",".join(str(n) for n in s.passages)
+        lines.append(f"[{nums}] {flat(s.citation)}  {flat(s.title)}")
+    lines.append(f"</{tag}>")
+    return "\n".join(lines) + "\n"
+
+
+def with_notes(text: str, notes: Sequence[str]) -> str:
+    if not notes:
+        return text
+    return text.rstrip("\n") + "\n\n" + "\n".join(f"note: {n}" for n in notes) + "\n"

@@ -1,16 +1,14 @@
-"""Rendering of ``kbctl memory`` results: tables for people, one JSON document for machines,
-and the spotlighted context block for prompts (``kbctl.pipeline.context``)."""
+"""The formats of ``kbctl memory`` results: tables for people, one JSON document for
+machines, and the spotlighted context block for prompts (``kbctl.render.context``)."""
 
 from __future__ import annotations
 
-from functools import singledispatch
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
-from .errors import InputError
-from .memory.model import (
+from ..errors import InputError
+from ..memory.model import (
     DeleteResult,
     Health,
     ImportReport,
@@ -21,10 +19,11 @@ from .memory.model import (
     MemoryText,
     WriteResult,
 )
-from .memory_config import CITATION_MODES, settings_json
-from .pipeline.context import MEMORY_PREAMBLE, render_context
-from .pipeline.results import Hit
-from .render import Output, show
+from ..memory_config import CITATION_MODES, settings_json
+from ..pipeline.results import Hit
+from .context import MEMORY_PREAMBLE, render_context
+from .formats import Formats, Rendered, as_json
+from .text import shown, styled
 
 
 def citations_enabled(mode: str, fmt: str) -> bool:
@@ -38,12 +37,6 @@ def citations_enabled(mode: str, fmt: str) -> bool:
 
 
 # --- JSON --------------------------------------------------------------------------------
-
-
-@singledispatch
-def memory_json(result: Any, **options: Any) -> Any:
-    """The stable JSON shape of a memory result (camelCase, like ``query --json``)."""
-    return result
 
 
 def _scope(scope: Any) -> dict[str, Any]:
@@ -64,29 +57,26 @@ def _hit_json(h: MemoryHit, cite: bool) -> dict[str, Any]:
     return out
 
 
-@memory_json.register
-def _(r: MemorySearchResult, *, citations: bool = True, **options: Any) -> dict[str, Any]:
+def search_json(r: MemorySearchResult, *, citations: bool = True,
+                **options: Any) -> dict[str, Any]:
     return {"query": r.query, **_scope(r.scope), "mode": r.mode,
             "keywordOnly": r.keyword_only, "embedder": r.embedder, "backend": r.backend,
             "elapsedMs": r.elapsed_ms, "tracked": r.tracked, "notes": r.notes,
             "results": [_hit_json(h, citations) for h in r.hits]}
 
 
-@memory_json.register
-def _(r: MemoryText, **options: Any) -> dict[str, Any]:
+def text_json(r: MemoryText, **options: Any) -> dict[str, Any]:
     return {"path": r.path, "tier": r.tier, "fromLine": r.from_line, "lines": r.line_count,
             "totalLines": r.total_lines, "text": r.text, "backend": r.backend}
 
 
-@memory_json.register
-def _(r: WriteResult, **options: Any) -> dict[str, Any]:
+def write_json(r: WriteResult, **options: Any) -> dict[str, Any]:
     return {"path": r.path, "tier": r.tier, "status": r.status, "lines": r.lines,
             "chunks": r.chunks, "reindexed": r.reindexed, "embedded": r.embedded,
             "contentHash": r.content_hash}
 
 
-@memory_json.register
-def _(r: MemoryListing, **options: Any) -> dict[str, Any]:
+def listing_json(r: MemoryListing, **options: Any) -> dict[str, Any]:
     return {**_scope(r.scope), "tier": r.tier,
             "files": [{"path": f.path, "tier": f.tier, "lines": f.lines, "chunks": f.chunks,
                        "chars": f.chars, "contentHash": f.content_hash,
@@ -94,21 +84,18 @@ def _(r: MemoryListing, **options: Any) -> dict[str, Any]:
                        "updatedAt": f.updated_at.isoformat()} for f in r.files]}
 
 
-@memory_json.register
-def _(r: DeleteResult, **options: Any) -> dict[str, Any]:
+def delete_json(r: DeleteResult, **options: Any) -> dict[str, Any]:
     return {"path": r.path, "tier": r.tier, "deleted": True, "chunks": r.chunks}
 
 
-@memory_json.register
-def _(r: Health, **options: Any) -> dict[str, Any]:
+def health_json(r: Health, **options: Any) -> dict[str, Any]:
     out = {"kind": r.kind, "ok": r.ok, "error": r.error, "details": r.details}
     if r.settings is not None:
         out["settings"] = settings_json(r.settings)
     return out
 
 
-@memory_json.register
-def _(r: MemoryStats, **options: Any) -> dict[str, Any]:
+def stats_json(r: MemoryStats, **options: Any) -> dict[str, Any]:
     return {**_scope(r.scope), "backend": r.backend, "mode": r.mode, "embedder": r.embedder,
             "tiers": [{"tier": t.tier, "files": t.files, "chunks": t.chunks} for t in r.tiers],
             "searchesTracked": r.searches_tracked,
@@ -119,12 +106,11 @@ def _(r: MemoryStats, **options: Any) -> dict[str, Any]:
                             for s in r.top]}
 
 
-@memory_json.register
-def _(r: ImportReport, **options: Any) -> dict[str, Any]:
+def import_json(r: ImportReport, **options: Any) -> dict[str, Any]:
     return {"directory": r.directory, "tier": r.tier, "ok": r.ok,
             "created": r.count("created"), "updated": r.count("updated"),
             "unchanged": r.count("unchanged"), "failed": len(r.errors),
-            "files": [memory_json(f) for f in r.files],
+            "files": [write_json(f) for f in r.files],
             "errors": [{"file": e.file, "error": e.error} for e in r.errors]}
 
 
@@ -155,91 +141,95 @@ def memory_context(result: MemorySearchResult, *, citations: bool,
 # --- people ------------------------------------------------------------------------------
 
 
-@show.register
-def _(r: MemorySearchResult, out: Output, *, format: str = "table", citations: bool = True,
-      max_chars: int | None = None, **options: Any) -> None:
-    if format == "context":
-        out.out.print(memory_context(r, citations=citations, max_chars=max_chars),
-                      markup=False, highlight=False, end="")
-        return
-    for note in r.notes:
-        out.err.print(f"[yellow]{escape(note)}[/yellow]")
+def search_context(r: MemorySearchResult, *, citations: bool = True,
+                   max_chars: int | None = None, **options: Any) -> Rendered:
+    return Rendered.stdout(memory_context(r, citations=citations, max_chars=max_chars))
+
+
+def search_table(r: MemorySearchResult, *, citations: bool = True, **options: Any) -> Rendered:
+    out = Rendered.stderr(*(styled(f"[yellow]{shown(note)}[/yellow]") for note in r.notes))
     who = r.scope.agent_id + (f"/{r.scope.user_id}" if r.scope.user_id else "")
     if not r.hits:
-        out.err.print(f"no memory matches for '{escape(who)}' ({r.mode} search)")
-        return
+        return out + Rendered.stderr(styled(f"no memory matches for '{shown(who)}' "
+                                            f"({r.mode} search)"))
     table = Table("#", "score", "tier", show_lines=True, expand=True)
     table.add_column("citation" if citations else "path", overflow="fold", ratio=2)
     table.add_column("content", ratio=3)
     for i, h in enumerate(r.hits, start=1):
         snippet = h.content if len(h.content) <= 400 else h.content[:400] + "…"
         table.add_row(str(i), f"{h.score:.3f}", h.tier,
-                      f"[cyan]{escape(h.citation if citations else h.path)}[/cyan]",
-                      escape(snippet))
-    out.out.print(table)
-    out.err.print(f"[dim]{r.mode} search of '{escape(who)}' memory, {r.elapsed_ms:.1f} ms"
-                  f"{', tracked' if r.tracked else ''}[/dim]")
+                      f"[cyan]{shown(h.citation if citations else h.path)}[/cyan]",
+                      shown(snippet))
+    return out + Rendered.stdout(table) + Rendered.stderr(styled(
+        f"[dim]{r.mode} search of '{shown(who)}' memory, {r.elapsed_ms:.1f} ms"
+        f"{', tracked' if r.tracked else ''}[/dim]"))
 
 
-@show.register
-def _(r: MemoryText, out: Output, **options: Any) -> None:
-    if r.text:
-        out.out.print(r.text, markup=False, highlight=False)
-    out.err.print(f"[dim]{escape(r.path)}: lines {r.from_line}–"
-                  f"{r.from_line + max(r.line_count, 1) - 1} of {r.total_lines}[/dim]")
+def text_view(r: MemoryText, **options: Any) -> Rendered:
+    out = Rendered.stdout(r.text + "\n") if r.text else Rendered()
+    return out + Rendered.stderr(styled(
+        f"[dim]{shown(r.path)}: lines {r.from_line}–"
+        f"{r.from_line + max(r.line_count, 1) - 1} of {r.total_lines}[/dim]"))
 
 
-@show.register
-def _(r: WriteResult, out: Output, **options: Any) -> None:
-    out.err.print(f"[green]{escape(r.path)}[/green] ({r.tier}): {r.status}, {r.lines} lines, "
-                  f"{r.chunks} chunks ({r.reindexed} re-indexed)")
+def write_summary(r: WriteResult, **options: Any) -> Rendered:
+    return Rendered.stderr(styled(
+        f"[green]{shown(r.path)}[/green] ({r.tier}): {r.status}, {r.lines} lines, "
+        f"{r.chunks} chunks ({r.reindexed} re-indexed)"))
 
 
-@show.register
-def _(r: MemoryListing, out: Output, **options: Any) -> None:
+def listing_table(r: MemoryListing, **options: Any) -> Rendered:
     if not r.files:
-        out.err.print("no memory files")
-        return
+        return Rendered.stderr(styled("no memory files"))
     table = Table("path", "tier", "lines", "chunks", "updated")
     for f in r.files:
-        table.add_row(escape(f.path), f.tier, str(f.lines), str(f.chunks),
+        table.add_row(shown(f.path), f.tier, str(f.lines), str(f.chunks),
                       f.updated_at.strftime("%Y-%m-%d %H:%M"))
-    out.out.print(table)
+    return Rendered.stdout(table)
 
 
-@show.register
-def _(r: DeleteResult, out: Output, **options: Any) -> None:
-    out.err.print(f"deleted {escape(r.path)} ({r.tier}, {r.chunks} chunks)")
+def delete_summary(r: DeleteResult, **options: Any) -> Rendered:
+    return Rendered.stderr(styled(f"deleted {shown(r.path)} ({r.tier}, {r.chunks} chunks)"))
 
 
-@show.register
-def _(r: Health, out: Output, **options: Any) -> None:
+def health_line(r: Health, **options: Any) -> Rendered:
     if r.ok:
         details = ", ".join(f"{k} {v}" for k, v in r.details.items())
-        out.out.print(f"{r.kind}: ok" + (f" ({escape(details)})" if details else ""))
-    else:
-        out.out.print(f"{r.kind}: [red]not ok[/red]: {escape(r.error or 'unknown error')}")
+        return Rendered.stdout(styled(f"{r.kind}: ok" + (f" ({shown(details)})"
+                                                         if details else "")))
+    return Rendered.stdout(styled(f"{r.kind}: [red]not ok[/red]: "
+                                  f"{shown(r.error or 'unknown error')}"))
 
 
-@show.register
-def _(r: MemoryStats, out: Output, **options: Any) -> None:
+def stats_view(r: MemoryStats, **options: Any) -> Rendered:
     counts = ", ".join(f"{t.tier} {t.files} files / {t.chunks} chunks" for t in r.tiers)
-    out.out.print(f"{r.backend} ({r.mode}, embedder {escape(r.embedder)}): {counts}; "
-                  f"{r.searches_tracked} tracked searches")
+    out = Rendered.stdout(styled(f"{r.backend} ({r.mode}, embedder {shown(r.embedder)}): "
+                                 f"{counts}; {r.searches_tracked} tracked searches"))
     if r.top:
         table = Table("recalls", "tier", "citation", "last recalled",
                       title="most recalled", title_justify="left")
         for s in r.top:
-            table.add_row(str(s.recalls), s.tier, escape(s.citation),
+            table.add_row(str(s.recalls), s.tier, shown(s.citation),
                           s.last_recalled_at.strftime("%Y-%m-%d %H:%M"))
-        out.out.print(table)
+        out += Rendered.stdout(table)
+    return out
 
 
-@show.register
-def _(r: ImportReport, out: Output, **options: Any) -> None:
+def import_summary(r: ImportReport, **options: Any) -> Rendered:
     color = "green" if r.ok else "red"
-    out.err.print(f"[{color}]{escape(r.directory)}[/{color}] → {r.tier} tier: created "
-                  f"{r.count('created')}, updated {r.count('updated')}, unchanged "
-                  f"{r.count('unchanged')}, failed {len(r.errors)}")
-    for e in r.errors:
-        out.err.print(f"  [red]{escape(e.file)}[/red]: {escape(e.error)}")
+    return Rendered.stderr(styled(
+        f"[{color}]{shown(r.directory)}[/{color}] → {r.tier} tier: created "
+        f"{r.count('created')}, updated {r.count('updated')}, unchanged "
+        f"{r.count('unchanged')}, failed {len(r.errors)}"),
+        *(styled(f"  [red]{shown(e.file)}[/red]: {shown(e.error)}") for e in r.errors))
+
+
+SEARCH: Formats = {"table": search_table, "json": as_json(search_json),
+                   "context": search_context}
+TEXT: Formats = {"table": text_view, "json": as_json(text_json)}
+WRITE: Formats = {"table": write_summary, "json": as_json(write_json)}
+LISTING: Formats = {"table": listing_table, "json": as_json(listing_json)}
+DELETE: Formats = {"table": delete_summary, "json": as_json(delete_json)}
+HEALTH: Formats = {"table": health_line, "json": as_json(health_json)}
+STATS: Formats = {"table": stats_view, "json": as_json(stats_json)}
+IMPORT: Formats = {"table": import_summary, "json": as_json(import_json)}

@@ -1,0 +1,63 @@
+"""What the renderings of an eval run share: case labels, why a case is flagged, and
+number formats.
+
+A case is named by its id, or ``suite-path:id`` when the run used several suite files; a
+case that passes its checks but regressed against the baseline counts as a failure
+wherever a per-case status is shown (JUnit, annotations), because a regression fails the
+run under every ``fail_on`` policy.
+"""
+
+from __future__ import annotations
+
+from ..evals.baseline import BaselineDiff, Regression
+from ..evals.run import CaseResult, EvalReport
+
+SUMMARY_FAILURES = 50
+SUMMARY_ROWS = 300
+RETRIEVED_SHOWN = 3
+
+
+def case_label(report: EvalReport, suite: str, case_id: str) -> str:
+    """``id``, or ``suite:id`` when several suite files ran."""
+    return f"{suite}:{case_id}" if report.multi_suite else case_id
+
+
+def regression_of(diff: BaselineDiff | None, result: CaseResult) -> Regression | None:
+    return diff.regression_for(result.case.suite, result.case.id) if diff is not None else None
+
+
+def problem_lines(result: CaseResult, regression: Regression | None) -> list[str]:
+    """Why a case is flagged: its failed checks, then its regression reasons."""
+    lines = [f"{check.name}: {check.detail}" for check in result.failures]
+    if regression is not None:
+        lines += [f"regression: {reason}" for reason in regression.reasons]
+    return lines
+
+
+def flagged(report: EvalReport, diff: BaselineDiff | None
+             ) -> list[tuple[CaseResult, Regression | None]]:
+    out = []
+    for result in report.results:
+        regression = regression_of(diff, result)
+        if not result.passed or regression is not None:
+            out.append((result, regression))
+    return out
+
+
+def rate_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def mrr_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def delta_text(now: float | None, then: float | None, *, percent: bool) -> str:
+    if now is None or then is None:
+        return ""
+    change = (now - then) * (100 if percent else 1)
+    if abs(change) < 0.0005:
+        return " (±0)"
+    sign = "+" if change > 0 else "−"
+    text = f"{abs(change):.1f} pts" if percent else f"{abs(change):.3f}"
+    return f" ({sign}{text})"

@@ -1,0 +1,117 @@
+"""The formats of an eval run (table, json, junit, github) and the helpers its renderings
+share. Pure functions of the report; the files a CI runner reads are written by
+``kbctl.render.writes``; the conventions they share live in ``kbctl.render.cases``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..evals.baseline import BaselineDiff
+from ..evals.run import EvalReport
+from ..evals.verdict import judge_run
+from ..pipeline.evals import EvalOutcome
+from .cases import case_label, flagged, mrr_text, problem_lines, rate_text
+from .formats import Formats, Rendered, as_json
+from .github import github_annotations
+from .junit import junit_xml
+
+# --- people ----------------------------------------------------------------------------
+
+
+def eval_table(report: EvalReport, diff: BaselineDiff | None = None) -> Table:
+    """Failures and regressions first (input order within), then passing cases."""
+    table = Table(title="kbctl eval", title_justify="left", expand=False)
+    table.add_column("", no_wrap=True)
+    labels = [case_label(report, r.case.suite, r.case.id) for r in report.results]
+    # keep ids readable on narrow terminals: the detail column gives way first
+    table.add_column("Case", overflow="fold",
+                     min_width=min(max((len(label) for label in labels), default=4), 40))
+    table.add_column("Rank", justify="right", no_wrap=True)
+    table.add_column("Top", justify="right", no_wrap=True)
+    table.add_column("Detail", overflow="fold")
+    shown_first = flagged(report, diff)
+    flagged_keys = {result.case.key for result, _ in shown_first}
+    rows = shown_first + [(r, None) for r in report.results if r.case.key not in flagged_keys]
+    for result, regression in rows:
+        case = result.case
+        if not result.passed:
+            status = Text("FAIL", style="bold red")
+        elif regression is not None:
+            status = Text("REGRESSED", style="bold yellow")
+        else:
+            status = Text("pass", style="green")
+        problems = problem_lines(result, regression)
+        if problems:
+            detail = Text("\n".join(problems))
+        elif result.checks:
+            detail = Text(f"{len(result.checks)} checks passed" if len(result.checks) > 1
+                          else f"{result.checks[0].name}: {result.checks[0].detail}",
+                          style="dim")
+        else:
+            detail = Text("no checks declared", style="dim")
+        table.add_row(
+            status,
+            Text(case_label(report, case.suite, case.id)),
+            str(result.first_match_rank) if result.first_match_rank is not None else "–",
+            f"{result.top_score:.2f}" if result.top_score is not None else "–",
+            detail,
+        )
+    return table
+
+
+def eval_console(report: EvalReport, diff: BaselineDiff | None = None, *,
+                 fail_on: str = "any") -> RenderableType:
+    """The table plus totals, metrics, baseline changes and the verdict."""
+    outcome = judge_run(report, diff, fail_on)
+    metrics = report.metrics
+    parts: list[RenderableType] = [eval_table(report, diff)]
+    summary = Text(
+        f"{report.total} cases · {report.passed} passed · {report.failed} failed · "
+        f"hit rate {rate_text(metrics.hit_rate)} · MRR {mrr_text(metrics.mrr)} · "
+        f"{report.duration_ms / 1000:.2f} s"
+    )
+    parts.append(summary)
+    if diff is not None:
+        count = len(diff.regressions)
+        changes = [f"{count} regression" + ("" if count == 1 else "s")]
+        for word, refs in (("fixed", diff.fixed), ("added", diff.added),
+                           ("removed", diff.removed), ("edited", diff.changed)):
+            if refs:
+                names = ", ".join(case_label(report, r.suite, r.id) for r in refs)
+                changes.append(f"{word}: {names}")
+        parts.append(Text(f"vs {diff.source}: " + " · ".join(changes)))
+        parts += [Text(f"warning: {w}", style="yellow") for w in diff.warnings]
+    parts.append(Text(("PASS: " if outcome.passed else "FAIL: ") + outcome.reason,
+                      style="bold green" if outcome.passed else "bold red"))
+    return Group(*parts)
+
+
+
+
+def _table(outcome: EvalOutcome, **options: Any) -> Rendered:
+    return Rendered.stdout(eval_console(outcome.report, outcome.diff,
+                                        fail_on=outcome.verdict.fail_on))
+
+
+def _junit(outcome: EvalOutcome, **options: Any) -> Rendered:
+    return Rendered.stdout(junit_xml(outcome.report, outcome.diff))
+
+
+def _report(outcome: EvalOutcome, **options: Any) -> Any:
+    return outcome.to_json()
+
+
+def _annotations(outcome: EvalOutcome, *, root: str | None = None,
+                 **options: Any) -> Rendered:
+    lines = github_annotations(outcome.report, outcome.diff, fail_on=outcome.verdict.fail_on,
+                               root=root)
+    return Rendered.stdout(*(f"{line}\n" for line in lines))
+
+
+FORMATS: Formats = {"table": _table, "json": as_json(_report), "junit": _junit,
+                    "github": _annotations}

@@ -1,0 +1,204 @@
+"""An eval run for GitHub Actions: workflow-command annotations, the job summary (markdown)
+and step outputs. Pure text; ``kbctl.render.writes`` puts it where the runner looks."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from ..evals.baseline import BaselineDiff, CaseRef
+from ..evals.run import EvalReport
+from ..evals.verdict import judge_run
+from .cases import (
+    RETRIEVED_SHOWN,
+    SUMMARY_FAILURES,
+    SUMMARY_ROWS,
+    case_label,
+    delta_text,
+    flagged,
+    mrr_text,
+    problem_lines,
+    rate_text,
+    regression_of,
+)
+
+
+def escape_data(text: str) -> str:
+    """Workflow-command message escaping (``%``, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Workflow-command property escaping: data escaping plus ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation_path(suite: str, root: str | None = None) -> str:
+    """The suite path as GitHub wants it in an annotation: relative to the checkout
+    (``root``) when the file lies inside it, normalised (no ``./``)."""
+    path = PurePosixPath(posixpath.normpath(suite.replace("\\", "/")))
+    if root and path.is_absolute():
+        base = PurePosixPath(posixpath.normpath(root.replace("\\", "/")))
+        if path.is_relative_to(base):
+            path = path.relative_to(base)
+    return path.as_posix()
+
+
+def github_annotations(report: EvalReport, diff: BaselineDiff | None = None, *,
+                       fail_on: str = "any", root: str | None = None) -> list[str]:
+    """``::error`` lines for cases that fail the run, ``::warning`` for failed cases that
+    the ``regression`` policy tolerates; each points at the case's line in its suite
+    (see ``annotation_path`` for ``root``)."""
+    out = []
+    for result, regression in flagged(report, diff):
+        case = result.case
+        counts = regression is not None or fail_on != "regression"
+        level = "error" if counts else "warning"
+        what = "regressed" if regression is not None else "failed"
+        title = f"kbctl eval: case {case_label(report, case.suite, case.id)} {what}"
+        props = [f"file={escape_property(annotation_path(case.suite, root))}"]
+        if case.line is not None:
+            props.append(f"line={case.line}")
+        props.append(f"title={escape_property(title)}")
+        message = "\n".join(problem_lines(result, regression))
+        out.append(f"::{level} {','.join(props)}::{escape_data(message)}")
+    return out
+
+
+def _output(name: str, value: str) -> str:
+    if "\n" not in value and "\r" not in value:
+        return f"{name}={value}\n"
+    delimiter = "ghadelimiter_" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:20]
+    while delimiter in value:
+        delimiter += "_"
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def github_output(report: EvalReport, diff: BaselineDiff | None = None, *,
+                  report_path: str | None = None, fail_on: str = "any") -> str:
+    """Lines for ``$GITHUB_OUTPUT``: passed, failed, total, regressions, verdict
+    (``pass``/``fail``), hit_rate and mrr (empty when not measured), and report (the path
+    of the JSON report the caller wrote, when given)."""
+    outcome = judge_run(report, diff, fail_on)
+    metrics = report.metrics
+    values = [
+        ("passed", str(report.passed)),
+        ("failed", str(report.failed)),
+        ("total", str(report.total)),
+        ("regressions", str(len(diff.regressions)) if diff is not None else "0"),
+        ("verdict", "pass" if outcome.passed else "fail"),
+        ("hit_rate", "" if metrics.hit_rate is None else f"{metrics.hit_rate:.4f}"),
+        ("mrr", "" if metrics.mrr is None else f"{metrics.mrr:.4f}"),
+    ]
+    if report_path is not None:
+        values.append(("report", report_path))
+    return "".join(_output(name, value) for name, value in values)
+
+
+# --- GitHub: job summary ---------------------------------------------------------------
+
+_MD_ESCAPE = re.compile(r"([\\`*_\[\]|~<>])")
+
+
+def md(text: str) -> str:
+    """One line of user text made inert in GitHub markdown (tables included)."""
+    flat = " ".join(text.split())
+    return _MD_ESCAPE.sub(r"\\\1", flat.replace("&", "&amp;"))
+
+
+def _where(suite: str, line: int | None) -> str:
+    return md(f"{suite}:{line}" if line is not None else suite)
+
+
+def _ref_list(report: EvalReport, refs: Iterable[CaseRef]) -> str:
+    return ", ".join(md(case_label(report, ref.suite, ref.id)) for ref in refs)
+
+
+def github_summary(report: EvalReport, diff: BaselineDiff | None = None, *,
+                   fail_on: str = "any") -> str:
+    """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, totals and metrics (with baseline
+    deltas), regressions, failed cases with their details, baseline changes, all cases."""
+    outcome = judge_run(report, diff, fail_on)
+    metrics = report.metrics
+    icon = "✅" if outcome.passed else "❌"
+    lines = [f"## {icon} kbctl eval: {md(outcome.reason)}", ""]
+
+    then_rate = diff.baseline_hit_rate if diff is not None else None
+    then_mrr = diff.baseline_mrr if diff is not None else None
+    header = ["Cases", "Passed", "Failed", "Hit rate", "MRR"]
+    row = [str(report.total), str(report.passed), str(report.failed),
+           rate_text(metrics.hit_rate) + delta_text(metrics.hit_rate, then_rate, percent=True),
+           mrr_text(metrics.mrr) + delta_text(metrics.mrr, then_mrr, percent=False)]
+    if diff is not None:
+        header.append("Regressions")
+        row.append(str(len(diff.regressions)))
+    lines += ["| " + " | ".join(header) + " |",
+              "|" + "---:|" * len(header),
+              "| " + " | ".join(row) + " |", ""]
+    scored = f"hit rate and MRR over {metrics.scored} cases with sourceIncludes" \
+        if metrics.scored else "no case declares sourceIncludes: hit rate and MRR not measured"
+    lines.append(
+        f"Namespace **{md(report.namespace)}** · embedder **{md(report.embedder)}** · "
+        f"suites: {', '.join(md(s) for s in report.suites)} · kbctl {md(report.kbctl_version)} · "
+        f"{report.duration_ms / 1000:.2f} s · {scored}"
+    )
+    lines.append("")
+    if diff is not None:
+        score_tol = "off" if diff.score_tolerance is None else f"{diff.score_tolerance:g}"
+        lines.append(f"Baseline: {md(diff.source)} ({diff.baseline_passed}/"
+                     f"{diff.baseline_total} passed; rank tolerance {diff.rank_tolerance}, "
+                     f"score tolerance {score_tol}; fail on: {md(fail_on)})")
+        lines.append("")
+        lines += [f"> ⚠️ {md(w)}" for w in diff.warnings]
+        if diff.warnings:
+            lines.append("")
+
+    if diff is not None and diff.regressions:
+        lines += [f"### Regressions ({len(diff.regressions)})", ""]
+        for regression in diff.regressions:
+            ref = regression.ref
+            lines.append(f"- **{md(case_label(report, ref.suite, ref.id))}** "
+                         f"({_where(ref.suite, ref.line)}): "
+                         f"{md('; '.join(regression.reasons))}")
+        lines.append("")
+
+    failed = [r for r in report.results if not r.passed]
+    if failed:
+        lines += [f"### Failed cases ({len(failed)})", ""]
+        for result in failed[:SUMMARY_FAILURES]:
+            case = result.case
+            lines.append(f"- **{md(case_label(report, case.suite, case.id))}** "
+                         f"({_where(case.suite, case.line)}): {md(case.question)}")
+            lines += [f"  - ❌ {md(check.name)}: {md(check.detail)}" for check in result.failures]
+            if result.retrieved:
+                shown = ", ".join(f"#{r.rank} {md(r.citation)} ({r.score:.2f})"
+                                  for r in result.retrieved[:RETRIEVED_SHOWN])
+                lines.append(f"  - retrieved: {shown}")
+        if len(failed) > SUMMARY_FAILURES:
+            lines.append(f"- … and {len(failed) - SUMMARY_FAILURES} more (see the JSON report)")
+        lines.append("")
+
+    if diff is not None:
+        for title, refs in (("Fixed since the baseline", diff.fixed),
+                            ("Added since the baseline", diff.added),
+                            ("Removed since the baseline", diff.removed),
+                            ("Edited since the baseline", diff.changed)):
+            if refs:
+                lines += [f"**{title} ({len(refs)}):** {_ref_list(report, refs)}", ""]
+
+    lines += [f"<details><summary>All {report.total} cases</summary>", "",
+              "| | Case | Rank | Top score | Question |", "|---|---|---:|---:|---|"]
+    for result in report.results[:SUMMARY_ROWS]:
+        case = result.case
+        status = "❌" if not result.passed else "⚠️" if regression_of(diff, result) else "✅"
+        rank = str(result.first_match_rank) if result.first_match_rank is not None else "–"
+        top = f"{result.top_score:.3f}" if result.top_score is not None else "–"
+        lines.append(f"| {status} | {md(case_label(report, case.suite, case.id))} | {rank} | "
+                     f"{top} | {md(case.question)} |")
+    if report.total > SUMMARY_ROWS:
+        lines.append(f"| | … {report.total - SUMMARY_ROWS} more | | | |")
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Where one command's output goes: results on stdout (exactly one JSON document with
+``--json``), progress and messages on stderr, errors for both."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import KbctlError
+from ..pipeline.progress import ProgressEvent
+from .formats import Formats, Part, Rendered, check_format
+from .jsonable import json_text
+from .registry import formats_for
+from .text import shown
+
+
+class Output:
+    """Where results, chatter and errors go for one command invocation."""
+
+    def __init__(self, json_mode: bool = False, *, quiet: bool = False) -> None:
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self.out = Console(soft_wrap=True)
+        self.err = Console(stderr=True, soft_wrap=True)
+
+    def show(self, result: Any, fmt: str | None = None, *, formats: Formats | None = None,
+             **options: Any) -> None:
+        """Render ``result`` in ``fmt`` (``json`` under ``--json``, else its table)."""
+        name = "json" if self.json_mode else fmt or "table"
+        renderer = check_format(formats if formats is not None else formats_for(result), name)
+        self.emit(renderer(result, **options))
+
+    def emit(self, rendered: Rendered) -> None:
+        for stream, part in rendered.parts:
+            if stream == "out":
+                self._write(self.out, sys.stdout, part)
+            else:
+                self._write(self.err, sys.stderr, part)
+
+    @staticmethod
+    def _write(console: Console, stream: Any, part: Part) -> None:
+        if isinstance(part, str):
+            stream.write(part)
+            stream.flush()
+        else:
+            console.print(part)
+
+    def json(self, data: Any) -> None:
+        self._write(self.out, sys.stdout, json_text(data))
+
+    def note(self, message: str) -> None:
+        """A line for people, on stderr so stdout stays clean for pipes."""
+        if not self.quiet:
+            self.err.print(f"[dim]{shown(message)}[/dim]")
+
+    def error(self, exc: KbctlError) -> None:
+        if self.json_mode:
+            self.json({"error": exc.to_dict(), "exitCode": exc.exit_code})
+        self.err.print(f"[bold red]error:[/bold red] {shown(exc.message)}")
+        if exc.hint:
+            self.err.print(f"[yellow]hint:[/yellow] {shown(exc.hint)}")
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Any]:
+        """A progress bar on stderr when it is a terminal; a callback for the pipeline."""
+        if self.quiet or not self.err.is_terminal:
+            yield lambda event: None
+            return
+        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                       TimeElapsedColumn(), console=self.err, transient=True)
+        counts = {"written": 0, "skipped": 0, "failed": 0}
+        with bar:
+            task = bar.add_task(label, total=None, status="")
+
+            def on_event(event: ProgressEvent) -> None:
+                if event.stage == "total":
+                    bar.update(task, total=(bar.tasks[0].total or 0) + (event.total or 0))
+                elif event.stage == "note":
+                    bar.console.print(f"[dim]{shown(event.message)}[/dim]")
+                elif event.stage in counts:
+                    counts[event.stage] += 1
+                    bar.advance(task)
+                    bar.update(task, status=f"written {counts['written']} · unchanged "
+                                            f"{counts['skipped']} · failed {counts['failed']}")
+
+            yield on_event

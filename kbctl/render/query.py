@@ -1,0 +1,73 @@
+"""The formats of a query result: ``table`` for people, ``json`` (the stable shape),
+``context`` (a spotlighted block for an LLM prompt) and ``sources`` (one line a source)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..pipeline.query import source_parts
+from ..pipeline.results import QueryResult
+from .context import render_context
+from .formats import Formats, Rendered, as_json
+from .text import shown, styled
+
+
+def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
+    """The stable JSON shape of a query result (``--json`` / ``--format json``)."""
+    return {
+        "question": result.question,
+        "namespace": result.namespace,
+        "mode": result.mode,
+        "embedder": result.embedder,
+        "elapsedMs": result.elapsed_ms,
+        "results": [
+            {
+                "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
+                "citation": h.citation, "anchor": h.anchor,
+                "headingPath": list(h.heading_path), "text": h.text,
+                "sourceRef": h.source_ref, "textScore": h.text_score,
+                "vectorScore": h.vector_score, "metadata": h.metadata,
+            }
+            for h in result.hits
+        ],
+        "sources": [{"citation": s.citation, "title": s.title, "passages": s.passages}
+                    for s in source_parts(result.hits)],
+    }
+
+
+def query_table(result: QueryResult, **options: Any) -> Rendered:
+    if not result.hits:
+        return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
+                                      f"({result.mode} search)"))
+    out = Rendered()
+    for h in result.hits:
+        where = " › ".join(h.heading_path) or h.title
+        body = h.text.split("\n\n", 1)[-1] if h.heading_path else h.text
+        snippet = " ".join(body.split())
+        if len(snippet) > 280:
+            snippet = snippet[:280].rsplit(" ", 1)[0] + " …"
+        out += Rendered.stdout(
+            styled(f"[bold]{h.rank}.[/bold] [green]{h.score:.3f}[/green]  "
+                   f"[bold]{shown(where)}[/bold]"),
+            styled(f"   [cyan]{shown(h.citation)}[/cyan]"),
+            styled(f"   [dim]{shown(snippet)}[/dim]\n"))
+    return out + Rendered.stderr(styled(f"[dim]{result.mode} search in "
+                                        f"'{shown(result.namespace)}', "
+                                        f"{result.elapsed_ms:.1f} ms[/dim]"))
+
+
+def query_context(result: QueryResult, **options: Any) -> Rendered:
+    return Rendered.stdout(render_context(result.hits))
+
+
+def query_sources(result: QueryResult, **options: Any) -> Rendered:
+    return Rendered.stdout(*(f"[{','.join(str(n) for n in s.passages)}] {s.citation}  "
+                             f"{s.title}\n" for s in source_parts(result.hits)))
+
+
+FORMATS: Formats = {
+    "table": query_table,
+    "json": as_json(query_json),
+    "context": query_context,
+    "sources": query_sources,
+}

@@ -1,0 +1,85 @@
+"""People's view of the ingest, resync, status and re-embed reports (their JSON is the
+report itself, camelCased)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from ..pipeline.ingest import IngestReport
+from ..pipeline.reembed import ReembedReport
+from ..pipeline.resync import ResyncReport
+from ..pipeline.status import StatusReport
+from .formats import Formats, Rendered, as_json
+from .text import shown, styled
+
+
+def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
+    parts = [f"added {report.added}", f"updated {report.updated}",
+             f"unchanged {report.unchanged}"]
+    if report.not_modified:
+        parts.append(f"not modified {report.not_modified}")
+    parts += [f"deleted {report.deleted}", f"failed {report.failed}"]
+    color = "green" if report.ok else "red"
+    out = Rendered.stderr(styled(
+        f"[{color}]{shown(report.namespace)}[/{color}]: {', '.join(parts)}; "
+        f"{report.chunks_written} chunks written"
+        + (f", {report.embedded} embedded" if report.embedded else "")
+        + f" in {report.timings.get('total', 0):.2f}s"))
+    out += Rendered.stderr(*(styled(f"[dim]{shown(note)}[/dim]") for note in report.notes))
+    if report.errors:
+        table = Table("source", "error", title="failed sources", title_justify="left")
+        for e in report.errors:
+            table.add_row(shown(e.ref), shown(e.error))
+        out += Rendered.stderr(table)
+    return out
+
+
+def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
+    t = report.totals
+    verb = "would change" if report.plan else "synced"
+    color = "green" if report.ok else "red"
+    out = Rendered.stderr(styled(
+        f"[{color}]resync {verb}[/{color}] {len(report.namespaces)} namespace(s) in "
+        f"{report.seconds:.1f}s: added {t['added']}, updated {t['updated']}, unchanged "
+        f"{t['unchanged']}, not modified {t['notModified']}, deleted {t['deleted']}, failed "
+        f"{t['failed']}; chunks written {t['chunksWritten']}, deleted {t['chunksDeleted']}; "
+        f"embedded {t['embedded']}"))
+    for ns in report.namespaces:
+        out += Rendered.stderr(*(styled(f"[yellow]{shown(ns.namespace)}:[/yellow] "
+                                        f"{shown(note)}") for note in ns.notes))
+        if report.plan:
+            out += Rendered.stdout(*(f"{key:8} {ref}\n"
+                                     for key in ("added", "updated", "deleted")
+                                     for ref in ns.changes[key]))
+        out += Rendered.stderr(*(styled(f"[red]failed[/red] {shown(e.ref)}: {shown(e.error)}")
+                                 for e in ns.errors))
+    return out
+
+
+def status_table(report: StatusReport, **options: Any) -> Rendered:
+    table = Table("namespace", "sources", "chunks", "definitions", "last ok sync",
+                  "last run failures", title=f"embedder: {shown(report.embedder)}",
+                  title_justify="left")
+    for s in report.namespaces:
+        table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
+                      s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
+                      str(s.last_run_failures))
+    return Rendered.stdout(table)
+
+
+def reembed_summary(report: ReembedReport, **options: Any) -> Rendered:
+    if not report.changed:
+        return Rendered.stderr(styled(f"the knowledge base already uses "
+                                      f"{shown(report.embedder)}; nothing to do"))
+    return Rendered.stderr(styled(
+        f"[green]re-embedded[/green] {report.chunks} chunks: {shown(report.previous)} → "
+        f"{shown(report.embedder)} ({report.embedded} sent to the provider, "
+        f"{report.cache_hits} from cache) in {report.seconds:.1f}s"))
+
+
+INGEST: Formats = {"table": ingest_summary, "json": as_json()}
+RESYNC: Formats = {"table": resync_summary, "json": as_json()}
+STATUS: Formats = {"table": status_table, "json": as_json()}
+REEMBED: Formats = {"table": reembed_summary, "json": as_json()}

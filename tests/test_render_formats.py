@@ -1,0 +1,73 @@
+"""The output layer: one registry of formats per result type, pure renderers, one way
+for JSON, and a new format added with one module plus one registry line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.table import Table
+
+from kbctl.pipeline.results import Hit, QueryResult
+from kbctl.render import Output, Rendered, formats_for, json_text
+from kbctl.render import query as query_formats
+
+from . import format_urls
+from .conftest import Cli
+
+
+def result(*urls: str) -> QueryResult:
+    hits = [Hit(rank=i, score=0.5, title=f"t{i}", url=u, citation=f"{u}#a{i}", anchor=f"a{i}",
+                heading_path=("T", f"a{i}"), text=f"T › a{i}\n\nbody {i}", source_ref=u,
+                namespace="docs") for i, u in enumerate(urls, start=1)]
+    return QueryResult(question="q", namespace="docs", mode="lexical", embedder="none",
+                       hits=hits, elapsed_ms=1.0)
+
+
+def test_renderers_are_pure_and_ordered() -> None:
+    rendered = query_formats.FORMATS["sources"](result("https://a/x", "https://a/x"))
+    assert rendered.text() == "[1] https://a/x#a1  t1\n[2] https://a/x#a2  t2\n"
+    assert rendered.text("err") == ""
+    table = query_formats.FORMATS["table"](result("https://a/x"))
+    streams = [stream for stream, _ in table.parts]
+    assert streams == ["out", "out", "out", "err"]  # results first, the footer last
+    joined = Rendered.stdout("a") + Rendered.stderr("b") + Rendered.stdout("c")
+    assert joined.text() == "ac" and joined.text("err") == "b"
+
+
+def test_every_result_type_offers_json_the_same_way() -> None:
+    from kbctl.render.registry import FORMATS
+
+    for kind, formats in FORMATS.items():
+        assert "json" in formats and "table" in formats, kind
+    doc = query_formats.FORMATS["json"](result("https://a/x")).text()
+    assert doc == json_text(query_formats.query_json(result("https://a/x")))
+    assert json.loads(doc)["results"][0]["headingPath"] == ["T", "a1"]
+    assert formats_for(object())["json"]({"a_b": 1}).text() == '{\n  "a_b": 1\n}\n'
+
+
+def test_output_routes_streams(capsys: pytest.CaptureFixture[str]) -> None:
+    Output().emit(Rendered.stdout("one\n", Table("x")) + Rendered.stderr("note\n"))
+    captured = capsys.readouterr()
+    assert captured.out.startswith("one\n") and "x" in captured.out
+    assert captured.err == "note\n"
+    Output(json_mode=True).show(result("https://a/x"), "table")  # --json wins
+    assert json.loads(capsys.readouterr().out)["question"] == "q"
+
+
+def test_a_new_format_is_one_module_and_one_line(cli: Cli, workdir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(query_formats.FORMATS, "urls", format_urls.urls)  # the one line
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text("# Install\n\n## pnpm\n\nwidget pnpm\n\n## npm\n\n"
+                                     "widget npm\n")
+    (docs / "faq.md").write_text("# FAQ\n\nwidget questions\n")
+    cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    got = cli("query", "widget", "--format", "urls")
+    assert got.exit_code == 0, got.output
+    assert sorted(got.stdout.splitlines()) == ["https://docs.example.com/faq",
+                                               "https://docs.example.com/install"]
+    bad = cli("query", "widget", "--format", "xml")
+    assert bad.exit_code == 2 and "table, json, context, sources, urls" in bad.stderr
