@@ -17,7 +17,7 @@ from kbctl.evals import (
     Expect,
     Suite,
     compare_with_baseline,
-    report_to_json,
+    judged,
     run_suites,
 )
 from kbctl.evals.model import Defaults
@@ -80,7 +80,7 @@ def build(paths: tuple[str, ...] = ("evals/docs.yaml",),
 
 def with_regression() -> tuple[EvalReport, BaselineDiff]:
     """'ranked' passes now but its first match moved from rank 1 to 2."""
-    base = json.loads(json.dumps(report_to_json(build())))
+    base = json.loads(json.dumps(judged(build()).to_json()))
     now = build(answers={"Where is config?": [hit("https://d.example/other", 0.8),
                                               hit("https://d.example/config", 0.7)]})
     return now, compare_with_baseline(now, base, source="base.json")
@@ -92,7 +92,7 @@ def with_regression() -> tuple[EvalReport, BaselineDiff]:
 def test_junit_parses_back_with_the_right_counts(tmp_path: Path) -> None:
     report = build(("evals/docs.yaml", "evals/more/api.yml"))
     path = tmp_path / "junit.xml"
-    path.write_text(junit_xml(report), encoding="utf-8")
+    path.write_text(junit_xml(judged(report)), encoding="utf-8")
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
     assert int(root.get("tests", "-1")) == report.total == 8
@@ -112,7 +112,7 @@ def test_junit_parses_back_with_the_right_counts(tmp_path: Path) -> None:
 
 def test_junit_failure_carries_details_and_survives_hostile_text() -> None:
     report = build()
-    root = ET.fromstring(junit_xml(report))
+    root = ET.fromstring(junit_xml(judged(report)))
     cases = {c.get("name"): c for c in root.iter("testcase")}
     low = cases["low:score,case"].find("failure")
     assert low is not None and low.get("type") == "check"
@@ -128,7 +128,7 @@ def test_junit_failure_carries_details_and_survives_hostile_text() -> None:
 
 def test_junit_marks_a_passing_regressed_case_as_failed() -> None:
     report, diff = with_regression()
-    root = ET.fromstring(junit_xml(report, diff))
+    root = ET.fromstring(junit_xml(judged(report, diff)))
     ranked = next(c for c in root.iter("testcase") if c.get("name") == "ranked")
     failure = ranked.find("failure")
     assert failure is not None and failure.get("type") == "regression"
@@ -163,7 +163,7 @@ def test_escaping_rules() -> None:
 
 def test_annotations_point_at_failing_cases_and_round_trip() -> None:
     report = build(("evals/a,b: c.yaml",))
-    lines = github_annotations(report)
+    lines = github_annotations(judged(report))
     assert all("\n" not in line and "\r" not in line for line in lines)
     parsed = [parse_command(line) for line in lines]
     assert [p[0] for p in parsed] == ["error", "error"]
@@ -177,8 +177,8 @@ def test_annotations_point_at_failing_cases_and_round_trip() -> None:
 
 def test_annotations_under_regression_policy() -> None:
     report, diff = with_regression()
-    parsed = [parse_command(line) for line in github_annotations(report, diff,
-                                                                 fail_on="regression")]
+    parsed = [parse_command(line)
+              for line in github_annotations(judged(report, diff, "regression"))]
     levels = {props["title"]: level for level, props, _ in parsed}
     assert levels == {
         "kbctl eval: case low:score,case failed": "warning",
@@ -218,27 +218,27 @@ def parse_output_file(text: str) -> dict[str, str]:
 
 def test_github_output_values() -> None:
     report = build()
-    values = parse_output_file(github_output(report, report_path="out/eval report.json"))
+    values = parse_output_file(github_output(judged(report), report_path="out/eval report.json"))
     assert values == {
         "passed": str(report.passed), "failed": str(report.failed), "total": str(report.total),
         "regressions": "0", "verdict": "fail",
         "hit_rate": f"{report.metrics.hit_rate:.4f}", "mrr": f"{report.metrics.mrr:.4f}",
         "report": "out/eval report.json",
     }
-    assert "report" not in parse_output_file(github_output(report))
+    assert "report" not in parse_output_file(github_output(judged(report)))
 
 
 def test_github_output_multiline_value_uses_a_heredoc() -> None:
     report = build()
     odd = "out/a\nb=c.json"
-    text = github_output(report, report_path=odd)
+    text = github_output(judged(report), report_path=odd)
     assert re.search(r"^report<<(\S+)\nout/a\nb=c\.json\n\1\n", text, re.MULTILINE)
     assert parse_output_file(text)["report"] == odd
 
 
 def test_github_output_counts_regressions() -> None:
     report, diff = with_regression()
-    values = parse_output_file(github_output(report, diff, fail_on="regression"))
+    values = parse_output_file(github_output(judged(report, diff, "regression")))
     assert (values["regressions"], values["verdict"]) == ("1", "fail")
 
 
@@ -251,7 +251,7 @@ def unescaped_pipes(line: str) -> int:
 
 def test_summary_content() -> None:
     report, diff = with_regression()
-    text = github_summary(report, diff)
+    text = github_summary(judged(report, diff))
     assert text.startswith("## ❌ kbctl eval: 2 of 4 cases failed; 1 regression against base.json")
     totals = text.splitlines()[4]
     assert totals == f"| 4 | 2 | 2 | 66.7% (±0) | {report.metrics.mrr:.3f} (−0.167) | 1 |"
@@ -264,7 +264,7 @@ def test_summary_content() -> None:
 
 
 def test_summary_neutralises_markdown_and_html() -> None:
-    text = github_summary(build())
+    text = github_summary(judged(build()))
     assert "<script" not in text and "< c >" not in text
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     table_rows = [row for row in rows if "low:score,case" in row]
@@ -277,7 +277,7 @@ def test_summary_when_everything_passes() -> None:
     ok = {HOSTILE: [hit("https://d.example/x", 0.9)],
           "explode": [hit("https://d.example/x", 0.9)]}
     report = build(answers=ok)
-    text = github_summary(report)
+    text = github_summary(judged(report))
     assert text.startswith("## ✅ kbctl eval: all 4 cases passed")
     assert "### Failed cases" not in text and "### Regressions" not in text
 
@@ -305,7 +305,7 @@ def test_table_puts_failures_and_regressions_first_with_details() -> None:
 
 def test_table_prints_markup_literally_and_labels_suites() -> None:
     report = build(("evals/a.yaml", "evals/b.yaml"))
-    text = render(eval_console(report))
+    text = render(eval_console(judged(report)))
     assert "evals/a.yaml:low:score,case" in text and "evals/b.yaml:ok" in text
     odd = build(answers={"Where is config?": [hit("https://d.example/[bold]x[/bold]", 0.1)]})
     assert "[bold]x[/bold]" in render(eval_table(odd))
@@ -314,6 +314,6 @@ def test_table_prints_markup_literally_and_labels_suites() -> None:
 @pytest.mark.parametrize("fail_on", ["any", "regression"])
 def test_console_summary_states_the_verdict(fail_on: str) -> None:
     report, diff = with_regression()
-    text = render(eval_console(report, diff, fail_on=fail_on))
+    text = render(eval_console(judged(report, diff, fail_on)))
     assert "FAIL:" in text
     assert "vs base.json: 1 regression" in text

@@ -19,9 +19,9 @@ from kbctl.evals import (
     compare_with_baseline,
     compute_metrics,
     judge_run,
+    judged,
     load_baseline,
     parse_suite,
-    report_to_json,
     run_suites,
     verdict,
 )
@@ -358,7 +358,7 @@ def test_report_json_is_complete_and_serialisable() -> None:
     a = case("a", expect=FULL, index=0)
     b = case("b", expect=FULL, index=1)
     report = run([a, b], {a.question: [INSTALL], b.question: RuntimeError("down")})
-    data = json.loads(json.dumps(report_to_json(report)))
+    data = json.loads(json.dumps(judged(report).to_json()))
     assert (data["schema"], data["schemaVersion"]) == ("kbctl.eval.report", 1)
     assert data["namespace"] == "docs" and data["embedder"] == "fake/model@8"
     assert data["totals"] == {"total": 2, "passed": 1, "failed": 1}
@@ -380,7 +380,7 @@ def test_report_json_is_complete_and_serialisable() -> None:
 
 
 def baseline_from(cases: list[Case], answers: dict[str, Answer]) -> dict[str, object]:
-    return json.loads(json.dumps(report_to_json(run(cases, answers))))
+    return json.loads(json.dumps(judged(run(cases, answers)).to_json()))
 
 
 def ranked(position: int, score: float = 0.8) -> list[Hit]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -82,7 +83,18 @@ class _Past:
 # --- loading and validation ------------------------------------------------------------
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Baseline:
+    """A validated baseline report: where it came from, its cases and its metrics."""
+
+    source: str
+    cases: tuple[_Past, ...]
+    metrics: dict[str, Any]
+    namespace: Any = None  # as recorded; compared only when a string
+    embedder: Any = None
+
+
+def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline report; every problem names the file."""
     label = Path(path).as_posix()
     try:
@@ -98,8 +110,7 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InputError(f"{label}:{exc.lineno}: baseline is not valid JSON: {exc.msg}",
                          hint=_HINT) from None
-    _parse(data, label)
-    return data
+    return parse_baseline(data, label)
 
 
 def _bad(source: str, field: str, message: str) -> InputError:
@@ -112,7 +123,8 @@ def _optional_number(value: Any) -> bool:
                              and math.isfinite(value))
 
 
-def _parse(data: Any, source: str) -> tuple[list[_Past], dict[str, Any]]:
+def parse_baseline(data: Any, source: str) -> Baseline:
+    """A report (as parsed JSON) validated as a baseline; ``source`` names it in errors."""
     if not isinstance(data, dict):
         raise _bad(source, "", "expected a JSON object (an eval report)")
     if data.get("schema") != REPORT_SCHEMA:
@@ -161,7 +173,7 @@ def _parse(data: Any, source: str) -> tuple[list[_Past], dict[str, Any]]:
     for key in ("hitRate", "mrr"):
         if not _optional_number(metrics.get(key)):
             raise _bad(source, f"metrics.{key}", "expected a number or null")
-    return past, metrics
+    return Baseline(source, tuple(past), metrics, data.get("namespace"), data.get("embedder"))
 
 
 # --- comparison ------------------------------------------------------------------------
@@ -179,15 +191,18 @@ def check_tolerances(rank_tolerance: Any, score_tolerance: Any) -> None:
 
 def compare_with_baseline(
     report: EvalReport,
-    baseline: dict[str, Any],
+    baseline: Baseline | Mapping[str, Any],
     *,
     rank_tolerance: int = 0,
     score_tolerance: float | None = None,
     source: str = "baseline",
 ) -> BaselineDiff:
-    """Regressions, fixes, added/removed/edited cases of ``report`` against ``baseline``."""
+    """Regressions, fixes, added/removed/edited cases of ``report`` against ``baseline``
+    (a loaded ``Baseline``, or a report's JSON named ``source``)."""
     check_tolerances(rank_tolerance, score_tolerance)
-    past, metrics = _parse(baseline, source)
+    if not isinstance(baseline, Baseline):
+        baseline = parse_baseline(baseline, source)
+    past, metrics, source = baseline.cases, baseline.metrics, baseline.source
 
     baseline_suites = {item.suite for item in past}
     by_id_only = len(report.suites) == 1 and len(baseline_suites) <= 1
@@ -219,7 +234,7 @@ def compare_with_baseline(
 
     warnings = []
     for key, now in (("namespace", report.namespace), ("embedder", report.embedder)):
-        then = baseline.get(key)
+        then = getattr(baseline, key)
         if isinstance(then, str) and then != now:
             warnings.append(f"the baseline was run with {key} '{then}', this run with '{now}'")
     return BaselineDiff(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kbctl.pipeline.results import MAX_K, MIN_K
 
@@ -12,45 +14,68 @@ __all__ = ["DEFAULT_TOP_K", "MAX_K", "MIN_K", "Case", "Defaults", "Expect", "Sui
 DEFAULT_TOP_K = 5  # topK bounds are the retriever's own (MIN_K..MAX_K): no silent cut
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Expect:
-    """A case's declared checks; an empty tuple or ``None`` means "not declared".
+    """A case's declared checks as ``(suite-file key, value)`` pairs, in the order they run
+    (see ``kbctl.evals.checks.CHECKS``); a check that is absent is "not declared".
 
-    ``source_includes`` passes when ANY pattern matches a retrieved chunk,
-    ``not_source_includes`` when NONE does.
+    The keyword arguments are a shorthand for the built-in checks (``source_includes``
+    passes when ANY pattern matches a retrieved chunk, ``not_source_includes`` when NONE
+    does); ``more`` carries any other registered check.
     """
 
-    source_includes: tuple[str, ...] = ()
-    not_source_includes: tuple[str, ...] = ()
-    min_score: float | None = None
-    anchor: str | None = None
+    checks: tuple[tuple[str, Any], ...]
+
+    def __init__(self, source_includes: Sequence[str] = (),
+                 not_source_includes: Sequence[str] = (), min_score: float | None = None,
+                 anchor: str | None = None, *, more: Mapping[str, Any] | None = None) -> None:
+        pairs: list[tuple[str, Any]] = []
+        if source_includes:
+            pairs.append(("sourceIncludes", tuple(source_includes)))
+        if not_source_includes:
+            pairs.append(("notSourceIncludes", tuple(not_source_includes)))
+        if min_score is not None:
+            pairs.append(("minScore", min_score))
+        if anchor is not None:
+            pairs.append(("anchor", anchor))
+        pairs += list((more or {}).items())
+        object.__setattr__(self, "checks", tuple(pairs))
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Expect:
+        """Checks in the order given (the suite reader gives the registry's order)."""
+        expect = cls()
+        object.__setattr__(expect, "checks", tuple(values.items()))
+        return expect
+
+    def value(self, name: str) -> Any:
+        return dict(self.checks).get(name)
+
+    @property
+    def source_includes(self) -> tuple[str, ...]:
+        return self.value("sourceIncludes") or ()
+
+    @property
+    def not_source_includes(self) -> tuple[str, ...]:
+        return self.value("notSourceIncludes") or ()
+
+    @property
+    def min_score(self) -> float | None:
+        return self.value("minScore")
+
+    @property
+    def anchor(self) -> str | None:
+        return self.value("anchor")
 
     @property
     def declared(self) -> tuple[str, ...]:
         """Names of the declared checks, in evaluation order."""
-        names = []
-        if self.source_includes:
-            names.append("sourceIncludes")
-        if self.not_source_includes:
-            names.append("notSourceIncludes")
-        if self.min_score is not None:
-            names.append("minScore")
-        if self.anchor is not None:
-            names.append("anchor")
-        return tuple(names)
+        return tuple(name for name, _ in self.checks)
 
     def to_dict(self) -> dict[str, object]:
         """The suite-file spelling (lists for the pattern checks), declared checks only."""
-        out: dict[str, object] = {}
-        if self.source_includes:
-            out["sourceIncludes"] = list(self.source_includes)
-        if self.not_source_includes:
-            out["notSourceIncludes"] = list(self.not_source_includes)
-        if self.min_score is not None:
-            out["minScore"] = self.min_score
-        if self.anchor is not None:
-            out["anchor"] = self.anchor
-        return out
+        return {name: list(value) if isinstance(value, tuple) else value
+                for name, value in self.checks}
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import Any
 from kbctl.evals.baseline import BaselineDiff, CaseRef
 from kbctl.evals.run import CaseResult, EvalReport
 from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
-from kbctl.evals.verdict import judge_run
+from kbctl.evals.verdict import Verdict
 
 
 def _ms(value: float) -> float:
@@ -97,13 +97,12 @@ def diff_to_json(diff: BaselineDiff) -> dict[str, Any]:
     }
 
 
-def report_to_json(report: EvalReport, diff: BaselineDiff | None = None, *,
-                   fail_on: str = "any") -> dict[str, Any]:
-    """The report as a JSON-ready dict (see the module docstring for the schema)."""
+def report_to_json(report: EvalReport, diff: BaselineDiff | None,
+                   verdict: Verdict) -> dict[str, Any]:
+    """The judged report as a JSON-ready dict (see the module docstring for the schema)."""
     counts: dict[str, int] = {}
     for result in report.results:
         counts[result.case.suite] = counts.get(result.case.suite, 0) + 1
-    outcome = judge_run(report, diff, fail_on)
     metrics = report.metrics
     return {
         "schema": REPORT_SCHEMA,
@@ -120,6 +119,6 @@ def report_to_json(report: EvalReport, diff: BaselineDiff | None = None, *,
                     "scoredCases": metrics.scored, "hits": metrics.hits},
         "cases": [case_to_json(result) for result in report.results],
         "baseline": diff_to_json(diff) if diff is not None else None,
-        "verdict": {"passed": outcome.passed, "failOn": outcome.fail_on,
-                    "reason": outcome.reason},
+        "verdict": {"passed": verdict.passed, "failOn": verdict.fail_on,
+                    "reason": verdict.reason},
     }

@@ -13,6 +13,9 @@ from datetime import datetime, timezone
 
 from kbctl import __version__
 from kbctl.errors import KbctlError
+from kbctl.evals.checks import CHECKS, CheckResult, Retrieved
+from kbctl.evals.checks.min_score import format_pair
+from kbctl.evals.checks.source_includes import first_match_rank
 from kbctl.evals.model import Case, Suite
 from kbctl.pipeline.results import Hit
 
@@ -20,29 +23,10 @@ Retriever = Callable[[str, int, float | None, dict[str, str]], list[Hit]]
 """(question, top_k, min_score, filter) -> hits, best first. May raise anything."""
 
 RETRIEVAL_CHECK = "retrieval"
-_SHOWN = 5
 
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One declared check (or the synthetic ``retrieval`` check) and why it went that way."""
-
-    name: str
-    passed: bool
-    detail: str
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """What the report keeps of a retrieved chunk; ``rank`` is its 1-based position."""
-
-    rank: int
-    score: float
-    citation: str
-    url: str
-    anchor: str | None
-    source_ref: str
-    title: str
+__all__ = ["RETRIEVAL_CHECK", "CaseResult", "CheckResult", "EvalReport", "Metrics",
+           "Retrieved", "Retriever", "compute_metrics", "evaluate_checks", "format_pair",
+           "run_case", "run_suites"]
 
 
 @dataclass(frozen=True)
@@ -187,126 +171,11 @@ def _keep(position: int, hit: Hit) -> Retrieved:
 # --- checks ----------------------------------------------------------------------------
 
 
-def matches(chunk: Retrieved, pattern: str) -> bool:
-    """Case-insensitive substring match against the chunk's citation, url and source ref."""
-    needle = pattern.lower()
-    return any(needle in text.lower() for text in (chunk.citation, chunk.url, chunk.source_ref))
-
-
 def evaluate_checks(case: Case, retrieved: Sequence[Retrieved]
                     ) -> tuple[tuple[CheckResult, ...], int | None]:
-    """Evaluate the declared checks in a fixed order; returns (checks, first match rank)."""
-    expect = case.expect
-    checks: list[CheckResult] = []
-    first_rank: int | None = None
-    if expect.source_includes:
-        check, first_rank = _source_includes(expect.source_includes, retrieved)
-        checks.append(check)
-    if expect.not_source_includes:
-        checks.append(_not_source_includes(expect.not_source_includes, retrieved))
-    if expect.min_score is not None:
-        checks.append(_min_score(expect.min_score, retrieved))
-    if expect.anchor is not None:
-        checks.append(_anchor(expect.anchor, retrieved))
-    return tuple(checks), first_rank
-
-
-def _quoted(patterns: Sequence[str]) -> str:
-    text = ", ".join(f"'{p}'" for p in patterns)
-    return text if len(patterns) == 1 else f"any of {text}"
-
-
-def _listing(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_SHOWN])
-    more = len(items) - _SHOWN
-    return f"{shown}, … (+{more} more)" if more > 0 else shown
-
-
-def _first_match(patterns: Sequence[str],
-                 retrieved: Sequence[Retrieved]) -> tuple[Retrieved, str] | None:
-    for chunk in retrieved:
-        for pattern in patterns:
-            if matches(chunk, pattern):
-                return chunk, pattern
-    return None
-
-
-def _source_includes(patterns: Sequence[str],
-                     retrieved: Sequence[Retrieved]) -> tuple[CheckResult, int | None]:
-    name = "sourceIncludes"
-    if not retrieved:
-        detail = f"nothing retrieved; expected a chunk matching {_quoted(patterns)}"
-        return CheckResult(name, False, detail), None
-    found = _first_match(patterns, retrieved)
-    if found is None:
-        got = _listing([chunk.citation for chunk in retrieved])
-        return CheckResult(name, False, f"no chunk matched {_quoted(patterns)}; got: {got}"), None
-    chunk, pattern = found
-    return CheckResult(name, True, f"rank {chunk.rank} matched '{pattern}': {chunk.citation}"), \
-        chunk.rank
-
-
-def _not_source_includes(patterns: Sequence[str],
-                         retrieved: Sequence[Retrieved]) -> CheckResult:
-    name = "notSourceIncludes"
-    if not retrieved:
-        return CheckResult(name, True, f"nothing retrieved, so nothing matched {_quoted(patterns)}")
-    offending = [(chunk, pattern) for chunk in retrieved for pattern in patterns
-                 if matches(chunk, pattern)]
-    if not offending:
-        return CheckResult(name, True, f"no chunk matched {_quoted(patterns)}")
-    chunk, pattern = offending[0]
-    ranks = sorted({c.rank for c, _ in offending})
-    more = f" (matching ranks: {', '.join(map(str, ranks))})" if len(ranks) > 1 else ""
-    return CheckResult(name, False,
-                       f"rank {chunk.rank} matched excluded '{pattern}': {chunk.citation}{more}")
-
-
-def _digits(value: float) -> int:
-    for digits in range(2, 7):
-        if float(f"{value:.{digits}f}") == value:
-            return digits
-    return 6
-
-
-def format_pair(value: float, threshold: float) -> tuple[str, str]:
-    """At least two decimals, enough to write ``threshold`` as given and to show that the
-    two numbers differ when they do."""
-    for digits in range(_digits(threshold), 7):
-        left, right = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
-        if left != right or value == threshold:
-            return left, right
-    return repr(value), repr(threshold)
-
-
-def _min_score(threshold: float, retrieved: Sequence[Retrieved]) -> CheckResult:
-    name = "minScore"
-    if not retrieved:
-        return CheckResult(name, False,
-                           f"nothing retrieved; expected a top score >= {threshold:.2f}")
-    top = max(chunk.score for chunk in retrieved)
-    shown_top, shown_threshold = format_pair(top, threshold)
-    if top >= threshold:
-        return CheckResult(name, True, f"top score {shown_top} >= {shown_threshold}")
-    return CheckResult(name, False, f"top score {shown_top} < {shown_threshold}")
-
-
-def _anchor(fragment: str, retrieved: Sequence[Retrieved]) -> CheckResult:
-    name = "anchor"
-    if not retrieved:
-        return CheckResult(name, False,
-                           f"nothing retrieved; expected a chunk anchor containing '{fragment}'")
-    anchored = [chunk for chunk in retrieved if chunk.anchor]
-    if not anchored:
-        return CheckResult(name, False, "no retrieved chunk carries an anchor; expected one "
-                           f"containing '{fragment}'")
-    needle = fragment.lower()
-    for chunk in anchored:
-        if chunk.anchor and needle in chunk.anchor.lower():
-            return CheckResult(name, True,
-                               f"rank {chunk.rank} anchor '{chunk.anchor}' contains '{fragment}'")
-    got = _listing(list(dict.fromkeys(chunk.anchor or "" for chunk in anchored)))
-    return CheckResult(name, False, f"no chunk anchor contains '{fragment}'; got anchors: {got}")
+    """Run the declared checks in registry order; returns (checks, first match rank)."""
+    checks = tuple(CHECKS[name].run(value, retrieved) for name, value in case.expect.checks)
+    return checks, first_match_rank(case.expect.source_includes, retrieved)
 
 
 # --- metrics ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbctl.errors import SuiteError
+from kbctl.evals.checks import CHECKS
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
 from kbctl.linefile import LineDict, LoadError, load_json, load_yaml
 
@@ -32,7 +33,6 @@ SUITE_VERSION = 1
 _TOP_KEYS = ("version", "defaults", "cases")
 _DEFAULT_KEYS = ("topK", "minScore", "filter")
 _CASE_KEYS = ("id", "question", "topK", "minScore", "expect")
-_EXPECT_KEYS = ("sourceIncludes", "notSourceIncludes", "minScore", "anchor")
 _MAX_REPORTED = 20
 
 
@@ -362,19 +362,13 @@ class _Validator:
         if raw is None:
             return None
         before = len(self.problems)
-        self.keys(raw, _EXPECT_KEYS, where, "expect.")
-        includes = excludes = ()
-        min_score = anchor = None
-        if "sourceIncludes" in raw:
-            includes = self.patterns(raw, "sourceIncludes", where, "expect.sourceIncludes") or ()
-        if "notSourceIncludes" in raw:
-            excludes = self.patterns(raw, "notSourceIncludes", where,
-                                     "expect.notSourceIncludes") or ()
-        if "minScore" in raw:
-            min_score = self.score(raw, "minScore", where, "expect.minScore")
-        if "anchor" in raw:
-            anchor = self.text(raw, "anchor", where, "expect.anchor", single_line=True)
+        self.keys(raw, tuple(CHECKS), where, "expect.")
+        values: dict[str, Any] = {}
+        for name, check in CHECKS.items():
+            if name in raw:
+                value = check.parse(self, raw, name, where, f"expect.{name}")
+                if value is not None and value != ():
+                    values[name] = value
         if len(self.problems) > before:
             return None
-        return Expect(source_includes=includes, not_source_includes=excludes,
-                      min_score=min_score, anchor=anchor)
+        return Expect.of(values)

@@ -27,15 +27,20 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def check_fail_on(fail_on: str, *, has_baseline: bool) -> None:
+    """Refuse a policy that does not exist, or ``regression`` with nothing to compare."""
+    if fail_on not in FAIL_ON:
+        raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got '{fail_on}'")
+    if fail_on == "regression" and not has_baseline:
+        raise InputError("--fail-on regression needs --baseline (a report of an earlier run)")
+
+
 def judge_run(report: EvalReport, diff: BaselineDiff | None, fail_on: str) -> Verdict:
     """The verdict with a one-line reason for people."""
-    if fail_on not in FAIL_ON:
-        raise InputError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    check_fail_on(fail_on, has_baseline=diff is not None)
     regressions = len(diff.regressions) if diff is not None else 0
     if fail_on == "regression":
-        if diff is None:
-            raise InputError("fail-on 'regression' needs a baseline report to compare with",
-                             hint="give a baseline, or fail on any failed case")
+        assert diff is not None  # checked above
         if regressions:
             return Verdict(False, fail_on, f"{_count(regressions, 'regression')} "
                            f"against {diff.source}")

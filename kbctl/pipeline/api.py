@@ -11,11 +11,11 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import EnvironmentFailure, InputError
-from ..evals import FAIL_ON, CaseResult, check_tolerances, load_baseline, load_suites
+from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
 from ..sources.base import SourceSpec
 from .cached_embedder import CachedEmbedder
-from .evals import EvalOutcome, run_eval, scaffold_suite
+from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
@@ -107,14 +107,8 @@ def evaluate(
     the run with that error (exit 3): it says nothing about retrieval quality. Once a
     retrieval has worked, a failure fails its case only.
     """
-    if fail_on not in FAIL_ON:
-        raise InputError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got '{fail_on}'")
-    if fail_on == "regression" and baseline is None:
-        raise InputError("--fail-on regression needs --baseline (a report of an earlier run)")
-    check_tolerances(rank_tolerance, score_tolerance)
-    load_suites(suites)
-    if baseline is not None:
-        load_baseline(baseline)
+    plan = plan_eval(suites, baseline=baseline, rank_tolerance=rank_tolerance,
+                     score_tolerance=score_tolerance, fail_on=fail_on)
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         if store.counts(settings.namespace)[1] == 0:
@@ -137,11 +131,10 @@ def evaluate(
             return hits
 
         try:
-            return run_eval(
-                suites, retriever, namespace=settings.namespace,
+            return run_plan(
+                plan, retriever, namespace=settings.namespace,
                 embedder=embedder.identity if embedder is not None else "none",
-                baseline=baseline, rank_tolerance=rank_tolerance,
-                score_tolerance=score_tolerance, fail_on=fail_on, on_result=on_result,
+                on_result=on_result,
             )
         except _BrokenFromStart as broken:
             raise broken.error from None

@@ -1,46 +1,17 @@
-"""``kbctl eval`` as one pipeline call: load suites and baseline, run, compare, judge.
-
-Input is checked before the first retrieval (policy, suite files, baseline), so a typo
-costs no embedding calls. The retriever is injected; see ``kbctl.evals.run.Retriever``.
-"""
+"""``kbctl eval`` as one library call: plan (validate and load once), run, compare, judge
+once. The retriever is injected; see ``kbctl.evals.run.Retriever``."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from kbctl.errors import InputError
-from kbctl.evals import (
-    FAIL_ON,
-    BaselineDiff,
-    CaseResult,
-    EvalReport,
-    Retriever,
-    Verdict,
-    check_tolerances,
-    compare_with_baseline,
-    judge_run,
-    load_baseline,
-    load_suites,
-    report_to_json,
-    run_suites,
-    scaffold_suite,
-)
+from kbctl.evals import CaseResult, Retriever, scaffold_suite
+from kbctl.evals.outcome import EvalOutcome
+from kbctl.evals.plan import EvalPlan, plan_eval, run_plan
 
-__all__ = ["EvalOutcome", "run_eval", "scaffold_suite"]
-
-
-@dataclass(frozen=True)
-class EvalOutcome:
-    report: EvalReport
-    diff: BaselineDiff | None
-    verdict: Verdict
-
-    def to_json(self) -> dict[str, Any]:
-        return report_to_json(self.report, self.diff, fail_on=self.verdict.fail_on)
+__all__ = ["EvalOutcome", "EvalPlan", "plan_eval", "run_eval", "run_plan", "scaffold_suite"]
 
 
 def run_eval(
@@ -57,20 +28,7 @@ def run_eval(
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> EvalOutcome:
     """Run the suites at ``paths`` and judge them, against ``baseline`` when given."""
-    if fail_on not in FAIL_ON:
-        raise InputError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
-    if fail_on == "regression" and baseline is None:
-        raise InputError("fail-on 'regression' needs a baseline report to compare with",
-                         hint="give a baseline, or fail on any failed case")
-    check_tolerances(rank_tolerance, score_tolerance)
-    suites = load_suites(paths)
-    past = label = None
-    if baseline is not None:
-        past, label = load_baseline(baseline), Path(baseline).as_posix()
-    report = run_suites(suites, retriever, namespace=namespace, embedder=embedder,
-                        clock=clock, on_result=on_result)
-    diff = None
-    if past is not None and label is not None:
-        diff = compare_with_baseline(report, past, rank_tolerance=rank_tolerance,
-                                     score_tolerance=score_tolerance, source=label)
-    return EvalOutcome(report=report, diff=diff, verdict=judge_run(report, diff, fail_on))
+    plan = plan_eval(paths, baseline=baseline, rank_tolerance=rank_tolerance,
+                     score_tolerance=score_tolerance, fail_on=fail_on)
+    return run_plan(plan, retriever, namespace=namespace, embedder=embedder, clock=clock,
+                    on_result=on_result)

@@ -12,9 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..evals.baseline import BaselineDiff
+from ..evals.outcome import EvalOutcome
 from ..evals.run import EvalReport
-from ..evals.verdict import judge_run
-from ..pipeline.evals import EvalOutcome
 from .cases import case_label, flagged, mrr_text, problem_lines, rate_text
 from .formats import Formats, Rendered, as_json
 from .github import github_annotations
@@ -64,10 +63,9 @@ def eval_table(report: EvalReport, diff: BaselineDiff | None = None) -> Table:
     return table
 
 
-def eval_console(report: EvalReport, diff: BaselineDiff | None = None, *,
-                 fail_on: str = "any") -> RenderableType:
+def eval_console(outcome: EvalOutcome) -> RenderableType:
     """The table plus totals, metrics, baseline changes and the verdict."""
-    outcome = judge_run(report, diff, fail_on)
+    report, diff, verdict = outcome.report, outcome.diff, outcome.verdict
     metrics = report.metrics
     parts: list[RenderableType] = [eval_table(report, diff)]
     summary = Text(
@@ -86,20 +84,19 @@ def eval_console(report: EvalReport, diff: BaselineDiff | None = None, *,
                 changes.append(f"{word}: {names}")
         parts.append(Text(f"vs {diff.source}: " + " · ".join(changes)))
         parts += [Text(f"warning: {w}", style="yellow") for w in diff.warnings]
-    parts.append(Text(("PASS: " if outcome.passed else "FAIL: ") + outcome.reason,
-                      style="bold green" if outcome.passed else "bold red"))
+    parts.append(Text(("PASS: " if verdict.passed else "FAIL: ") + verdict.reason,
+                      style="bold green" if verdict.passed else "bold red"))
     return Group(*parts)
 
 
 
 
 def _table(outcome: EvalOutcome, **options: Any) -> Rendered:
-    return Rendered.stdout(eval_console(outcome.report, outcome.diff,
-                                        fail_on=outcome.verdict.fail_on))
+    return Rendered.stdout(eval_console(outcome))
 
 
 def _junit(outcome: EvalOutcome, **options: Any) -> Rendered:
-    return Rendered.stdout(junit_xml(outcome.report, outcome.diff))
+    return Rendered.stdout(junit_xml(outcome))
 
 
 def _report(outcome: EvalOutcome, **options: Any) -> Any:
@@ -108,8 +105,7 @@ def _report(outcome: EvalOutcome, **options: Any) -> Any:
 
 def _annotations(outcome: EvalOutcome, *, root: str | None = None,
                  **options: Any) -> Rendered:
-    lines = github_annotations(outcome.report, outcome.diff, fail_on=outcome.verdict.fail_on,
-                               root=root)
+    lines = github_annotations(outcome, root=root)
     return Rendered.stdout(*(f"{line}\n" for line in lines))
 
 

@@ -9,9 +9,9 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from ..evals.baseline import BaselineDiff, CaseRef
+from ..evals.baseline import CaseRef
+from ..evals.outcome import EvalOutcome
 from ..evals.run import EvalReport
-from ..evals.verdict import judge_run
 from .cases import (
     RETRIEVED_SHOWN,
     SUMMARY_FAILURES,
@@ -47,11 +47,11 @@ def annotation_path(suite: str, root: str | None = None) -> str:
     return path.as_posix()
 
 
-def github_annotations(report: EvalReport, diff: BaselineDiff | None = None, *,
-                       fail_on: str = "any", root: str | None = None) -> list[str]:
+def github_annotations(outcome: EvalOutcome, *, root: str | None = None) -> list[str]:
     """``::error`` lines for cases that fail the run, ``::warning`` for failed cases that
     the ``regression`` policy tolerates; each points at the case's line in its suite
     (see ``annotation_path`` for ``root``)."""
+    report, diff, fail_on = outcome.report, outcome.diff, outcome.verdict.fail_on
     out = []
     for result, regression in flagged(report, diff):
         case = result.case
@@ -77,19 +77,18 @@ def _output(name: str, value: str) -> str:
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
-def github_output(report: EvalReport, diff: BaselineDiff | None = None, *,
-                  report_path: str | None = None, fail_on: str = "any") -> str:
+def github_output(outcome: EvalOutcome, *, report_path: str | None = None) -> str:
     """Lines for ``$GITHUB_OUTPUT``: passed, failed, total, regressions, verdict
     (``pass``/``fail``), hit_rate and mrr (empty when not measured), and report (the path
     of the JSON report the caller wrote, when given)."""
-    outcome = judge_run(report, diff, fail_on)
+    report, diff = outcome.report, outcome.diff
     metrics = report.metrics
     values = [
         ("passed", str(report.passed)),
         ("failed", str(report.failed)),
         ("total", str(report.total)),
         ("regressions", str(len(diff.regressions)) if diff is not None else "0"),
-        ("verdict", "pass" if outcome.passed else "fail"),
+        ("verdict", "pass" if outcome.verdict.passed else "fail"),
         ("hit_rate", "" if metrics.hit_rate is None else f"{metrics.hit_rate:.4f}"),
         ("mrr", "" if metrics.mrr is None else f"{metrics.mrr:.4f}"),
     ]
@@ -117,14 +116,13 @@ def _ref_list(report: EvalReport, refs: Iterable[CaseRef]) -> str:
     return ", ".join(md(case_label(report, ref.suite, ref.id)) for ref in refs)
 
 
-def github_summary(report: EvalReport, diff: BaselineDiff | None = None, *,
-                   fail_on: str = "any") -> str:
+def github_summary(outcome: EvalOutcome) -> str:
     """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, totals and metrics (with baseline
     deltas), regressions, failed cases with their details, baseline changes, all cases."""
-    outcome = judge_run(report, diff, fail_on)
+    report, diff, verdict = outcome.report, outcome.diff, outcome.verdict
     metrics = report.metrics
-    icon = "✅" if outcome.passed else "❌"
-    lines = [f"## {icon} kbctl eval: {md(outcome.reason)}", ""]
+    icon = "✅" if verdict.passed else "❌"
+    lines = [f"## {icon} kbctl eval: {md(verdict.reason)}", ""]
 
     then_rate = diff.baseline_hit_rate if diff is not None else None
     then_mrr = diff.baseline_mrr if diff is not None else None
@@ -150,7 +148,7 @@ def github_summary(report: EvalReport, diff: BaselineDiff | None = None, *,
         score_tol = "off" if diff.score_tolerance is None else f"{diff.score_tolerance:g}"
         lines.append(f"Baseline: {md(diff.source)} ({diff.baseline_passed}/"
                      f"{diff.baseline_total} passed; rank tolerance {diff.rank_tolerance}, "
-                     f"score tolerance {score_tol}; fail on: {md(fail_on)})")
+                     f"score tolerance {score_tol}; fail on: {md(verdict.fail_on)})")
         lines.append("")
         lines += [f"> ⚠️ {md(w)}" for w in diff.warnings]
         if diff.warnings:

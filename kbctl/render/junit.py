@@ -6,8 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePosixPath
 
-from ..evals.baseline import BaselineDiff, Regression
-from ..evals.run import CaseResult, EvalReport
+from ..evals.baseline import Regression
+from ..evals.outcome import EvalOutcome
+from ..evals.run import CaseResult
 from .cases import problem_lines, regression_of
 
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -18,13 +19,14 @@ def _xml_text(text: str) -> str:
     return _XML_INVALID.sub("\ufffd", text)
 
 
-def junit_xml(report: EvalReport, diff: BaselineDiff | None = None) -> str:
+def junit_xml(outcome: EvalOutcome) -> str:
     """One ``testsuite`` per suite file (name = file stem), one ``testcase`` per case.
 
     A failed or regressed case gets a ``failure`` whose message is its problems on one line
     and whose text lists every check; ``type`` is ``retrieval-error``, ``check`` or
     ``regression``.
     """
+    report, diff = outcome.report, outcome.diff
     root = ET.Element("testsuites", {
         "name": "kbctl eval",
         "tests": str(report.total),

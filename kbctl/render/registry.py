@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..evals.outcome import EvalOutcome
 from ..memory.model import (
     DeleteResult,
     Health,
@@ -19,7 +20,6 @@ from ..memory.model import (
     MemoryText,
     WriteResult,
 )
-from ..pipeline.evals import EvalOutcome
 from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
 from ..pipeline.results import QueryResult

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import EnvironmentFailure, InputError, KbctlError
-from ..pipeline.evals import EvalOutcome
+from ..evals.outcome import EvalOutcome
 from . import eval as eval_formats
 from .github import github_output, github_summary
 from .output import Output
@@ -47,7 +47,6 @@ def emit_github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
                 json_output: bool) -> None:
     """Annotations (stdout, or stderr beside --json: GitHub reads both), the job summary
     and the step outputs, each where the runner looks for it."""
-    fail_on = outcome.verdict.fail_on
     annotations = eval_formats.FORMATS["github"](
         outcome, root=os.environ.get("GITHUB_WORKSPACE")).text()
     if annotations:
@@ -56,7 +55,7 @@ def emit_github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
         stream.flush()
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        text = github_summary(outcome.report, outcome.diff, fail_on=fail_on) + "\n"
+        text = github_summary(outcome) + "\n"
         write_report_file(Path(summary), text, "the job summary ($GITHUB_STEP_SUMMARY)",
                           append=True, error=EnvironmentFailure)
     else:
@@ -65,9 +64,8 @@ def emit_github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
     if outputs:
         if report_path is None:
             report_path = _temp_report(outcome)
-        write_report_file(Path(outputs), github_output(outcome.report, outcome.diff,
-                                                       report_path=str(report_path.resolve()),
-                                                       fail_on=fail_on),
+        write_report_file(Path(outputs),
+                          github_output(outcome, report_path=str(report_path.resolve())),
                           "the step outputs ($GITHUB_OUTPUT)", append=True,
                           error=EnvironmentFailure)
 
