@@ -3,9 +3,12 @@ own client, against a real knowledge base and memory."""
 
 from __future__ import annotations
 
+import json
+import queue
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -238,3 +241,78 @@ def test_startup_failures_exit_with_their_code(workdir: Path) -> None:
         [sys.executable, "-c", ENTRY, "serve", "mcp", "--max-top-k", "0"],
         input="", capture_output=True, text=True, cwd=workdir, timeout=60)
     assert bad_limit.returncode == 2 and "--max-top-k" in bad_limit.stderr
+
+
+class RawPeer:
+    """`kbctl serve mcp` driven line by line, every read with a deadline."""
+
+    def __init__(self, db_url: str, cwd: Path) -> None:
+        self.log = (cwd / "server.log").open("w")  # noqa: SIM115 (closed by close())
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, "serve", "mcp", "--db", db_url, "-n", "docs"],
+            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            text=True, encoding="utf-8")
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read(self, deadline: float = 60.0) -> dict[str, Any]:
+        try:
+            return json.loads(self.lines.get(timeout=deadline))
+        except queue.Empty:
+            raise AssertionError(f"no answer within {deadline} s") from None
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.log.close()
+
+
+def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
+        cli: Cli, workdir: Path) -> None:
+    peer = RawPeer(cli.db_url, workdir)
+    try:
+        peer.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert peer.read()["id"] == 1
+        peer.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+        def error(line: str) -> tuple[Any, int]:
+            peer.send(line)
+            answer = peer.read()
+            assert answer["jsonrpc"] == "2.0" and "result" not in answer, answer
+            return answer["id"], answer["error"]["code"]
+
+        assert error("this is not json") == (None, -32700)
+        assert error('{"jsonrpc": "2.0", "id": 3, "method": "ping"') == (None, -32700)
+        assert error('{"id": 4, "method": "ping"}') == (4, -32600)  # no "jsonrpc"
+        assert error('{"jsonrpc": "1.0", "id": "five", "method": "ping"}') == ("five", -32600)
+        assert error('{"jsonrpc": "2.0", "id": 6, "method": 7}') == (6, -32600)
+        assert error('"just a string"') == (None, -32600)
+        assert error("[]") == (None, -32600)
+        peer.send('[{"jsonrpc": "2.0", "id": 8, "method": "ping"}, 5]')  # one answer each
+        assert [(a["id"], a["error"]["code"]) for a in (peer.read(), peer.read())] == [
+            (8, -32600), (None, -32600)]
+
+        peer.send(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}))
+        assert peer.read() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+        peer.send(json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}))
+        assert [t["name"] for t in peer.read()["result"]["tools"]] == ["search_knowledge"]
+    finally:
+        peer.close()
+    assert peer.proc.returncode == 0

@@ -3,7 +3,9 @@
 Wiring only: the tools, their schemas, limits and scope live beside it in ``kbctl.agent``.
 Calls run one at a time in a worker thread (one database connection, and the event loop
 stays free to read the next message); a tool's failure is an ``isError`` result, never a
-protocol error or a dead server.
+protocol error or a dead server. A line that is not a JSON-RPC message gets the JSON-RPC
+2.0 error a client can match (``-32700`` not JSON, ``-32600`` invalid request, id null
+where it cannot be read), and the server reads on.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from .. import __version__
 from .session import AgentTools
@@ -58,11 +63,66 @@ def build_server(tools: AgentTools) -> Server[Any]:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
+    """The JSON-RPC 2.0 answers to a line the SDK could not read as a message: a parse
+    error for text that is not JSON, an invalid request (with the request's id when it
+    has a usable one) otherwise, and for a batch one answer per element (MCP has no
+    batches; an empty one gets a single answer)."""
+    if not isinstance(exc, ValidationError):
+        return [_error(None, types.INVALID_REQUEST, "Invalid Request")]
+    details = exc.errors()
+    if any(d["type"] == "json_invalid" for d in details):
+        return [_error(None, types.PARSE_ERROR, "Parse error")]
+    message = _top_level(details)
+    if isinstance(message, list):
+        note = "Invalid Request: batches are not supported"
+        return [_error(_id_of(item), types.INVALID_REQUEST, note) for item in message] or [
+            _error(None, types.INVALID_REQUEST, note)]
+    return [_error(_id_of(message), types.INVALID_REQUEST, "Invalid Request")]
+
+
+def _top_level(details: list[Any]) -> Any:
+    """The message as parsed: the input of a whole-message error, or of a missing field
+    (both report the top-level value)."""
+    for d in details:
+        if len(d["loc"]) == 1 or (d["type"] == "missing" and len(d["loc"]) == 2):
+            return d.get("input")
+    return None
+
+
+def _id_of(message: Any) -> int | str | None:
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, str) or (
+        isinstance(value, int) and not isinstance(value, bool)) else None
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                              error=types.ErrorData(code=code, message=message))
+
+
+async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
+                  passed: ObjectSendStream[SessionMessage | Exception],
+                  write: ObjectSendStream[SessionMessage]) -> None:
+    """Pass messages on; answer what is not a message here, so no client waits for ever."""
+    async with passed:
+        async for item in incoming:
+            if isinstance(item, Exception):
+                for error in protocol_errors(item):
+                    await write.send(SessionMessage(error))
+            else:
+                await passed.send(item)
+
+
 async def serve_stdio(tools: AgentTools) -> None:
     """Serve until the client closes stdin."""
     server = build_server(tools)
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_screen, read, send, write)
+            await server.run(receive, write, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
 
 def run_stdio(tools: AgentTools) -> None:
