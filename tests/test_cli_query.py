@@ -73,6 +73,14 @@ def test_context_format_is_delimited_and_escaped(kb: Cli, workdir: Path) -> None
     assert one.count(f"</{tag}>") == one.count(f"<{tag} ")
 
 
+def test_an_empty_context_block_is_empty(kb: Cli) -> None:
+    found = kb("query", "widget", "--format", "context")
+    assert found.exit_code == 0 and found.stdout.startswith("The passages below")
+    nothing = kb("query", "widget", "--format", "context", "-n", "elsewhere")
+    assert nothing.exit_code == 0
+    assert nothing.stdout == "" and "the context block is empty" in nothing.stderr
+
+
 def test_empty_question_and_bad_format_are_usage_errors(kb: Cli) -> None:
     assert kb("query", "   ").exit_code == 2
     assert kb("query", "x", "--format", "xml").exit_code == 2

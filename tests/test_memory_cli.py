@@ -102,6 +102,9 @@ def test_context_format_is_capped_and_spotlighted(mem: Cli) -> None:
     assert re.search(r'source="memory/agent/runbook\.md#L\d+-L\d+"', cited)
     small = mem("memory", "search", "token", "--format", "context", "--max-chars", "50", *BOT)
     assert small.exit_code == 2
+    empty = mem("memory", "search", "zzyzx quokka", "--format", "context", *BOT)
+    assert empty.exit_code == 0 and empty.stdout == ""
+    assert "the context block is empty" in empty.stderr
     assert mem("memory", "search", "token", "--max-chars", "500", *BOT).exit_code == 2
 
 

@@ -143,7 +143,12 @@ def memory_context(result: MemorySearchResult, *, citations: bool,
 
 def search_context(r: MemorySearchResult, *, citations: bool = True,
                    max_chars: int | None = None, **options: Any) -> Rendered:
-    return Rendered.stdout(memory_context(r, citations=citations, max_chars=max_chars))
+    block = memory_context(r, citations=citations, max_chars=max_chars)
+    if not r.hits:  # no preamble vouching for entries that are not there
+        who = r.scope.agent_id + (f"/{r.scope.user_id}" if r.scope.user_id else "")
+        return Rendered.stderr(styled(f"no memory matches for '{shown(who)}' ({r.mode} "
+                                      "search): the context block is empty"))
+    return Rendered.stdout(block)
 
 
 def search_table(r: MemorySearchResult, *, citations: bool = True, **options: Any) -> Rendered:

@@ -57,6 +57,11 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
 
 
 def query_context(result: QueryResult, **options: Any) -> Rendered:
+    """The spotlighted block; nothing at all when nothing was found, so a prompt built
+    from it never vouches for passages that are not there."""
+    if not result.hits:
+        return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
+                                      f"({result.mode} search): the context block is empty"))
     return Rendered.stdout(render_context(result.hits))
 
 
