@@ -191,3 +191,17 @@ def test_every_command_has_a_worked_example(argv: str) -> None:
     result = CliRunner().invoke(app, [*argv.split(), "--help"])
     assert result.exit_code == 0, result.output
     assert "Example" in result.stdout
+
+
+def test_importing_the_cli_changes_nothing() -> None:
+    """Commands are registered explicitly, and importing the CLI flips no global switch:
+    worker processes are allowed by the commands that run extraction, when they run."""
+    import subprocess
+    import sys
+
+    code = ("import kbctl.sources.extractpool as pool; import kbctl.cli as cli; "
+            "names = [c.name for c in cli.ingest.app.registered_commands]; "
+            "print(pool._processes_allowed, names)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "False ['files', 'text', 'url', 'sitemap', 'crawl', 'llms']"

@@ -1,7 +1,8 @@
 """The kbctl command line: parse options, call one pipeline function, render its result.
 
-No SQL, HTTP or business rules live here. Each command module registers itself on ``app``;
-errors become exit codes in ``common.guard`` only, output goes through ``kbctl.render``.
+No SQL, HTTP or business rules live here. Every command is registered below, in one
+place; errors become exit codes in ``common.guard`` only, output goes through
+``kbctl.render``. Importing this package changes nothing else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .. import __version__
 from . import eval as eval_cli
 from . import (
     ingest,
-    ingest_web,  # noqa: F401
+    ingest_web,
     memory,
     query,
     reembed,
@@ -47,6 +48,10 @@ def _root(
     """kbctl: build, query and gate documentation knowledge bases."""
 
 
+ingest.app.command("url")(ingest_web.ingest_url)
+ingest.app.command("sitemap")(ingest_web.ingest_sitemap)
+ingest.app.command("crawl")(ingest_web.ingest_crawl)
+ingest.app.command("llms")(ingest_web.ingest_llms)
 app.add_typer(ingest.app, name="ingest")
 app.command("query")(query.query)
 app.add_typer(eval_cli.app, name="eval")

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..pipeline import api
 from ..render import Output
 from ..sources.base import SourceSpec
+from ..sources.extractpool import allow_worker_processes
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -36,6 +37,7 @@ app = typer.Typer(
 
 def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool) -> None:
     """Run the pipeline with a progress bar and render its report."""
+    allow_worker_processes()  # this program guards __main__: large sites may use processes
     out = Output(json_output)
     with out.progress(f"ingest → {settings.namespace}") as progress:
         report = api.ingest_sources(settings, specs, progress=progress, announce=out.note)

@@ -1,4 +1,5 @@
-"""`kbctl ingest url|sitemap|crawl|llms`: web sources, registered on the `ingest` app."""
+"""`kbctl ingest url|sitemap|crawl|llms`: web sources (registered on the `ingest` app in
+``kbctl.cli``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from ..sources.base import SourceSpec
-from ..sources.extractpool import allow_worker_processes
-from . import ingest
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -21,10 +20,6 @@ from .common import (
     guard,
 )
 from .ingest import merged_settings, run_ingest
-
-# The kbctl program guards its entry point, so extraction of large sites may use worker
-# processes (they re-import __main__).
-allow_worker_processes()
 
 DocsModeOpt = Annotated[bool, typer.Option(
     "--docs-mode/--no-docs-mode",
@@ -53,7 +48,6 @@ def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) 
     run_ingest(merged_settings(ctx, **flags), [spec], json_output)
 
 
-@ingest.app.command("url")
 @guard
 def ingest_url(
     ctx: typer.Context,
@@ -76,7 +70,6 @@ def ingest_url(
          allow_private_network=allow_private_network)
 
 
-@ingest.app.command("sitemap")
 @guard
 def ingest_sitemap(
     ctx: typer.Context,
@@ -106,7 +99,6 @@ def ingest_sitemap(
          allow_private_network=allow_private_network)
 
 
-@ingest.app.command("crawl")
 @guard
 def ingest_crawl(
     ctx: typer.Context,
@@ -143,7 +135,6 @@ def ingest_crawl(
          allow_private_network=allow_private_network)
 
 
-@ingest.app.command("llms")
 @guard
 def ingest_llms(
     ctx: typer.Context,

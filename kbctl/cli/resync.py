@@ -10,6 +10,7 @@ from ..errors import InputError
 from ..pipeline import api
 from ..pipeline.resync import ResyncOptions
 from ..render import Output
+from ..sources.extractpool import allow_worker_processes
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -53,6 +54,7 @@ def resync(
     """
     if all_namespaces and namespace:
         raise InputError("use either --all or --namespace, not both")
+    allow_worker_processes()  # this program guards __main__: large sites may use processes
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder_base_url=embedder_base_url,
                              allow_private_network=allow_private_network)
