@@ -9,13 +9,13 @@ parameters and lengths are refused here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .specs import SCOPE_NOTE, ToolSpec
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 SCOPE_NAMES = frozenset({"namespace", "agent", "agent_id", "user", "user_id", "scope"})
 CLAMPED = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
@@ -33,6 +33,9 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
         raise ToolArgumentError(f"{spec.name}: arguments must be a JSON object")
     given = {k: v for k, v in arguments.items() if v is not None}
     props: dict[str, Any] = spec.parameters["properties"]
+    # imported here: most commands never check tool arguments, and every one starts faster
+    from jsonschema import Draft202012Validator
+
     errors = [e for e in Draft202012Validator(spec.parameters).iter_errors(given)
               if e.validator not in CLAMPED]
     if errors:
