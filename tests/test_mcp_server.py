@@ -313,6 +313,16 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
         assert peer.read() == {"jsonrpc": "2.0", "id": 9, "result": {}}
         peer.send(json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}))
         assert [t["name"] for t in peer.read()["result"]["tools"]] == ["search_knowledge"]
+        # text no database can hold is the caller's error: a tool error, never exit 3
+        peer.send('{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": '
+                  '{"name": "search_knowledge", "arguments": {"query": "a\\u0000b"}}}')
+        result = peer.read()["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["type"] == "ToolArgumentError", result
+        assert "NUL byte" in result["content"][0]["text"]
+        assert error('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": '
+                     '{"name": "search_knowledge", "arguments": {"query": "\\ud800"}}}'
+                     ) == (None, -32700)  # a lone surrogate is not JSON text
     finally:
         peer.close()
     assert peer.proc.returncode == 0

@@ -147,6 +147,8 @@ def test_arguments_are_checked_against_the_schema() -> None:
         ({"query": "x", "top_k": True}, "must be a number"),
         ({"query": "x", "top_k": 2.5}, "whole number"),
         ({"query": "x" * 2001}, "longer than 2000"),
+        ({"query": "install\x00"}, "contains a NUL byte"),
+        ({"query": "caf\udce9"}, "contains a lone surrogate"),
     ):
         with pytest.raises(ToolArgumentError, match=message):
             check_arguments(search, bad)
