@@ -162,7 +162,8 @@ def test_action_declares_what_it_promises() -> None:
     assert action["runs"]["using"] == "composite"
     assert {"suite", "db-url", "embedder", "namespace", "fail-on", "baseline", "docs-path",
             "base-url", "python-version", "junit"} <= set(action["inputs"])
-    assert set(action["outputs"]) == {"passed", "failed", "total", "report"}
+    assert set(action["outputs"]) == {"passed", "failed", "total", "hit-rate", "mrr", "ndcg",
+                                      "recall", "report"}
     steps = action["runs"]["steps"]
     assert steps[0]["uses"].startswith("actions/setup-python@")
     install = next(s for s in steps if s.get("id") == "install")

@@ -223,6 +223,7 @@ def test_github_output_values() -> None:
         "passed": str(report.passed), "failed": str(report.failed), "total": str(report.total),
         "regressions": "0", "verdict": "fail",
         "hit_rate": f"{report.metrics.hit_rate:.4f}", "mrr": f"{report.metrics.mrr:.4f}",
+        "ndcg": f"{report.metrics.ndcg:.4f}", "recall": f"{report.metrics.recall:.4f}",
         "report": "out/eval report.json",
     }
     assert "report" not in parse_output_file(github_output(judged(report)))
@@ -254,7 +255,9 @@ def test_summary_content() -> None:
     text = github_summary(judged(report, diff))
     assert text.startswith("## ❌ kbctl eval: 2 of 4 cases failed; 1 regression against base.json")
     totals = text.splitlines()[4]
-    assert totals == f"| 4 | 2 | 2 | 66.7% (±0) | {report.metrics.mrr:.3f} (−0.167) | 1 |"
+    m = report.metrics
+    assert totals == (f"| 4 | 2 | 2 | 66.7% (±0) | {m.mrr:.3f} (−0.167) | {m.ndcg:.3f} | "
+                      f"{m.recall * 100:.1f}% | 1 |")
     assert "### Regressions (1)" in text
     assert "- **ranked** (evals/docs.yaml:12): first match rank 1 → 2 (tolerance 0)" in text
     assert "### Failed cases (2)" in text

@@ -96,6 +96,7 @@ class Case:
     filter: dict[str, str]
     expect: Expect
     line: int | None = None
+    tags: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:

@@ -9,16 +9,20 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
     namespace, embedder         the KB namespace and the embedder identity string
     suites                      [{path, name, cases}] in run order (name = file stem)
     totals                      {total, passed, failed}; passed + failed == total
-    metrics                     {hitRate, mrr, scoredCases, hits}: over cases declaring
-                                sourceIncludes; null when none does
+    metrics                     {hitRate, mrr, ndcg, recall, scoredCases, hits, byTag}:
+                                over cases declaring sourceIncludes (null when none
+                                does); ndcg and recall at each case's topK (see
+                                kbctl.evals.metrics); byTag {tag: the same without byTag}
     cases[]                     in input order:
       suite, id, line, index    suite path, case id, 1-based line, 0-based position
       question, topK, minScore, filter, expect   effective settings (defaults applied);
                                 expect lists only declared checks, patterns as lists
+      tags                      the case's tags (per-tag metrics)
       fingerprint               hash of question/topK/minScore/filter/expect
       passed, error             error: the retriever's failure, else null
       durationMs
       firstMatchRank, topScore  rank of the first sourceIncludes match; best score
+      ndcg, recall              this case's nDCG@topK and recall@topK (null: not scored)
       checks[]                  {name, passed, detail}; name "retrieval" marks a
                                 retriever failure
       retrieved[]               {rank, score, citation, url, anchor, sourceRef, title}
@@ -37,6 +41,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from kbctl.evals.baseline import BaselineDiff, CaseRef
+from kbctl.evals.metrics import Metrics, case_gains
 from kbctl.evals.run import CaseResult, EvalReport
 from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
 from kbctl.evals.verdict import Verdict
@@ -61,6 +66,7 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
         "topK": case.top_k,
         "minScore": case.min_score,
         "filter": dict(case.filter),
+        "tags": list(case.tags),
         "expect": case.expect.to_dict(),
         "fingerprint": case_fingerprint(case),
         "passed": result.passed,
@@ -68,6 +74,7 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
         "durationMs": _ms(result.duration_ms),
         "firstMatchRank": result.first_match_rank,
         "topScore": result.top_score,
+        **_gains(result),
         "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail}
                    for c in result.checks],
         "retrieved": [
@@ -76,6 +83,13 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
             for r in result.retrieved
         ],
     }
+
+
+def _gains(result: CaseResult) -> dict[str, Any]:
+    if not result.case.expect.source_includes:
+        return {"ndcg": None, "recall": None}
+    ndcg, recall = case_gains(result)
+    return {"ndcg": ndcg, "recall": recall}
 
 
 def diff_to_json(diff: BaselineDiff) -> dict[str, Any]:
@@ -97,6 +111,11 @@ def diff_to_json(diff: BaselineDiff) -> dict[str, Any]:
     }
 
 
+def metrics_to_json(metrics: Metrics) -> dict[str, Any]:
+    return {"hitRate": metrics.hit_rate, "mrr": metrics.mrr, "ndcg": metrics.ndcg,
+            "recall": metrics.recall, "scoredCases": metrics.scored, "hits": metrics.hits}
+
+
 def report_to_json(report: EvalReport, diff: BaselineDiff | None,
                    verdict: Verdict) -> dict[str, Any]:
     """The judged report as a JSON-ready dict (see the module docstring for the schema)."""
@@ -115,8 +134,8 @@ def report_to_json(report: EvalReport, diff: BaselineDiff | None,
         "suites": [{"path": path, "name": PurePosixPath(path).stem, "cases": counts.get(path, 0)}
                    for path in report.suites],
         "totals": {"total": report.total, "passed": report.passed, "failed": report.failed},
-        "metrics": {"hitRate": metrics.hit_rate, "mrr": metrics.mrr,
-                    "scoredCases": metrics.scored, "hits": metrics.hits},
+        "metrics": {**metrics_to_json(metrics),
+                    "byTag": {tag: metrics_to_json(m) for tag, m in metrics.by_tag}},
         "cases": [case_to_json(result) for result in report.results],
         "baseline": diff_to_json(diff) if diff is not None else None,
         "verdict": {"passed": verdict.passed, "failOn": verdict.fail_on,

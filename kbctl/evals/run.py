@@ -16,6 +16,7 @@ from kbctl.errors import KbctlError
 from kbctl.evals.checks import CHECKS, CheckResult, Retrieved
 from kbctl.evals.checks.min_score import format_pair
 from kbctl.evals.checks.source_includes import first_match_rank
+from kbctl.evals.metrics import Metrics, compute_metrics
 from kbctl.evals.model import Case, Suite
 from kbctl.pipeline.results import Hit
 
@@ -50,20 +51,6 @@ class CaseResult:
     @property
     def failures(self) -> tuple[CheckResult, ...]:
         return tuple(check for check in self.checks if not check.passed)
-
-
-@dataclass(frozen=True)
-class Metrics:
-    """Retrieval quality over the cases that declare ``sourceIncludes`` (``scored``).
-
-    ``hit_rate`` = hits / scored; ``mrr`` = mean of 1/first-match-rank (0 for a miss).
-    Both are ``None`` when no case declares ``sourceIncludes``.
-    """
-
-    scored: int
-    hits: int
-    hit_rate: float | None
-    mrr: float | None
 
 
 @dataclass(frozen=True)
@@ -176,18 +163,3 @@ def evaluate_checks(case: Case, retrieved: Sequence[Retrieved]
     """Run the declared checks in registry order; returns (checks, first match rank)."""
     checks = tuple(CHECKS[name].run(value, retrieved) for name, value in case.expect.checks)
     return checks, first_match_rank(case.expect.source_includes, retrieved)
-
-
-# --- metrics ---------------------------------------------------------------------------
-
-
-def compute_metrics(results: Sequence[CaseResult]) -> Metrics:
-    """Hit rate and MRR over the cases that declare ``sourceIncludes``."""
-    scored = [result for result in results if result.case.expect.source_includes]
-    if not scored:
-        return Metrics(scored=0, hits=0, hit_rate=None, mrr=None)
-    ranks = [result.first_match_rank for result in scored]
-    hits = sum(1 for rank in ranks if rank is not None)
-    reciprocal = sum(1.0 / rank for rank in ranks if rank is not None)
-    return Metrics(scored=len(scored), hits=hits, hit_rate=hits / len(scored),
-                   mrr=reciprocal / len(scored))

@@ -6,7 +6,9 @@ reported at once, each as ``file:line: case 'id' (cases[i]): field: what is wron
 (``cases[i]`` is the 0-based position in the ``cases`` list).
 
 ``null`` for ``defaults``, ``filter`` or ``expect`` means empty; any other field must have
-its declared type (a ``null`` score is an error, not "no floor").
+its declared type (a ``null`` score is an error, not "no floor"). A case's own ``filter``
+is merged over ``defaults.filter`` (its keys win); ``tags`` (a string or a list) group
+cases for per-tag metrics.
 
 Several files can be loaded in one run (paths, directories or globs). Ids are unique per
 file; a case is identified by ``(suite path, id)`` and carries its suite path, so
@@ -32,7 +34,7 @@ SUITE_VERSION = 1
 
 _TOP_KEYS = ("version", "defaults", "cases")
 _DEFAULT_KEYS = ("topK", "minScore", "filter")
-_CASE_KEYS = ("id", "question", "topK", "minScore", "expect")
+_CASE_KEYS = ("id", "question", "topK", "minScore", "filter", "tags", "expect")
 _MAX_REPORTED = 20
 
 
@@ -341,10 +343,13 @@ class _Validator:
             question = self.text(item, "question", where, "question")
         top_k = self.top_k(item, where, "topK") if "topK" in item else None
         min_score = self.score(item, "minScore", where, "minScore") if "minScore" in item else None
+        own_filter = self.filter(item, where, "filter")
+        tags = self.patterns(item, "tags", where, "tags") if "tags" in item else ()
         expect = self.expect(item, where)
         if len(self.problems) > before or defaults is None:
             return None
         assert case_id is not None and question is not None and expect is not None
+        assert own_filter is not None and tags is not None
         return Case(
             suite=self.path,
             index=index,
@@ -352,9 +357,10 @@ class _Validator:
             question=question,
             top_k=top_k if top_k is not None else defaults.top_k,
             min_score=min_score if "minScore" in item else defaults.min_score,
-            filter=dict(defaults.filter),
+            filter={**defaults.filter, **own_filter},
             expect=expect,
             line=_line(item),
+            tags=tuple(dict.fromkeys(tag.strip() for tag in tags)),
         )
 
     def expect(self, item: dict[Any, Any], where: str) -> Expect | None:

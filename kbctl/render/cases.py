@@ -10,6 +10,7 @@ run under every ``fail_on`` policy.
 from __future__ import annotations
 
 from ..evals.baseline import BaselineDiff, Regression
+from ..evals.metrics import Metrics
 from ..evals.run import CaseResult, EvalReport
 
 SUMMARY_FAILURES = 50
@@ -50,6 +51,12 @@ def rate_text(value: float | None) -> str:
 
 def mrr_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def metrics_text(metrics: Metrics) -> str:
+    """``hit rate · MRR · nDCG · recall`` on one line, ``n/a`` where not measured."""
+    return (f"hit rate {rate_text(metrics.hit_rate)} · MRR {mrr_text(metrics.mrr)} · "
+            f"nDCG {mrr_text(metrics.ndcg)} · recall {rate_text(metrics.recall)}")
 
 
 def delta_text(now: float | None, then: float | None, *, percent: bool) -> str:

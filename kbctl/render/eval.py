@@ -14,7 +14,7 @@ from rich.text import Text
 from ..evals.baseline import BaselineDiff
 from ..evals.outcome import EvalOutcome
 from ..evals.run import EvalReport
-from .cases import case_label, flagged, mrr_text, problem_lines, rate_text
+from .cases import case_label, flagged, metrics_text, problem_lines
 from .formats import Formats, Rendered, as_json
 from .github import github_annotations
 from .junit import junit_xml
@@ -70,10 +70,11 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
     parts: list[RenderableType] = [eval_table(report, diff)]
     summary = Text(
         f"{report.total} cases · {report.passed} passed · {report.failed} failed · "
-        f"hit rate {rate_text(metrics.hit_rate)} · MRR {mrr_text(metrics.mrr)} · "
-        f"{report.duration_ms / 1000:.2f} s"
+        f"{metrics_text(metrics)} · {report.duration_ms / 1000:.2f} s"
     )
     parts.append(summary)
+    parts += [Text(f"  tag {tag} ({m.scored} cases): {metrics_text(m)}", style="dim")
+              for tag, m in metrics.by_tag]
     if diff is not None:
         count = len(diff.regressions)
         changes = [f"{count} regression" + ("" if count == 1 else "s")]

@@ -79,7 +79,8 @@ def _output(name: str, value: str) -> str:
 
 def github_output(outcome: EvalOutcome, *, report_path: str | None = None) -> str:
     """Lines for ``$GITHUB_OUTPUT``: passed, failed, total, regressions, verdict
-    (``pass``/``fail``), hit_rate and mrr (empty when not measured), and report (the path
+    (``pass``/``fail``), hit_rate, mrr, ndcg and recall (empty when not measured), and
+    report (the path
     of the JSON report the caller wrote, when given)."""
     report, diff = outcome.report, outcome.diff
     metrics = report.metrics
@@ -91,6 +92,8 @@ def github_output(outcome: EvalOutcome, *, report_path: str | None = None) -> st
         ("verdict", "pass" if outcome.verdict.passed else "fail"),
         ("hit_rate", "" if metrics.hit_rate is None else f"{metrics.hit_rate:.4f}"),
         ("mrr", "" if metrics.mrr is None else f"{metrics.mrr:.4f}"),
+        ("ndcg", "" if metrics.ndcg is None else f"{metrics.ndcg:.4f}"),
+        ("recall", "" if metrics.recall is None else f"{metrics.recall:.4f}"),
     ]
     if report_path is not None:
         values.append(("report", report_path))
@@ -126,18 +129,24 @@ def github_summary(outcome: EvalOutcome) -> str:
 
     then_rate = diff.baseline_hit_rate if diff is not None else None
     then_mrr = diff.baseline_mrr if diff is not None else None
-    header = ["Cases", "Passed", "Failed", "Hit rate", "MRR"]
+    header = ["Cases", "Passed", "Failed", "Hit rate", "MRR", "nDCG", "Recall"]
     row = [str(report.total), str(report.passed), str(report.failed),
            rate_text(metrics.hit_rate) + delta_text(metrics.hit_rate, then_rate, percent=True),
-           mrr_text(metrics.mrr) + delta_text(metrics.mrr, then_mrr, percent=False)]
+           mrr_text(metrics.mrr) + delta_text(metrics.mrr, then_mrr, percent=False),
+           mrr_text(metrics.ndcg), rate_text(metrics.recall)]
     if diff is not None:
         header.append("Regressions")
         row.append(str(len(diff.regressions)))
     lines += ["| " + " | ".join(header) + " |",
               "|" + "---:|" * len(header),
               "| " + " | ".join(row) + " |", ""]
-    scored = f"hit rate and MRR over {metrics.scored} cases with sourceIncludes" \
-        if metrics.scored else "no case declares sourceIncludes: hit rate and MRR not measured"
+    if metrics.by_tag:
+        lines += ["| Tag | Cases | Hit rate | MRR | nDCG | Recall |", "|---|" + "---:|" * 5]
+        lines += [f"| {md(tag)} | {m.scored} | {rate_text(m.hit_rate)} | {mrr_text(m.mrr)} | "
+                  f"{mrr_text(m.ndcg)} | {rate_text(m.recall)} |" for tag, m in metrics.by_tag]
+        lines.append("")
+    scored = f"metrics over {metrics.scored} cases with sourceIncludes" \
+        if metrics.scored else "no case declares sourceIncludes: metrics not measured"
     lines.append(
         f"Namespace **{md(report.namespace)}** · embedder **{md(report.embedder)}** · "
         f"suites: {', '.join(md(s) for s in report.suites)} · kbctl {md(report.kbctl_version)} · "
