@@ -1,0 +1,52 @@
+"""The ranking dev set (bench/devset/python-docs.yaml) is well formed, and, where the docs
+site is unpacked on this machine, every page and anchor it names exists there."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+DEVSET = Path(__file__).resolve().parents[1] / "bench" / "devset" / "python-docs.yaml"
+SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
+_ID = re.compile(r'\sid="([^"]+)"')
+KINDS = {"howto", "paraphrase", "error", "api", "cli"}
+
+
+def _cases() -> list[dict]:
+    return yaml.safe_load(DEVSET.read_text(encoding="utf-8"))["cases"]
+
+
+def test_devset_shape() -> None:
+    cases = _cases()
+    assert len(cases) >= 80
+    ids = [c["id"] for c in cases]
+    assert len(ids) == len(set(ids))
+    for case in cases:
+        assert set(case) == {"id", "kind", "question", "pages", "anchors"}, case["id"]
+        assert case["kind"] in KINDS, case["id"]
+        assert isinstance(case["question"], str) and case["question"].strip(), case["id"]
+        assert case["pages"] and all(p.endswith(".html") and not p.startswith("/")
+                                      for p in case["pages"]), case["id"]
+        assert case["anchors"] and all(isinstance(a, str) and a and "#" not in a
+                                       for a in case["anchors"]), case["id"]
+    # every kind of question users ask is represented
+    assert {c["kind"] for c in cases} == KINDS
+
+
+def test_devset_pages_and_anchors_exist_on_the_site() -> None:
+    if not (SITE / "library" / "os.path.html").exists():
+        pytest.skip(f"the docs site is not unpacked at {SITE}")
+    ids: dict[str, set[str]] = {}
+    for case in _cases():
+        found: set[str] = set()
+        for page in case["pages"]:
+            path = SITE / page
+            assert path.is_file(), f"{case['id']}: no page {page}"
+            if page not in ids:
+                ids[page] = set(_ID.findall(path.read_text(encoding="utf-8")))
+            found |= ids[page]
+        missing = [a for a in case["anchors"] if a not in found]
+        assert not missing, f"{case['id']}: no element with id {missing} on {case['pages']}"
