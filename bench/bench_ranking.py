@@ -28,14 +28,15 @@ median query time. Definitions (a hit is a result whose page is one of the case'
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
+import re
 import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -155,13 +156,19 @@ class _SiteHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve_site(port: int) -> Iterator[str]:
+def serve_site(port: int, pages: Sequence[str] | None = None) -> Iterator[str]:
     """The docs site on 127.0.0.1:port with a sitemap for that origin, written in memory
-    (the shared site directory is left alone: others may serve it on other ports)."""
+    (the shared site directory is left alone: others may serve it on other ports).
+    ``pages`` limits the sitemap to those site paths, in that order."""
     origin = f"http://127.0.0.1:{port}"
-    template = (SITE / "sitemap.template").read_text(encoding="utf-8")
-    handler = type("Handler", (_SiteHandler,),
-                   {"sitemap": template.replace("BASE/", origin + "/").encode()})
+    lines = (SITE / "sitemap.template").read_text(encoding="utf-8").splitlines()
+    if pages is not None:
+        entries = {m.group(1): line for line in lines
+                   if (m := re.search(r"<loc>BASE/([^<]+)</loc>", line))}
+        urls = [entries[p] for p in pages if p in entries]
+        lines = [*lines[:2], *urls, lines[-1]]
+    sitemap = "\n".join(lines).replace("BASE/", origin + "/").encode()
+    handler = type("Handler", (_SiteHandler,), {"sitemap": sitemap})
     server = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(SITE)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -172,18 +179,28 @@ def serve_site(port: int) -> Iterator[str]:
         server.server_close()
 
 
+def subset_pages(cases: Sequence[Case], distractors: Sequence[str]) -> list[str]:
+    """The dev set's answer pages first, then every page under the distractor prefixes."""
+    wanted = list(dict.fromkeys(p for c in cases for p in c.pages))
+    every = sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html"))
+    extra = [p for p in every if p.startswith(tuple(distractors)) and p not in wanted]
+    return wanted + extra
+
+
 def built(data: Path, namespace: str) -> bool:
     return (data / f"built-{namespace}").exists()
 
 
 class RoundRobinEmbedder:
-    """One model behind several servers (``--embed-urls``): each batch goes to the next one.
-    Every server must run the same model: the vectors are the same whichever answers."""
+    """One model behind several servers (``--embed-urls``): a call's texts are cut into
+    batches sent to all servers at once. Every server must run the same model: the vectors
+    are the same whichever answers."""
+
+    BATCH = 64
 
     def __init__(self, members: Sequence[Any]) -> None:
         self.members = list(members)
-        self._turn = itertools.cycle(range(len(self.members)))
-        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=len(self.members))
 
     @property
     def identity(self) -> Any:
@@ -195,9 +212,10 @@ class RoundRobinEmbedder:
 
     def embed(self, texts: Sequence[str], titles: Sequence[str | None] | None = None
               ) -> list[list[float]]:
-        with self._lock:
-            member = self.members[next(self._turn)]
-        return member.embed(texts, titles)
+        batches = [list(texts[i:i + self.BATCH]) for i in range(0, len(texts), self.BATCH)]
+        jobs = [self._pool.submit(self.members[i % len(self.members)].embed, batch)
+                for i, batch in enumerate(batches)]
+        return [vector for job in jobs for vector in job.result()]
 
     def embed_query(self, text: str) -> list[float]:
         return self.members[0].embed_query(text)
@@ -302,6 +320,10 @@ def main() -> None:
     parser.add_argument("--embed-urls", help="comma-separated base URLs of servers running "
                         "the same model, shared round-robin while building (default: "
                         "KBCTL_EMBEDDER_BASE_URL)")
+    parser.add_argument("--subset", metavar="PREFIXES", help="build and measure on a part "
+                        "of the site only: the dev set's answer pages plus every page under "
+                        "these comma-separated path prefixes (e.g. c-api/), in namespace "
+                        "'subset' (for machines too busy to embed all ~20k chunks)")
     parser.add_argument("--rerank", help="also measure hybrid + this reranker (SPEC)")
     parser.add_argument("--rerank-base-url")
     parser.add_argument("--only", help="comma-separated case kinds to keep")
@@ -317,13 +339,19 @@ def main() -> None:
     embed_url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", DEFAULT_EMBED_URL)
     embed_urls = args.embed_urls.split(",") if args.embed_urls else [embed_url]
     kbs = [(args.lexical, [])] + ([] if args.lexical_only else [(args.dense, embed_urls)])
+    cases = load_devset(args.devset)
+    pages = None
+    if args.subset is not None:
+        args.namespace = "subset"
+        pages = subset_pages(cases, [p for p in args.subset.split(",") if p])
+        print(f"subset: {len(pages)} pages (the dev set's answer pages, then pages under "
+              f"{args.subset})")
     todo = [(d, e) for d, e in kbs if not built(d, args.namespace)]
     if todo:
-        with serve_site(args.port) as sitemap:
+        with serve_site(args.port, pages) as sitemap:
             for data, urls in todo:
                 build(data, args.namespace, urls, sitemap)
 
-    cases = load_devset(args.devset)
     if args.only:
         kinds = set(args.only.split(","))
         cases = [c for c in cases if c.kind in kinds]
