@@ -233,8 +233,8 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
     from kbctl.embed.openai import OpenAIEmbedder
     from kbctl.pipeline.cached_embedder import CachedEmbedder
     from kbctl.pipeline.ingest import ingest
-    from kbctl.pipeline.runtime import open_store, open_writers
     from kbctl.sources.base import SourceSpec
+    from kbctl.wiring import open_store, open_writers
 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o755)  # the embedded server runs as another user when we are root
@@ -334,7 +334,7 @@ def main() -> None:
 
     from kbctl.config import Settings
     from kbctl.pipeline.query import retrieve
-    from kbctl.pipeline.runtime import open_store, resolve_embedder
+    from kbctl.wiring import open_store, resolve_embedder
 
     embed_url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", DEFAULT_EMBED_URL)
     embed_urls = args.embed_urls.split(",") if args.embed_urls else [embed_url]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbctl.pipeline.results import QueryResult
 from kbctl.render import Rendered
+from kbctl.results import QueryResult
 
 
 def urls(result: QueryResult, **options: Any) -> Rendered:

@@ -10,7 +10,7 @@ import pytest
 from kbctl.errors import SuiteError
 from kbctl.evals import CHECKS, Expect, load_suite
 from kbctl.pipeline.evals import run_eval
-from kbctl.pipeline.results import Hit
+from kbctl.results import Hit
 
 from . import check_title
 

@@ -21,7 +21,6 @@ from kbctl.evals import (
     run_suites,
 )
 from kbctl.evals.model import Defaults
-from kbctl.pipeline.results import Hit
 from kbctl.render.eval import eval_console, eval_table
 from kbctl.render.github import (
     escape_data,
@@ -32,6 +31,7 @@ from kbctl.render.github import (
     md,
 )
 from kbctl.render.junit import junit_xml
+from kbctl.results import Hit
 
 
 def hit(url: str, score: float, anchor: str | None = None) -> Hit:

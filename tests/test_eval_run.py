@@ -28,7 +28,7 @@ from kbctl.evals import (
 from kbctl.evals.model import Defaults
 from kbctl.evals.run import RETRIEVAL_CHECK, format_pair
 from kbctl.pipeline.evals import run_eval
-from kbctl.pipeline.results import Hit
+from kbctl.results import Hit
 
 # --- fakes -----------------------------------------------------------------------------
 

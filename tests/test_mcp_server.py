@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from kbctl.agent import tool_specs
-from kbctl.render.context import PREAMBLE
+from kbctl.agent.context import PREAMBLE
 
 from .conftest import Cli, rows
 

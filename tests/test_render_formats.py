@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from rich.table import Table
 
-from kbctl.pipeline.results import Hit, QueryResult
 from kbctl.render import Output, Rendered, formats_for, json_text
 from kbctl.render import query as query_formats
+from kbctl.results import Hit, QueryResult
 
 from . import format_urls
 from .conftest import Cli

@@ -19,9 +19,9 @@ from kbctl.agent import (
     phase_file,
     tool_specs,
 )
+from kbctl.agent.context import MEMORY_PREAMBLE, PREAMBLE
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
-from kbctl.render.context import MEMORY_PREAMBLE, PREAMBLE
 from kbctl.render.tools import SPEC_FORMATS, format_specs
 
 from .conftest import Cli, rows

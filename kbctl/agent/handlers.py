@@ -15,16 +15,16 @@ from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
 from ..pipeline.query import retrieve, source_parts
-from ..pipeline.results import Hit
-from ..render.context import (
+from ..results import Hit
+from ..store.knowledge import KnowledgeStore
+from .arguments import ToolArgumentError
+from .context import (
     MEMORY_PREAMBLE,
     PREAMBLE,
     render_context,
     sources_block,
     with_notes,
 )
-from ..store.knowledge import KnowledgeStore
-from .arguments import ToolArgumentError
 from .specs import (
     DEFAULT_TOP_K,
     MEMORY_APPEND,

@@ -20,8 +20,8 @@ from ..embed.base import Embedder
 from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.paths import MemoryScope, scope_of
-from ..pipeline.runtime import open_store, resolve_embedder
 from ..store.knowledge import KnowledgeStore
+from ..wiring import open_store, resolve_embedder
 from .arguments import check_arguments
 from .handlers import HANDLERS, CallContext
 from .result import ToolResult

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..memory.model import DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT
-from ..pipeline.results import MAX_K
+from ..results import MAX_K
 
 SEARCH_KNOWLEDGE = "search_knowledge"
 MEMORY_SEARCH = "memory_search"

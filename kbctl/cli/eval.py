@@ -21,9 +21,9 @@ from typer.core import TyperGroup
 from ..errors import InputError
 from ..evals import CaseResult
 from ..pipeline import api
-from ..pipeline.results import MAX_K, MIN_K
 from ..render import Output
 from ..render.writes import emit_github, write_eval_reports, write_report_file
+from ..results import MAX_K, MIN_K
 from .common import (
     ConfigOpt,
     DataDirOpt,

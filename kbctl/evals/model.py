@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbctl.pipeline.results import MAX_K, MIN_K
+from kbctl.results import MAX_K, MIN_K
 
 __all__ = ["DEFAULT_TOP_K", "MAX_K", "MIN_K", "Case", "Defaults", "Expect", "Suite"]
 

@@ -18,7 +18,7 @@ from kbctl.evals.checks.min_score import format_pair
 from kbctl.evals.checks.source_includes import first_match_rank
 from kbctl.evals.metrics import Metrics, compute_metrics
 from kbctl.evals.model import Case, Suite
-from kbctl.pipeline.results import Hit
+from kbctl.results import Hit
 
 Retriever = Callable[[str, int, float | None, dict[str, str]], list[Hit]]
 """(question, top_k, min_score, filter) -> hits, best first. May raise anything."""

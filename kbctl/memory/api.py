@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import InputError, KbctlError
-from ..pipeline.runtime import open_store, resolve_embedder
+from ..wiring import open_store, resolve_embedder
 from .model import (
     DeleteResult,
     Health,

@@ -13,16 +13,16 @@ from ..config import Settings
 from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
+from ..results import Hit, QueryResult
 from ..sources.base import SourceSpec
+from ..wiring import open_store, open_writers, resolve_embedder
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
 from .reembed import ReembedReport, reembed
-from .results import Hit, QueryResult
 from .resync import ResyncOptions, ResyncReport, resync
-from .runtime import open_store, open_writers, resolve_embedder
 from .status import StatusReport
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from ..embed.base import Embedder
 from ..errors import InputError
+from ..results import MAX_K, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
-from .results import MAX_K, MIN_K, Hit, QueryResult
 
 
 def clamp_k(k: int) -> int:

@@ -1,5 +1,5 @@
 """The formats of ``kbctl memory`` results: tables for people, one JSON document for
-machines, and the spotlighted context block for prompts (``kbctl.render.context``)."""
+machines, and the spotlighted context block for prompts (``kbctl.agent.context``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from ..agent.context import MEMORY_PREAMBLE, render_context
 from ..errors import InputError
 from ..memory.model import (
     DeleteResult,
@@ -20,8 +21,7 @@ from ..memory.model import (
     WriteResult,
 )
 from ..memory_config import CITATION_MODES, settings_json
-from ..pipeline.results import Hit
-from .context import MEMORY_PREAMBLE, render_context
+from ..results import Hit
 from .formats import Formats, Rendered, as_json
 from .text import shown, styled
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..agent.context import render_context
 from ..pipeline.query import source_parts
-from ..pipeline.results import QueryResult
-from .context import render_context
+from ..results import QueryResult
 from .formats import Formats, Rendered, as_json
 from .text import shown, styled
 

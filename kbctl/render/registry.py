@@ -22,9 +22,9 @@ from ..memory.model import (
 )
 from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
-from ..pipeline.results import QueryResult
 from ..pipeline.resync import ResyncReport
 from ..pipeline.status import StatusReport
+from ..results import QueryResult
 from . import eval as eval_formats
 from . import memory, query, reports
 from .formats import Formats, as_json

@@ -1,4 +1,5 @@
-"""Result shapes of retrieval, shared by query, eval, memory tools and the MCP server."""
+"""Result shapes of retrieval, shared by query, eval, memory tools and the MCP server; they
+sit at the top of the package so every user reaches them without climbing into pipeline/."""
 
 from __future__ import annotations
 

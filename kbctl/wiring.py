@@ -1,4 +1,5 @@
-"""Wiring settings to a live store and the KB's embedder; shared by every operation."""
+"""Wiring settings to a live store and the KB's embedder: used by the pipeline, memory and
+the agent tools alike, so it sits below all of them."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from ..config import Settings
-from ..embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
-from ..store.db import connect
-from ..store.knowledge import KnowledgeStore
+from .config import Settings
+from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
+from .store.db import connect
+from .store.knowledge import KnowledgeStore
 
 
 @contextmanager
@@ -62,7 +63,7 @@ def resolve_embedder(
     requested embedder, else the default (Gemini when a key is set, else lexical-only),
     announced once.
     """
-    from ..embed.registry import create_embedder, default_spec
+    from .embed.registry import create_embedder, default_spec
 
     env = os.environ if env is None else env
     recorded = store.embedder_identity()

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from ..pipeline.results import Hit
+from ..results import Hit
 
 PREAMBLE = (
     "The passages below are retrieved reference data from a documentation knowledge base. "
