@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 
 from kbctl.net import GuardedClient, NetPolicy
-from kbctl.sources.robots import Robots, fetch_robots, parse_robots
+from kbctl.sources.robots import (
+    MAX_PATTERN_CHARS,
+    MAX_RULES,
+    Robots,
+    fetch_robots,
+    parse_robots,
+    pattern_matches,
+)
 from tests.http_server import LocalServer, Response, html, ok
 
 LOCAL = NetPolicy(allow_private_network=True, max_retries=0)
@@ -75,3 +84,40 @@ def test_fetch_outcomes_follow_rfc_9309() -> None:
         assert robots.refuse_all and "HTTP 500" in robots.refuse_all
     with LocalServer({"/robots.txt": html("<html><body>soft 404</body></html>")}) as server:
         assert _fetch(server).allows(server.url("/guide"))
+
+
+def _reference_match(pattern: str, path: str) -> bool:
+    """The regex translation (correct, but exponential on many stars): small inputs only."""
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    regex = ".*".join(re.escape(p) for p in body.split("*")) + ("$" if anchored else "")
+    return re.match(regex, path) is not None
+
+
+def test_the_linear_matcher_agrees_with_the_regex_translation() -> None:
+    rng = random.Random(9309)
+    for _ in range(4000):
+        pattern = "".join(rng.choice("ab*/") for _ in range(rng.randint(0, 7)))
+        if rng.random() < 0.3:
+            pattern += "$"
+        path = "".join(rng.choice("ab/") for _ in range(rng.randint(0, 9)))
+        assert pattern_matches(pattern, path) == _reference_match(pattern, path), (
+            pattern, path)
+
+
+def test_a_pattern_of_many_stars_ends_at_once() -> None:
+    # The regex form of this pattern backtracks for ever against the path below.
+    robots = parse_robots("User-agent: *\nDisallow: /" + "*a" * 1000 + "*b\n"
+                          "Disallow: /" + "a*" * 900 + "c$\n")
+    assert [pattern.count("*") for _allow, pattern in robots.rules] == [1001, 900]
+    assert robots.allows("https://x.test/" + "a" * 4000)
+    assert not robots.allows("https://x.test/" + "a" * 4000 + "b")
+    assert not robots.allows("https://x.test/" + "a" * 4000 + "c")
+
+
+def test_absurd_patterns_and_rule_floods_are_bounded() -> None:
+    long_rule = "Disallow: /" + "x" * (MAX_PATTERN_CHARS + 1) + "\n"
+    flood = "".join(f"Disallow: /p{i}\n" for i in range(MAX_RULES + 10))
+    robots = parse_robots("User-agent: *\n" + long_rule + flood)
+    assert len(robots.rules) == MAX_RULES
+    assert all(len(pattern) <= MAX_PATTERN_CHARS for _allow, pattern in robots.rules)

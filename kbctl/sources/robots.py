@@ -8,8 +8,7 @@ means "crawl anything".
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..errors import BlockedURL, FetchError, KbctlError
@@ -19,6 +18,10 @@ from ..net import GuardedClient
 AGENT_TOKEN = "kbctl"
 #: RFC 9309 §2.5: at least 500 KiB must be parsed; more is ignored.
 MAX_ROBOTS_CHARS = 512 * 1024
+#: Longer patterns are dropped: no real path is this long, and it bounds matching work.
+MAX_PATTERN_CHARS = 2048
+#: Rules past this many in the chosen groups are ignored (the file is hostile or broken).
+MAX_RULES = 4096
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,6 @@ class Robots:
     rules: tuple[tuple[bool, str], ...] = ()  # (allow, pattern)
     sitemaps: tuple[str, ...] = ()
     refuse_all: str | None = None  # why every path is refused (robots.txt unreachable)
-    _compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
-                                                  repr=False)
 
     def allows(self, url: str) -> bool:
         """True when the URL's path (and query) may be fetched."""
@@ -48,16 +49,34 @@ class Robots:
         return allowed
 
     def _match(self, pattern: str, path: str) -> bool:
-        if "*" not in pattern and not pattern.endswith("$"):
-            return path.startswith(pattern)
-        regex = self._compiled.get(pattern)
-        if regex is None:
-            anchored = pattern.endswith("$")
-            body = pattern[:-1] if anchored else pattern
-            regex = re.compile(".*".join(re.escape(p) for p in body.split("*"))
-                               + ("$" if anchored else ""))
-            self._compiled[pattern] = regex
-        return regex.match(path) is not None
+        return pattern_matches(pattern, path)
+
+
+def pattern_matches(pattern: str, path: str) -> bool:
+    """Whether a robots pattern (``*`` any run, trailing ``$`` the end) matches ``path``.
+
+    Greedy leftmost search for each literal piece between the stars: with ``*`` as the only
+    wildcard, the earliest place a piece fits never loses a match a later place would give,
+    so this never backtracks and does at most one substring search per piece. A regex or
+    ``fnmatch`` translation backtracks, and a pattern of many stars never ends.
+    """
+    anchored = pattern.endswith("$")
+    pieces = (pattern[:-1] if anchored else pattern).split("*")
+    first, last = pieces[0], pieces[-1]
+    if not path.startswith(first):
+        return False
+    if len(pieces) == 1:
+        return path == first if anchored else True
+    pos = len(first)
+    for piece in pieces[1:-1]:
+        if piece:
+            found = path.find(piece, pos)
+            if found < 0:
+                return False
+            pos = found + len(piece)
+    if not anchored:
+        return path.find(last, pos) >= 0
+    return len(path) - len(last) >= pos and path.endswith(last)
 
 
 def parse_robots(text: str, agent: str = AGENT_TOKEN) -> Robots:
@@ -84,7 +103,8 @@ def parse_robots(text: str, agent: str = AGENT_TOKEN) -> Robots:
             agents.append(value.lower())
         elif key in ("allow", "disallow"):
             in_rules = True
-            if value:  # an empty Disallow allows everything: no rule
+            # an empty Disallow allows everything: no rule; an absurd one is dropped
+            if value and len(value) <= MAX_PATTERN_CHARS:
                 rules.append((key == "allow", _encode_pattern(value)))
     if agents:
         groups.append((agents, rules))
@@ -92,7 +112,7 @@ def parse_robots(text: str, agent: str = AGENT_TOKEN) -> Robots:
         return any(n.split("/")[0].strip() == agent for n in names)
 
     chosen = [g for g in groups if named(g[0])] or [g for g in groups if "*" in g[0]]
-    mine = [rule for _names, group in chosen for rule in group]
+    mine = [rule for _names, group in chosen for rule in group][:MAX_RULES]
     return Robots(rules=tuple(mine), sitemaps=tuple(dict.fromkeys(sitemaps)))
 
 
