@@ -8,6 +8,7 @@ import pytest
 
 from kbctl.errors import BlockedURL, FetchError
 from kbctl.net import NetPolicy, blocked_reason, check_url
+from kbctl.net.guard import CLOUD_ENDPOINTS
 
 OPEN = NetPolicy(allow_private_network=True)
 
@@ -56,15 +57,36 @@ BLOCKED = [
     ("2002:c0a8:101::1", "embeds 192.168.1.1 (6to4)"),
     ("::127.0.0.1", "embeds 127.0.0.1 (IPv4-compatible)"),
     ("2001:0:808:808::80ff:fffe", "embeds 127.0.0.1 (Teredo client)"),
+    ("::ffff:0:7f00:1", "embeds 127.0.0.1 (IPv4-translated), which is loopback"),
+    ("::ffff:0:a00:1", "embeds 10.0.0.1 (IPv4-translated), which is private"),
+    ("2001:4860:1::5efe:7f00:1", "embeds 127.0.0.1 (ISATAP), which is loopback"),
+    ("64:ff9b:1::a00:1", "local-use NAT64 (64:ff9b:1::/48)"),
+    ("192.88.99.1", "6to4 relay anycast"),
+    ("3fff::1", "documentation (3fff::/20)"),
 ]
 
-METADATA = ["169.254.169.254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe",
-            "2002:a9fe:a9fe::", "fd00:ec2::254"]
+# Every cloud endpoint, and the metadata address in every IPv6 form that carries an IPv4.
+METADATA = [address for address, _label in CLOUD_ENDPOINTS] + [
+    "::ffff:169.254.169.254",  # IPv4-mapped
+    "::ffff:0:a9fe:a9fe",  # IPv4-translated (SIIT)
+    "::a9fe:a9fe",  # IPv4-compatible
+    "64:ff9b::a9fe:a9fe",  # NAT64 well-known prefix
+    "64:ff9b:1::a9fe:a9fe",  # local-use NAT64, /96 inside the /48
+    "64:ff9b:1:a9fe:a9:fe00::",  # local-use NAT64, RFC 6052 /48 layout
+    "2002:a9fe:a9fe::",  # 6to4
+    "2001:0:a9fe:a9fe::",  # Teredo server
+    "2001:0:808:808::5601:5601",  # Teredo client (obfuscated)
+    "2001:4860:1::5efe:a9fe:a9fe",  # ISATAP
+    "2001:4860:1::200:5efe:a9fe:a9fe",  # ISATAP, universal bit set
+    "::ffff:0:a83f:8110",  # Azure WireServer 168.63.129.16, IPv4-translated
+    "64:ff9b::a9fe:aa17",  # EKS Pod Identity 169.254.170.23 through NAT64
+]
 
 PUBLIC = ["93.184.216.34", "8.8.8.8", "1.1.1.1", "172.32.0.1", "172.15.255.255",
           "100.128.0.1", "100.63.255.255", "192.169.0.1", "198.20.0.1", "223.255.255.255",
           "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8",
-          "64:ff9b::808:808", "2002:808:808::1"]
+          "64:ff9b::808:808", "2002:808:808::1", "::ffff:0:808:808",
+          "2001:4860:1::5efe:808:808", "2001:0:808:808::f7f7:f7f7"]
 
 
 @pytest.mark.parametrize(("address", "words"), BLOCKED)
@@ -89,9 +111,30 @@ def test_the_opt_in_lifts_every_private_range(address: str, words: str) -> None:
 
 @pytest.mark.parametrize("address", METADATA)
 def test_cloud_metadata_stays_blocked_even_with_the_opt_in(address: str) -> None:
-    with pytest.raises(BlockedURL, match="cloud metadata endpoint") as err:
-        check_url("http://site.test/", OPEN, resolver=answers(address))
-    assert err.value.hint is None
+    for policy in (OPEN, NetPolicy()):
+        with pytest.raises(BlockedURL, match="cloud metadata endpoint") as err:
+            check_url("http://site.test/", policy, resolver=answers(address))
+        assert err.value.hint is None
+    literal = f"http://[{address}]/" if ":" in address else f"http://{address}/"
+    with pytest.raises(BlockedURL, match="cloud metadata endpoint"):
+        check_url(literal, OPEN, resolver=no_dns)
+
+
+def test_the_refusal_names_the_cloud_service() -> None:
+    with pytest.raises(BlockedURL) as err:
+        check_url("http://168.63.129.16/machine", OPEN, resolver=no_dns)
+    assert "Azure WireServer" in str(err.value)
+    with pytest.raises(BlockedURL) as err:
+        check_url("http://[::ffff:0:a9fe:aa17]/", OPEN, resolver=no_dns)
+    assert "embeds 169.254.170.23 (IPv4-translated)" in str(err.value)
+    assert "AWS EKS Pod Identity" in str(err.value)
+
+
+@pytest.mark.parametrize("host", ["metadata.google.internal", "METADATA.google.internal.",
+                                  "metadata.goog", "metadata.tencentyun.com"])
+def test_metadata_host_names_are_refused_before_any_lookup(host: str) -> None:
+    with pytest.raises(BlockedURL, match="cloud metadata endpoint"):
+        check_url(f"http://{host}/computeMetadata/v1/", OPEN, resolver=no_dns)
 
 
 @pytest.mark.parametrize("address", PUBLIC)
