@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .linefile import LineDict, LoadError, load_json, load_yaml
+from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .sources.base import SourceSpec
 from .sources.registry import KINDS
@@ -122,11 +122,10 @@ def resolve_settings(
 def _load(path: Path) -> Any:
     """Parse kbctl.yaml (or a .json config) keeping the line of every mapping and key."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    try:
+        text = read_capped(path)
         return load_json(text) if path.suffix.lower() == ".json" else load_yaml(text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except LoadError as exc:
         raise ConfigError(f"{path}:{exc.line}: {exc.message}" if exc.line
                           else f"{path}: {exc.message}") from None

@@ -4,18 +4,31 @@ Suite errors and GitHub annotations must point at a line, and neither ``json`` n
 ``yaml.safe_load`` keeps positions, so both loaders return ``LineDict`` mappings that carry
 the 1-based line of the mapping itself and of each of its keys. Duplicate keys, which both
 formats silently collapse, are recorded so validation can refuse them.
+
+The files come from users and repositories, so every input is bounded before it is
+expanded: ``read_capped`` refuses an oversized file before reading it whole, and a YAML
+document whose aliases would expand past ``MAX_YAML_NODES`` nodes (an alias bomb) is
+refused from its node graph, before a single object is built. Strings holding a NUL byte
+or a lone surrogate are refused with the line of their key.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import json.decoder
-import json.scanner
-from collections.abc import Callable, Hashable, Iterator
+import re
+from collections.abc import Hashable, Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .hygiene import describe_bad_char
+
+#: Largest config or suite file read, in bytes; real ones are a few KiB.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Most YAML nodes a document may expand to once every alias is followed.
+MAX_YAML_NODES = 200_000
 
 
 class LineDict(dict[Any, Any]):
@@ -39,6 +52,22 @@ class LoadError(ValueError):
         super().__init__(message)
         self.message = message
         self.line = line
+
+
+def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of ``path``, refused (``LoadError``) when over ``limit`` bytes.
+
+    At most ``limit + 1`` bytes are read, so a huge file or an endless stream costs
+    nothing. ``OSError`` passes through for the caller to word.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LoadError(f"file is over the {limit} byte limit for this kind of file", None)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(f"not UTF-8 text (byte {exc.start})", None) from None
 
 
 # --- YAML ------------------------------------------------------------------------------
@@ -79,9 +108,22 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_line_map)
 
 
 def load_yaml(text: str) -> Any:
-    """Parse one YAML document; mappings come back as LineDicts."""
+    """Parse one YAML document; mappings come back as LineDicts.
+
+    The document is composed into its node graph (aliases stay shared references, so the
+    graph is as small as the text), measured as if every alias were expanded, and only then
+    constructed.
+    """
     try:
-        return yaml.load(text, Loader=_LineLoader)
+        loader = _LineLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _refuse_bombs(node)
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -91,57 +133,125 @@ def load_yaml(text: str) -> Any:
         raise LoadError(f"invalid YAML: {exc}", None) from None
     except RecursionError:
         raise LoadError("invalid YAML: nested too deeply", None) from None
+    _refuse_bad_strings(data)
+    return data
+
+
+def _refuse_bombs(root: yaml.Node) -> None:
+    """Refuse a node graph that expands past ``MAX_YAML_NODES`` nodes, or refers to itself."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    # Iterative post-order walk: a deep document must not exhaust the Python stack here.
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > MAX_YAML_NODES:
+                raise LoadError(
+                    f"invalid YAML: the document expands to more than {MAX_YAML_NODES} "
+                    f"nodes once its aliases are followed (an alias bomb?)",
+                    node.start_mark.line + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise LoadError("invalid YAML: an alias refers to a node that contains it",
+                            node.start_mark.line + 1)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _refuse_bad_strings(data: Any) -> None:
+    """Refuse a string (key or value) holding a NUL byte or a lone surrogate."""
+    stack: list[tuple[Any, int | None]] = [(data, None)]
+    while stack:
+        value, line = stack.pop()
+        if isinstance(value, str):
+            bad = describe_bad_char(value)
+            if bad:
+                raise LoadError(f"{bad} in {value[:40]!r}; remove it", line)
+        elif isinstance(value, LineDict):
+            for key, item in value.items():
+                at = value.line_of(key)
+                stack.extend(((key, at), (item, at)))
+        elif isinstance(value, dict):
+            stack.extend((part, line) for pair in value.items() for part in pair)
+        elif isinstance(value, list | tuple):
+            stack.extend((item, line) for item in value)
 
 
 # --- JSON ------------------------------------------------------------------------------
 
 
-class _LineJSONDecoder(json.JSONDecoder):
-    """The pure-Python JSON scanner with an object parser that records positions.
+# A JSON string, or one of the characters that shape objects; strings first, so braces and
+# colons inside strings are skipped. Linear: the alternatives never overlap.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}:]')
 
-    Each key's line is taken from the position of its value, which the object parser hands
-    to ``scan_once``; a key and its value sit on the same line in any sane layout.
+
+def _object_positions(text: str) -> list[tuple[int, list[int]]]:
+    """(offset of ``{``, offsets of its keys) for every object, in the order objects close.
+
+    ``json`` calls ``object_pairs_hook`` as each object closes, so the n-th call is the
+    n-th entry here. Only meaningful for valid JSON, which ``json.loads`` checks anyway.
     """
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        newlines = [i for i, ch in enumerate(text) if ch == "\n"]
-
-        def line_at(pos: int) -> int:
-            return bisect.bisect_left(newlines, pos) + 1
-
-        def parse_object(s_and_end: tuple[str, int], strict: bool,
-                         scan_once: Callable[[str, int], tuple[Any, int]],
-                         object_hook: Any, object_pairs_hook: Any,
-                         memo: dict[str, str] | None = None) -> tuple[LineDict, int]:
-            string, end = s_and_end
-            value_starts: list[int] = []
-
-            def recording_scan(s: str, idx: int) -> tuple[Any, int]:
-                value_starts.append(idx)
-                return scan_once(s, idx)
-
-            pairs, new_end = json.decoder.JSONObject(
-                (string, end), strict, recording_scan, None, list, memo
-            )
-            data = LineDict(line_at(end - 1))
-            for (key, value), start in zip(pairs, value_starts, strict=True):
-                line = line_at(start)
-                if key in data:
-                    data.duplicates.append((key, line))
-                data[key] = value
-                data.key_lines[key] = line
-            return data, new_end
-
-        self.parse_object = parse_object
-        self.scan_once = json.scanner.py_make_scanner(self)
+    closed: list[tuple[int, list[int]]] = []
+    open_objects: list[tuple[int, list[int]]] = []
+    last_string: int | None = None
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token == "{":
+            open_objects.append((match.start(), []))
+        elif token == "}":
+            if open_objects:
+                closed.append(open_objects.pop())
+        elif token == ":" and last_string is not None and open_objects:
+            open_objects[-1][1].append(last_string)
+        if token[0] == '"':
+            last_string = match.start()
+        elif token != ":":
+            last_string = None
+    return closed
 
 
 def load_json(text: str) -> Any:
     """Parse JSON; objects come back as LineDicts."""
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_at(pos: int) -> int:
+        return bisect.bisect_left(newlines, pos) + 1
+
+    positions = iter(_object_positions(text))
+
+    def make_object(pairs: list[tuple[str, Any]]) -> LineDict:
+        start, key_offsets = next(positions, (None, []))
+        data = LineDict(line_at(start) if start is not None else None)
+        lines = [line_at(offset) for offset in key_offsets]
+        if len(lines) != len(pairs):  # not reached for valid JSON; never guess a line
+            lines = [data.line or 0] * len(pairs)
+        for (key, value), line in zip(pairs, lines, strict=True):
+            if key in data:
+                data.duplicates.append((key, line))
+            data[key] = value
+            data.key_lines[key] = line
+        return data
+
     try:
-        return _LineJSONDecoder(text).decode(text)
+        data = json.loads(text, object_pairs_hook=make_object)
     except json.JSONDecodeError as exc:
         raise LoadError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
         raise LoadError("invalid JSON: nested too deeply", None) from None
+    _refuse_bad_strings(data)
+    return data

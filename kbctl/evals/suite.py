@@ -27,7 +27,7 @@ from typing import Any
 from kbctl.errors import SuiteError
 from kbctl.evals.checks import CHECKS
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
-from kbctl.linefile import LineDict, LoadError, load_json, load_yaml
+from kbctl.linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 SUITE_VERSION = 1
@@ -87,11 +87,11 @@ def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     label = path.as_posix()
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_capped(path)
     except OSError as exc:
         raise SuiteError(f"{label}: cannot read suite file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SuiteError(f"{label}: not UTF-8 text (byte {exc.start})") from None
+    except LoadError as exc:
+        raise SuiteError(f"{label}: {exc.message}") from None
     return parse_suite(text, label)
 
 

@@ -1,0 +1,67 @@
+"""Text hygiene: characters that may not enter kbctl, and those that may not leave it raw.
+
+NUL bytes and lone surrogates cannot be stored (PostgreSQL refuses both) and never belong in
+a query, a name or a config value, so in arguments and files they are input errors. Control
+characters may sit in stored text and file names, but printed raw they forge lines or
+terminal colours, so human output shows them escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InputError
+
+_BAD = re.compile("[\x00\ud800-\udfff]")
+# C0 controls, DEL, C1 controls, and the bidi overrides that reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def describe_bad_char(text: str) -> str | None:
+    """"a NUL byte" or "a lone surrogate (U+D800)" for the first one in ``text``, else None."""
+    match = _BAD.search(text)
+    if match is None:
+        return None
+    char = match.group()
+    return "a NUL byte" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+
+
+def require_clean(name: str, value: Any) -> None:
+    """Refuse (exit 2) an argument whose text holds a NUL byte or a lone surrogate.
+
+    Strings inside lists and mappings are checked too; ``name`` says which argument.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            bad = describe_bad_char(item)
+            if bad:
+                raise InputError(f"{name}: {bad} is not allowed in {escape_control(item)[:60]!r}")
+        elif isinstance(item, Mapping):
+            stack.extend(part for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+
+
+def drop_bad_chars(text: str) -> tuple[str, int]:
+    """``text`` without NUL bytes and lone surrogates, and how many were removed."""
+    cleaned, count = _BAD.subn("", text)
+    return cleaned, count
+
+
+def escape_control(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with control characters shown as ``\\xNN``/``\\uNNNN`` escapes.
+
+    ``keep_newlines`` leaves line feeds and tabs alone, for multi-line snippets.
+    """
+    pattern = _CONTROL_KEEP_LINES if keep_newlines else _CONTROL
+    return pattern.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
