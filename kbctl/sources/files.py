@@ -4,13 +4,19 @@ With ``base_url``, a file cites to its published address (``guide/install.md`` â
 ``{base}/guide/install``, ``guide/index.md`` â†’ ``{base}/guide/``), so citations from a
 local build equal the live site's. Without it, refs are stable ``kb://ROOT/relpath``.
 Nothing outside the root is read: every path is resolved and checked, symlinks included.
+Only regular files are read: a FIFO, socket or device, a symlink loop or a broken link is
+skipped with a note (and opened, if at all, without blocking), so one odd entry never
+hangs or sinks the run. Two files that would cite the same address both fail, naming
+each other, instead of one silently replacing the other.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,20 +47,27 @@ class FilesSource:
         excludes = list(spec.options.get("exclude") or [])
         base_url = spec.options.get("base_url")
         real_root = root.resolve()
-        leaves = []
-        for path in _walk(root, pattern):
+        leaves, notes = [], []
+        for path in _walk(root, pattern, notes):
             rel = path.relative_to(root).as_posix()
             if path.suffix.lower() not in EXTENSIONS:
                 continue
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
                 continue
+            skip = _not_a_regular_file(path)
+            if skip:
+                notes.append(f"skipped {path}: {skip}")
+                continue
             url = file_url(rel, root_name=real_root.name, base_url=base_url)
             leaves.append(Leaf(ref=url, url=url, hint=(path, real_root)))
-        return Expansion(leaves=sorted(leaves, key=lambda leaf: leaf.ref))
+        return Expansion(leaves=_refuse_collisions(leaves), notes=notes)
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
-            path, real_root = leaf.hint
+            path, real_root, *collision = leaf.hint
+            if collision:
+                yield Loaded(leaf=leaf, error=collision[0])
+                continue
             try:
                 yield self._load_one(leaf, path, real_root, previous(leaf.ref))
             except SourceError as exc:
@@ -62,30 +75,86 @@ class FilesSource:
 
     def _load_one(self, leaf: Leaf, path: Path, real_root: Path,
                   prev: dict[str, Any] | None) -> Loaded:
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            raise SourceError(f"{path}: cannot resolve: {exc}") from exc
         if real != real_root and real_root not in real.parents:
             raise SourceError(f"{path}: resolves outside the source root ({real})")
         try:
-            st = real.stat()
+            # O_NONBLOCK: should a FIFO have replaced the file since it was listed, opening
+            # it returns at once instead of waiting for a writer; fstat then refuses it.
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        if prev and prev.get("size") == stamp["size"] and prev.get("mtime_ns") == stamp[
-                "mtime_ns"]:
-            return Loaded(leaf=leaf, not_modified=True, meta=stamp)
-        if st.st_size > self.max_bytes:
-            raise SourceError(f"{path}: {st.st_size} bytes is over the "
-                              f"{self.max_bytes} byte limit for one file")
-        try:
-            data = real.read_bytes()
-        except OSError as exc:
-            raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SourceError(f"{path}: {_kind_of(st.st_mode)}, not a regular file")
+            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            if prev and prev.get("size") == stamp["size"] and prev.get("mtime_ns") == stamp[
+                    "mtime_ns"]:
+                return Loaded(leaf=leaf, not_modified=True, meta=stamp)
+            if st.st_size > self.max_bytes:
+                raise SourceError(f"{path}: {st.st_size} bytes is over the "
+                                  f"{self.max_bytes} byte limit for one file")
+            try:
+                data = handle.read(self.max_bytes + 1)
+            except OSError as exc:
+                raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        if len(data) > self.max_bytes:
+            raise SourceError(f"{path}: over the {self.max_bytes} byte limit for one file")
         try:
             text = decode_bytes(data)
         except (UnicodeDecodeError, LookupError) as exc:
             raise ExtractError(f"{path}: not UTF-8 text ({exc})") from exc
         doc = _document(leaf, path, text, stamp)
         return Loaded(leaf=leaf, document=doc, meta=stamp)
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why ``path`` is skipped (a symlink loop, a broken link, a FIFO...), or None."""
+    try:
+        st = os.stat(path)  # follows links; never opens, so a FIFO cannot block
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop"
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return "a broken symlink"
+        return f"cannot read: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{_kind_of(st.st_mode)}, not a regular file"
+    return None
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "a special file"
+
+
+def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
+    """Leaves sorted by ref; files sharing a ref each carry an error naming all of them."""
+    by_ref: dict[str, list[Leaf]] = {}
+    for leaf in leaves:
+        by_ref.setdefault(leaf.ref, []).append(leaf)
+    out: list[Leaf] = []
+    for ref in sorted(by_ref):
+        group = by_ref[ref]
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        names = " and ".join(str(leaf.hint[0]) for leaf in group)
+        error = SourceError(f"{names} all cite {ref}; rename or exclude all but one",
+                            hint="each page needs its own address (see --exclude)")
+        out += [Leaf(ref=leaf.ref, url=leaf.url, hint=(*leaf.hint, error)) for leaf in group]
+    return out
 
 
 def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any]) -> Document:
@@ -119,9 +188,13 @@ def split_root(target: str) -> tuple[Path, str | None]:
     return Path(target), None
 
 
-def _walk(root: Path, pattern: str | None) -> Iterator[Path]:
+def _walk(root: Path, pattern: str | None, notes: list[str]) -> Iterator[Path]:
+    """Candidate files under ``root``; symlinked folders are not entered (loops)."""
     if pattern is None:
-        for dirpath, dirnames, filenames in os.walk(root):
+        def unreadable(exc: OSError) -> None:
+            notes.append(f"skipped {exc.filename}: cannot list: {exc.strerror or exc}")
+
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 if not name.startswith("."):
@@ -129,7 +202,10 @@ def _walk(root: Path, pattern: str | None) -> Iterator[Path]:
         return
     for match in sorted(glob.glob(str(root / pattern), recursive=True)):
         p = Path(match)
-        if p.is_file():
+        parents = p.relative_to(root).parents
+        if any((root / parent).is_symlink() for parent in parents if parent.parts):
+            continue
+        if not p.is_dir():
             yield p
 
 

@@ -1,0 +1,161 @@
+"""The files source against odd entries: special files, symlink loops, colliding citations."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from kbctl.sources.base import Loaded, SourceSpec
+from kbctl.sources.files import FilesSource
+
+T = TypeVar("T")
+DEADLINE = 20.0
+
+
+def within(fn: Callable[[], T], seconds: float = DEADLINE) -> T:
+    """Run ``fn`` on a daemon thread and fail the test if it has not ended in ``seconds``."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the test below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds}s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _write(root: Path, rel: str, text: str = "# Page\n\nSome words.\n") -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def _run(target: Path | str, **options: Any) -> tuple[list[str], list[Loaded]]:
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(target), options))
+    return expansion.notes, list(source.load(expansion.leaves, lambda ref: None))
+
+
+def _names(loaded: list[Loaded]) -> set[str]:
+    return {item.leaf.ref.rsplit("/", 1)[-1] for item in loaded if item.document}
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    _write(root, "good.md")
+    _write(root, "guide/more.md")
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_skipped_with_a_note_and_never_opened(docs: Path) -> None:
+    os.mkfifo(docs / "x.md")  # opening it for reading would wait for a writer for ever
+    notes, loaded = within(lambda: _run(docs))
+    assert _names(loaded) == {"good.md", "more.md"}
+    assert notes == [f"skipped {docs / 'x.md'}: a FIFO, not a regular file"]
+    glob_notes, _ = within(lambda: _run(docs / "*.md"))
+    assert glob_notes == notes
+
+
+def test_a_socket_is_skipped_with_a_note(docs: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(docs / "s.md"))
+        notes, loaded = within(lambda: _run(docs))
+    finally:
+        sock.close()
+    assert _names(loaded) == {"good.md", "more.md"}
+    assert notes == [f"skipped {docs / 's.md'}: a socket, not a regular file"]
+
+
+def test_a_device_behind_a_link_is_skipped(docs: Path) -> None:
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    (docs / "zero.md").symlink_to("/dev/zero")  # endless if it were read
+    notes, loaded = within(lambda: _run(docs))
+    assert _names(loaded) == {"good.md", "more.md"}
+    assert notes == [f"skipped {docs / 'zero.md'}: a device, not a regular file"]
+
+
+def test_symlink_loops_and_broken_links_are_skipped(docs: Path) -> None:
+    (docs / "a.md").symlink_to("b.md")
+    (docs / "b.md").symlink_to("a.md")
+    (docs / "self.md").symlink_to("self.md")
+    (docs / "gone.md").symlink_to("nowhere.md")
+    notes, loaded = within(lambda: _run(docs))
+    assert _names(loaded) == {"good.md", "more.md"}
+    assert sorted(notes) == sorted([
+        f"skipped {docs / 'a.md'}: a symlink loop",
+        f"skipped {docs / 'b.md'}: a symlink loop",
+        f"skipped {docs / 'self.md'}: a symlink loop",
+        f"skipped {docs / 'gone.md'}: a broken symlink",
+    ])
+
+
+def test_a_folder_linking_to_its_parent_is_not_entered(docs: Path) -> None:
+    (docs / "guide" / "loop").symlink_to("..")
+    for target in (docs, docs / "**" / "*.md"):
+        notes, loaded = within(lambda target=target: _run(target))
+        assert sorted(item.leaf.ref for item in loaded) == sorted(
+            ["kb://docs/good.md", "kb://docs/guide/more.md"]), target
+        assert notes == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_file_swapped_for_a_fifo_after_listing_fails_at_once(docs: Path) -> None:
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(docs), {}))
+    (docs / "good.md").unlink()
+    os.mkfifo(docs / "good.md")
+    loaded = within(lambda: list(source.load(expansion.leaves, lambda ref: None)))
+    errors = {item.leaf.ref: item.error for item in loaded if item.error}
+    assert list(errors) == ["kb://docs/good.md"]
+    assert "a FIFO, not a regular file" in errors["kb://docs/good.md"].message
+    assert _names(loaded) == {"more.md"}
+
+
+@pytest.mark.parametrize(("files", "ref"), [
+    (["a.md", "a.mdx"], "https://docs.test/a"),
+    (["guide/index.md", "guide/README.md"], "https://docs.test/guide/"),
+    (["x.md", "x.html"], "https://docs.test/x"),
+    (["index.md", "_index.md", "readme.md"], "https://docs.test/"),
+])
+def test_files_citing_the_same_address_all_fail_naming_each_other(
+        tmp_path: Path, files: list[str], ref: str) -> None:
+    root = tmp_path / "site"
+    for rel in files:
+        _write(root, rel, "<title>T</title><p>words</p>" if rel.endswith("html") else "# T\n")
+    _write(root, "other.md")
+    notes, loaded = _run(root, base_url="https://docs.test/")
+    errors = [item for item in loaded if item.error]
+    assert [item.leaf.ref for item in errors] == [ref] * len(files)
+    for item in errors:
+        assert item.error is not None
+        for rel in files:
+            assert str(root / rel) in item.error.message
+        assert f"cite {ref}" in item.error.message
+    assert _names(loaded) == {"other"}
+
+
+def test_distinct_files_keep_distinct_refs_without_base_url(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    _write(root, "a.md")
+    _write(root, "a.mdx")
+    notes, loaded = _run(root)
+    assert not [item for item in loaded if item.error]
+    assert _names(loaded) == {"a.md", "a.mdx"}
