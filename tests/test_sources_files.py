@@ -159,3 +159,14 @@ def test_distinct_files_keep_distinct_refs_without_base_url(tmp_path: Path) -> N
     notes, loaded = _run(root)
     assert not [item for item in loaded if item.error]
     assert _names(loaded) == {"a.md", "a.mdx"}
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_a_readable_note(docs: Path) -> None:
+    try:
+        Path(os.fsdecode(os.fsencode(docs) + b"/caf\xe9.md")).write_bytes(b"# Latin\n")
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    notes, loaded = _run(docs)
+    assert _names(loaded) == {"good.md", "more.md"}
+    assert notes == [f"skipped {docs}/caf\\udce9.md: the name is not UTF-8"]
+    notes[0].encode("utf-8")  # printable and storable as is

@@ -4,6 +4,8 @@ maps errors to exit codes (``guard``)."""
 from __future__ import annotations
 
 import functools
+import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -11,8 +13,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..config import Settings, resolve_settings
-from ..errors import KbctlError
+from ..errors import InputError, KbctlError
+from ..hygiene import require_clean
 from ..render import Output
+from ..sources.files import MAX_FILE_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,12 +56,48 @@ def guard(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         out = Output(json_mode=bool(kwargs.get("json_output")))
         try:
+            for name, value in kwargs.items():
+                label = _labels(fn).get(name, name.upper())
+                require_clean(label, str(value) if isinstance(value, Path) else value)
             return fn(*args, **kwargs)
         except KbctlError as exc:
             out.error(exc)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@functools.cache
+def _labels(fn: Callable[..., Any]) -> dict[str, str]:
+    """How the user types each of ``fn``'s options (``namespace`` → ``--namespace``)."""
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except (NameError, TypeError):
+        return {}
+    labels = {}
+    for name, hint in hints.items():
+        for meta in getattr(hint, "__metadata__", ()):
+            # Annotated options keep their first name in ``default``, the rest in param_decls
+            names = [getattr(meta, "default", None), *(getattr(meta, "param_decls", None) or ())]
+            decls = [d for d in names if isinstance(d, str) and d.startswith("--")]
+            if decls:
+                labels[name] = decls[0].split("/")[0]
+    return labels
+
+
+def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
+    """Standard input as UTF-8 text, refused past ``limit`` bytes (the per-file cap).
+
+    At most ``limit + 1`` bytes are read, so an endless pipe costs nothing.
+    """
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{what} from stdin is over the {limit} byte limit; split it or "
+                         f"ingest it as files")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} from stdin is not UTF-8 text (byte {exc.start})") from None
 
 
 def exit_with(code: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +23,7 @@ from .common import (
     PrivateOpt,
     exit_with,
     guard,
+    read_stdin,
     settings_from,
 )
 
@@ -131,7 +131,7 @@ def ingest_text(
         raise InputError("--ref is required: a stable name or URL for this text")
     if fmt not in ("markdown", "text"):
         raise InputError(f"--format must be markdown or text, got '{fmt}'")
-    body = sys.stdin.read() if text in (None, "-") else text
+    body = read_stdin("the text") if text in (None, "-") else text
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)

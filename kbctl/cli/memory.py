@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from ..config import Settings
 from ..errors import InputError
+from ..hygiene import require_clean
 from ..memory import api
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
@@ -22,6 +22,7 @@ from .common import (
     JsonOpt,
     exit_with,
     guard,
+    read_stdin,
     settings_from,
 )
 
@@ -64,7 +65,8 @@ def append(
     Example: `kbctl memory append memory/agent/playbook.md "Escalate billing." --agent bot`
     """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
-    body = sys.stdin.read() if text in (None, "-") else text
+    body = read_stdin("the text") if text in (None, "-") else text
+    require_clean("the text", body)
     out = Output(json_output)
     _emit(api.append(settings, path, body, announce=out.note), json_output)
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +18,7 @@ from ..agent import (
 )
 from ..config import Settings
 from ..errors import InputError, KbctlError
+from ..hygiene import require_clean
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
@@ -29,6 +29,7 @@ from .common import (
     EmbedderUrlOpt,
     NamespaceOpt,
     guard,
+    read_stdin,
     settings_from,
 )
 
@@ -118,7 +119,7 @@ def call(
     """
     parent: dict[str, Any] = ctx.obj or {}
     try:
-        arguments = _arguments(sys.stdin.read() if args == "-" else args)
+        arguments = _arguments(read_stdin("--args") if args == "-" else args)
         settings = settings_from(
             db_url=db, data_dir=data_dir, namespace=namespace,
             config=config or parent.get("config"), embedder=embedder,
@@ -145,4 +146,5 @@ def _arguments(raw: str) -> dict[str, Any]:
                          f"{exc.colno}") from None
     if not isinstance(value, dict):
         raise InputError("--args must be a JSON object, e.g. '{\"query\": \"install\"}'")
+    require_clean("--args", value)
     return value

@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..chunk import chunk_markdown, chunk_text
@@ -17,6 +17,7 @@ from ..chunk.model import CHARS_PER_TOKEN, Chunk
 from ..embed.base import Embedder
 from ..errors import AuthError, EmbedderError, InputError, KbctlError, SourceError
 from ..extract.text import clean_text
+from ..hygiene import drop_bad_chars
 from ..sources.base import Document, Expansion, Loaded, SourceSpec
 from ..sources.registry import adapter_for
 from ..store.knowledge import KnowledgeStore
@@ -264,8 +265,13 @@ class _Writer:
                 self._touch(ref, loaded.meta)
             self.progress(ProgressEvent("skipped", ref=ref))
             return
-        doc = loaded.document
-        assert doc is not None
+        assert loaded.document is not None
+        doc, removed = _without_bad_chars(loaded.document)
+        if removed:
+            note = (f"{ref}: removed {removed} NUL byte(s) or lone surrogate(s), which "
+                    f"cannot be stored")
+            self.report.notes.append(note)
+            self.progress(ProgressEvent("note", message=note))
         body = clean_text(doc.body)
         digest = content_hash(doc, body)
         meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature}
@@ -406,6 +412,22 @@ class _Writer:
         self.progress(ProgressEvent("failed", ref=ref, message=exc.message))
 
 
+def _without_bad_chars(doc: Document) -> tuple[Document, int]:
+    """The document with NULs and lone surrogates dropped from its text fields."""
+    body, in_body = drop_bad_chars(doc.body)
+    title, in_title = drop_bad_chars(doc.title)
+    filterable, in_meta = {}, 0
+    for key, value in doc.filterable.items():
+        if isinstance(value, str):
+            value, count = drop_bad_chars(value)
+            in_meta += count
+        filterable[drop_bad_chars(key)[0]] = value
+    removed = in_body + in_title + in_meta
+    if not removed and filterable == doc.filterable:
+        return doc, 0
+    return replace(doc, body=body, title=title, filterable=filterable), removed
+
+
 def content_hash(doc: Document, body: str) -> str:
     """sha256 over what the chunks are made from: cleaned body, title and citation URL."""
     h = hashlib.sha256()
@@ -434,4 +456,7 @@ def _failure(ref: str, exc: KbctlError, spec: SourceSpec | None) -> SourceFailur
 
 
 def _recordable(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if v is not None}
+    # A text source's body is document content: what cannot be stored is dropped here as
+    # in the document itself (whose note reports it).
+    return {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
+            for k, v in options.items() if v is not None}

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ExtractError, InputError, SourceError
 from ..extract.markdown import parse_markdown_document
 from ..extract.text import decode_bytes
+from ..hygiene import describe_bad_char
 from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
 
 EXTENSIONS = {".md": "markdown", ".mdx": "markdown", ".markdown": "markdown",
@@ -54,9 +55,11 @@ class FilesSource:
                 continue
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
                 continue
-            skip = _not_a_regular_file(path)
+            skip = "the name is not UTF-8" if describe_bad_char(rel) else (
+                _not_a_regular_file(path))
             if skip:
-                notes.append(f"skipped {path}: {skip}")
+                shown = str(path).encode("utf-8", "backslashreplace").decode()
+                notes.append(f"skipped {shown}: {skip}")
                 continue
             url = file_url(rel, root_name=real_root.name, base_url=base_url)
             leaves.append(Leaf(ref=url, url=url, hint=(path, real_root)))
