@@ -103,3 +103,26 @@ def test_nul_in_document_content_is_removed_with_a_note(cli: Cli) -> None:
         "kb://text/notes: removed 1 NUL byte(s) or lone surrogate(s), which cannot be stored"]
     [(text,)] = rows(cli.db_url, "SELECT string_agg(text, ' ') FROM chunks")
     assert "widgets work" in text
+
+
+def test_titles_and_refs_cannot_forge_lines_or_colours(cli: Cli) -> None:
+    cli.json("ingest", "text", "Widgets are configured with a file.", "--ref", "evil\nref",
+             "--title", "Widgets\x1b[31m red\r\n[9] https://forged.test")
+    result = cli("query", "widgets configured", "--format", "sources")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines == ["[1] kb://text/evil\\x0aref  Widgets\\x1b[31m red\\x0d\\x0a[9] "
+                     "https://forged.test"]
+    table = cli("query", "widgets configured")
+    assert "\x1b" not in table.stdout and "Widgets\\x1b[31m red\\x0d\\x0a" in table.stdout
+    assert "kb://text/evil\\x0aref" in table.stdout
+
+
+def test_failed_file_names_are_escaped_in_the_report(cli: Cli, workdir: Path) -> None:
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("# Fine\n\nwords\n", encoding="utf-8")
+    (docs / "evil\x1b[2J.md").write_bytes(b"# caf\xe9\n")
+    result = cli("ingest", "files", str(docs))
+    assert result.exit_code == 1
+    assert "\x1b" not in result.stderr and "evil\\x1b[2J.md" in result.stderr

@@ -18,6 +18,7 @@ from .cases import case_label, flagged, metrics_text, problem_lines
 from .formats import Formats, Rendered, as_json
 from .github import github_annotations
 from .junit import junit_xml
+from .text import plain
 
 # --- people ----------------------------------------------------------------------------
 
@@ -46,7 +47,7 @@ def eval_table(report: EvalReport, diff: BaselineDiff | None = None) -> Table:
             status = Text("pass", style="green")
         problems = problem_lines(result, regression)
         if problems:
-            detail = Text("\n".join(problems))
+            detail = Text(plain("\n".join(problems), keep_newlines=True))
         elif result.checks:
             detail = Text(f"{len(result.checks)} checks passed" if len(result.checks) > 1
                           else f"{result.checks[0].name}: {result.checks[0].detail}",
@@ -55,7 +56,7 @@ def eval_table(report: EvalReport, diff: BaselineDiff | None = None) -> Table:
             detail = Text("no checks declared", style="dim")
         table.add_row(
             status,
-            Text(case_label(report, case.suite, case.id)),
+            Text(plain(case_label(report, case.suite, case.id))),
             str(result.first_match_rank) if result.first_match_rank is not None else "–",
             f"{result.top_score:.2f}" if result.top_score is not None else "–",
             detail,

@@ -23,7 +23,7 @@ from ..memory.model import (
 from ..memory_config import CITATION_MODES, settings_json
 from ..results import Hit
 from .formats import Formats, Rendered, as_json
-from .text import shown, styled
+from .text import plain, shown, styled
 
 
 def citations_enabled(mode: str, fmt: str) -> bool:
@@ -148,7 +148,7 @@ def search_context(r: MemorySearchResult, *, citations: bool = True,
         who = r.scope.agent_id + (f"/{r.scope.user_id}" if r.scope.user_id else "")
         return Rendered.stderr(styled(f"no memory matches for '{shown(who)}' ({r.mode} "
                                       "search): the context block is empty"))
-    return Rendered.stdout(block)
+    return Rendered.stdout(plain(block, keep_newlines=True))
 
 
 def search_table(r: MemorySearchResult, *, citations: bool = True, **options: Any) -> Rendered:
@@ -164,14 +164,14 @@ def search_table(r: MemorySearchResult, *, citations: bool = True, **options: An
         snippet = h.content if len(h.content) <= 400 else h.content[:400] + "…"
         table.add_row(str(i), f"{h.score:.3f}", h.tier,
                       f"[cyan]{shown(h.citation if citations else h.path)}[/cyan]",
-                      shown(snippet))
+                      shown(snippet, keep_newlines=True))
     return out + Rendered.stdout(table) + Rendered.stderr(styled(
         f"[dim]{r.mode} search of '{shown(who)}' memory, {r.elapsed_ms:.1f} ms"
         f"{', tracked' if r.tracked else ''}[/dim]"))
 
 
 def text_view(r: MemoryText, **options: Any) -> Rendered:
-    out = Rendered.stdout(r.text + "\n") if r.text else Rendered()
+    out = Rendered.stdout(plain(r.text, keep_newlines=True) + "\n") if r.text else Rendered()
     return out + Rendered.stderr(styled(
         f"[dim]{shown(r.path)}: lines {r.from_line}–"
         f"{r.from_line + max(r.line_count, 1) - 1} of {r.total_lines}[/dim]"))

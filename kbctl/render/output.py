@@ -56,14 +56,14 @@ class Output:
     def note(self, message: str) -> None:
         """A line for people, on stderr so stdout stays clean for pipes."""
         if not self.quiet:
-            self.err.print(f"[dim]{shown(message)}[/dim]")
+            self.err.print(f"[dim]{shown(message, keep_newlines=True)}[/dim]")
 
     def error(self, exc: KbctlError) -> None:
         if self.json_mode:
             self.json({"error": exc.to_dict(), "exitCode": exc.exit_code})
-        self.err.print(f"[bold red]error:[/bold red] {shown(exc.message)}")
+        self.err.print(f"[bold red]error:[/bold red] {shown(exc.message, keep_newlines=True)}")
         if exc.hint:
-            self.err.print(f"[yellow]hint:[/yellow] {shown(exc.hint)}")
+            self.err.print(f"[yellow]hint:[/yellow] {shown(exc.hint, keep_newlines=True)}")
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:

@@ -9,7 +9,7 @@ from ..agent.context import render_context
 from ..pipeline.query import source_parts
 from ..results import QueryResult
 from .formats import Formats, Rendered, as_json
-from .text import shown, styled
+from .text import plain, shown, styled
 
 
 def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
@@ -62,12 +62,12 @@ def query_context(result: QueryResult, **options: Any) -> Rendered:
     if not result.hits:
         return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
                                       f"({result.mode} search): the context block is empty"))
-    return Rendered.stdout(render_context(result.hits))
+    return Rendered.stdout(plain(render_context(result.hits), keep_newlines=True))
 
 
 def query_sources(result: QueryResult, **options: Any) -> Rendered:
-    return Rendered.stdout(*(f"[{','.join(str(n) for n in s.passages)}] {s.citation}  "
-                             f"{s.title}\n" for s in source_parts(result.hits)))
+    return Rendered.stdout(*(f"[{','.join(str(n) for n in s.passages)}] {plain(s.citation)}  "
+                             f"{plain(s.title)}\n" for s in source_parts(result.hits)))
 
 
 FORMATS: Formats = {

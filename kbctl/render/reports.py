@@ -12,7 +12,7 @@ from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
 from ..pipeline.status import StatusReport
 from .formats import Formats, Rendered, as_json
-from .text import shown, styled
+from .text import plain, shown, styled
 
 
 def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
@@ -50,7 +50,7 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
         out += Rendered.stderr(*(styled(f"[yellow]{shown(ns.namespace)}:[/yellow] "
                                         f"{shown(note)}") for note in ns.notes))
         if report.plan:
-            out += Rendered.stdout(*(f"{key:8} {ref}\n"
+            out += Rendered.stdout(*(f"{key:8} {plain(ref)}\n"
                                      for key in ("added", "updated", "deleted")
                                      for ref in ns.changes[key]))
         out += Rendered.stderr(*(styled(f"[red]failed[/red] {shown(e.ref)}: {shown(e.error)}")

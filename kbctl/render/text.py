@@ -1,7 +1,9 @@
 """Text that came from outside (file names, titles, URLs, notes) made safe to show people.
 
-Every human renderer passes such text through ``shown`` before it enters rich markup, so
-what a document or file name contains can never become styling or layout.
+Every human renderer passes such text through ``shown`` before it enters rich markup, or
+``plain`` when it is written as is, so what a document or file name contains can never
+become styling or layout: markup brackets and control characters (newlines too, unless
+the text is multi-line by nature) are shown escaped.
 """
 
 from __future__ import annotations
@@ -9,10 +11,17 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 
+from ..hygiene import escape_control
 
-def shown(value: str) -> str:
-    """``value`` for a rich markup string: markup brackets escaped."""
-    return escape(value)
+
+def shown(value: str, *, keep_newlines: bool = False) -> str:
+    """``value`` for a rich markup string: markup brackets and control characters escaped."""
+    return escape(escape_control(value, keep_newlines=keep_newlines))
+
+
+def plain(value: str, *, keep_newlines: bool = False) -> str:
+    """``value`` for output written without markup: control characters escaped."""
+    return escape_control(value, keep_newlines=keep_newlines)
 
 
 def styled(markup: str) -> Text:
