@@ -126,3 +126,20 @@ def test_failed_file_names_are_escaped_in_the_report(cli: Cli, workdir: Path) ->
     result = cli("ingest", "files", str(docs))
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr and "evil\\x1b[2J.md" in result.stderr
+
+
+def test_memory_import_reports_a_file_holding_nul_and_goes_on(cli: Cli, workdir: Path) -> None:
+    src = workdir / "mem"
+    src.mkdir()
+    (src / "good.md").write_text("# Memory\n\nThe deploy window is Tuesday.\n")
+    (src / "bad.md").write_text("# Bad\n\nzero\x00byte\n")
+    report = cli.json("memory", "import", str(src), "--agent", "bot", code=1)
+    assert (report["created"], report["failed"]) == (1, 1)
+    assert report["errors"] == [{"file": "bad.md",
+                                 "error": "holds a NUL byte, which cannot be stored"}]
+
+
+def test_memory_append_refuses_nul_from_stdin(cli: Cli) -> None:
+    result = cli("memory", "append", "memory/agent/notes.md", "--agent", "bot",
+                 input="one\x00two\n")
+    assert result.exit_code == 2 and "the text: a NUL byte" in result.stderr

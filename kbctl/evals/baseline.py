@@ -21,6 +21,7 @@ from typing import Any
 from kbctl.errors import InputError
 from kbctl.evals.run import CaseResult, EvalReport, format_pair
 from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
+from kbctl.linefile import LoadError, read_capped
 
 _HINT = "a baseline is a JSON report written by an earlier `kbctl eval` run"
 _EPSILON = 1e-9
@@ -98,13 +99,13 @@ def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline report; every problem names the file."""
     label = Path(path).as_posix()
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = read_capped(Path(path))
     except FileNotFoundError:
         raise InputError(f"{label}: baseline file not found", hint=_HINT) from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read baseline: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: baseline is not UTF-8 text (byte {exc.start})") from None
+    except LoadError as exc:
+        raise InputError(f"{label}: cannot use baseline: {exc.message}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

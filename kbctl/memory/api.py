@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import InputError, KbctlError
+from ..hygiene import describe_bad_char
 from ..wiring import open_store, resolve_embedder
 from .model import (
     DeleteResult,
@@ -153,6 +154,10 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
             rel = file.relative_to(root).as_posix()
             try:
                 text = file.read_text(encoding="utf-8")
+                bad = describe_bad_char(text)
+                if bad:
+                    errors.append(ImportFailure(rel, f"holds {bad}, which cannot be stored"))
+                    continue
                 results.append(backend.put(scope, prefix + rel, text))
             except (OSError, UnicodeDecodeError) as exc:
                 errors.append(ImportFailure(rel, f"cannot read: {exc}"))
