@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .hygiene import require_clean
 from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .sources.base import SourceSpec
@@ -98,6 +99,7 @@ def resolve_settings(
     values: dict[str, Any] = {}
     for var, name in _ENV.items():
         if env.get(var):
+            require_clean(var, env[var])
             values[name] = env[var]
     memory = MemorySettings().merged(memory_from_env(env))
     path = find_config(config, cwd)

@@ -143,3 +143,11 @@ def test_memory_append_refuses_nul_from_stdin(cli: Cli) -> None:
     result = cli("memory", "append", "memory/agent/notes.md", "--agent", "bot",
                  input="one\x00two\n")
     assert result.exit_code == 2 and "the text: a NUL byte" in result.stderr
+
+
+def test_bad_characters_in_the_environment_are_input_errors(
+        workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBCTL_NAMESPACE", "docs\udcff")
+    result = CliRunner().invoke(app, ["query", "install"], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "KBCTL_NAMESPACE: a lone surrogate" in result.stderr
