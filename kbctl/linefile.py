@@ -133,7 +133,7 @@ def load_yaml(text: str) -> Any:
         raise LoadError(f"invalid YAML: {exc}", None) from None
     except RecursionError:
         raise LoadError("invalid YAML: nested too deeply", None) from None
-    _refuse_bad_strings(data)
+    _refuse_bad_strings(data, text)
     return data
 
 
@@ -173,8 +173,10 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _refuse_bad_strings(data: Any) -> None:
+def _refuse_bad_strings(data: Any, text: str) -> None:
     """Refuse a string (key or value) holding a NUL byte or a lone surrogate."""
+    if "\\" not in text and describe_bad_char(text) is None:
+        return  # without escapes, parsed strings hold only characters of the text
     stack: list[tuple[Any, int | None]] = [(data, None)]
     while stack:
         value, line = stack.pop()
@@ -197,7 +199,10 @@ def _refuse_bad_strings(data: Any) -> None:
 
 # A JSON string, or one of the characters that shape objects; strings first, so braces and
 # colons inside strings are skipped. Linear: the alternatives never overlap.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}:]')
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}:]')
+
+
+_NEWLINE = re.compile("\n")
 
 
 def _object_positions(text: str) -> list[tuple[int, list[int]]]:
@@ -227,7 +232,7 @@ def _object_positions(text: str) -> list[tuple[int, list[int]]]:
 
 def load_json(text: str) -> Any:
     """Parse JSON; objects come back as LineDicts."""
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+    newlines = [match.start() for match in _NEWLINE.finditer(text)]
 
     def line_at(pos: int) -> int:
         return bisect.bisect_left(newlines, pos) + 1
@@ -253,5 +258,5 @@ def load_json(text: str) -> Any:
         raise LoadError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
         raise LoadError("invalid JSON: nested too deeply", None) from None
-    _refuse_bad_strings(data)
+    _refuse_bad_strings(data, text)
     return data

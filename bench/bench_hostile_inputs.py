@@ -1,0 +1,90 @@
+"""Benchmark: the work hostile inputs cost, now that every input is bounded.
+
+1. robots.txt matching: the linear matcher against the regex translation it replaced, on
+   patterns of k stars against a 2,000-character path that does not match (the regex's
+   worst case). The regex is run once per k, and no more once one run passes 0.1 s.
+2. The YAML alias bomb (nine levels of nine aliases): time to refuse it.
+3. The line-aware JSON loader against plain ``json.loads`` on a 2,000-case suite.
+
+Medians of repeated runs in one process, so all sides see the same machine load.
+
+    .venv/bin/python bench/bench_hostile_inputs.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable
+
+from kbctl.linefile import LoadError, load_json, load_yaml
+from kbctl.sources.robots import pattern_matches
+
+ALIAS_BOMB = "a: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
+    f"{b}: &{b} [" + ",".join([f"*{a}"] * 9) + "]\n"
+    for a, b in zip("abcdefgh", "bcdefghi", strict=True))
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def regex_match(pattern: str, path: str) -> bool:
+    body = pattern.rstrip("$")
+    regex = ".*".join(re.escape(p) for p in body.split("*"))
+    return re.match(regex, path) is not None
+
+
+def robots() -> None:
+    path = "/" + "a" * 2000
+    print("robots.txt: pattern '/*a*a…*b' (k stars) against a 2,000-char path, no match")
+    print(f"{'k':>6} {'linear (µs)':>12} {'regex (µs)':>12} {'regex/linear':>13}")
+    regex_alive = True
+    for k in (1, 2, 3, 4, 5, 10, 100, 1000):
+        pattern = "/" + "*a" * (k - 1) + "*b"
+        linear = median_seconds(lambda p=pattern: pattern_matches(p, path), 51)
+        regex_cell, ratio_cell = "skipped", ""
+        if regex_alive:
+            regex = median_seconds(lambda p=pattern: regex_match(p, path), 1)
+            regex_cell = f"{regex * 1e6:12.1f}"
+            ratio_cell = f"{regex / linear:13.0f}"
+            regex_alive = regex < 0.1
+        print(f"{k:>6} {linear * 1e6:12.1f} {regex_cell:>12} {ratio_cell:>13}")
+
+
+def yaml_bomb() -> None:
+    def refuse() -> None:
+        try:
+            load_yaml(ALIAS_BOMB)
+        except LoadError:
+            return
+        raise AssertionError("the bomb was not refused")
+
+    seconds = median_seconds(refuse, 21)
+    print(f"\nYAML alias bomb ({len(ALIAS_BOMB)} bytes, 9**9 leaves once expanded): "
+          f"refused in {seconds * 1e3:.2f} ms (median of 21)")
+
+
+def json_suite() -> None:
+    cases = [{"id": f"case-{i}", "question": f"how do I configure widget {i}?",
+              "expect": [{"url": f"https://docs.example.com/guide/{i}#setup"}],
+              "topK": 5} for i in range(2000)]
+    text = json.dumps({"version": 1, "cases": cases}, indent=2)
+    plain = median_seconds(lambda: json.loads(text), 21)
+    lined = median_seconds(lambda: load_json(text), 21)
+    print(f"\nJSON suite of 2,000 cases ({len(text) / 1024:.0f} KiB): json.loads "
+          f"{plain * 1e3:.1f} ms, load_json with lines and duplicates {lined * 1e3:.1f} ms "
+          f"({lined / plain:.1f}x), medians of 21")
+
+
+if __name__ == "__main__":
+    robots()
+    yaml_bomb()
+    json_suite()
