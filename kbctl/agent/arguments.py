@@ -8,19 +8,16 @@ parameters and lengths are refused here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..hygiene import describe_bad_char
 from .specs import SCOPE_NOTE, ToolSpec
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-# NUL and lone surrogates: no text may hold them (PostgreSQL refuses both), so a call that
-# sends one is the caller's error, not the database's
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 SCOPE_NAMES = frozenset({"namespace", "agent", "agent_id", "user", "user_id", "scope"})
 CLAMPED = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 
@@ -51,9 +48,9 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
         value = given[name]
         if schema["type"] == "string" and len(value.strip()) < schema.get("minLength", 0):
             raise ToolArgumentError(f"{spec.name}: '{name}' must not be empty")
-        if schema["type"] == "string" and (bad := _UNSTORABLE.search(value)):
-            what = "a NUL byte" if bad.group() == "\x00" else "a lone surrogate"
-            raise ToolArgumentError(f"{spec.name}: '{name}' contains {what}, which no "
+        if schema["type"] == "string" and (bad := describe_bad_char(value)):
+            # no text may hold it: the caller's error, not the database's
+            raise ToolArgumentError(f"{spec.name}: '{name}' contains {bad}, which no "
                                     "text may hold")
         out[name] = (int(value) if schema["type"] == "integer" else
                      float(value) if schema["type"] == "number" else value)
