@@ -131,7 +131,7 @@ def ingest_twice(base_url: str, chunks: list[str], counter: Counter, dims: int) 
     from kbctl.embed.gemini import GeminiEmbedder
     from kbctl.pipeline.cached_embedder import CachedEmbedder
     from kbctl.pipeline.ingest import ingest
-    from kbctl.sources.base import SourceSpec
+    from kbctl.sources.registry import source_spec
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
 
@@ -140,7 +140,7 @@ def ingest_twice(base_url: str, chunks: list[str], counter: Counter, dims: int) 
         docs.mkdir()
         for i, text in enumerate(chunks):  # one short page per chunk
             (docs / f"page{i:04d}.txt").write_text(text)
-        specs = [SourceSpec("files", str(docs))]
+        specs = [source_spec("files", str(docs))]
         store = KnowledgeStore(connect(url))
         embedder = GeminiEmbedder(base_url=base_url, api_key="bench-key", dimensions=dims)
         store.bind_embedder(embedder.identity)

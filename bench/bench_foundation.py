@@ -65,11 +65,11 @@ def build_large_kb(url: str, copies: int) -> None:
     big namespace, so a ≥100k-chunk table exists without re-chunking the same text."""
     from kbctl.config import Settings
     from kbctl.pipeline.api import ingest_sources
-    from kbctl.sources.base import SourceSpec
+    from kbctl.sources.registry import source_spec
     from kbctl.store.db import connect
 
     settings = Settings(db_url=url, namespace="seed")
-    ingest_sources(settings, [SourceSpec("files", str(RUST_BOOK))])
+    ingest_sources(settings, [source_spec("files", str(RUST_BOOK))])
     conn = connect(url)
     t0 = time.perf_counter()
     with conn.transaction():

@@ -52,14 +52,14 @@ class BenchEmbedder:
 
 def build(url: str, copies: int) -> None:
     from kbctl.pipeline.ingest import ingest
-    from kbctl.sources.base import SourceSpec
+    from kbctl.sources.registry import source_spec
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
 
     store = KnowledgeStore(connect(url))
     emb = BenchEmbedder()
     store.bind_embedder(emb.identity)
-    ingest(store, [SourceSpec("files", str(RUST_BOOK))], namespace="seed", embedder=emb)
+    ingest(store, [source_spec("files", str(RUST_BOOK))], namespace="seed", embedder=emb)
     conn = store.conn
     t0 = time.perf_counter()
     with conn.transaction():

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .hygiene import require_clean
 from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .sources.base import SourceSpec
-from .sources.registry import KINDS
+from .sources.registry import KINDS, source_spec
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"
@@ -224,8 +224,18 @@ def _sources(path: Path, parent: LineDict, value: Any) -> list[SourceSpec]:
             raise ConfigError(f"{_at(path, item, 'target')}: sources[{i}].target must be a "
                               f"non-empty string")
         options = {k: v for k, v in item.items() if k not in ("kind", "target")}
-        specs.append(SourceSpec(kind=kind, target=target, options=options))
+        specs.append(_source(path, item, i, kind, target, options))
     return specs
+
+
+def _source(path: Path, item: LineDict, i: int, kind: str, target: str,
+            options: dict[str, Any]) -> SourceSpec:
+    """The entry's options checked by its kind; a message names the file and line."""
+    try:
+        return source_spec(kind, target, options,
+                           where=lambda key: f"{_at(path, item, key)}: sources[{i}].{key}")
+    except InputError as exc:
+        raise ConfigError(exc.message, hint=exc.hint) from None
 
 
 def _check(s: Settings) -> None:

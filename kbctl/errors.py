@@ -56,6 +56,10 @@ class BlockedURL(FetchError):
     """The SSRF guard refused a URL; the message names the rule and the address."""
 
 
+class DefinitionError(SourceError):
+    """A recorded source definition no longer validates: that source fails, the run goes on."""
+
+
 class ExtractError(SourceError):
     """Content was fetched but could not be turned into text."""
 

@@ -16,6 +16,7 @@ from kbctl.pipeline.cached_embedder import CachedEmbedder
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.reembed import reembed
 from kbctl.sources.base import SourceSpec
+from kbctl.sources.registry import source_spec
 from kbctl.store import ranking
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
@@ -25,7 +26,7 @@ from .embedders import HashingEmbedder
 
 
 def _text_spec(ref: str, body: str) -> SourceSpec:
-    return SourceSpec("text", ref, {"body": body, "title": ref})
+    return source_spec("text", ref, {"body": body, "title": ref})
 
 
 def test_ingest_embeds_once_and_queries_hybrid(store: KnowledgeStore, db_url: str) -> None:

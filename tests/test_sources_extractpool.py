@@ -8,8 +8,8 @@ import pytest
 
 from kbctl.net import FetchResult
 from kbctl.sources import extractpool
-from kbctl.sources.base import SourceSpec
 from kbctl.sources.extractpool import ExtractExecutor, ExtractJob, run_job
+from kbctl.sources.registry import source_spec
 from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, html, ok
 from tests.test_sources_web import LOCAL, page, urlset
@@ -61,7 +61,7 @@ def test_a_large_source_extracts_the_same_in_processes(monkeypatch: pytest.Monke
         site.routes["/bad"] = ok(b"\x7fELF" + bytes(300), "text/html")
         site.routes["/sitemap.xml"] = urlset(*(site.url(f"/p{i}") for i in range(12)),
                                              site.url("/bad"))
-        spec = SourceSpec("sitemap", site.url("/sitemap.xml"))
+        spec = source_spec("sitemap", site.url("/sitemap.xml"))
         results = {}
         for processes in (0, 1):
             source = adapter(spec, policy=LOCAL, extract_processes=processes)

@@ -12,6 +12,7 @@ from ..pipeline import api
 from ..render import Output
 from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
+from ..sources.registry import flag_spec
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -79,10 +80,6 @@ def merged_settings(ctx: typer.Context, **flags: Any) -> Settings:
     return settings_from(**parent)
 
 
-def _spec(kind: str, target: str, **options: Any) -> SourceSpec:
-    return SourceSpec(kind, target, {k: v for k, v in options.items() if v not in (None, [])})
-
-
 @app.command("files")
 @guard
 def ingest_files(
@@ -102,11 +99,11 @@ def ingest_files(
 
     Example: `kbctl ingest files docs/ --base-url https://docs.example.com/`
     """
+    spec = flag_spec("files", target, base_url=base_url, exclude=exclude)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)
-    run_ingest(settings, [_spec("files", target, base_url=base_url, exclude=exclude)],
-               json_output)
+    run_ingest(settings, [spec], json_output)
 
 
 @app.command("text")
@@ -132,8 +129,8 @@ def ingest_text(
     if fmt not in ("markdown", "text"):
         raise InputError(f"--format must be markdown or text, got '{fmt}'")
     body = read_stdin("the text") if text in (None, "-") else text
+    spec = flag_spec("text", ref, title=title or ref, format=fmt, body=body)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)
-    run_ingest(settings, [_spec("text", ref, title=title or ref, format=fmt, body=body)],
-               json_output)
+    run_ingest(settings, [spec], json_output)

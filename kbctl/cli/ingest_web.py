@@ -8,6 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from ..sources.base import SourceSpec
+from ..sources.crawl import CrawlOptions
+from ..sources.registry import flag_spec
+from ..sources.sitemap import SitemapOptions
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -30,18 +33,10 @@ LlmsOpt = Annotated[bool, typer.Option(
     help="Ingest the pages the site's /llms.txt lists instead, when it lists any.")]
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", help="Seconds one request may take, end to end [default: 120].",
-    show_default=False, min=0.001)]
+    show_default=False)]
 MaxBytesOpt = Annotated[int | None, typer.Option(
     "--max-page-bytes", help="Largest page body accepted, after decompression "
-    "[default: 10 MiB].", show_default=False, min=1)]
-
-
-def _spec(kind: str, target: str, *, docs_mode: bool, timeout: float | None,
-          max_page_bytes: int | None, **options: Any) -> SourceSpec:
-    """Only options that differ from the defaults are recorded on the source definition."""
-    given = {"docs_mode": None if docs_mode else False, "timeout": timeout,
-             "max_page_bytes": max_page_bytes, **options}
-    return SourceSpec(kind, target, {k: v for k, v in given.items() if v not in (None, [])})
+    "[default: 10 MiB].", show_default=False)]
 
 
 def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) -> None:
@@ -63,8 +58,8 @@ def ingest_url(
 
     Example: `kbctl ingest url https://docs.example.com/guide/install`
     """
-    spec = _spec("url", url, docs_mode=docs_mode, timeout=timeout,
-                 max_page_bytes=max_page_bytes)
+    spec = flag_spec("url", url, docs_mode=docs_mode, timeout=timeout,
+                     max_page_bytes=max_page_bytes)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -78,8 +73,8 @@ def ingest_sitemap(
         "sitemaps from robots.txt or /sitemap.xml.")],
     llms_txt: LlmsOpt = True,
     max_urls: Annotated[int | None, typer.Option(
-        "--max-urls", help="Most pages taken from the sitemaps [default: 50000].",
-        show_default=False, min=1)] = None,
+        "--max-urls", help="Most pages taken from the sitemaps "
+        f"[default: {SitemapOptions.default('max_urls')}].", show_default=False)] = None,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
@@ -91,9 +86,8 @@ def ingest_sitemap(
 
     Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml`
     """
-    spec = _spec("sitemap", url, docs_mode=docs_mode, timeout=timeout,
-                 max_page_bytes=max_page_bytes, llms_txt=None if llms_txt else False,
-                 max_urls=max_urls)
+    spec = flag_spec("sitemap", url, docs_mode=docs_mode, timeout=timeout,
+                     max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_urls=max_urls)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -103,10 +97,12 @@ def ingest_sitemap(
 def ingest_crawl(
     ctx: typer.Context,
     url: Annotated[str, typer.Argument(help="The page the crawl starts from.")],
-    max_depth: Annotated[int, typer.Option(
-        "--max-depth", help="Links followed from the start page, at most.", min=0)] = 3,
-    max_pages: Annotated[int, typer.Option(
-        "--max-pages", help="Pages fetched, at most.", min=1)] = 500,
+    max_depth: Annotated[int | None, typer.Option(
+        "--max-depth", help="Links followed from the start page, at most "
+        f"[default: {CrawlOptions.default('max_depth')}].", show_default=False)] = None,
+    max_pages: Annotated[int | None, typer.Option(
+        "--max-pages", help="Pages fetched, at most "
+        f"[default: {CrawlOptions.default('max_pages')}].", show_default=False)] = None,
     allow_domain: Annotated[list[str] | None, typer.Option(
         "--allow-domain", help="Also follow links to this host and its subdomains "
         "(repeatable).", show_default=False)] = None,
@@ -124,12 +120,10 @@ def ingest_crawl(
 
     Example: `kbctl ingest crawl https://docs.example.com/ --max-depth 2`
     """
-    spec = _spec("crawl", url, docs_mode=docs_mode, timeout=timeout,
-                 max_page_bytes=max_page_bytes, llms_txt=None if llms_txt else False,
-                 max_depth=None if max_depth == 3 else max_depth,
-                 max_pages=None if max_pages == 500 else max_pages,
-                 allow_domains=list(allow_domain or []),
-                 ignore_robots=ignore_robots or None)
+    spec = flag_spec("crawl", url, docs_mode=docs_mode, timeout=timeout,
+                     max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_depth=max_depth,
+                     max_pages=max_pages, allow_domains=allow_domain,
+                     ignore_robots=ignore_robots)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -152,8 +146,8 @@ def ingest_llms(
 
     Example: `kbctl ingest llms https://docs.example.com/llms.txt --skip-optional`
     """
-    spec = _spec("llms", url, docs_mode=docs_mode, timeout=timeout,
-                 max_page_bytes=max_page_bytes, skip_optional=skip_optional or None)
+    spec = flag_spec("llms", url, docs_mode=docs_mode, timeout=timeout,
+                     max_page_bytes=max_page_bytes, skip_optional=skip_optional)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)

@@ -15,10 +15,10 @@ from typing import Any
 from ..chunk import chunk_markdown, chunk_text
 from ..chunk.model import CHARS_PER_TOKEN, Chunk
 from ..embed.base import Embedder
-from ..errors import AuthError, EmbedderError, InputError, KbctlError, SourceError
+from ..errors import AuthError, BlockedURL, EmbedderError, InputError, KbctlError, SourceError
 from ..extract.text import clean_text
 from ..hygiene import drop_bad_chars
-from ..sources.base import Document, Expansion, Loaded, SourceSpec
+from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
 from ..sources.registry import adapter_for
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
@@ -105,7 +105,7 @@ class _Pending:
 
 def ingest(
     store: KnowledgeStore,
-    specs: Sequence[SourceSpec],
+    specs: Sequence[SourceSpec | BrokenDefinition],
     *,
     namespace: str,
     embedder: Embedder | None = None,
@@ -134,8 +134,11 @@ def ingest(
         for spec in specs:
             report.sources.append(spec.to_json() | {"id": spec.id})
             failures_before = len(report.errors)
-            doomed += _ingest_one(store, spec, namespace, writer, report, progress,
-                                  adapter_context or {}, policy)
+            if isinstance(spec, BrokenDefinition):
+                _fail_source(spec.target, spec.error, spec.id, report, progress)
+            else:
+                doomed += _ingest_one(store, spec, namespace, writer, report, progress,
+                                      adapter_context or {}, policy)
             per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
     finally:
         writer.close()
@@ -152,19 +155,19 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                 policy: SyncPolicy) -> list[str]:
     """Load one definition's documents; returns the refs it wants deleted."""
     adapter = adapter_for(spec, **context)
-    if not policy.dry_run:
-        store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
-                                   target=spec.target, options=_recordable(spec.options)))
     t0 = time.perf_counter()
     try:
         expansion: Expansion = adapter.expand(spec)
     except InputError:
         raise
-    except KbctlError as exc:
-        report.failed += 1
-        report.errors.append(_failure(spec.target, exc, spec))
-        progress(ProgressEvent("failed", ref=spec.target, message=exc.message))
+    except BlockedURL as exc:  # a target the guard refuses is never recorded
+        _fail_source(spec.target, exc, spec.id, report, progress)
         return []
+    except KbctlError as exc:
+        _record(store, namespace, spec, policy)
+        _fail_source(spec.target, exc, spec.id, report, progress)
+        return []
+    _record(store, namespace, spec, policy)
     report.notes.extend(expansion.notes)
     for note in expansion.notes:
         progress(ProgressEvent("note", message=note))
@@ -194,6 +197,27 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
     return orphans + vanished
+
+
+def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
+            policy: SyncPolicy) -> None:
+    """Keep the definition for resync once its target proved acceptable."""
+    if not policy.dry_run:
+        # a text source's body is document content: what cannot be stored is dropped here
+        # as in the document itself (whose note reports it)
+        options = {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
+                   for k, v in spec.options.to_record().items()}
+        store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
+                                   target=spec.target, options=options))
+
+
+def _fail_source(ref: str, exc: KbctlError, def_id: str, report: IngestReport,
+                 progress: Progress) -> None:
+    """A definition that failed as a whole (its listing, its recorded options)."""
+    report.failed += 1
+    report.errors.append(SourceFailure(ref=ref, error=exc.message, type=type(exc).__name__,
+                                       source=def_id))
+    progress(ProgressEvent("failed", ref=ref, message=exc.message))
 
 
 def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
@@ -407,9 +431,7 @@ class _Writer:
         return chunk_text(body, **opts)
 
     def _fail(self, ref: str, exc: KbctlError, spec: SourceSpec | None) -> None:
-        self.report.failed += 1
-        self.report.errors.append(_failure(ref, exc, spec))
-        self.progress(ProgressEvent("failed", ref=ref, message=exc.message))
+        _fail_source(ref, exc, spec.id if spec else "", self.report, self.progress)
 
 
 def _without_bad_chars(doc: Document) -> tuple[Document, int]:
@@ -448,15 +470,3 @@ def _chunk_meta(source: SourceRecord, chunk: Chunk, extra: dict[str, Any]) -> di
         "tokenCount": chunk.token_count,
     })
     return meta
-
-
-def _failure(ref: str, exc: KbctlError, spec: SourceSpec | None) -> SourceFailure:
-    return SourceFailure(ref=ref, error=exc.message, type=type(exc).__name__,
-                         source=spec.id if spec else "")
-
-
-def _recordable(options: dict[str, Any]) -> dict[str, Any]:
-    # A text source's body is document content: what cannot be stored is dropped here as
-    # in the document itself (whose note reports it).
-    return {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
-            for k, v in options.items() if v is not None}

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..embed.base import Embedder
-from ..errors import InputError
-from ..sources.base import SourceSpec
+from ..errors import DefinitionError, InputError
+from ..sources.base import BrokenDefinition, SourceSpec
+from ..sources.registry import recorded_spec
 from ..store.knowledge import KnowledgeStore
+from ..store.records import SourceDef
 from .ingest import ChunkingOptions, IngestReport, SyncPolicy, ingest
 from .progress import Progress, no_progress
 
@@ -67,7 +69,7 @@ def resync(
     options: ResyncOptions = ResyncOptions(),
     chunking: ChunkingOptions = ChunkingOptions(),
     context: dict[str, Any] | None = None,
-    specs_override: Sequence[SourceSpec] | None = None,
+    specs_override: Sequence[SourceSpec | BrokenDefinition] | None = None,
     progress: Progress = no_progress,
     writer_stores: Sequence[KnowledgeStore] | None = None,
 ) -> ResyncReport:
@@ -82,7 +84,7 @@ def resync(
     ctx = dict(context or {}) | {"full": options.full}
     for ns in namespaces:
         specs = list(specs_override) if specs_override is not None else [
-            SourceSpec(d.kind, d.target, dict(d.options)) for d in store.list_defs(ns)]
+            _recorded(d) for d in store.list_defs(ns)]
         with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout):
             report.namespaces.append(ingest(
                 store, specs, namespace=ns, embedder=embedder, chunking=chunking,
@@ -90,3 +92,12 @@ def resync(
                 writer_stores=writer_stores))
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _recorded(definition: SourceDef) -> SourceSpec | BrokenDefinition:
+    """A recorded definition, checked again; one that no longer validates fails alone."""
+    try:
+        return recorded_spec(definition.kind, definition.target, definition.options)
+    except DefinitionError as exc:
+        return BrokenDefinition(definition.id, definition.kind, definition.target,
+                                dict(definition.options), exc)

@@ -1,9 +1,11 @@
 """What a source is, before and after loading.
 
-A source *definition* (``SourceSpec``) is what the user typed: a kind, a target and
-options. Expanding it yields *leaves* (one per document); loading a leaf yields a
-``Document`` or an error. Adapters decide how to load (a folder reads files one by one, a
-website fetches concurrently); the ingest pipeline only sees ``Loaded`` outcomes.
+A source *definition* (``SourceSpec``) is what the user typed: a kind, a target and the
+kind's typed options (``options.SourceOptions``); the registry maps each kind to its
+``SourceKind`` (options type and adapter factory). Expanding a definition yields
+*leaves* (one per document); loading a leaf yields a ``Document`` or an error. Adapters
+decide how to load (a folder reads files one by one, a website fetches concurrently); the
+ingest pipeline only sees ``Loaded`` outcomes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import KbctlError
+from ..errors import DefinitionError, KbctlError
+from .options import SourceOptions
 
 
 @dataclass(frozen=True)
@@ -22,13 +25,27 @@ class SourceSpec:
 
     kind: str
     target: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: SourceOptions
 
     @property
     def id(self) -> str:
         """Stable id of the definition: same kind and target, same definition."""
         digest = hashlib.sha1(f"{self.kind}\0{self.target}".encode()).hexdigest()[:12]
         return f"{self.kind}-{digest}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "target": self.target, "options": self.options.to_record()}
+
+
+@dataclass(frozen=True)
+class BrokenDefinition:
+    """A recorded definition that no longer validates: its source fails, the run goes on."""
+
+    id: str
+    kind: str
+    target: str
+    options: dict[str, Any]
+    error: DefinitionError
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "target": self.target, "options": self.options}
@@ -95,3 +112,12 @@ class SourceAdapter(Protocol):
         """Load leaves (in any order, possibly concurrently). ``previous`` gives the stored
         meta of a ref (validators such as ETag) so an adapter can skip unchanged ones."""
         ...
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    """What the registry knows of a kind: its options type and how to make its adapter
+    (``adapter(spec, **context)``; ``context`` carries the run's network policy)."""
+
+    options: type[SourceOptions]
+    adapter: Callable[..., SourceAdapter]

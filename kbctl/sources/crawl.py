@@ -13,22 +13,42 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import SourceError
-from .base import Expansion, Leaf, Loaded
+from .base import Expansion, Leaf, Loaded, SourceKind
 from .fetchpage import Fetched, PageLoader, WebHint, internal_error
+from .options import Bad, boolean, integer, option, strings
 from .robots import Robots, fetch_robots
 from .webload import Outbox
+from .webopts import WebOptions, web_adapter
 from .weburl import host_allowed, is_page_link, origin, site_key
+
+_HOSTS = strings("a list of host names")
+
+
+def _host_names(value: Any) -> frozenset[str]:
+    """Host names, lower case, without a leading dot (``.example.com`` = example.com)."""
+    hosts = frozenset(h.strip().lower().lstrip(".") for h in _HOSTS(value))
+    if "" in hosts:
+        raise Bad("a list of host names")
+    return hosts
 
 
 @dataclass(frozen=True)
-class CrawlOptions:
-    max_depth: int = 3
-    max_pages: int = 500
-    allow_domains: frozenset[str] = frozenset()
-    ignore_robots: bool = False
+class CrawlOptions(WebOptions):
+    """``allow_domains``: other hosts (and their subdomains) whose links are followed too;
+    ``ignore_robots`` is only for sites the operator runs."""
+
+    kind: ClassVar[str] = "crawl"
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
+    max_depth: int = option(3, integer(0))
+    max_pages: int = option(500, integer(1))
+    allow_domains: frozenset[str] = option(frozenset(), _host_names, flag="--allow-domain")
+    ignore_robots: bool = option(False, boolean)
+
+
+KIND = SourceKind(CrawlOptions, web_adapter)
 
 
 @dataclass

@@ -18,20 +18,32 @@ import glob
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ExtractError, InputError, SourceError
 from ..extract.markdown import parse_markdown_document
 from ..extract.text import decode_bytes
 from ..hygiene import describe_bad_char
-from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
+from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceKind, SourceSpec
+from .options import SourceOptions, http_url, option, strings
 
 EXTENSIONS = {".md": "markdown", ".mdx": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "text"}
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _INDEX_STEMS = {"index", "readme", "_index"}
 _GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class FilesOptions(SourceOptions):
+    """``base_url``: the folder's public URL, so citations match the live site;
+    ``exclude``: globs of relative paths to skip."""
+
+    kind: ClassVar[str] = "files"
+    base_url: str | None = option(None, http_url)
+    exclude: tuple[str, ...] = option((), strings("a list of glob patterns"))
 
 
 class FilesSource:
@@ -45,8 +57,8 @@ class FilesSource:
         if not root.is_dir():
             raise InputError(f"files source: {spec.target} is not a directory or glob that "
                              f"matches one")
-        excludes = list(spec.options.get("exclude") or [])
-        base_url = spec.options.get("base_url")
+        options: FilesOptions = spec.options  # type: ignore[assignment]
+        excludes, base_url = options.exclude, options.base_url
         real_root = root.resolve()
         leaves, notes = [], []
         for path in _walk(root, pattern, notes):
@@ -158,6 +170,9 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
                             hint="each page needs its own address (see --exclude)")
         out += [Leaf(ref=leaf.ref, url=leaf.url, hint=(*leaf.hint, error)) for leaf in group]
     return out
+
+
+KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
 
 
 def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any]) -> Document:

@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..errors import KbctlError
 from ..net import GuardedClient
+from .base import SourceKind
+from .options import boolean, option
+from .webopts import WebOptions, web_adapter
 from .weburl import normalize_url
 
 LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
+
+
+
+@dataclass(frozen=True)
+class LlmsOptions(WebOptions):
+    """``skip_optional``: leave out the pages of the ``Optional`` section."""
+
+    kind: ClassVar[str] = "llms"
+    skip_optional: bool = option(False, boolean)
+
+
+KIND = SourceKind(LlmsOptions, web_adapter)
 
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 _H2 = re.compile(r"^##\s+(.+?)\s*#*\s*$")

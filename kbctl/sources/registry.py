@@ -1,25 +1,69 @@
-"""Source kind → adapter."""
+"""Source kinds: ``{kind: SourceKind}``, and building a definition from what the user gave.
+
+A new kind is one module that declares its options and its adapter as a ``SourceKind``,
+plus one line here.
+"""
 
 from __future__ import annotations
 
-from ..errors import InputError
-from .base import SourceAdapter, SourceSpec
+from collections.abc import Mapping
+from typing import Any
 
-KINDS = ("files", "text", "url", "sitemap", "crawl", "llms")
+from ..errors import DefinitionError, InputError
+from . import crawl, files, llms, sitemap, text, url
+from .base import SourceAdapter, SourceKind, SourceSpec
+from .options import Where
+
+KINDS: dict[str, SourceKind] = {
+    "files": files.KIND,
+    "text": text.KIND,
+    "url": url.KIND,
+    "sitemap": sitemap.KIND,
+    "crawl": crawl.KIND,
+    "llms": llms.KIND,
+}
 
 
-def adapter_for(spec: SourceSpec, **context: object) -> SourceAdapter:
+def kind(name: str) -> SourceKind:
+    """The registered kind ``name``; an unknown one is bad input."""
+    found = KINDS.get(name)
+    if found is None:
+        raise InputError(f"unknown source kind {name!r} (expected one of {', '.join(KINDS)})")
+    return found
+
+
+def source_spec(kind_name: str, target: str, options: Mapping[str, Any] | None = None, *,
+                where: Where | None = None) -> SourceSpec:
+    """A checked definition; ``where`` names an option in messages (a flag, a file:line),
+    by default as "KIND source TARGET: option 'KEY'"."""
+    found = kind(kind_name)
+    name = where or (lambda key: f"{kind_name} source {target}: option '{key}'")
+    return SourceSpec(kind_name, target, found.options.parse(options or {}, name))
+
+
+def flag_spec(kind_name: str, target: str, **values: Any) -> SourceSpec:
+    """A definition built from command-line flags (None: not given); messages name the
+    flag, as the user typed it."""
+    options = kind(kind_name).options
+    return source_spec(kind_name, target, values, where=options.flag)
+
+
+def recorded_spec(kind_name: str, target: str, options: Mapping[str, Any]) -> SourceSpec:
+    """A definition an earlier run recorded, checked again: one that no longer validates
+    (a kind or an option this version does not know, a value out of range) is a
+    ``DefinitionError``, for that source alone."""
+    def where(key: str) -> str:
+        return f"recorded {kind_name} source {target}: option '{key}'"
+    try:
+        return source_spec(kind_name, target, options, where=where)
+    except InputError as exc:
+        message = exc.message
+        if not message.startswith("recorded "):
+            message = f"recorded source {target}: {message}"
+        raise DefinitionError(message, hint="ingest the source again with valid options "
+                              "to replace its definition") from None
+
+
+def adapter_for(spec: SourceSpec, **context: Any) -> SourceAdapter:
     """The adapter that expands and loads ``spec``; ``context`` carries network policy."""
-    if spec.kind == "files":
-        from .files import FilesSource
-
-        return FilesSource()
-    if spec.kind == "text":
-        from .text import TextSource
-
-        return TextSource()
-    if spec.kind in KINDS:
-        from . import web
-
-        return web.adapter(spec, **context)
-    raise InputError(f"unknown source kind '{spec.kind}' (expected one of {', '.join(KINDS)})")
+    return kind(spec.kind).adapter(spec, **context)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lxml import etree
 
 from ..errors import ExtractError, KbctlError, SourceError
 from ..net import GuardedClient, gunzip
+from .base import SourceKind
+from .options import boolean, integer, option
 from .robots import fetch_robots
+from .webopts import WebOptions, web_adapter
 from .weburl import normalize_url
 
 #: Media types a sitemap may be served as (servers are loose about XML and .gz files).
@@ -26,6 +30,19 @@ SITEMAP_CONTENT_TYPES = ("application/xml", "text/xml", "application/gzip",
 MAX_URLS = 50_000
 MAX_SITEMAP_FILES = 1_000
 MAX_NESTING = 5
+
+
+
+@dataclass(frozen=True)
+class SitemapOptions(WebOptions):
+    """``llms_txt``: ingest the pages the site's llms.txt lists instead, when it lists any."""
+
+    kind: ClassVar[str] = "sitemap"
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
+    max_urls: int = option(MAX_URLS, integer(1))
+
+
+KIND = SourceKind(SitemapOptions, web_adapter)
 
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)

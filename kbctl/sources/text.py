@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ..errors import InputError
-from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
+from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceKind, SourceSpec
+from .options import SourceOptions, choice, option, text
 
 
 def text_url(ref: str) -> str:
     """A ref that is already a URL cites to itself; anything else gets a ``kb://`` ref."""
     return ref if "://" in ref else f"kb://text/{ref.lstrip('/')}"
+
+
+@dataclass(frozen=True)
+class TextOptions(SourceOptions):
+    """The document itself travels in the options, so a resync can ingest it again."""
+
+    kind: ClassVar[str] = "text"
+    body: str = option("", text)
+    title: str | None = option(None, text)
+    format: str = option("markdown", choice("markdown", "text"))
 
 
 class TextSource:
@@ -25,8 +38,10 @@ class TextSource:
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
             spec: SourceSpec = leaf.hint
-            body = str(spec.options.get("body") or "")
-            fmt = spec.options.get("format") or "markdown"
-            title = str(spec.options.get("title") or spec.target)
+            options: TextOptions = spec.options  # type: ignore[assignment]
             yield Loaded(leaf=leaf, document=Document(
-                ref=leaf.ref, url=leaf.url, kind="text", title=title, body=body, format=fmt))
+                ref=leaf.ref, url=leaf.url, kind="text", title=options.title or spec.target,
+                body=options.body, format=options.format))
+
+
+KIND = SourceKind(TextOptions, lambda spec, **context: TextSource())

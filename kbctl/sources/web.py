@@ -8,12 +8,8 @@ pipeline's chunking and writes overlap with the network. A ``sitemap`` or ``craw
 source first looks for the site's ``llms.txt`` and, when it lists pages, ingests that
 curated list instead (``llms_txt: false`` turns the probe off).
 
-Options (``SourceSpec.options``; the CLI flags set the same keys):
-    all       docs_mode (true), timeout (seconds per request), max_page_bytes
-    sitemap   llms_txt (true), max_urls (50000)
-    crawl     llms_txt (true), max_depth (3), max_pages (500), allow_domains ([]),
-              ignore_robots (false)
-    llms      skip_optional (false)
+Options: each kind's typed options (``url.UrlOptions``, ``sitemap.SitemapOptions``,
+``crawl.CrawlOptions``, ``llms.LlmsOptions``, all ``webopts.WebOptions``).
 Context (from the pipeline): allow_private_network, full (ignore sitemap lastmod:
 ask the server about every page), on_discovered (called with the number of newly found crawl
 pages), extract_processes (worker processes for extraction once a source is large; by
@@ -32,27 +28,19 @@ from typing import Any
 
 import httpx
 
-from ..errors import InputError, KbctlError, SourceError
-from ..net import GuardedClient, NetPolicy, Resolver
+from ..errors import BlockedURL, FetchError, InputError, KbctlError, SourceError
+from ..net import GuardedClient, NetPolicy, Resolver, check_url
 from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
 from .crawl import Crawler, CrawlExpansion, CrawlOptions, CrawlState
 from .extractpool import ExtractExecutor
 from .fetchpage import PageLoader, PageOptions, WebHint, internal_error
-from .llms import LlmsTxt, fetch_llms, probe_llms
-from .sitemap import MAX_URLS, SitemapListing, discover, read_sitemaps
+from .llms import LlmsOptions, LlmsTxt, fetch_llms, probe_llms
+from .sitemap import SitemapListing, SitemapOptions, discover, read_sitemaps
 from .webload import Outbox, run_async, stream
+from .webopts import WebOptions
 from .weburl import is_origin_only, normalize_url, origin
 
 WEB_KINDS = ("url", "sitemap", "crawl", "llms")
-
-_COMMON = {"docs_mode", "timeout", "max_page_bytes"}
-_KNOWN = {
-    "url": _COMMON,
-    "sitemap": _COMMON | {"llms_txt", "max_urls"},
-    "crawl": _COMMON | {"llms_txt", "max_depth", "max_pages", "allow_domains",
-                        "ignore_robots"},
-    "llms": _COMMON | {"skip_optional"},
-}
 
 
 @dataclass(frozen=True)
@@ -80,9 +68,11 @@ class WebSource:
                  on_discovered: Callable[[int], None] | None = None,
                  extract_processes: int | None = None,
                  **_ignored: Any) -> None:
-        options = _Options(spec)
+        if not isinstance(spec.options, WebOptions):
+            raise InputError(f"not a web source kind: {spec.kind}")
+        options = spec.options
         base = policy or NetPolicy(allow_private_network=allow_private_network)
-        self.policy = options.apply(base)
+        self.policy = options.net_policy(base)
         self.full = full
         self.transport = transport
         self.resolver = resolver
@@ -91,6 +81,15 @@ class WebSource:
         self.options = options
         self.page_options = PageOptions(kind=spec.kind, docs_mode=options.docs_mode,
                                         full=full)
+
+    @property
+    def skip_optional(self) -> bool:
+        return isinstance(self.options, LlmsOptions) and self.options.skip_optional
+
+    @property
+    def _max_urls(self) -> int:
+        assert isinstance(self.options, SitemapOptions)
+        return self.options.max_urls
 
     def _client(self) -> GuardedClient:
         return GuardedClient(self.policy, resolver=self.resolver, transport=self.transport)
@@ -102,6 +101,7 @@ class WebSource:
         if url is None or "://" not in spec.target:
             raise InputError(f"{spec.kind} source: {spec.target!r} is not an http(s) URL",
                              hint="local folders are ingested with `kbctl ingest files`")
+        self._vet_target(url)
         if spec.kind == "url":
             return Expansion(leaves=[Leaf(ref=url, url=url, hint=WebHint())])
         if spec.kind == "llms":
@@ -114,14 +114,14 @@ class WebSource:
         target = url + "llms.txt" if is_origin_only(url) else url
         async with self._client() as client:
             llms = await fetch_llms(client, target)
-        if not llms.links(skip_optional=self.options.skip_optional):
+        if not llms.links(skip_optional=self.skip_optional):
             raise SourceError(f"{target}: the llms.txt lists no pages",
                               hint="pages are listed as `- [name](url): notes` under H2 "
                                    "sections")
         return self._from_llms(target, llms, note=None)
 
     def _from_llms(self, where: str, llms: LlmsTxt, note: str | None) -> Expansion:
-        links = llms.links(skip_optional=self.options.skip_optional)
+        links = llms.links(skip_optional=self.skip_optional)
         leaves = [Leaf(ref=link.url, url=link.url, hint=WebHint(prefer_markdown=True))
                   for link in links]
         notes = [note] if note else []
@@ -132,13 +132,13 @@ class WebSource:
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,
                      otherwise: str) -> Expansion | None:
-        if not self.options.llms_txt:
+        if not getattr(self.options, "llms_txt", False):
             return None
         found = await probe_llms(client, origin(url))
         if found is None:
             return None
         where, llms = found
-        count = len(llms.links(skip_optional=self.options.skip_optional))
+        count = len(llms.links(skip_optional=self.skip_optional))
         return self._from_llms(where, llms, note=(
             f"{where} lists {count} curated pages: ingesting those instead of {instead} "
             f"(pass --no-llms-txt to {otherwise})"))
@@ -150,7 +150,7 @@ class WebSource:
                 return curated
             discovered = is_origin_only(url)
             roots = await discover(client, origin(url)) if discovered else [url]
-            listing = await read_sitemaps(client, roots, max_urls=self.options.max_urls)
+            listing = await read_sitemaps(client, roots, max_urls=self._max_urls)
         return self._from_listing(url, roots, listing, discovered)
 
     def _from_listing(self, url: str, roots: list[str], listing: SitemapListing,
@@ -163,7 +163,7 @@ class WebSource:
                    for where, error in listing.failures]
         notes = []
         if listing.truncated:
-            notes.append(f"{url}: the sitemaps list more than {self.options.max_urls} pages "
+            notes.append(f"{url}: the sitemaps list more than {self._max_urls} pages "
                          f"or sitemap files; only the first are ingested (see --max-urls)")
         if listing.invalid:
             notes.append(f"{url}: {listing.invalid} sitemap entries without a valid "
@@ -176,8 +176,19 @@ class WebSource:
             curated = await self._probe(client, url, "crawling the site", "crawl it")
         if curated is not None:
             return curated
-        start = _CrawlStart(self.options.crawl, CrawlState())
+        assert isinstance(self.options, CrawlOptions)
+        start = _CrawlStart(self.options, CrawlState())
         return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, [])
+
+    def _vet_target(self, url: str) -> None:
+        """Refuse a target the guard blocks before anything is fetched (or recorded); a
+        host that does not resolve now is left to the fetch, which reports it."""
+        try:
+            check_url(url, self.policy, self.resolver)
+        except BlockedURL:
+            raise
+        except FetchError:
+            pass
 
     # --- loading --------------------------------------------------------------------------
 
@@ -238,69 +249,6 @@ class WebSource:
                           on_discovered=discovered)
         plain = Leaf(ref=start.ref, url=start.url, hint=WebHint())
         await crawler.run(plain, outbox)
-
-
-class _Options:
-    """A web source's options, checked: a bad value is bad input (exit 2)."""
-
-    def __init__(self, spec: SourceSpec) -> None:
-        opts = dict(spec.options)
-        unknown = sorted(set(opts) - _KNOWN[spec.kind])
-        if unknown:
-            raise InputError(f"{spec.kind} source {spec.target}: unknown option "
-                             f"'{unknown[0]}' (known: {', '.join(sorted(_KNOWN[spec.kind]))})")
-        self.kind, self.target = spec.kind, spec.target
-        self.docs_mode = self._bool(opts, "docs_mode", True)
-        self.timeout = self._positive(opts, "timeout")
-        max_bytes = self._positive(opts, "max_page_bytes")
-        self.max_page_bytes = None if max_bytes is None else int(max_bytes)
-        self.llms_txt = self._bool(opts, "llms_txt", True)
-        self.max_urls = self._int(opts, "max_urls", MAX_URLS)
-        self.skip_optional = self._bool(opts, "skip_optional", False)
-        domains = opts.get("allow_domains") or []
-        if isinstance(domains, str):
-            domains = [domains]
-        if not isinstance(domains, list) or not all(isinstance(d, str) for d in domains):
-            raise self._bad("allow_domains", "a list of host names")
-        cleaned = frozenset(d.strip().lower().lstrip(".") for d in domains if d.strip())
-        self.crawl = CrawlOptions(
-            max_depth=self._int(opts, "max_depth", 3, minimum=0),
-            max_pages=self._int(opts, "max_pages", 500),
-            allow_domains=cleaned,
-            ignore_robots=self._bool(opts, "ignore_robots", False))
-
-    def apply(self, policy: NetPolicy) -> NetPolicy:
-        changes: dict[str, Any] = {}
-        if self.timeout is not None:
-            changes.update(total_timeout=self.timeout,
-                           read_timeout=min(policy.read_timeout, self.timeout),
-                           connect_timeout=min(policy.connect_timeout, self.timeout))
-        if self.max_page_bytes is not None:
-            changes["max_bytes"] = self.max_page_bytes
-        return dataclasses.replace(policy, **changes) if changes else policy
-
-    def _bad(self, name: str, what: str) -> InputError:
-        return InputError(f"{self.kind} source {self.target}: option '{name}' must be {what}")
-
-    def _bool(self, opts: dict[str, Any], name: str, default: bool) -> bool:
-        value = opts.get(name, default)
-        if not isinstance(value, bool):
-            raise self._bad(name, "true or false")
-        return value
-
-    def _int(self, opts: dict[str, Any], name: str, default: int, minimum: int = 1) -> int:
-        value = opts.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self._bad(name, f"an integer of at least {minimum}")
-        return value
-
-    def _positive(self, opts: dict[str, Any], name: str) -> float | None:
-        value = opts.get(name)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise self._bad(name, "a number greater than 0")
-        return float(value)
 
 
 def _whole_failure(url: str, roots: list[str], listing: SitemapListing,
