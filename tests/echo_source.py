@@ -1,0 +1,47 @@
+"""A tiny source kind, as a new kind is written: one module with its options and adapter.
+
+``echo`` ingests its target's text, ``times`` times over. Registering it is one line in
+``kbctl.sources.registry.KINDS`` (the tests add it there with monkeypatch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kbctl.sources.base import (
+    Document,
+    Expansion,
+    Leaf,
+    Loaded,
+    PreviousMeta,
+    SourceKind,
+    SourceSpec,
+)
+from kbctl.sources.options import SourceOptions, integer, option
+
+
+@dataclass(frozen=True)
+class EchoOptions(SourceOptions):
+    kind: ClassVar[str] = "echo"
+    times: int = option(1, integer(1))
+
+
+class EchoSource:
+    def __init__(self, spec: SourceSpec) -> None:
+        self.options: EchoOptions = spec.options  # type: ignore[assignment]
+
+    def expand(self, spec: SourceSpec) -> Expansion:
+        ref = f"kb://echo/{spec.target}"
+        return Expansion(leaves=[Leaf(ref=ref, url=ref, hint=spec.target)])
+
+    def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
+        for leaf in leaves:
+            body = " ".join([str(leaf.hint)] * self.options.times)
+            yield Loaded(leaf=leaf, document=Document(
+                ref=leaf.ref, url=leaf.url, kind="echo", title=str(leaf.hint), body=body,
+                format="text"))
+
+
+KIND = SourceKind(EchoOptions, lambda spec, **context: EchoSource(spec))
