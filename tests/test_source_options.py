@@ -208,3 +208,43 @@ def test_a_new_kind_is_one_module_plus_one_registry_line(
     result = cli("ingest")
     assert result.exit_code == 2
     assert "kbctl.yaml:4: sources[0].times must be an integer of at least 1" in result.stderr
+
+
+# --- a definition remembers --allow-private-network -------------------------------------
+
+
+def test_a_definition_remembers_the_private_network_opt_in(cli: Cli, site: LocalServer,
+                                                           docs: Path) -> None:
+    cli.json("ingest", "url", site.url("/a"), PRIVATE)
+    assert rows(cli.db_url, "SELECT options FROM source_defs") == [
+        ({"allow_private_network": True},)]
+    site.routes["/a"] = html("<html><head><title>A</title></head><body><main><h1>A</h1>"
+                             "<p>Alpha page, edited.</p></main></body></html>")
+    report = cli.json("resync")  # a cron line that does not repeat the flag
+    assert report["totals"]["updated"] == 1 and report["totals"]["failed"] == 0
+    status = cli.json("status")
+    [definition] = status["sourceDefinitions"]
+    assert definition["allowPrivateNetwork"] is True
+    assert definition["target"] == site.url("/a") and definition["kind"] == "url"
+    assert "allowed" in cli("status").stdout
+    # without the remembered permission the same definition is refused by the guard
+    _set_options(cli.db_url, "url", {})
+    report = cli.json("resync", code=1)
+    assert report["namespaces"][0]["errors"][0]["type"] == "BlockedURL"
+    assert cli.json("status")["sourceDefinitions"][0]["allowPrivateNetwork"] is False
+
+
+def test_the_config_opt_in_is_remembered_by_web_definitions_only(
+        cli: Cli, site: LocalServer, docs: Path, workdir: Path) -> None:
+    (workdir / "kbctl.yaml").write_text(
+        f"allow_private_network: true\nsources:\n  - kind: files\n    target: docs\n"
+        f"  - kind: url\n    target: {site.url('/a')}\n")
+    cli.json("ingest")
+    assert sorted(rows(cli.db_url, "SELECT kind, options FROM source_defs")) == [
+        ("files", {}), ("url", {"allow_private_network": True})]
+    # one source of a config may carry the opt-in on its own
+    (workdir / "kbctl.yaml").write_text(
+        f"namespace: one\nsources:\n  - kind: url\n    target: {site.url('/a')}\n"
+        f"    allow_private_network: true\n")
+    assert cli.json("ingest")["added"] == 1
+    assert cli.json("resync")["totals"]["failed"] == 0

@@ -15,6 +15,7 @@ from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
 from ..results import Hit, QueryResult
 from ..sources.base import SourceSpec
+from ..sources.webopts import allowing_private_network
 from ..wiring import open_store, open_writers, resolve_embedder
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
@@ -23,7 +24,7 @@ from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
 from .reembed import ReembedReport, reembed
 from .resync import ResyncOptions, ResyncReport, resync
-from .status import StatusReport
+from .status import DefinitionStatus, StatusReport
 
 
 def ingest_sources(
@@ -35,6 +36,8 @@ def ingest_sources(
     wait: bool = True,
 ) -> IngestReport:
     """Ingest ``specs`` into the configured namespace, holding its write lock."""
+    if settings.allow_private_network:  # remembered, so a resync may reach it again
+        specs = [allowing_private_network(spec) for spec in specs]
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
@@ -190,11 +193,20 @@ def resync_kb(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
                 context={"allow_private_network": settings.allow_private_network},
-                specs_override=list(settings.sources) if settings.sources else None,
+                specs_override=_config_specs(settings),
                 progress=progress)
         if cached is not None:
             store.ensure_vector_index()
         return report
+
+
+def _config_specs(settings: Settings) -> list[SourceSpec] | None:
+    """The sources of kbctl.yaml, which replace the recorded ones when listed."""
+    if not settings.sources:
+        return None
+    if settings.allow_private_network:
+        return [allowing_private_network(spec) for spec in settings.sources]
+    return list(settings.sources)
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
@@ -202,4 +214,6 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
     with open_store(settings) as store:
         ident = store.embedder_identity()
         return StatusReport(embedder=str(ident) if ident else "none",
-                            namespaces=store.namespace_status(namespace))
+                            namespaces=store.namespace_status(namespace),
+                            source_definitions=[DefinitionStatus.of(d)
+                                                for d in store.list_defs(namespace)])

@@ -66,7 +66,18 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
         table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
                       s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
                       str(s.last_run_failures))
-    return Rendered.stdout(table)
+    out = Rendered.stdout(table)
+    if report.source_definitions:
+        defs = Table("namespace", "kind", "target", "private network", "last ok sync",
+                     "last run failures", title="source definitions (resync runs these)",
+                     title_justify="left")
+        for d in report.source_definitions:
+            defs.add_row(shown(d.namespace), d.kind, shown(d.target),
+                         "allowed" if d.allow_private_network else "",
+                         d.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if d.last_ok_at
+                         else "never", str(d.last_run_failures))
+        out += Rendered.stdout(defs)
+    return out
 
 
 def reembed_summary(report: ReembedReport, **options: Any) -> Rendered:

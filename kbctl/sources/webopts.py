@@ -43,6 +43,15 @@ class WebOptions(SourceOptions):
         return dataclasses.replace(base, **changes) if changes else base
 
 
+def allowing_private_network(spec: SourceSpec) -> SourceSpec:
+    """``spec`` remembering that it was given ``--allow-private-network`` (a web source
+    only: files and text never touch the network)."""
+    if not isinstance(spec.options, WebOptions) or spec.options.allow_private_network:
+        return spec
+    options = dataclasses.replace(spec.options, allow_private_network=True)
+    return dataclasses.replace(spec, options=options)
+
+
 def web_adapter(spec: SourceSpec, **context: Any) -> WebSource:
     """The adapter of every web kind (imported late: it pulls in the fetch machinery)."""
     from .web import WebSource
