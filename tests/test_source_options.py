@@ -189,6 +189,20 @@ def test_a_recorded_definition_that_no_longer_validates_fails_alone(
     assert status["namespaces"][0]["lastRunFailures"] == 1
 
 
+def test_a_recorded_folder_that_vanished_fails_its_source_not_the_run(
+        cli: Cli, docs: Path, site: LocalServer) -> None:
+    cli.json("ingest", "files", str(docs))
+    cli.json("ingest", "url", site.url("/a"), PRIVATE)
+    for path in docs.iterdir():
+        path.unlink()
+    docs.rmdir()
+    report = cli.json("resync", code=1)
+    [error] = report["namespaces"][0]["errors"]
+    assert error["ref"] == str(docs) and "not a directory" in error["error"]
+    assert report["totals"]["deleted"] == 0  # a listing that failed deletes nothing
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(3,)]
+
+
 # --- a new kind: one module plus one registry line -------------------------------------
 
 

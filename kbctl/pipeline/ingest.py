@@ -51,7 +51,9 @@ class SyncPolicy:
 
     ``max_delete`` is the mass-delete guard (a fraction of the namespace's sources; None
     turns it off); ``vanish_statuses`` are fetch statuses that mean a page is gone for good
-    (resync deletes those); ``dry_run`` plans without writing anything.
+    (resync deletes those); ``dry_run`` plans without writing anything; ``recorded`` says
+    the definitions come from earlier runs, so one that is no longer valid input (its
+    folder is gone) fails that source instead of the run.
     """
 
     prune: bool = True
@@ -59,6 +61,7 @@ class SyncPolicy:
     force: bool = False
     dry_run: bool = False
     vanish_statuses: tuple[int, ...] = ()
+    recorded: bool = False
 
 
 @dataclass
@@ -158,8 +161,11 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     t0 = time.perf_counter()
     try:
         expansion: Expansion = adapter.expand(spec)
-    except InputError:
-        raise
+    except InputError as exc:
+        if not policy.recorded:
+            raise
+        _fail_source(spec.target, exc, spec.id, report, progress)
+        return []
     except BlockedURL as exc:  # a target the guard refuses is never recorded
         _fail_source(spec.target, exc, spec.id, report, progress)
         return []

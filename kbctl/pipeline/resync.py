@@ -80,7 +80,7 @@ def resync(
     started = time.perf_counter()
     report = ResyncReport(plan=options.plan)
     policy = SyncPolicy(prune=True, max_delete=options.max_delete, force=options.force,
-                        dry_run=options.plan, vanish_statuses=VANISHED)
+                        dry_run=options.plan, vanish_statuses=VANISHED, recorded=True)
     ctx = dict(context or {}) | {"full": options.full}
     for ns in namespaces:
         specs = list(specs_override) if specs_override is not None else [
