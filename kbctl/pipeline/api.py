@@ -36,8 +36,7 @@ def ingest_sources(
     wait: bool = True,
 ) -> IngestReport:
     """Ingest ``specs`` into the configured namespace, holding its write lock."""
-    if settings.allow_private_network:  # remembered, so a resync may reach it again
-        specs = [allowing_private_network(spec) for spec in specs]
+    specs = _with_opt_in(settings, specs)
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
@@ -193,20 +192,20 @@ def resync_kb(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
                 context={"allow_private_network": settings.allow_private_network},
-                specs_override=_config_specs(settings),
+                specs_override=_with_opt_in(settings, settings.sources) if settings.sources
+                else None,
                 progress=progress)
         if cached is not None:
             store.ensure_vector_index()
         return report
 
 
-def _config_specs(settings: Settings) -> list[SourceSpec] | None:
-    """The sources of kbctl.yaml, which replace the recorded ones when listed."""
-    if not settings.sources:
-        return None
-    if settings.allow_private_network:
-        return [allowing_private_network(spec) for spec in settings.sources]
-    return list(settings.sources)
+def _with_opt_in(settings: Settings, specs: Sequence[SourceSpec]) -> list[SourceSpec]:
+    """Definitions given ``--allow-private-network`` remember it, so a resync that is not
+    told again may reach the same private host."""
+    if not settings.allow_private_network:
+        return list(specs)
+    return [allowing_private_network(spec) for spec in specs]
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
