@@ -133,8 +133,10 @@ def test_markdown_and_plain_text_urls(cli: Cli, site: LocalServer) -> None:
     assert metas[site.url("/notes.txt")]["anchor"] is None
     options = rows(cli.db_url, "SELECT options FROM source_defs WHERE kind = 'url' "
                                "ORDER BY target")
-    assert options == [({},), ({"docs_mode": False, "timeout": 5.0,
-                                "max_page_bytes": 100000},)]
+    # only what differs from the defaults; the private-network opt-in is remembered
+    assert options == [({"allow_private_network": True},),
+                       ({"docs_mode": False, "timeout": 5.0, "max_page_bytes": 100000,
+                         "allow_private_network": True},)]
 
 
 # --- bad input: one failed source, the KB as it was, the run goes on -----------------------
