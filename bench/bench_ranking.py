@@ -233,13 +233,13 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
     from kbctl.embed.openai import OpenAIEmbedder
     from kbctl.pipeline.cached_embedder import CachedEmbedder
     from kbctl.pipeline.ingest import ingest
-    from kbctl.sources.base import SourceSpec
+    from kbctl.sources.registry import source_spec
     from kbctl.wiring import open_store, open_writers
 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o755)  # the embedded server runs as another user when we are root
     settings = Settings(data_dir=data, namespace=namespace, allow_private_network=True)
-    spec = SourceSpec("sitemap", sitemap, {"llms_txt": False})
+    spec = source_spec("sitemap", sitemap, {"llms_txt": False})
     label = f"{data.name} ({'openai:' + EMBEDDER_MODEL if embed_urls else 'no embedder'})"
     print(f"building {label}, namespace {namespace}, from {sitemap}", flush=True)
     t0 = time.perf_counter()

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kbctl.sources.base import Loaded, SourceSpec
+from kbctl.sources.base import Loaded
 from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 
 T = TypeVar("T")
 DEADLINE = 20.0
@@ -46,7 +47,7 @@ def _write(root: Path, rel: str, text: str = "# Page\n\nSome words.\n") -> Path:
 
 def _run(target: Path | str, **options: Any) -> tuple[list[str], list[Loaded]]:
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(target), options))
+    expansion = source.expand(source_spec("files", str(target), options))
     return expansion.notes, list(source.load(expansion.leaves, lambda ref: None))
 
 
@@ -119,7 +120,7 @@ def test_a_folder_linking_to_its_parent_is_not_entered(docs: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_file_swapped_for_a_fifo_after_listing_fails_at_once(docs: Path) -> None:
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(docs), {}))
+    expansion = source.expand(source_spec("files", str(docs), {}))
     (docs / "good.md").unlink()
     os.mkfifo(docs / "good.md")
     loaded = within(lambda: list(source.load(expansion.leaves, lambda ref: None)))
