@@ -117,6 +117,24 @@ def test_a_folder_linking_to_its_parent_is_not_entered(docs: Path) -> None:
         assert notes == []
 
 
+def test_several_links_to_a_parent_folder_do_not_explode_a_glob(docs: Path) -> None:
+    # Followed, three links to "." make 3**40 paths before the OS says ELOOP.
+    for name in ("l1", "l2", "l3"):
+        (docs / "guide" / name).symlink_to("..")
+    notes, loaded = within(lambda: _run(docs / "**" / "*.md"))
+    assert sorted(item.leaf.ref for item in loaded) == [
+        "kb://docs/good.md", "kb://docs/guide/more.md"]
+
+
+def test_globs_skip_hidden_entries_unless_named(docs: Path) -> None:
+    _write(docs, ".drafts/secret.md")
+    _write(docs, "guide/.wip.md")
+    _, loaded = _run(docs / "**" / "*.md")
+    assert _names(loaded) == {"good.md", "more.md"}
+    _, loaded = _run(docs / ".drafts" / "*.md")
+    assert _names(loaded) == {"secret.md"}
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_file_swapped_for_a_fifo_after_listing_fails_at_once(docs: Path) -> None:
     source = FilesSource()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import fnmatch
-import glob
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -218,10 +217,14 @@ def _walk(root: Path, pattern: str | None, notes: list[str]) -> Iterator[Path]:
                 if not name.startswith("."):
                     yield Path(dirpath) / name
         return
-    for match in sorted(glob.glob(str(root / pattern), recursive=True)):
-        p = Path(match)
-        parents = p.relative_to(root).parents
-        if any((root / parent).is_symlink() for parent in parents if parent.parts):
+    # pathlib's "**" never enters symlinked folders (glob.glob's does: two links to "."
+    # make 2**40 paths); hidden entries are matched only when the pattern names them.
+    dotted = any(part.startswith(".") for part in PurePosixPath(pattern).parts)
+    for p in sorted(root.glob(pattern)):
+        rel = p.relative_to(root)
+        if not dotted and any(part.startswith(".") for part in rel.parts):
+            continue
+        if any((root / parent).is_symlink() for parent in rel.parents if parent.parts):
             continue
         if not p.is_dir():
             yield p
