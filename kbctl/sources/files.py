@@ -69,8 +69,7 @@ class FilesSource:
             skip = "the name is not UTF-8" if describe_bad_char(rel) else (
                 _not_a_regular_file(path))
             if skip:
-                shown = str(path).encode("utf-8", "backslashreplace").decode()
-                notes.append(f"skipped {shown}: {skip}")
+                notes.append(f"skipped {_printable(path)}: {skip}")
                 continue
             url = file_url(rel, root_name=real_root.name, base_url=base_url)
             leaves.append(Leaf(ref=url, url=url, hint=(path, real_root)))
@@ -141,6 +140,11 @@ def _not_a_regular_file(path: Path) -> str | None:
     return None
 
 
+def _printable(path: Path | str) -> str:
+    """A path for a note: bytes that are not UTF-8 shown as ``\\udcXX`` escapes."""
+    return str(path).encode("utf-8", "backslashreplace").decode()
+
+
 def _kind_of(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO"
@@ -209,7 +213,8 @@ def _walk(root: Path, pattern: str | None, notes: list[str]) -> Iterator[Path]:
     """Candidate files under ``root``; symlinked folders are not entered (loops)."""
     if pattern is None:
         def unreadable(exc: OSError) -> None:
-            notes.append(f"skipped {exc.filename}: cannot list: {exc.strerror or exc}")
+            notes.append(f"skipped {_printable(exc.filename)}: cannot list: "
+                         f"{exc.strerror or exc}")
 
         for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
