@@ -592,3 +592,48 @@ def test_chunk_anchors_on_the_real_site_are_page_ids() -> None:
         assert anchors <= ids, (path.name, sorted(anchors - ids)[:5])
         checked += 1
     assert checked > 0
+
+
+# --- operator-given content selectors ------------------------------------------------------
+
+UNKNOWN_LAYOUT = """<html><head><title>Widget</title></head><body>
+<div class="frame"><div class="menu">Menu chatter</div>
+<div class="page-body"><h2 id="setup">Setup</h2><p>Run the setup twice.</p>
+<div class="rate-this">Rate this page</div><p>Then <b>restart</b>.</p></div>
+<div class="ads">Advert</div></div></body></html>"""
+
+
+def test_content_selector_wins_over_container_detection() -> None:
+    page_html = ("<html><body><main><p>Main chrome text</p>"
+                 "<div id='real'><h2 id='a'>Real</h2><p>Real content.</p></div></main>"
+                 "</body></html>")
+    page = extract_html(page_html, content_selector="#real")
+    assert "Real content." in page.markdown and "Main chrome" not in page.markdown
+    assert not page.used_fallback
+
+
+def test_exclude_selectors_remove_parts_and_keep_what_follows() -> None:
+    page = extract_html(UNKNOWN_LAYOUT, content_selector="div.page-body",
+                        exclude_selectors=(".rate-this",))
+    assert "Run the setup twice." in page.markdown
+    assert "restart" in page.markdown
+    assert "Rate this page" not in page.markdown
+    assert "Menu chatter" not in page.markdown and "Advert" not in page.markdown
+    assert "{#setup}" in page.markdown or "setup" in page.markdown
+
+
+def test_a_selector_that_matches_nothing_falls_back_to_detection() -> None:
+    page = extract_html("<html><body><main><h1>T</h1><p>Body text.</p>"
+                        "<div class='x'>drop me</div></main></body></html>",
+                        content_selector=".absent", exclude_selectors=(".x",))
+    assert "Body text." in page.markdown and "drop me" not in page.markdown
+
+
+def test_bad_selectors_are_input_errors_naming_them() -> None:
+    from kbctl.errors import InputError
+    from kbctl.extract.html_select import ContentSelectors
+
+    with pytest.raises(InputError, match=r"sitemap source x: CSS selector 'div\[\['"):
+        ContentSelectors.parse("div[[", [], where="sitemap source x")
+    with pytest.raises(InputError, match="must be a list"):
+        ContentSelectors.parse(None, 3, where="sitemap source x")

@@ -37,6 +37,26 @@ TimeoutOpt = Annotated[float | None, typer.Option(
 MaxBytesOpt = Annotated[int | None, typer.Option(
     "--max-page-bytes", help="Largest page body accepted, after decompression "
     "[default: 10 MiB].", show_default=False)]
+IncludeOpt = Annotated[list[str] | None, typer.Option(
+    "--include", help="Only URLs whose path matches this glob ('/docs/*'), or regular "
+    "expression after 're:' (repeatable).", show_default=False)]
+ExcludeOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude", help="Leave out URLs whose path matches this glob ('/blog/*') or 're:' "
+    "expression (repeatable).", show_default=False)]
+IgnoreNoindexOpt = Annotated[bool, typer.Option(
+    "--ignore-noindex", help="Keep pages marked noindex (robots meta tag or X-Robots-Tag).")]
+ContentSelectorOpt = Annotated[str | None, typer.Option(
+    "--content-selector", help="CSS selector of the element holding each page's content; "
+    "wins over the detected container.", show_default=False)]
+ExcludeSelectorOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude-selector", help="CSS selector of parts of the content to leave out "
+    "(repeatable), e.g. '.feedback'.", show_default=False)]
+VersionOpt = Annotated[str | None, typer.Option(
+    "--version", help="Versioned docs: keep this version of each page (stable, latest, a "
+    "name, or all) [default: where the site's root points].", show_default=False)]
+LangOpt = Annotated[str | None, typer.Option(
+    "--lang", help="Translated docs: keep this language (en, fr, …, or all) "
+    "[default: where the site's root points, else en].", show_default=False)]
 
 
 def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) -> None:
@@ -49,6 +69,9 @@ def ingest_url(
     url: Annotated[str, typer.Argument(help="The page's http(s) URL.")],
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
+    include: IncludeOpt = None, exclude: ExcludeOpt = None,
+    ignore_noindex: IgnoreNoindexOpt = False, content_selector: ContentSelectorOpt = None,
+    exclude_selector: ExcludeSelectorOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
@@ -58,8 +81,10 @@ def ingest_url(
 
     Example: `kbctl ingest url https://docs.example.com/guide/install`
     """
+    shaping = dict(include=include, exclude=exclude, ignore_noindex=ignore_noindex,
+                   content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("url", url, docs_mode=docs_mode, timeout=timeout,
-                     max_page_bytes=max_page_bytes)
+                     max_page_bytes=max_page_bytes, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -75,8 +100,12 @@ def ingest_sitemap(
     max_urls: Annotated[int | None, typer.Option(
         "--max-urls", help="Most pages taken from the sitemaps "
         f"[default: {SitemapOptions.default('max_urls')}].", show_default=False)] = None,
+    version: VersionOpt = None, lang: LangOpt = None,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
+    include: IncludeOpt = None, exclude: ExcludeOpt = None,
+    ignore_noindex: IgnoreNoindexOpt = False, content_selector: ContentSelectorOpt = None,
+    exclude_selector: ExcludeSelectorOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
@@ -84,10 +113,13 @@ def ingest_sitemap(
 ) -> None:
     """Ingest every page a sitemap lists; later runs skip pages that did not change.
 
-    Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml`
+    Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml --exclude '/blog/*'`
     """
+    shaping = dict(include=include, exclude=exclude, ignore_noindex=ignore_noindex,
+                   content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("sitemap", url, docs_mode=docs_mode, timeout=timeout,
-                     max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_urls=max_urls)
+                     max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_urls=max_urls,
+                     version=version, lang=lang, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -111,6 +143,9 @@ def ingest_crawl(
     llms_txt: LlmsOpt = True,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
+    include: IncludeOpt = None, exclude: ExcludeOpt = None,
+    ignore_noindex: IgnoreNoindexOpt = False, content_selector: ContentSelectorOpt = None,
+    exclude_selector: ExcludeSelectorOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
@@ -120,10 +155,12 @@ def ingest_crawl(
 
     Example: `kbctl ingest crawl https://docs.example.com/ --max-depth 2`
     """
+    shaping = dict(include=include, exclude=exclude, ignore_noindex=ignore_noindex,
+                   content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("crawl", url, docs_mode=docs_mode, timeout=timeout,
                      max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_depth=max_depth,
                      max_pages=max_pages, allow_domains=allow_domain,
-                     ignore_robots=ignore_robots)
+                     ignore_robots=ignore_robots, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -135,8 +172,12 @@ def ingest_llms(
     url: Annotated[str, typer.Argument(help="An llms.txt URL, or a site's origin.")],
     skip_optional: Annotated[bool, typer.Option(
         "--skip-optional", help="Leave out the pages of the 'Optional' section.")] = False,
+    version: VersionOpt = None, lang: LangOpt = None,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
+    include: IncludeOpt = None, exclude: ExcludeOpt = None,
+    ignore_noindex: IgnoreNoindexOpt = False, content_selector: ContentSelectorOpt = None,
+    exclude_selector: ExcludeSelectorOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
@@ -146,8 +187,11 @@ def ingest_llms(
 
     Example: `kbctl ingest llms https://docs.example.com/llms.txt --skip-optional`
     """
+    shaping = dict(include=include, exclude=exclude, ignore_noindex=ignore_noindex,
+                   content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("llms", url, docs_mode=docs_mode, timeout=timeout,
-                     max_page_bytes=max_page_bytes, skip_optional=skip_optional)
+                     max_page_bytes=max_page_bytes, skip_optional=skip_optional,
+                     version=version, lang=lang, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)

@@ -9,6 +9,7 @@ without a recognisable container are handed to trafilatura, which is built for t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -18,6 +19,7 @@ from kbctl.errors import ExtractError
 from kbctl.extract.html_container import find_container
 from kbctl.extract.html_decode import to_utf8
 from kbctl.extract.html_markdown import plain_text, render_markdown
+from kbctl.extract.html_select import remove_matches, select_content
 
 __all__ = ["ExtractedPage", "extract_html", "trim_site_suffix"]
 
@@ -125,15 +127,27 @@ def _render(node: etree._Element, root: etree._Element, base: str | None) -> str
         return ""
 
 
-def extract_html(html: str | bytes, *, url: str | None = None) -> ExtractedPage:
-    """Convert one HTML page to markdown with real anchors; raise ExtractError if no text."""
+def extract_html(html: str | bytes, *, url: str | None = None,
+                 content_selector: str | None = None,
+                 exclude_selectors: Sequence[str] = ()) -> ExtractedPage:
+    """Convert one HTML page to markdown with real anchors; raise ExtractError if no text.
+
+    ``content_selector`` (CSS) names the content element and wins over container
+    detection when it matches; ``exclude_selectors`` name parts to leave out of it.
+    """
     data = to_utf8(html)
     if not data.strip():
         raise ExtractError("the document is empty")
     root = _parse(data)
     base = _base_url(root, url)
-    container, _generator = find_container(root)
+    container = select_content(root, content_selector) if content_selector else None
+    if container is None:
+        container, _generator = find_container(root)
     title = _title(root, container)
+    if exclude_selectors:
+        remove_matches(container if container is not None else root, exclude_selectors)
+        if container is None:  # the generic fallback reads the page without those parts
+            data = etree.tostring(root, encoding="utf-8", method="html")
     if container is not None:
         markdown = _render(container, root, base)
         if markdown:

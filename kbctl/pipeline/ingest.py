@@ -7,7 +7,7 @@ import hashlib
 import queue
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -25,6 +25,9 @@ from ..store.records import ChunkRecord, SourceDef, SourceRecord
 from .progress import Progress, ProgressEvent, no_progress
 
 EMBED_BATCH = 64
+#: Pages named one by one in the notes per reason they were dropped; the rest are counted.
+DROP_NOTES = 5
+TEXT_HASH = "text_sha256"  # source meta: sha256 of the cleaned text, for duplicates
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class IngestReport:
     chunks_deleted: int = 0
     embedded: int = 0
     embedding_cache_hits: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # pages left out on purpose, by why
     dry_run: bool = False
     guard_tripped: bool = False
     changes: dict[str, list[str]] = field(
@@ -145,6 +149,7 @@ def ingest(
             per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
     finally:
         writer.close()
+    writer.summarise_drops()
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     if not policy.dry_run:
         for def_id, errors in per_def_errors.items():
@@ -181,6 +186,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     progress(ProgressEvent("total", total=len(expansion.leaves)))
 
     existing = {s.ref: s for s in store.list_sources(namespace)}
+    writer.know(existing.values())
     known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
     seen: set[str] = set()
     vanished: list[str] = []
@@ -191,6 +197,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
 
     for loaded in adapter.load(expansion.leaves, previous):
         ref = loaded.leaf.ref
+        if loaded.dropped is not None:
+            writer.drop(loaded.dropped, ref, loaded.note)
+            continue
         seen.add(ref)
         status = getattr(loaded.error, "status", None)
         if status is not None and status in policy.vanish_statuses and ref in known:
@@ -199,6 +208,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             continue
         writer.take(loaded, spec, existing.get(ref))
     writer.drain()
+    for why, count in expansion.dropped.items():  # a crawl counts these as it goes
+        report.dropped[why] = report.dropped.get(why, 0) + count
+    seen -= writer.duplicates
     if not policy.prune:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
@@ -283,6 +295,42 @@ class _Writer:
         self._pool = ThreadPoolExecutor(max_workers=self._slots,
                                         thread_name_prefix="kbctl-writer")
         self._inflight: deque[tuple[Future[_BatchResult], set[str]]] = deque()
+        self.texts: dict[str, str] = {}  # hash of a page's cleaned text -> the ref stored
+        self.duplicates: set[str] = set()
+
+    def know(self, sources: Iterable[SourceRecord]) -> None:
+        """Learn the cleaned-text hashes of stored pages, so a copy of one is not stored."""
+        for source in sources:
+            digest = source.meta.get(TEXT_HASH)
+            if isinstance(digest, str):
+                self.texts.setdefault(digest, source.ref)
+
+    def drop(self, why: str, ref: str, note: str) -> None:
+        """A page left out on purpose: counted, and named in the notes (the first few)."""
+        count = self.report.dropped.get(why, 0) + 1
+        self.report.dropped[why] = count
+        if count <= DROP_NOTES and note:
+            self.report.notes.append(note)
+        self.progress(ProgressEvent("skipped", ref=ref, message=note))
+
+    def summarise_drops(self) -> None:
+        for why, count in self.report.dropped.items():
+            if count > DROP_NOTES:
+                self.report.notes.append(f"… and {count - DROP_NOTES} more pages dropped "
+                                         f"({why})")
+
+    def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None) -> bool:
+        """True when another URL of the namespace already has this cleaned text."""
+        owner = self.texts.get(text_hash)
+        if owner is not None and owner != ref:
+            self.duplicates.add(ref)
+            self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
+            return True
+        old = prev.meta.get(TEXT_HASH) if prev is not None else None
+        if old != text_hash and isinstance(old, str) and self.texts.get(old) == ref:
+            del self.texts[old]  # the page changed: its old text is free to be stored again
+        self.texts[text_hash] = ref
+        return False
 
     def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
         ref = loaded.leaf.ref
@@ -303,8 +351,12 @@ class _Writer:
             self.report.notes.append(note)
             self.progress(ProgressEvent("note", message=note))
         body = clean_text(doc.body)
+        text_hash = hashlib.sha256(body.encode()).hexdigest()
+        if self._duplicate(ref, text_hash, prev):
+            return
         digest = content_hash(doc, body)
-        meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature}
+        meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature,
+                                         TEXT_HASH: text_hash}
         if (prev is not None and prev.content_hash == digest
                 and prev.meta.get("pipeline") == self.chunking.signature
                 and prev.def_id == spec.id):

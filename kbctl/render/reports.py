@@ -27,6 +27,9 @@ def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
         f"{report.chunks_written} chunks written"
         + (f", {report.embedded} embedded" if report.embedded else "")
         + f" in {report.timings.get('total', 0):.2f}s"))
+    if report.dropped:
+        out += Rendered.stderr(styled("dropped on purpose: " + shown(", ".join(
+            f"{why} {n}" for why, n in report.dropped.items()))))
     out += Rendered.stderr(*(styled(f"[dim]{shown(note)}[/dim]") for note in report.notes))
     if report.errors:
         table = Table("source", "error", title="failed sources", title_justify="left")
@@ -47,6 +50,10 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
         f"{t['failed']}; chunks written {t['chunksWritten']}, deleted {t['chunksDeleted']}; "
         f"embedded {t['embedded']}"))
     for ns in report.namespaces:
+        if ns.dropped:
+            out += Rendered.stderr(styled(
+                f"[yellow]{shown(ns.namespace)}:[/yellow] dropped on purpose: " + shown(
+                    ", ".join(f"{why} {n}" for why, n in ns.dropped.items()))))
         out += Rendered.stderr(*(styled(f"[yellow]{shown(ns.namespace)}:[/yellow] "
                                         f"{shown(note)}") for note in ns.notes))
         if report.plan:

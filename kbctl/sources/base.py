@@ -81,13 +81,20 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Loaded:
-    """The outcome of loading one leaf: a document, an error, or 'not modified'."""
+    """The outcome of loading one leaf: a document, an error, 'not modified', or dropped.
+
+    ``dropped`` names why a page the source listed is left out of the knowledge base on
+    purpose (``noindex``, ``canonical``: a copy of another page), with ``note`` saying it
+    for the report; a dropped page is not part of the source, as if it were not listed.
+    """
 
     leaf: Leaf
     document: Document | None = None
     error: KbctlError | None = None
     not_modified: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    dropped: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class Expansion:
     leaves: list[Leaf]
     complete: bool = True
     notes: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)  # listed URLs left out, by rule
 
 
 PreviousMeta = Callable[[str], "dict[str, Any] | None"]

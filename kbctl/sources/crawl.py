@@ -55,6 +55,7 @@ KIND = SourceKind(CrawlOptions, web_adapter)
 class CrawlState:
     finished: bool = False
     hidden_links: bool = False  # a page failed in a way that may hide part of the site
+    dropped: dict[str, int] = field(default_factory=dict)  # links left out, by URL rule
 
 
 class CrawlExpansion(Expansion):
@@ -64,6 +65,7 @@ class CrawlExpansion(Expansion):
         object.__setattr__(self, "leaves", [start])
         object.__setattr__(self, "notes", notes)
         object.__setattr__(self, "state", state)
+        object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
 
     @property  # type: ignore[override]
     def complete(self) -> bool:
@@ -124,7 +126,11 @@ class Crawler:
                 for link in fetched.links:
                     if link not in seen and self._in_scope(link):
                         seen.add(link)
-                        candidates.append(link)
+                        why = opts.rules.verdict(link)
+                        if why is None:
+                            candidates.append(link)
+                        else:
+                            self.state.dropped[why] = self.state.dropped.get(why, 0) + 1
             allowed = await self._allowed(candidates)
             frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
             if self.on_discovered and frontier:

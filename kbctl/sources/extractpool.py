@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import KbctlError
+from ..extract.html_select import ContentSelectors
 from ..net import FetchResult
 from .base import Document
 from .page import HTML_TYPES, route, to_document
@@ -51,6 +52,7 @@ class ExtractJob:
     prefer_markdown: bool = False
     skip_document: bool = False  # the body is unchanged: only links are wanted
     want_links: bool = False
+    selectors: ContentSelectors | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def run_job(job: ExtractJob) -> ExtractOutcome:
         return ExtractOutcome(links=links)
     try:
         doc = to_document(result, ref=job.ref, kind=job.kind, docs_mode=job.docs_mode,
-                          prefer_markdown=job.prefer_markdown)
+                          prefer_markdown=job.prefer_markdown, selectors=job.selectors)
     except KbctlError as exc:
         return ExtractOutcome(links=links, error=(exc.message, exc.hint))
     except Exception as exc:  # an extractor bug must not end the run

@@ -15,6 +15,7 @@ What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -22,11 +23,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import BlockedURL, ExtractError, KbctlError, SourceError
+from ..extract.html_select import ContentSelectors
 from ..net import FetchResult, GuardedClient
 from .base import Leaf, Loaded
+from .directives import read_directives
 from .extractpool import ExtractJob, run_job
 from .page import PAGE_CONTENT_TYPES
-from .weburl import normalize_url
+from .weburl import normalize_url, origin
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class PageOptions:
     docs_mode: bool = True
     full: bool = False
     conditional: bool = True  # send If-None-Match / If-Modified-Since
+    ignore_noindex: bool = False
+    selectors: ContentSelectors = ContentSelectors()
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Fetched:
     final_url: str | None = None
     links: list[str] = field(default_factory=list)
     hides_links: bool = False  # failed in a way that may hide links (5xx, timeout, network)
+    canonical: str | None = None  # the page names this other URL of its origin canonical
 
 
 def now_iso() -> str:
@@ -97,9 +103,11 @@ class PageLoader:
         self.executor = executor
 
     async def load(self, leaf: Leaf, prev: dict[str, Any] | None, *,
-                   want_links: bool = False) -> Fetched:
+                   want_links: bool = False, honor_canonical: bool = True) -> Fetched:
         """Skip, revalidate or fetch and extract one page; ``want_links`` for a crawl
-        (which never skips a page, since its links are needed)."""
+        (which never skips a page, since its links are needed). A page marked noindex, or
+        naming another URL of its origin canonical, is dropped without extraction
+        (``honor_canonical=False`` for the canonical page itself: one hop, no loops)."""
         hint: WebHint = leaf.hint if isinstance(leaf.hint, WebHint) else WebHint()
         if hint.error is not None:
             return Fetched(Loaded(leaf=leaf, error=hint.error))
@@ -124,18 +132,41 @@ class PageLoader:
                      lastmod=hint.lastmod, fetched_at=now_iso())
         if result.not_modified:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
+        drop = self._drop(leaf, result, honor_canonical)
+        if drop is not None and not want_links:
+            return drop
         digest = self._digest(result, hint)
         meta["body_sha256"] = digest
         job = ExtractJob(result, leaf.ref, opts.kind, docs_mode=opts.docs_mode,
                          prefer_markdown=hint.prefer_markdown, want_links=want_links,
-                         skip_document=prev is not None and prev.get("body_sha256") == digest)
+                         skip_document=drop is not None or (
+                             prev is not None and prev.get("body_sha256") == digest),
+                         selectors=opts.selectors)
         out = await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
+        if drop is not None:  # a crawl still follows the links of a dropped page
+            links = out.links + ([drop.canonical] if drop.canonical else [])
+            return dataclasses.replace(drop, links=links)
         if out.error is not None:
             error = ExtractError(out.error[0], hint=out.error[1])
             return Fetched(Loaded(leaf=leaf, error=error, meta=meta), final, out.links)
         if out.document is None:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final, out.links)
         return Fetched(Loaded(leaf=leaf, document=out.document, meta=meta), final, out.links)
+
+    def _drop(self, leaf: Leaf, result: FetchResult, honor_canonical: bool) -> Fetched | None:
+        """The outcome of a page left out on its own say-so, or None to extract it."""
+        directives = read_directives(result)
+        if directives.noindex and not self.options.ignore_noindex:
+            return Fetched(Loaded(leaf=leaf, dropped="noindex", note=(
+                f"{leaf.ref}: skipped: marked noindex ({directives.noindex}; "
+                f"--ignore-noindex keeps such pages)")), leaf.ref)
+        canonical = directives.canonical
+        if (honor_canonical and canonical and canonical != leaf.ref
+                and origin(canonical) == origin(leaf.ref)):
+            return Fetched(Loaded(leaf=leaf, dropped="canonical", note=(
+                f"{leaf.ref}: a copy of {canonical} (its canonical URL), stored there")),
+                leaf.ref, canonical=canonical)
+        return None
 
     def _digest(self, result: FetchResult, hint: WebHint) -> str:
         h = hashlib.sha256()

@@ -15,7 +15,7 @@ from ..errors import KbctlError
 from ..net import GuardedClient
 from .base import SourceKind
 from .options import boolean, option
-from .webopts import WebOptions, web_adapter
+from .webopts import WebOptions, version_name, web_adapter
 from .weburl import normalize_url
 
 LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
@@ -28,6 +28,8 @@ class LlmsOptions(WebOptions):
 
     kind: ClassVar[str] = "llms"
     skip_optional: bool = option(False, boolean)
+    version: str | None = option(None, version_name)
+    lang: str | None = option(None, version_name)
 
 
 KIND = SourceKind(LlmsOptions, web_adapter)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ..errors import ExtractError, KbctlError
+from ..extract.html_select import ContentSelectors
 from ..extract.markdown import parse_markdown_document
 from ..net import FetchResult
 from .base import Document
@@ -36,12 +37,13 @@ def route(result: FetchResult, *, prefer_markdown: bool = False) -> str:
 
 
 def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = True,
-                prefer_markdown: bool = False) -> Document:
+                prefer_markdown: bool = False,
+                selectors: ContentSelectors | None = None) -> Document:
     """Extract the document a response carries. Raises ``ExtractError`` naming the URL."""
     fmt = route(result, prefer_markdown=prefer_markdown)
     try:
         if fmt == "html":
-            return _html(result, ref, kind, docs_mode)
+            return _html(result, ref, kind, docs_mode, selectors or ContentSelectors())
         text = _decode_text(result)
         if fmt == "markdown" and docs_mode:
             md = parse_markdown_document(text)
@@ -61,7 +63,8 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
         raise ExtractError(f"{result.url}: the page is nested too deeply to convert") from exc
 
 
-def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool) -> Document:
+def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool,
+          selectors: ContentSelectors) -> Document:
     from ..extract.html import extract_html  # lxml and friends: only when HTML shows up
 
     source: str | bytes = result.content
@@ -70,7 +73,8 @@ def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool) -> Document
             source = result.content.decode(result.charset)
         except (LookupError, UnicodeDecodeError):
             source = result.content  # let the extractor sniff the page's own declaration
-    page = extract_html(source, url=ref)
+    page = extract_html(source, url=ref, content_selector=selectors.content,
+                        exclude_selectors=selectors.exclude)
     title = page.title or _url_title(ref)
     if docs_mode:
         return Document(ref=ref, url=ref, kind=kind, title=title, body=page.markdown,

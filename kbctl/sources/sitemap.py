@@ -21,7 +21,7 @@ from ..net import GuardedClient, gunzip
 from .base import SourceKind
 from .options import boolean, integer, option
 from .robots import fetch_robots
-from .webopts import WebOptions, web_adapter
+from .webopts import WebOptions, version_name, web_adapter
 from .weburl import normalize_url
 
 #: Media types a sitemap may be served as (servers are loose about XML and .gz files).
@@ -40,6 +40,8 @@ class SitemapOptions(WebOptions):
     kind: ClassVar[str] = "sitemap"
     llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
     max_urls: int = option(MAX_URLS, integer(1))
+    version: str | None = option(None, version_name)
+    lang: str | None = option(None, version_name)
 
 
 KIND = SourceKind(SitemapOptions, web_adapter)

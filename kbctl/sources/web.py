@@ -30,11 +30,14 @@ import httpx
 
 from ..errors import BlockedURL, FetchError, InputError, KbctlError, SourceError
 from ..net import GuardedClient, NetPolicy, Resolver, check_url
+from . import versions
 from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
 from .crawl import Crawler, CrawlExpansion, CrawlOptions, CrawlState
+from .directives import read_directives
 from .extractpool import ExtractExecutor
 from .fetchpage import PageLoader, PageOptions, WebHint, internal_error
 from .llms import LlmsOptions, LlmsTxt, fetch_llms, probe_llms
+from .page import PAGE_CONTENT_TYPES
 from .sitemap import SitemapListing, SitemapOptions, discover, read_sitemaps
 from .webload import Outbox, run_async, stream
 from .webopts import WebOptions
@@ -80,7 +83,16 @@ class WebSource:
         self.extract_processes = extract_processes
         self.options = options
         self.page_options = PageOptions(kind=spec.kind, docs_mode=options.docs_mode,
-                                        full=full)
+                                        full=full, ignore_noindex=options.ignore_noindex,
+                                        selectors=options.selectors)
+
+    @property
+    def version(self) -> str | None:
+        return getattr(self.options, "version", None)
+
+    @property
+    def lang(self) -> str | None:
+        return getattr(self.options, "lang", None)
 
     @property
     def skip_optional(self) -> bool:
@@ -103,7 +115,9 @@ class WebSource:
                              hint="local folders are ingested with `kbctl ingest files`")
         self._vet_target(url)
         if spec.kind == "url":
-            return Expansion(leaves=[Leaf(ref=url, url=url, hint=WebHint())])
+            kept, dropped = self.options.rules.split([url])
+            return Expansion(leaves=[Leaf(ref=u, url=u, hint=WebHint()) for u in kept],
+                             notes=_rule_notes(url, dropped), dropped=_nonzero(dropped))
         if spec.kind == "llms":
             return run_async(lambda: self._expand_llms(url))
         if spec.kind == "sitemap":
@@ -114,21 +128,46 @@ class WebSource:
         target = url + "llms.txt" if is_origin_only(url) else url
         async with self._client() as client:
             llms = await fetch_llms(client, target)
-        if not llms.links(skip_optional=self.skip_optional):
-            raise SourceError(f"{target}: the llms.txt lists no pages",
-                              hint="pages are listed as `- [name](url): notes` under H2 "
-                                   "sections")
-        return self._from_llms(target, llms, note=None)
+            if not llms.links(skip_optional=self.skip_optional):
+                raise SourceError(f"{target}: the llms.txt lists no pages",
+                                  hint="pages are listed as `- [name](url): notes` under H2 "
+                                       "sections")
+            return await self._from_llms(client, target, llms, note=None)
 
-    def _from_llms(self, where: str, llms: LlmsTxt, note: str | None) -> Expansion:
+    async def _from_llms(self, client: GuardedClient, where: str, llms: LlmsTxt,
+                         note: str | None) -> Expansion:
         links = llms.links(skip_optional=self.skip_optional)
-        leaves = [Leaf(ref=link.url, url=link.url, hint=WebHint(prefer_markdown=True))
-                  for link in links]
+        shaped = await self._shape(client, where, [link.url for link in links])
+        leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True)) for u in shaped.kept]
         notes = [note] if note else []
         skipped = len(llms.links()) - len(links)
         if skipped:
             notes.append(f"{where}: {skipped} pages of the Optional section skipped")
-        return Expansion(leaves=leaves, notes=notes)
+        return Expansion(leaves=leaves, notes=notes + shaped.notes, dropped=shaped.dropped)
+
+    async def _shape(self, client: GuardedClient, where: str, urls: list[str]) -> _Shaped:
+        """The operator's URL rules, then one version and language of each page."""
+        kept, counts = self.options.rules.split(urls)
+        notes = _rule_notes(where, counts)
+        dropped = _nonzero(counts)
+        layout = versions.detect(kept) if len(kept) > 1 else versions.Layout()
+        if layout.versioned or layout.translated:
+            site_version = site_lang = None
+            reason = ""
+            if self.version is None or self.lang is None:
+                site_version, site_lang, reason = await _site_choice(client, kept[0])
+            selection = versions.select(kept, layout, version=self.version,
+                                        lang=self.lang, site_version=site_version,
+                                        site_lang=site_lang, site_reason=reason)
+            kept = selection.kept
+            dropped.update({k: v for k, v in selection.dropped.items() if v})
+            line = versions.describe(selection)
+            if line:
+                notes.append(f"{where}: {line}")
+        elif self.version is not None or self.lang is not None:
+            notes.append(f"{where}: no versions or translations of the same pages found in "
+                         f"the listing; --version and --lang changed nothing")
+        return _Shaped(kept, dropped, notes)
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,
                      otherwise: str) -> Expansion | None:
@@ -139,7 +178,7 @@ class WebSource:
             return None
         where, llms = found
         count = len(llms.links(skip_optional=self.skip_optional))
-        return self._from_llms(where, llms, note=(
+        return await self._from_llms(client, where, llms, note=(
             f"{where} lists {count} curated pages: ingesting those instead of {instead} "
             f"(pass --no-llms-txt to {otherwise})"))
 
@@ -151,14 +190,14 @@ class WebSource:
             discovered = is_origin_only(url)
             roots = await discover(client, origin(url)) if discovered else [url]
             listing = await read_sitemaps(client, roots, max_urls=self._max_urls)
-        return self._from_listing(url, roots, listing, discovered)
+            if not listing.pages:
+                raise _whole_failure(url, roots, listing, discovered)
+            shaped = await self._shape(client, url, list(listing.pages))
+        return self._from_listing(url, listing, shaped)
 
-    def _from_listing(self, url: str, roots: list[str], listing: SitemapListing,
-                      discovered: bool) -> Expansion:
-        if not listing.pages:
-            raise _whole_failure(url, roots, listing, discovered)
-        leaves = [Leaf(ref=page, url=page, hint=WebHint(lastmod=lastmod))
-                  for page, lastmod in listing.pages.items()]
+    def _from_listing(self, url: str, listing: SitemapListing, shaped: _Shaped) -> Expansion:
+        leaves = [Leaf(ref=page, url=page, hint=WebHint(lastmod=listing.pages[page]))
+                  for page in shaped.kept]
         leaves += [Leaf(ref=where, url=where, hint=WebHint(error=error))
                    for where, error in listing.failures]
         notes = []
@@ -169,7 +208,8 @@ class WebSource:
             notes.append(f"{url}: {listing.invalid} sitemap entries without a valid "
                          f"http(s) <loc> were ignored")
         complete = not listing.failures and not listing.truncated
-        return Expansion(leaves=leaves, complete=complete, notes=notes)
+        return Expansion(leaves=leaves, complete=complete, notes=notes + shaped.notes,
+                         dropped=shaped.dropped)
 
     async def _expand_crawl(self, url: str) -> Expansion:
         async with self._client() as client:
@@ -212,20 +252,25 @@ class WebSource:
                 else:
                     loader = PageLoader(client, self.page_options, executor=executor)
                     emitted: set[str] = set()
-                    await asyncio.gather(*(self._one(loader, leaf, previous, outbox, emitted)
-                                           for leaf in leaves))
+                    planned = {leaf.ref for leaf in leaves}
+                    await asyncio.gather(*(self._one(loader, leaf, previous, outbox, emitted,
+                                                     planned) for leaf in leaves))
             finished = True
         finally:
             executor.shutdown(wait=finished, cancel_futures=not finished)
 
     async def _one(self, loader: PageLoader, leaf: Leaf, previous: PreviousMeta,
-                   outbox: Outbox[Loaded], emitted: set[str]) -> None:
+                   outbox: Outbox[Loaded], emitted: set[str], planned: set[str]) -> None:
         async with outbox.slot() as slot:
             # a failing look-up is the database's failure, and ends the run: not caught here
             prev = None if isinstance(leaf.hint, WebHint) and leaf.hint.error else (
                 await outbox.call(previous, leaf.ref))
             try:
-                loaded = (await loader.load(leaf, prev)).loaded
+                fetched = await loader.load(leaf, prev)
+                loaded = fetched.loaded
+                if fetched.canonical is not None:
+                    loaded = await self._canonical(loader, loaded, fetched.canonical,
+                                                   previous, outbox, emitted, planned)
             except Exception as exc:
                 loaded = internal_error(leaf, exc)
             ref = loaded.leaf.ref
@@ -233,6 +278,26 @@ class WebSource:
                 return  # two URLs that redirect to one page: that page once
             emitted.add(ref)
             slot.put(loaded)
+
+    async def _canonical(self, loader: PageLoader, copy: Loaded, canonical: str,
+                         previous: PreviousMeta, outbox: Outbox[Loaded], emitted: set[str],
+                         planned: set[str]) -> Loaded:
+        """A page names another URL of its origin canonical: that URL is stored instead,
+        fetched (through the same guarded client) unless the source lists it anyway."""
+        why = self.options.rules.verdict(canonical)
+        if why is not None:
+            return dataclasses.replace(copy, note=(
+                f"{copy.leaf.ref}: a copy of {canonical} (its canonical URL), which the "
+                f"rule '{why}' leaves out"))
+        if canonical in planned:
+            return copy
+        planned.add(canonical)  # claimed: later copies of it are dropped, not fetched again
+        prev = await outbox.call(previous, canonical)
+        fetched = await loader.load(Leaf(ref=canonical, url=canonical, hint=WebHint()), prev,
+                                    honor_canonical=False)
+        if fetched.loaded.leaf.ref != canonical and fetched.loaded.leaf.ref in emitted:
+            return copy  # the canonical URL redirects to a page stored already
+        return fetched.loaded
 
     async def _crawl(self, start: Leaf, client: GuardedClient, executor: Executor,
                      previous: PreviousMeta, outbox: Outbox[Loaded]) -> None:
@@ -249,6 +314,46 @@ class WebSource:
                           on_discovered=discovered)
         plain = Leaf(ref=start.ref, url=start.url, hint=WebHint())
         await crawler.run(plain, outbox)
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """A listing after the URL rules and the version choice."""
+
+    kept: list[str]
+    dropped: dict[str, int]
+    notes: list[str]
+
+
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v}
+
+
+def _rule_notes(where: str, dropped: dict[str, int]) -> list[str]:
+    if not dropped:
+        return []
+    parts = ", ".join(f"'{rule}' {n}" for rule, n in dropped.items())
+    return [f"{where}: URL rules dropped {sum(dropped.values())} listed pages ({parts})"]
+
+
+async def _site_choice(client: GuardedClient, url: str) -> tuple[str | None, str | None, str]:
+    """The version and language the site's root points to: where it redirects, or what
+    it marks canonical. Nothing when the root cannot be read."""
+    root = versions.root_url(url)
+    try:
+        result = await client.fetch(root, content_types=PAGE_CONTENT_TYPES)
+    except KbctlError:
+        return None, None, ""
+    final = normalize_url(result.url) or root
+    version, lang = versions.signal_of(final)
+    if final != root and (version or lang):
+        return version, lang, f"the site's root redirects to {final}"
+    canonical = read_directives(result).canonical
+    if canonical and origin(canonical) == origin(root):
+        version, lang = versions.signal_of(canonical)
+        if version or lang:
+            return version, lang, f"the site's root names {canonical} canonical"
+    return None, None, ""
 
 
 def _whole_failure(url: str, roots: list[str], listing: SitemapListing,

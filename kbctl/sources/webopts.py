@@ -8,14 +8,57 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InputError
+from ..extract.html_select import ContentSelectors, compile_selector
 from ..net import NetPolicy
-from .options import SourceOptions, boolean, integer, option, positive_number
+from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
+from .urlrules import UrlRule, UrlRules
 
 if TYPE_CHECKING:
     from .base import SourceSpec
     from .web import WebSource
+
+
+_PATTERNS = strings("a list of URL patterns")
+
+
+def _patterns(action: str) -> Any:
+    def check(value: Any) -> tuple[str, ...]:
+        patterns = _PATTERNS(value)
+        for pattern in patterns:
+            try:
+                UrlRule.parse(action, pattern)
+            except InputError as exc:
+                raise Bad(f"a list of URL patterns ({exc.message})") from None
+        return patterns
+    return check
+
+
+def _selector(value: Any) -> str:
+    if not isinstance(value, str):
+        raise Bad("a CSS selector")
+    try:
+        compile_selector(value)
+    except InputError as exc:
+        raise Bad(f"a CSS selector ({exc.message})") from None
+    return value
+
+
+_SELECTORS = strings("a list of CSS selectors")
+
+
+def _selectors(value: Any) -> tuple[str, ...]:
+    return tuple(_selector(s) for s in _SELECTORS(value))
+
+
+def version_name(value: Any) -> str:
+    """A version or language name: ``stable``, ``latest``, ``3.11``, ``en``, ``all``."""
+    if not isinstance(value, str) or not value.strip() or "/" in value:
+        raise Bad("a name such as 'stable', 'latest', 'en' or 'all'")
+    return value.strip()
 
 
 @dataclass(frozen=True)
@@ -28,6 +71,20 @@ class WebOptions(SourceOptions):
     timeout: float | None = option(None, positive_number)
     max_page_bytes: int | None = option(None, integer(1))
     allow_private_network: bool = option(False, boolean)
+    include: tuple[str, ...] = option((), _patterns("include"))
+    exclude: tuple[str, ...] = option((), _patterns("exclude"))
+    ignore_noindex: bool = option(False, boolean)
+    content_selector: str | None = option(None, _selector)
+    exclude_selectors: tuple[str, ...] = option((), _selectors, flag="--exclude-selector")
+
+    @cached_property
+    def rules(self) -> UrlRules:
+        """The include and exclude rules, compiled (they were checked when parsed)."""
+        return UrlRules.parse(self.include, self.exclude)
+
+    @property
+    def selectors(self) -> ContentSelectors:
+        return ContentSelectors(self.content_selector, self.exclude_selectors)
 
     def net_policy(self, base: NetPolicy) -> NetPolicy:
         """``base`` with this source's limits and private-network permission applied."""

@@ -1,0 +1,212 @@
+"""Web sources shaped by the operator and by the site, end to end: a local site that
+publishes a sitemap with a blog, two versions and a translation of every page, canonical
+links, noindex pages, a copy of a page under a second URL and a page with an unknown
+layout; ingested through the real CLI into a real database, then resynced."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from tests.conftest import Cli, rows
+from tests.http_server import LocalServer, html, ok, redirect
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+PRIVATE = "--allow-private-network"
+PAGES = ("index", "guide")
+VERSIONS = ("stable", "latest")
+LANGS = ("en", "fr")
+
+
+def doc_page(title: str, body: str, head: str = "") -> str:
+    return (f"<!doctype html><html><head><title>{title} | Widget</title>{head}</head><body>"
+            f"<nav><a href='/'>home</a></nav><main><h1 id='top'>{title}</h1>"
+            f"<section id='about'><h2>About</h2><p>{body}</p></section></main></body></html>")
+
+
+def versioned(lang: str, version: str, page: str) -> str:
+    return doc_page(f"{page.title()} {lang} {version}",
+                    f"The {page} page of Widget {version} in {lang}: frobnicate{version} "
+                    f"the {lang}widget carefully.")
+
+
+CUSTOM = """<!doctype html><html><head><title>Custom</title></head><body>
+<div class="shell"><div class="menu"><a href="/">Menu entry</a> Sidebar chatter</div>
+<div class="xyz-content"><h1 id="custom">Custom layout</h1>
+<p>The zanzibar setting controls the widget's quietness.</p>
+<div class="feedback-widget">Was this page helpful? Tell us.</div></div>
+<div class="promo">Buy the enterprise edition today.</div></div></body></html>"""
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    with LocalServer() as server:
+        routes = server.routes
+        listed = []
+        for lang in LANGS:
+            for version in VERSIONS:
+                for page in PAGES:
+                    path = f"/{lang}/{version}/{page}.html"
+                    routes[path] = html(versioned(lang, version, page))
+                    listed.append(path)
+        base = "/en/stable"
+        copy_of_index = versioned("en", "stable", "index")
+        extra = {
+            # names a listed page canonical: a copy, stored once (there)
+            f"{base}/guide-print.html": html(doc_page("Guide print", "Printable guide.",
+                                             f"<link rel='canonical' href='{base}/guide.html'>")),
+            # names an unlisted page canonical: that page is fetched and stored instead
+            f"{base}/moved.html": html(doc_page("Moved", "Old home of the mover page.",
+                                       f"<link rel='canonical' href='{base}/new-home.html'>")),
+            # a canonical on another origin is not followed: the page stands for itself
+            f"{base}/mirror.html": html(doc_page(
+                "Mirror", "The mirrored quokka reference.",
+                "<link rel='canonical' href='https://elsewhere.example/mirror.html'>")),
+            # the same content as a listed page under a second URL
+            f"{base}/index-copy.html": html(copy_of_index),
+            f"{base}/custom.html": html(CUSTOM),
+            "/blog/post-1.html": html(doc_page("Post 1", "Blog gossip one.",
+                                      "<meta name='robots' content='noindex, follow'>")),
+            "/blog/post-2.html": html(doc_page("Post 2", "Blog gossip two."),
+                                      headers={"X-Robots-Tag": "noindex"}),
+            "/blog/post-3.html": html(doc_page("Post 3", "Blog gossip three.")),
+        }
+        routes.update(extra)
+        listed += list(extra)
+        routes[f"{base}/new-home.html"] = html(doc_page(
+            "New home", "The mover page now lives here with a zeppelin."))
+        routes["/"] = redirect("/en/stable/index.html")
+        items = "".join(f"<url><loc>{server.url(p)}</loc></url>" for p in listed)
+        routes["/sitemap.xml"] = ok(f'<?xml version="1.0"?><urlset {NS}>{items}</urlset>',
+                                    "application/xml")
+        yield server
+
+
+def stored(cli: Cli) -> dict[str, str]:
+    return dict(rows(cli.db_url, "SELECT ref, title FROM sources"))
+
+
+def recorded(cli: Cli) -> int:
+    """Source definitions recorded (none when the schema was never even created)."""
+    try:
+        return int(rows(cli.db_url, "SELECT count(*) FROM source_defs")[0][0])
+    except psycopg.errors.UndefinedTable:
+        return 0
+
+
+def texts(cli: Cli, ref: str) -> str:
+    return "\n".join(t for (t,) in rows(
+        cli.db_url, "SELECT text FROM chunks WHERE source_ref = %s ORDER BY ordinal", ref))
+
+
+def test_sitemap_keeps_one_copy_of_each_page_on_its_canonical_url(cli: Cli,
+                                                                  site: LocalServer) -> None:
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE,
+                      "--no-llms-txt", "--content-selector", ".xyz-content",
+                      "--exclude-selector", ".feedback-widget")
+    refs = stored(cli)
+    base = site.url("/en/stable/")
+    copies = {base + "index.html", base + "index-copy.html"}
+    assert set(refs) - copies == {base + p for p in (
+        "guide.html", "new-home.html", "mirror.html", "custom.html")} | {
+        site.url("/blog/post-3.html")}
+    assert len(set(refs) & copies) == 1  # the same text under two URLs: stored once
+    assert report["dropped"] == {"other languages": 4, "other versions": 2, "noindex": 2,
+                                 "canonical": 1, "duplicate": 1}
+    assert report["failed"] == 0
+    notes = "\n".join(report["notes"])
+    assert "kept version 'stable'" in notes and "language 'en'" in notes
+    assert "root redirects to" in notes
+    assert f"{base}guide-print.html: a copy of {base}guide.html" in notes
+    assert "same content as" in notes and "index-copy.html" in notes
+    assert "marked noindex" in notes
+    # the moved page is cited on its canonical URL, with the canonical page's text
+    assert "zeppelin" in texts(cli, base + "new-home.html")
+    assert site.hits("/en/stable/new-home.html") == 1
+    # the selectors found the content of the page with no known layout, minus the widget
+    custom = texts(cli, base + "custom.html")
+    assert "zanzibar" in custom
+    assert "Was this page helpful" not in custom and "enterprise" not in custom
+    assert "Sidebar chatter" not in custom
+    hits = cli.json("query", "zeppelin mover page")["results"]
+    assert hits[0]["url"] == base + "new-home.html"
+
+
+def test_rules_and_choices_are_recorded_and_resync_keeps_them(cli: Cli,
+                                                             site: LocalServer) -> None:
+    first = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt",
+                     "--exclude", "/blog/*", "--exclude", "re:-(print|copy)\\.html$",
+                     "--version", "latest", "--lang", "fr")
+    expected = {site.url(f"/fr/latest/{p}.html") for p in PAGES}
+    assert set(stored(cli)) == expected
+    assert first["dropped"]["exclude /blog/*"] == 3
+    assert first["dropped"]["exclude re:-(print|copy)\\.html$"] == 2
+    assert "chosen with a flag" in "\n".join(first["notes"])
+    assert site.hits("/blog/post-3.html") == 0  # rules apply before any fetch
+    assert site.hits("/en/stable/guide-print.html") == 0
+    [(options,)] = rows(cli.db_url, "SELECT options FROM source_defs")
+    assert options["exclude"] == ["/blog/*", "re:-(print|copy)\\.html$"]
+    assert (options["version"], options["lang"]) == ("latest", "fr")
+
+    plan = cli("resync", "--plan", "--json", PRIVATE)
+    assert plan.exit_code == 0, plan.output
+    again = cli.json("resync", PRIVATE)
+    assert again["totals"]["added"] == 0 and again["totals"]["deleted"] == 0
+    assert set(stored(cli)) == expected
+    assert site.hits("/blog/post-3.html") == 0
+
+
+def test_ignore_noindex_keeps_marked_pages(cli: Cli, site: LocalServer) -> None:
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE,
+                      "--no-llms-txt", "--include", "/blog/*", "--ignore-noindex")
+    assert set(stored(cli)) == {site.url(f"/blog/post-{i}.html") for i in (1, 2, 3)}
+    assert "noindex" not in report["dropped"]
+    assert report["dropped"]["include (matched none)"] > 0
+
+
+def test_pages_that_become_noindex_leave_the_kb(cli: Cli, site: LocalServer) -> None:
+    cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt",
+             "--include", "/blog/*", "--ignore-noindex")
+    assert len(stored(cli)) == 3
+    cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt",
+             "--include", "/blog/*")
+    assert set(stored(cli)) == {site.url("/blog/post-3.html")}
+
+
+@pytest.mark.parametrize(("flag", "value", "named"), [
+    ("--exclude", "blog/*", "'blog/*'"),
+    ("--include", "re:([a-z", "'re:([a-z'"),
+    ("--content-selector", "div[[", "'div[['"),
+    ("--exclude-selector", "..x", "'..x'"),
+])
+def test_bad_rules_and_selectors_are_bad_input_and_record_nothing(
+        cli: Cli, site: LocalServer, flag: str, value: str, named: str) -> None:
+    result = cli("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, flag, value)
+    assert result.exit_code == 2, result.output
+    assert named in result.output
+    assert site.hits("/sitemap.xml") == 0
+    assert recorded(cli) == 0
+
+
+def test_an_unknown_version_fails_the_source(cli: Cli, site: LocalServer) -> None:
+    result = cli("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, "--no-llms-txt",
+                 "--version", "v9")
+    assert result.exit_code == 1, result.output
+    assert "'v9' is not among" in result.output
+
+
+def test_crawl_does_not_follow_excluded_links(cli: Cli) -> None:
+    with LocalServer() as server:
+        server.routes.update({
+            "/": html(doc_page("Home", "Start here.") .replace(
+                "<nav>", "<nav><a href='/docs/a.html'>a</a><a href='/blog/b.html'>b</a>")),
+            "/docs/a.html": html(doc_page("A", "Alpha docs.")),
+            "/blog/b.html": html(doc_page("B", "Beta blog.")),
+        })
+        report = cli.json("ingest", "crawl", server.url("/"), PRIVATE, "--no-llms-txt",
+                          "--ignore-robots", "--exclude", "/blog/*")
+        assert server.hits("/blog/b.html") == 0
+    assert report["dropped"] == {"exclude /blog/*": 1}
+    assert set(stored(cli)) == {server.url("/"), server.url("/docs/a.html")}
