@@ -8,6 +8,12 @@ pipeline's chunking and writes overlap with the network. A ``sitemap`` or ``craw
 source first looks for the site's ``llms.txt`` and, when it lists pages, ingests that
 curated list instead (``llms_txt: false`` turns the probe off).
 
+What a listing yields is shaped before anything is fetched: the operator's URL rules
+(``urlrules``), then one version and language of each page (``versions``). While loading,
+a page marked noindex is dropped, and a page that names another URL of its origin
+canonical is dropped in favour of that URL (``directives``), fetched once if the listing
+does not have it.
+
 Options: each kind's typed options (``url.UrlOptions``, ``sitemap.SitemapOptions``,
 ``crawl.CrawlOptions``, ``llms.LlmsOptions``, all ``webopts.WebOptions``).
 Context (from the pipeline): allow_private_network, full (ignore sitemap lastmod:
