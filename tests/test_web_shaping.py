@@ -210,3 +210,19 @@ def test_crawl_does_not_follow_excluded_links(cli: Cli) -> None:
         assert server.hits("/blog/b.html") == 0
     assert report["dropped"] == {"exclude /blog/*": 1}
     assert set(stored(cli)) == {server.url("/"), server.url("/docs/a.html")}
+
+
+def test_the_same_text_under_another_url_is_stored_once_across_runs(cli: Cli,
+                                                                    site: LocalServer) -> None:
+    first = site.url("/en/stable/index.html")
+    second = site.url("/en/stable/index-copy.html")
+    cli.json("ingest", "url", first, PRIVATE)
+    report = cli.json("ingest", "url", second, PRIVATE)
+    assert report["dropped"] == {"duplicate": 1}
+    assert f"{second}: same content as {first}" in "\n".join(report["notes"])
+    assert set(stored(cli)) == {first}
+    # when the first page changes, the second one's text is no longer stored: it is kept
+    site.routes["/en/stable/index.html"] = html(doc_page("Index", "A rewritten index."))
+    cli.json("ingest", "url", first, PRIVATE)
+    cli.json("ingest", "url", second, PRIVATE)
+    assert set(stored(cli)) == {first, second}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import SourceError
@@ -184,7 +184,6 @@ class Selection:
     dropped_versions: int = 0
     dropped_languages: int = 0
     reason: str = ""
-    notes: list[str] = field(default_factory=list)
 
     @property
     def dropped(self) -> dict[str, int]:
