@@ -226,3 +226,17 @@ def test_the_same_text_under_another_url_is_stored_once_across_runs(cli: Cli,
     cli.json("ingest", "url", first, PRIVATE)
     cli.json("ingest", "url", second, PRIVATE)
     assert set(stored(cli)) == {first, second}
+
+
+def test_changing_the_selectors_reads_stored_pages_again(cli: Cli, site: LocalServer) -> None:
+    custom = site.url("/en/stable/custom.html")
+    site.routes["/en/stable/custom.html"] = html(CUSTOM, headers={"ETag": '"c1"'})
+    cli.json("ingest", "url", custom, PRIVATE, "--content-selector", ".xyz-content")
+    assert "Was this page helpful" in texts(cli, custom)
+    report = cli.json("ingest", "url", custom, PRIVATE, "--content-selector", ".xyz-content",
+                      "--exclude-selector", ".feedback-widget")
+    assert report["updated"] == 1
+    assert "Was this page helpful" not in texts(cli, custom)
+    again = cli.json("ingest", "url", custom, PRIVATE, "--content-selector", ".xyz-content",
+                     "--exclude-selector", ".feedback-widget")
+    assert again["notModified"] + again["unchanged"] == 1

@@ -69,6 +69,13 @@ class ContentSelectors:
     def __bool__(self) -> bool:
         return bool(self.content or self.exclude)
 
+    @property
+    def signature(self) -> str | None:
+        """What a stored page records of how it was read (None: no selectors)."""
+        if not self:
+            return None
+        return f"{self.content or ''} | exclude {', '.join(self.exclude)}"
+
     @classmethod
     def parse(cls, content: object, exclude: object, *, where: str) -> ContentSelectors:
         if content is not None and not isinstance(content, str):

@@ -8,8 +8,9 @@ Each yields ``not_modified``. ``full`` (resync --full) turns off the first: ever
 asked for, and the server still decides with its validators.
 
 What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
-``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch) and
-``body_sha256``.
+``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch),
+``body_sha256`` and ``selectors`` (the content selectors the page was read with, if any: a
+page stored with other selectors is fetched and extracted again).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from .directives import read_directives
 from .extractpool import ExtractJob, run_job
 from .page import PAGE_CONTENT_TYPES
 from .weburl import normalize_url, origin
+
+#: Source meta: the content selectors a page was extracted with (absent: none).
+SELECTORS = "selectors"
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,14 @@ class PageLoader:
         if hint.error is not None:
             return Fetched(Loaded(leaf=leaf, error=hint.error))
         opts = self.options
-        if not opts.full and not want_links and unchanged_since(hint.lastmod, prev):
+        reading = opts.selectors.signature
+        # a page stored with other selectors is read again, whatever the server says
+        same_reading = prev is None or prev.get(SELECTORS) == reading
+        if (not opts.full and not want_links and same_reading
+                and unchanged_since(hint.lastmod, prev)):
             return Fetched(Loaded(leaf=leaf, not_modified=True,
                                   meta=_meta(lastmod=hint.lastmod)))
-        conditional = opts.conditional and not want_links and prev is not None
+        conditional = opts.conditional and not want_links and prev is not None and same_reading
         try:
             result = await self.client.fetch(
                 leaf.url, content_types=PAGE_CONTENT_TYPES,
@@ -129,7 +137,7 @@ class PageLoader:
         if final != leaf.ref:
             leaf = Leaf(ref=final, url=final, hint=hint)
         meta = _meta(etag=result.etag, last_modified=result.last_modified,
-                     lastmod=hint.lastmod, fetched_at=now_iso())
+                     lastmod=hint.lastmod, fetched_at=now_iso(), **{SELECTORS: reading})
         if result.not_modified:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
         drop = self._drop(leaf, result, honor_canonical)
@@ -172,6 +180,9 @@ class PageLoader:
         h = hashlib.sha256()
         # How the body is read is part of what was extracted from it.
         h.update(f"{int(self.options.docs_mode)}{int(hint.prefer_markdown)}\0".encode())
+        reading = self.options.selectors.signature
+        if reading is not None:  # other selectors, other text
+            h.update(f"{reading}\0".encode())
         h.update(result.content)
         return h.hexdigest()
 
