@@ -457,7 +457,7 @@ def test_a_blocked_numeric_host_is_refused_without_a_request(host: str) -> None:
     ({"/a": ok(gzip.compress(b"<p>" + b"a" * 3_000_000), "text/html",
                headers={"Content-Encoding": "gzip"})}, {"max_page_bytes": 1_000_000},
      "larger than 1000000 bytes (after decompression)"),
-    ({"/a": html(page("Slow"), delay=2)}, {"timeout": 0.3}, "timed out"),
+    ({"/a": html(page("Slow"), delay=5)}, {"timeout": 1.5}, "timed out"),
     ({"/a": ok(b"PK\x03\x04" + bytes(range(256)) * 4, "text/html")}, {}, "ZIP archive"),
     ({"/a": ok(b"%PDF-1.4", "application/pdf")}, {}, "content type application/pdf"),
     ({"/a": Response(500, b"boom")}, {}, "HTTP 500"),

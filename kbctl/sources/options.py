@@ -143,10 +143,8 @@ class SourceOptions:
     @classmethod
     def flag(cls, key: str) -> str:
         """The command-line flag of option ``key``."""
-        for f in dataclasses.fields(cls):
-            if f.name == key:
-                return f.metadata.get("flag") or "--" + key.replace("_", "-")
-        return "--" + key.replace("_", "-")
+        declared = {f.name: f.metadata.get("flag") for f in dataclasses.fields(cls)}
+        return declared.get(key) or "--" + key.replace("_", "-")
 
     @classmethod
     def default(cls, key: str) -> Any:

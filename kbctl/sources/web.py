@@ -177,7 +177,8 @@ class WebSource:
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,
                      otherwise: str) -> Expansion | None:
-        if not getattr(self.options, "llms_txt", False):
+        if not isinstance(self.options, SitemapOptions | CrawlOptions) or (
+                not self.options.llms_txt):
             return None
         found = await probe_llms(client, origin(url))
         if found is None:
