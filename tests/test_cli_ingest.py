@@ -107,6 +107,21 @@ def test_symlink_escaping_the_root_is_refused(cli: Cli, docs: Path, workdir: Pat
     assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE '%%12345%%'") == [(0,)]
 
 
+def test_files_citing_one_address_are_both_reported(cli: Cli, docs: Path) -> None:
+    _write(docs, "guide/README.md", "# Guide again\n\nA second index page.\n")
+    _write(docs, "notes.md", "# Notes\n\nMarkdown notes.\n")
+    report = cli.json("ingest", "files", str(docs), "--base-url", "https://d.test/", code=1)
+    failed = sorted((e["ref"], e["error"]) for e in report["errors"])
+    assert [ref for ref, _ in failed] == ["https://d.test/guide/"] * 2 + [
+        "https://d.test/notes"] * 2
+    for ref, error in failed:
+        pair = (("guide/index.md", "guide/README.md") if ref.endswith("guide/")
+                else ("notes.md", "notes.txt"))
+        assert all(str(docs / name) in error for name in pair), error
+    refs = {ref for (ref,) in rows(cli.db_url, "SELECT ref FROM sources")}
+    assert refs == {"https://d.test/", "https://d.test/guide/install"}
+
+
 def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:
     report = cli.json("ingest", "files", str(docs / "**" / "*.md"), "--exclude", "guide/*")
     assert report["added"] == 1
