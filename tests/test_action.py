@@ -161,13 +161,16 @@ def test_action_declares_what_it_promises() -> None:
     action = load_action()
     assert action["runs"]["using"] == "composite"
     assert {"suite", "db-url", "embedder", "namespace", "fail-on", "baseline", "docs-path",
-            "base-url", "python-version", "junit"} <= set(action["inputs"])
+            "base-url", "generator", "python-version", "junit"} <= set(action["inputs"])
     assert set(action["outputs"]) == {"passed", "failed", "total", "hit-rate", "mrr", "ndcg",
                                       "recall", "report"}
     steps = action["runs"]["steps"]
     assert steps[0]["uses"].startswith("actions/setup-python@")
     install = next(s for s in steps if s.get("id") == "install")
     assert '"$GITHUB_ACTION_PATH"' in install["run"]
+    ingest = next(s for s in steps if s.get("id") == "ingest")
+    assert ingest["env"]["INPUT_GENERATOR"] == "${{ inputs.generator }}"
+    assert '--generator "$INPUT_GENERATOR"' in ingest["run"]
     for step in steps:
         assert "${{" not in step.get("run", ""), f"step {step.get('name')} interpolates"
 

@@ -91,15 +91,20 @@ def ingest_files(
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude", help="Glob of relative paths to skip (repeatable).",
         show_default=False)] = None,
+    generator: Annotated[str | None, typer.Option(
+        "--generator", help="Docs generator whose URLs and heading ids to cite: auto, "
+        "mdbook, mkdocs, sphinx, sphinx-dirhtml, docusaurus, hugo, vitepress, jekyll or "
+        "plain. Default: detected from book.toml, mkdocs.yml, conf.py, ….",
+        show_default=False)] = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Ingest a folder of .md/.mdx/.markdown/.html/.txt files.
+    """Ingest a folder of .md/.mdx/.markdown/.rst/.html/.txt files.
 
-    Example: `kbctl ingest files docs/ --base-url https://docs.example.com/`
+    Example: `kbctl ingest files docs/ --base-url https://docs.example.com/ --generator mkdocs`
     """
-    spec = flag_spec("files", target, base_url=base_url, exclude=exclude)
+    spec = flag_spec("files", target, base_url=base_url, exclude=exclude, generator=generator)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)

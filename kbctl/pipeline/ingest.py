@@ -180,6 +180,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         return []
     _record(store, namespace, spec, policy)
     report.notes.extend(expansion.notes)
+    if expansion.info:
+        report.sources[-1].update(expansion.info)
     for note in expansion.notes:
         progress(ProgressEvent("note", message=note))
     report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0

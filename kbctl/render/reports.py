@@ -67,12 +67,12 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
 
 def status_table(report: StatusReport, **options: Any) -> Rendered:
     table = Table("namespace", "sources", "chunks", "definitions", "last ok sync",
-                  "last run failures", title=f"embedder: {shown(report.embedder)}",
-                  title_justify="left")
+                  "last run failures", "generators",
+                  title=f"embedder: {shown(report.embedder)}", title_justify="left")
     for s in report.namespaces:
         table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
                       s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
-                      str(s.last_run_failures))
+                      str(s.last_run_failures), shown(", ".join(s.generators)) or "-")
     out = Rendered.stdout(table)
     if report.source_definitions:
         defs = Table("namespace", "kind", "target", "private network", "last ok sync",

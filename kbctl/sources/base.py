@@ -106,6 +106,7 @@ class Expansion:
     complete: bool = True
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)  # listed URLs left out, by rule
+    info: dict[str, Any] = field(default_factory=dict)  # shown with the source in reports
 
 
 PreviousMeta = Callable[[str], "dict[str, Any] | None"]

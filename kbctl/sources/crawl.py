@@ -64,6 +64,7 @@ class CrawlExpansion(Expansion):
     def __init__(self, start: Leaf, state: CrawlState, notes: list[str]) -> None:
         object.__setattr__(self, "leaves", [start])
         object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "info", {})
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
 

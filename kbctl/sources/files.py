@@ -1,7 +1,8 @@
-"""``files`` sources: a folder or glob of .md/.mdx/.markdown/.html/.txt files.
+"""``files`` sources: a folder or glob of .md/.mdx/.markdown/.rst/.html/.txt files.
 
-With ``base_url``, a file cites to its published address (``guide/install.md`` →
-``{base}/guide/install``, ``guide/index.md`` → ``{base}/guide/``), so citations from a
+With ``base_url``, a file cites to the address its docs generator publishes it at, and
+each heading to the id that generator renders (``kbctl.generators``: detected from the
+project's marker files, or chosen with the ``generator`` option), so citations from a
 local build equal the live site's. Without it, refs are stable ``kb://ROOT/relpath``.
 Nothing outside the root is read: every path is resolved and checked, symlinks included.
 Only regular files are read: a FIFO, socket or device, a symlink loop or a broken link is
@@ -24,25 +25,29 @@ from typing import Any, ClassVar
 from ..errors import ExtractError, InputError, SourceError
 from ..extract.markdown import parse_markdown_document
 from ..extract.text import decode_bytes
+from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
+from ..generators.anchors import with_heading_ids
 from ..hygiene import describe_bad_char
 from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceKind, SourceSpec
-from .options import SourceOptions, http_url, option, strings
+from .options import SourceOptions, choice, http_url, option, strings
 
-EXTENSIONS = {".md": "markdown", ".mdx": "markdown", ".markdown": "markdown",
+EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
               ".html": "html", ".htm": "html", ".txt": "text"}
 MAX_FILE_BYTES = 5 * 1024 * 1024
-_INDEX_STEMS = {"index", "readme", "_index"}
 _GLOB_CHARS = set("*?[")
+Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file's path in it
 
 
 @dataclass(frozen=True)
 class FilesOptions(SourceOptions):
-    """``base_url``: the folder's public URL, so citations match the live site;
-    ``exclude``: globs of relative paths to skip."""
+    """``base_url``: the public URL the pages are published at, so citations match the
+    live site; ``exclude``: globs of relative paths to skip; ``generator``: the docs
+    generator whose URLs and heading ids to cite (``auto``: detected)."""
 
     kind: ClassVar[str] = "files"
     base_url: str | None = option(None, http_url)
     exclude: tuple[str, ...] = option((), strings("a list of glob patterns"))
+    generator: str = option(AUTO, choice(AUTO, *GENERATORS))
 
 
 class FilesSource:
@@ -59,10 +64,14 @@ class FilesSource:
         options: FilesOptions = spec.options  # type: ignore[assignment]
         excludes, base_url = options.exclude, options.base_url
         real_root = root.resolve()
-        leaves, notes = [], []
+        site = resolve_site(real_root, options.generator)
+        leaves: list[Leaf] = []
+        notes = [] if site.generator == "plain" else [
+            f"files {spec.target}: generator {site.describe()}"]
+        unpublished = 0
         for path in _walk(root, pattern, notes):
             rel = path.relative_to(root).as_posix()
-            if path.suffix.lower() not in EXTENSIONS:
+            if file_format(path) is None:
                 continue
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
                 continue
@@ -71,22 +80,34 @@ class FilesSource:
             if skip:
                 notes.append(f"skipped {_printable(path)}: {skip}")
                 continue
-            url = file_url(rel, root_name=real_root.name, base_url=base_url)
-            leaves.append(Leaf(ref=url, url=url, hint=(path, real_root)))
-        return Expansion(leaves=_refuse_collisions(leaves), notes=notes)
+            if base_url:
+                page = page_path(site, real_root / rel)
+                if page is None:
+                    unpublished += 1
+                    continue
+                url = base_url.rstrip("/") + "/" + page
+            else:
+                url = local_ref(rel, root_name=real_root.name)
+            published: Published = (site, base_url, real_root / rel)
+            leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published)))
+        if unpublished:
+            notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
+                         f"does not publish were skipped")
+        return Expansion(leaves=_refuse_collisions(leaves), notes=notes,
+                         info={"generator": site.generator})
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
-            path, real_root, *collision = leaf.hint
+            path, real_root, published, *collision = leaf.hint
             if collision:
                 yield Loaded(leaf=leaf, error=collision[0])
                 continue
             try:
-                yield self._load_one(leaf, path, real_root, previous(leaf.ref))
+                yield self._load_one(leaf, path, real_root, published, previous(leaf.ref))
             except SourceError as exc:
                 yield Loaded(leaf=leaf, error=exc)
 
-    def _load_one(self, leaf: Leaf, path: Path, real_root: Path,
+    def _load_one(self, leaf: Leaf, path: Path, real_root: Path, published: Published,
                   prev: dict[str, Any] | None) -> Loaded:
         try:
             real = path.resolve()
@@ -121,7 +142,7 @@ class FilesSource:
             text = decode_bytes(data)
         except (UnicodeDecodeError, LookupError) as exc:
             raise ExtractError(f"{path}: not UTF-8 text ({exc})") from exc
-        doc = _document(leaf, path, text, stamp)
+        doc = _document(leaf, path, text, stamp, published)
         return Loaded(leaf=leaf, document=doc, meta=stamp)
 
 
@@ -178,8 +199,29 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
 KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
 
 
-def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any]) -> Document:
-    fmt = EXTENSIONS[path.suffix.lower()]
+def file_format(path: Path) -> str | None:
+    """How a file is read (``markdown``, ``mdx``, ``rst``, ``html``, ``text``); None for
+    files a files source skips. Sphinx's ``_sources`` copies (``x.rst.txt``) are rst."""
+    name = path.name.lower()
+    if name.endswith(".rst.txt"):
+        return "rst"
+    return EXTENSIONS.get(path.suffix.lower())
+
+
+def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
+              published: Published) -> Document:
+    site = published[0]
+    stamp = stamp | {"generator": site.generator}
+    fmt = file_format(path)
+    if fmt == "rst":
+        from ..extract.rst import rst_to_markdown
+
+        try:
+            rst = rst_to_markdown(text, source=str(path))
+        except ExtractError as exc:
+            raise ExtractError(f"{path}: {exc.message}") from exc
+        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=rst.title or path.stem,
+                        body=rst.markdown, format="markdown", meta=dict(stamp))
     if fmt == "html":
         from ..extract.html import extract_html
 
@@ -195,8 +237,25 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any]) -> Docum
         raise ExtractError(f"{path}: {exc.message}") from exc
     filterable = {k: v for k, v in md.front_matter.items()
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
-    return Document(ref=leaf.ref, url=leaf.url, kind="files", title=md.title or path.stem,
-                    body=md.body, format="markdown", meta=dict(stamp), filterable=filterable)
+    body = md.body
+    if fmt == "mdx":
+        from ..extract.mdx import mdx_to_markdown
+
+        body = mdx_to_markdown(body)
+    body = with_heading_ids(body, heading_ids(site))
+    return Document(ref=leaf.ref, url=_published_url(leaf, published, md.front_matter),
+                    kind="files", title=md.title or path.stem, body=body, format="markdown",
+                    meta=dict(stamp), filterable=filterable)
+
+
+def _published_url(leaf: Leaf, published: Published, front_matter: dict[str, Any]) -> str:
+    """The page's URL once its front matter is known (``slug``, ``url``, ``permalink``
+    move a page); the path-based URL when there is no base URL or no front matter."""
+    site, base_url, path = published
+    if not base_url or not front_matter:
+        return leaf.url
+    page = page_path(site, path, front_matter)
+    return leaf.url if page is None else base_url.rstrip("/") + "/" + page
 
 
 def split_root(target: str) -> tuple[Path, str | None]:
@@ -235,15 +294,6 @@ def _walk(root: Path, pattern: str | None, notes: list[str]) -> Iterator[Path]:
             yield p
 
 
-def file_url(rel: str, *, root_name: str, base_url: str | None) -> str:
-    """Citation address of a file: its published URL, or a stable ``kb://`` ref."""
-    if not base_url:
-        return f"kb://{root_name}/{rel}"
-    p = PurePosixPath(rel)
-    stem_path = p.with_suffix("")
-    if p.stem.lower() in _INDEX_STEMS:
-        parent = p.parent.as_posix()
-        path = "" if parent == "." else parent + "/"
-    else:
-        path = stem_path.as_posix()
-    return base_url.rstrip("/") + "/" + path
+def local_ref(rel: str, *, root_name: str) -> str:
+    """Stable address of a file ingested without a base URL: ``kb://ROOT/relpath``."""
+    return f"kb://{root_name}/{rel}"

@@ -469,13 +469,17 @@ class KnowledgeStore:
                       (SELECT max(last_ok_at) FROM source_defs d
                         WHERE d.namespace = ns.namespace),
                       (SELECT coalesce(sum(jsonb_array_length(last_errors)), 0)
-                         FROM source_defs d WHERE d.namespace = ns.namespace)
+                         FROM source_defs d WHERE d.namespace = ns.namespace),
+                      (SELECT coalesce(array_agg(DISTINCT s.meta->>'generator'
+                                                 ORDER BY s.meta->>'generator'), '{}')
+                         FROM sources s
+                        WHERE s.namespace = ns.namespace AND s.meta ? 'generator')
                FROM ns WHERE %(ns)s::text IS NULL OR ns.namespace = %(ns)s
                ORDER BY ns.namespace""",
             {"ns": namespace},
         ).fetchall()
-        return [NamespaceStatus(r[0], int(r[1]), int(r[2]), int(r[3]), r[4], r[5], int(r[6]))
-                for r in rows]
+        return [NamespaceStatus(r[0], int(r[1]), int(r[2]), int(r[3]), r[4], r[5], int(r[6]),
+                                list(r[7])) for r in rows]
 
     def chunk_count(self) -> int:
         """Chunks in the whole KB, every namespace."""

@@ -75,3 +75,4 @@ class NamespaceStatus:
     last_run_at: datetime | None
     last_ok_at: datetime | None
     last_run_failures: int
+    generators: list[str] = field(default_factory=list)  # docs generator profiles cited

@@ -1,0 +1,238 @@
+"""Do citations land on the live page? Sites built by real generators, checked citation by
+citation, and the Python docs' reStructuredText sources against the HTML Sphinx built.
+
+1. For each generator installed here, a real corpus is built by the generator itself
+   (the Rust book with mdBook, as an MkDocs site and as Hugo content; the Python docs
+   tutorial with Sphinx html and dirhtml), its sources are ingested with the detected
+   profile, and every chunk's ``url#anchor`` is looked up in the build output: the page
+   must exist and the anchor must be an id on it.
+2. The docs site (``docs-site prepare``): the same check for its ``_sources/*.rst.txt``
+   against its HTML, the time to ingest all sources (lexical-only, embedded PostgreSQL,
+   median of ``--repeat`` runs), and retrieval of the RST-built KB against the HTML-built
+   KB on a question set (BM25 only, so the comparison is about the text each KB holds).
+
+    python bench/bench_citations.py [--repeat 3] [--skip-builds] [--skip-retrieval]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
+
+from _common import KBCTL, RUST_BOOK, embedded_server, median, run_timed, temp_dir  # noqa: E402
+
+from kbctl.config import Settings  # noqa: E402
+from kbctl.pipeline import api  # noqa: E402
+from tests.sitebuild import (  # noqa: E402
+    build_hugo,
+    build_mdbook,
+    build_mkdocs,
+    build_sphinx,
+    check,
+    citations,
+    tool,
+    write_tree,
+)
+
+DOCS_SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
+BASE = "https://docs.example.com/"
+
+# Questions written for this benchmark; a hit is a result whose URL contains one of the
+# expected page paths.
+QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("split a file path into root and extension", ("library/os.path",)),
+    ("read a file line by line with a with statement", ("tutorial/inputoutput",)),
+    ("create a virtual environment and install packages", ("venv",)),
+    ("format a date as a string with strftime directives", ("library/datetime",)),
+    ("argument parser with subcommands", ("library/argparse", "howto/argparse")),
+    ("sort a list of records by a key function", ("howto/sorting",)),
+    ("run a shell command and capture its output", ("library/subprocess",)),
+    ("dataclass field with a default factory", ("library/dataclasses",)),
+    ("serialize a Python object to a JSON string", ("library/json",)),
+    ("regular expression named groups", ("library/re", "howto/regex")),
+    ("run coroutines concurrently and wait for all of them", ("library/asyncio-task",)),
+    ("log messages to a file", ("howto/logging", "library/logging")),
+    ("temporary directory removed automatically", ("library/tempfile",)),
+    ("count how many times each item occurs", ("library/collections",)),
+    ("assert that a test raises an exception", ("library/unittest",)),
+    ("cache the results of a function call", ("library/functools",)),
+    ("iterate over overlapping pairs of an iterable", ("library/itertools",)),
+    ("try except else finally clauses", ("tutorial/errors", "reference/compound_stmts")),
+    ("global interpreter lock", ("glossary", "library/threading", "c-api/init")),
+    ("find files matching a pattern recursively", ("library/pathlib", "library/glob")),
+    ("open a SQLite database and run a query", ("library/sqlite3",)),
+    ("dictionary with typed keys for type checkers", ("library/typing",)),
+    ("copy a directory tree", ("library/shutil",)),
+    ("random sample of items without replacement", ("library/random",)),
+    ("compress and decompress gzip files", ("library/gzip",)),
+]
+
+
+def _row(name: str, corpus: str, result, seconds: float) -> None:
+    print(f"{name:15} {corpus:28} {result.checked:7d} {result.page_share:7.1%} "
+          f"{result.resolved_share:9.2%} {seconds:7.1f}s")
+    for miss in (result.missing_pages + result.missing_anchors)[:3]:
+        print(f"{'':15} missing: {miss}")
+
+
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+#.-]*)")
+
+
+def _portable(markdown: str) -> str:
+    """The chapter in the markdown every generator reads the same way: the book's raw
+    HTML blocks and comments dropped and fence info reduced to the language. (Python-
+    Markdown and goldmark treat raw HTML blocks and ``rust,ignore`` fences differently from
+    CommonMark; both the build and the ingest read this same text.)"""
+    out, fence, comment = [], None, False
+    for line in markdown.splitlines():
+        m = _FENCE.match(line)
+        if fence is None and not comment and m:
+            fence = m.group(2)
+            out.append(f"{m.group(1)}{fence}{m.group(3)}")
+            continue
+        if fence is not None:
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            out.append(line)
+            continue
+        if comment or line.lstrip().startswith("<!--"):
+            comment = "-->" not in line
+            continue
+        if line.startswith("<"):
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _rust_book_as(layout: str, root: Path) -> Path:
+    """The Rust book's chapters laid out as an mdBook, MkDocs or Hugo project."""
+    if layout == "mdbook":
+        shutil.copytree(RUST_BOOK, root / "src")
+        write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
+        return root
+    folder = root / ("docs" if layout == "mkdocs" else "content")
+    for chapter in sorted(RUST_BOOK.glob("*.md")):
+        if chapter.name != "SUMMARY.md":
+            write_tree(folder, {chapter.name: _portable(chapter.read_text(encoding="utf-8"))})
+    if layout == "mkdocs":
+        write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
+                                        "  - toc:\n      permalink: true\n"})
+    else:
+        write_tree(root, {"hugo.toml": "baseURL = 'https://docs.example.com/'\n"
+                                       "disableKinds = ['taxonomy', 'term', 'RSS', 'sitemap']\n"})
+    return root
+
+
+def generator_builds() -> None:
+    print(f"{'generator':15} {'corpus':28} {'checked':>7} {'pages':>7} {'resolved':>9} "
+          f"{'build':>8}")
+    jobs = [("mdbook", "mdbook", build_mdbook, "src"),
+            ("mkdocs", "mkdocs", build_mkdocs, "docs"),
+            ("hugo", "hugo", build_hugo, "content")]
+    for name, exe, build, content in jobs:
+        if tool(exe) is None or not RUST_BOOK.is_dir():
+            print(f"{name:15} skipped: {exe} or the Rust book is not available")
+            continue
+        with temp_dir() as tmp:
+            project = _rust_book_as(name, tmp / "book")
+            t0 = time.perf_counter()
+            site = build(project)
+            seconds = time.perf_counter() - t0
+            pairs, detected, failed = citations(project / content, base_url=BASE)
+            assert detected == name and not failed, (detected, failed[:3])
+            corpus = "Rust book" if name == "mdbook" else "Rust book (portable md)"
+            _row(name, corpus, check(site, pairs, BASE), seconds)
+    tutorial = DOCS_SITE / "_sources" / "tutorial"
+    if tool("sphinx-build") is None or not tutorial.is_dir():
+        print("sphinx          skipped: Sphinx or the docs site is not available")
+        return
+    for builder, profile in (("html", "sphinx"), ("dirhtml", "sphinx-dirhtml")):
+        with temp_dir() as tmp:
+            project = tmp / "docs"
+            project.mkdir()
+            for src in tutorial.glob("*.rst.txt"):
+                shutil.copy(src, project / src.name.removesuffix(".txt"))
+            write_tree(project, {"conf.py": "project = 'Tutorial'\nextensions = []\n"
+                                            "root_doc = 'index'\n"})
+            t0 = time.perf_counter()
+            site = build_sphinx(project, builder)
+            seconds = time.perf_counter() - t0
+            pairs, detected, failed = citations(project, base_url=BASE,
+                                                generator=None if builder == "html" else profile)
+            assert detected == profile and not failed, (detected, failed[:3])
+            _row(profile, "Python tutorial (RST)", check(site, pairs, BASE), seconds)
+
+
+def docs_site(repeat: int, retrieval: bool) -> None:
+    sources = DOCS_SITE / "_sources"
+    if not sources.is_dir():
+        print("docs site: skipped (run `../shared/scripts/docs-site prepare`)")
+        return
+    t0 = time.perf_counter()
+    pairs, detected, failed = citations(sources, base_url=BASE, generator="sphinx")
+    extract = time.perf_counter() - t0
+    result = check(DOCS_SITE, pairs, BASE)
+    files = sum(1 for _ in sources.rglob("*.rst.txt"))
+    print(f"\ndocs site: {files} RST sources → {result.checked} citations; pages "
+          f"{result.page_share:.1%}, resolved {result.resolved_share:.2%} "
+          f"(read+parse+chunk {extract:.1f}s in one process); failed loads: {len(failed)}")
+    for miss in (result.missing_pages + result.missing_anchors)[:5]:
+        print(f"  missing: {miss}")
+    with temp_dir() as tmp, embedded_server(tmp) as db:
+        walls = []
+        for i in range(repeat):
+            wall, _, proc = run_timed([*KBCTL, "ingest", "files", str(sources), "--base-url",
+                                       BASE, "--generator", "sphinx", "--db", db,
+                                       "--namespace", f"rst{i}", "--embedder", "none",
+                                       "--json"], cwd=tmp)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            report = json.loads(proc.stdout)
+            walls.append(wall)
+        print(f"ingest all RST sources (lexical-only, whole command): median {median(walls):.1f}s "
+              f"of {repeat} (runs: {', '.join(f'{w:.1f}' for w in walls)}); "
+              f"{report['added']} pages, {report['chunksWritten']} chunks")
+        if not retrieval:
+            return
+        wall, _, proc = run_timed([*KBCTL, "ingest", "files", str(DOCS_SITE), "--base-url", BASE,
+                                   "--generator", "plain", "--db", db, "--namespace", "html",
+                                   "--embedder", "none", "--json",
+                                   *[f"--exclude={p}" for p in (
+                                       "_*", "genindex*", "search.html", "py-modindex.html",
+                                       "*.txt", "*.js")]], cwd=tmp)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        print(f"HTML-built KB: {json.loads(proc.stdout)['chunksWritten']} chunks in {wall:.1f}s")
+        for namespace in ("rst0", "html"):
+            settings = Settings(db_url=db, namespace=namespace, embedder="none")
+            hits, rr = 0, 0.0
+            for question, expected in QUESTIONS:
+                urls = [h.url for h in api.query(settings, question, k=5).hits]
+                rank = next((i for i, u in enumerate(urls, 1)
+                             if any(e in u for e in expected)), None)
+                hits += rank is not None
+                rr += 1 / rank if rank else 0.0
+            print(f"retrieval {namespace:5}: hit@5 {hits / len(QUESTIONS):.0%}, "
+                  f"MRR@5 {rr / len(QUESTIONS):.3f} ({len(QUESTIONS)} questions, BM25)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-builds", action="store_true")
+    parser.add_argument("--skip-retrieval", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_builds:
+        generator_builds()
+    docs_site(args.repeat, not args.skip_retrieval)
+
+
+if __name__ == "__main__":
+    main()

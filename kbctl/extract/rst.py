@@ -1,0 +1,527 @@
+"""reStructuredText → markdown with Sphinx's ids, for the heading-aware chunker.
+
+docutils parses the file (no file inclusion, no raw passthrough, no messages); the tree
+is written back as markdown: sections as headings carrying their docutils id as an
+explicit ``{#id}``, literal and ``code-block`` blocks as fences with their language,
+lists, tables, admonitions as labelled text. Sphinx's own roles and directives are not
+known to docutils; rather than errors, they become readable text (``:func:`os.getcwd```
+→ ```os.getcwd()```), and the Python domain's description directives
+(``.. function:: os.path.splitext(path)``) become headings with the id Sphinx gives them
+(``os.path.splitext``), so a citation can point at the function itself.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.transforms.references import PropagateTargets
+from docutils.utils import new_document
+
+from ..errors import ExtractError
+from .rst_sphinx import (
+    IGNORED_DIRECTIVES,
+    LABELLED_DIRECTIVES,
+    api_display,
+    api_fullname,
+    api_id,
+    role_text,
+    written_name,
+)
+
+_ROLE_USE = re.compile(r"(?<![\w`]):((?:(?!_)\w)+(?:[-.+:](?:(?!_)\w)+)*):`")
+_DIRECTIVE_USE = re.compile(r"^[ \t]*\.\.[ \t]+([\w][\w:.+-]*)[ \t]*::", re.MULTILINE)
+_AUTO_ID = re.compile(r"id\d+")
+_REGISTER_LOCK = threading.Lock()
+_BUILTIN_DIRECTIVES = frozenset(directives._directive_registry)  # noqa: SLF001
+_BUILTIN_ROLES = frozenset(roles._role_registry) | {"pep", "rfc", "sub", "sup", "t", "title",
+                                                   "i", "b", "ab", "ac"}  # noqa: SLF001
+MAX_HEADING_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class RstDocument:
+    title: str | None
+    markdown: str
+
+
+# --- nodes the lenient handlers produce ---------------------------------------------------
+
+
+class api_description(nodes.General, nodes.Element):  # noqa: N801 - docutils node naming
+    """An object description (``.. function::`` …): signatures, an id, a body."""
+
+
+class labelled(nodes.General, nodes.Element):  # noqa: N801
+    """A block that reads as ``Label: text`` (versionadded, seealso, deprecated …)."""
+
+
+class _AnyOptions(dict):
+    """Accepts every option a Sphinx directive may carry, unconverted."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __bool__(self) -> bool:  # docutils only looks for options when the spec is truthy
+        return True
+
+    def __getitem__(self, key: str):  # type: ignore[override]
+        return directives.unchanged
+
+
+class _Lenient(Directive):
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def _body(self) -> list[nodes.Node]:
+        if not self.content:
+            return []
+        holder = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, holder)
+        return list(holder.children)
+
+
+class _Code(_Lenient):
+    """``code-block``, ``sourcecode``, ``code``, ``doctest`` …: a fence with its language."""
+
+    def run(self) -> list[nodes.Node]:
+        language = (self.arguments[0].split()[0] if self.arguments else "") or (
+            "python" if self.name in ("doctest", "testcode") else "")
+        block = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
+        block["language"] = language
+        return [block]
+
+
+class _Ignored(_Lenient):
+    def run(self) -> list[nodes.Node]:
+        if self.name in ("highlight", "highlightlang") and self.arguments:
+            self.state.document["kbctl_highlight"] = self.arguments[0].split()[0]
+        if self.name in ("module", "currentmodule", "py:module", "py:currentmodule"):
+            module = (self.arguments[0].split()[0] if self.arguments else "") or None
+            self.state.document["kbctl_module"] = None if module == "None" else module
+            if self.name in ("module", "py:module") and module:
+                target = nodes.target("", "", ids=[f"module-{module}"])
+                return [target]
+        return []
+
+
+class _Labelled(_Lenient):
+    """``versionadded 3.6 <text>``, ``seealso <text>``…: the label, then the text (Sphinx
+    reads the argument's later lines as the directive's text)."""
+
+    def run(self) -> list[nodes.Node]:
+        label, takes_version = LABELLED_DIRECTIVES[self.name]
+        argument = (self.arguments[0] if self.arguments else "").strip()
+        if takes_version and argument:
+            version, _, argument = argument.partition("\n") if "\n" in argument else (
+                argument.partition(" ") if self.name != "deprecated-removed" else (
+                    " ".join(argument.split()[:2]), "", " ".join(argument.split()[2:])))
+            label = f"{label} {version.strip()}"
+        node = labelled()
+        node["label"] = label
+        if argument.strip():
+            inline, _ = self.state.inline_text(" ".join(argument.split()), self.lineno)
+            node += nodes.paragraph("", "", *inline)
+        node.extend(self._body())
+        return [node]
+
+
+class _Generic(_Lenient):
+    """Any other directive: its argument as a paragraph, its content parsed."""
+
+    def run(self) -> list[nodes.Node]:
+        out: list[nodes.Node] = []
+        if self.arguments and self.arguments[0].strip():
+            argument = self.arguments[0].strip()
+            out.append(nodes.paragraph(argument, argument))
+        return out + self._body()
+
+
+class _Describe(_Lenient):
+    """An object description: ``.. function::``, ``.. class::``, ``.. envvar::`` …"""
+
+    def run(self) -> list[nodes.Node]:
+        document = self.state.document
+        argument = re.sub(r"\\\n", "", self.arguments[0] if self.arguments else "")
+        signatures = [s.strip() for s in argument.split("\n") if s.strip()]
+        node = api_description()
+        node["signatures"] = signatures
+        node["objtype"] = self.name
+        ids: list[str] = []
+        module = (self.options["module"].strip() or None) if "module" in self.options else (
+            document.get("kbctl_module"))
+        classes: list[tuple[str, str]] = document.setdefault("kbctl_classes", [])
+        fullname = None
+        shown = []
+        for signature in signatures:
+            fullname = api_fullname(self.name, signature, module=module,
+                                    enclosing=classes[-1] if classes else None)
+            anchor = api_id(self.name, fullname, self.options) if fullname else None
+            shown.append(api_display(signature, fullname) if fullname else signature)
+            if anchor and anchor not in document.ids and anchor not in ids:
+                ids.append(anchor)
+        node["ids"] = ids
+        node["signatures"] = shown
+        for anchor in ids:
+            document.ids[anchor] = node
+        written = written_name(signatures[-1]) if signatures else None
+        nests = self.name.split(":")[-1] in ("class", "exception") and fullname and written
+        if nests:
+            classes.append((written, fullname))
+        try:
+            node.extend(self._body())
+        finally:
+            if nests:
+                classes.pop()
+        return [node]
+
+
+def _register(text: str) -> None:
+    """Give every role and directive the file uses a handler, so nothing is an error."""
+    from .rst_sphinx import CODE_DIRECTIVES, DESCRIBE_DIRECTIVES
+
+    wanted_roles = {m.group(1).lower() for m in _ROLE_USE.finditer(text)}
+    wanted_directives = {m.group(1).lower() for m in _DIRECTIVE_USE.finditer(text)}
+    with _REGISTER_LOCK:
+        for name in wanted_roles - _BUILTIN_ROLES:
+            if name not in roles._roles:  # noqa: SLF001
+                roles.register_local_role(name, _sphinx_role)
+        for name in wanted_directives | CODE_DIRECTIVES:
+            if name in directives._directives and name not in ("code",):  # noqa: SLF001
+                continue
+            if name in CODE_DIRECTIVES:
+                directives.register_directive(name, _Code)
+            elif name in DESCRIBE_DIRECTIVES or name.split(":")[-1] in DESCRIBE_DIRECTIVES:
+                directives.register_directive(name, _Describe)
+            elif name in LABELLED_DIRECTIVES:
+                directives.register_directive(name, _Labelled)
+            elif name in IGNORED_DIRECTIVES or name.split(":")[-1] in IGNORED_DIRECTIVES:
+                directives.register_directive(name, _Ignored)
+            elif name not in _BUILTIN_DIRECTIVES:
+                directives.register_directive(name, _Generic)
+
+
+def _sphinx_role(name: str, rawtext: str, text: str, lineno: int, inliner: object,
+                 options: dict | None = None, content: list | None = None
+                 ) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+    shown, literal = role_text(name.lower(), nodes.unescape(text))
+    node: nodes.Node = nodes.literal(rawtext, shown) if literal else nodes.Text(shown)
+    return [node], []
+
+
+_SETTINGS_LOCK = threading.Lock()
+_SETTINGS = None
+
+
+def _settings():  # docutils settings are a plain Values object; built once
+    global _SETTINGS
+    with _SETTINGS_LOCK:
+        if _SETTINGS is None:
+            s = get_default_settings(Parser)
+            s.report_level = 5
+            s.halt_level = 5
+            s.warning_stream = io.StringIO()
+            s.file_insertion_enabled = False
+            s.raw_enabled = False
+            s.auto_id_prefix = "id"
+            s.syntax_highlight = "none"
+            s.tab_width = 8
+            s.character_level_inline_markup = False
+            _SETTINGS = s
+        return _SETTINGS
+
+
+def rst_to_markdown(text: str, *, source: str = "<rst>") -> RstDocument:
+    """Parse reStructuredText and write it as markdown with explicit heading ids.
+
+    Raises ``ExtractError`` when docutils cannot parse the file at all.
+    """
+    _register(text)
+    document = new_document(source, _settings())
+    document.reporter.stream = None
+    writer = _Writer()
+    try:
+        Parser().parse(text, document)
+        PropagateTargets(document).apply()
+        writer.document(document)
+    except Exception as exc:  # docutils raises assorted errors (and recursion) on bad input
+        raise ExtractError(f"cannot parse reStructuredText: {exc}") from exc
+    return RstDocument(title=writer.title, markdown=writer.output())
+
+
+# --- the markdown writer -----------------------------------------------------------------
+
+
+def section_anchor(ids: list[str], parent: str | None) -> str | None:
+    """The anchor to cite for a section: its title id, or a label on it when the title id
+    is a numbered fallback (``id3``: its number depends on everything Sphinx numbers
+    before it), or else the enclosing section's."""
+    if ids and not _AUTO_ID.fullmatch(ids[0]):
+        return ids[0]
+    labels = [i for i in ids if not _AUTO_ID.fullmatch(i)]
+    return labels[0] if labels else parent
+
+
+class _Writer:
+    """Walks a doctree and writes markdown blocks separated by blank lines."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.title: str | None = None
+        self.highlight = ""
+        self.anchors: list[str | None] = []
+
+    def output(self) -> str:
+        return "\n\n".join(b for b in self.blocks if b.strip()) + "\n"
+
+    def document(self, document: nodes.document) -> None:
+        self.highlight = document.get("kbctl_highlight", "")
+        self.blocks = self.body(document.children, level=0)
+
+    # Blocks: each returns a list of markdown blocks.
+
+    def body(self, children: Iterable[nodes.Node], level: int) -> list[str]:
+        out: list[str] = []
+        for child in children:
+            out.extend(self.block(child, level))
+        return out
+
+    def block(self, node: nodes.Node, level: int) -> list[str]:
+        if isinstance(node, nodes.section):
+            return self.section(node, level + 1)
+        if isinstance(node, api_description):
+            return self.description(node, level)
+        if isinstance(node, nodes.paragraph):
+            return [self.inline(node)]
+        if isinstance(node, nodes.literal_block | nodes.doctest_block):
+            return [self.fence(node)]
+        if isinstance(node, nodes.bullet_list | nodes.enumerated_list):
+            return [self.list(node, level)]
+        if isinstance(node, nodes.definition_list):
+            return self.definitions(node, level)
+        if isinstance(node, nodes.field_list):
+            return [self.fields(node, level)]
+        if isinstance(node, nodes.option_list):
+            return [self.options(node, level)]
+        if isinstance(node, nodes.table):
+            return self.table(node, level)
+        if isinstance(node, nodes.Admonition | labelled):
+            return self.admonition(node, level)
+        if isinstance(node, nodes.block_quote):
+            inner = self.body(node.children, level)
+            return ["\n".join("> " + line if line else ">" for line in
+                              "\n\n".join(inner).split("\n"))] if inner else []
+        if isinstance(node, nodes.line_block):
+            return ["  \n".join(self.inline(line) for line in node.findall(nodes.line)
+                                if isinstance(line, nodes.line))]
+        if isinstance(node, nodes.rubric):
+            return [f"**{self.inline(node)}**"]
+        if isinstance(node, nodes.topic | nodes.sidebar):
+            title = node.next_node(nodes.title)
+            rest = [c for c in node.children if not isinstance(c, nodes.title)]
+            head = [f"**{self.inline(title)}**"] if title is not None else []
+            return head + self.body(rest, level)
+        if isinstance(node, nodes.image):
+            alt = node.get("alt", "")
+            return [alt] if alt else []
+        if isinstance(node, nodes.figure):
+            return self.body([c for c in node.children if not isinstance(c, nodes.image)], level)
+        if isinstance(node, nodes.caption | nodes.legend | nodes.attribution):
+            return [self.inline(node)]
+        if isinstance(node, nodes.footnote | nodes.citation):
+            label = node.next_node(nodes.label)
+            rest = [c for c in node.children if not isinstance(c, nodes.label)]
+            parts = self.body(rest, level)
+            if label is not None and parts:
+                parts[0] = f"[{label.astext()}] {parts[0]}"
+            return parts
+        if isinstance(node, nodes.math_block):
+            return [f"```math\n{node.astext()}\n```"]
+        if isinstance(node, nodes.transition):
+            return []
+        if isinstance(node, nodes.comment | nodes.system_message | nodes.target
+                      | nodes.substitution_definition | nodes.raw | nodes.pending
+                      | nodes.title | nodes.meta):
+            return []
+        if isinstance(node, nodes.Text):
+            text = node.astext().strip()
+            return [text] if text else []
+        if isinstance(node, nodes.TextElement):
+            text = self.inline(node)
+            return [text] if text.strip() else []
+        if isinstance(node, nodes.Element):
+            return self.body(node.children, level)
+        return []
+
+    def section(self, node: nodes.section, level: int, parent_anchor: str | None = None
+                ) -> list[str]:
+        title = node.next_node(nodes.title)
+        heading_text = " ".join(self.inline(title).split()) if title is not None else ""
+        if self.title is None and heading_text:
+            self.title = " ".join(title.astext().split())
+        anchor = section_anchor(node.get("ids") or [], self.anchors[-1] if self.anchors else None)
+        depth = min(max(level, 1), MAX_HEADING_LEVEL)
+        head = [f"{'#' * depth} {heading_text}" + (f" {{#{anchor}}}" if anchor else "")]
+        rest = [c for c in node.children if not isinstance(c, nodes.title)]
+        self.anchors.append(anchor)
+        try:
+            return head + self.body(rest, level)
+        finally:
+            self.anchors.pop()
+
+    def description(self, node: api_description, level: int) -> list[str]:
+        signatures = [" ".join(s.split()) for s in node.get("signatures", [])]
+        out: list[str] = []
+        ids = node.get("ids") or []
+        if ids and signatures:
+            depth = min(level + 1, MAX_HEADING_LEVEL)
+            shown = signatures[0].replace("`", "")
+            out.append(f"{'#' * depth} `{shown}` {{#{ids[0]}}}")
+            out.extend(f"`{s.replace('`', '')}`" for s in signatures[1:])
+        else:
+            out.extend(f"`{s.replace('`', '')}`" for s in signatures)
+        return out + self.body(node.children, level + (1 if ids and signatures else 0))
+
+    def fence(self, node: nodes.Element) -> str:
+        code = node.astext()
+        language = node.get("language")
+        if language is None:
+            classes = [c for c in node.get("classes", []) if c != "code"]
+            language = classes[0] if classes else (
+                "pycon" if isinstance(node, nodes.doctest_block) else self.highlight)
+        ticks = "```"
+        while ticks in code:
+            ticks += "`"
+        return f"{ticks}{language or ''}\n{code.rstrip()}\n{ticks}"
+
+    def list(self, node: nodes.Element, level: int) -> str:
+        ordered = isinstance(node, nodes.enumerated_list)
+        start = int(node.get("start", 1)) if ordered else 1
+        items = []
+        for n, item in enumerate(c for c in node.children if isinstance(c, nodes.list_item)):
+            marker = f"{start + n}." if ordered else "-"
+            inner = "\n\n".join(self.body(item.children, level))
+            pad = " " * (len(marker) + 1)
+            lines = inner.split("\n")
+            items.append(marker + " " + lines[0] + "".join(
+                "\n" + (pad + line if line else "") for line in lines[1:]))
+        return "\n".join(items)
+
+    def definitions(self, node: nodes.definition_list, level: int) -> list[str]:
+        out = []
+        for item in node.children:
+            if not isinstance(item, nodes.definition_list_item):
+                continue
+            term = " ".join(self.inline(t) for t in item.children
+                            if isinstance(t, nodes.term | nodes.classifier))
+            definition = item.next_node(nodes.definition)
+            body = self.body(definition.children, level) if definition is not None else []
+            out.append(f"**{term}**" + ("\n" + body[0] if body else ""))
+            out.extend(body[1:])
+        return out
+
+    def fields(self, node: nodes.field_list, level: int) -> str:
+        lines = []
+        for field in node.children:
+            name = field.next_node(nodes.field_name)
+            body = field.next_node(nodes.field_body)
+            text = " ".join(self.body(body.children, level)) if body is not None else ""
+            lines.append(f"- **{name.astext() if name is not None else ''}:** {text}")
+        return "\n".join(lines)
+
+    def options(self, node: nodes.option_list, level: int) -> str:
+        lines = []
+        for item in node.children:
+            group = item.next_node(nodes.option_group)
+            desc = item.next_node(nodes.description)
+            text = " ".join(self.body(desc.children, level)) if desc is not None else ""
+            lines.append(f"- `{group.astext() if group is not None else ''}` {text}")
+        return "\n".join(lines)
+
+    def table(self, node: nodes.table, level: int) -> list[str]:
+        rows: list[list[str]] = []
+        header_rows = 0
+        spans = False
+        for part in node.findall(nodes.thead):
+            header_rows += len([r for r in part.children if isinstance(r, nodes.row)])
+        for row in node.findall(nodes.row):
+            cells = []
+            for entry in row.children:
+                if entry.get("morecols") or entry.get("morerows"):
+                    spans = True
+                cells.append(" ".join(" ".join(self.body(entry.children, level)).split()))
+            rows.append(cells)
+        if not rows:
+            return []
+        title = node.next_node(nodes.title)
+        out = [f"**{self.inline(title)}**"] if title is not None else []
+        width = max(len(r) for r in rows)
+        if spans or width == 0:
+            return out + [" | ".join(r) for r in rows]
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        head = rows[0] if header_rows else [""] * width
+        body = rows[1:] if header_rows else rows
+        lines = ["| " + " | ".join(c.replace("|", "\\|") for c in head) + " |",
+                 "|" + " --- |" * width]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body]
+        return out + ["\n".join(lines)]
+
+    def admonition(self, node: nodes.Element, level: int) -> list[str]:
+        if isinstance(node, labelled):
+            label = node["label"]
+            children = list(node.children)
+        else:
+            title = node.next_node(nodes.title)
+            label = self.inline(title) if title is not None and title.parent is node else (
+                node.tagname.replace("_", " ").capitalize())
+            children = [c for c in node.children if not isinstance(c, nodes.title)]
+        parts = self.body(children, level)
+        if parts and not parts[0].startswith(("```", "|", "- ", "#", ">")):
+            parts[0] = f"**{label}:** {parts[0]}"
+        else:
+            parts.insert(0, f"**{label}:**")
+        return parts
+
+    # Inline text.
+
+    def inline(self, node: nodes.Node | None) -> str:
+        if node is None:
+            return ""
+        out: list[str] = []
+        self._inline(node, out)
+        return "".join(out).strip()
+
+    def _inline(self, node: nodes.Node, out: list[str]) -> None:
+        for child in node.children if isinstance(node, nodes.Element) else [node]:
+            if isinstance(child, nodes.Text):
+                out.append(child.astext().replace("\n", " "))
+            elif isinstance(child, nodes.literal):
+                text = child.astext().replace("\n", " ")
+                ticks = "``" if "`" in text else "`"
+                out.append(f"{ticks}{text}{ticks}")
+            elif isinstance(child, nodes.strong):
+                out.append(f"**{self.inline(child)}**")
+            elif isinstance(child, nodes.emphasis | nodes.title_reference):
+                out.append(f"*{self.inline(child)}*")
+            elif isinstance(child, nodes.footnote_reference | nodes.citation_reference
+                            | nodes.system_message | nodes.target | nodes.raw):
+                continue
+            elif isinstance(child, nodes.problematic):
+                out.append(child.astext())
+            elif isinstance(child, nodes.image):
+                out.append(child.get("alt", ""))
+            elif isinstance(child, nodes.substitution_reference):
+                out.append(child.astext())
+            elif isinstance(child, nodes.math):
+                out.append(f"${child.astext()}$")
+            elif isinstance(child, nodes.Element):
+                self._inline(child, out)
+

@@ -1,0 +1,140 @@
+"""What Sphinx adds to reStructuredText, as far as reading the text needs it: its roles
+as readable text, its directives by kind, and the ids its domains give described objects.
+
+The ids follow Sphinx's Python domain: the full name (current module, enclosing class,
+the signature's own prefix) is the id as written, e.g. ``os.path.splitext`` or
+``str.join``; ``.. module::`` adds ``module-NAME``; ``envvar`` gives ``envvar-NAME``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "code", "doctest", "testcode",
+                             "testoutput", "productionlist"})
+_PY_OBJECTS = ("function", "method", "class", "exception", "data", "attribute",
+               "decorator", "decoratormethod", "classmethod", "staticmethod", "property",
+               "coroutinefunction", "coroutinemethod", "abstractmethod", "type")
+PY_DESCRIBE = frozenset(_PY_OBJECTS)
+DESCRIBE_DIRECTIVES = frozenset(_PY_OBJECTS) | {
+    "envvar", "describe", "object", "option", "cmdoption", "opcode", "pdbcommand",
+    "2to3fixer", "macro", "member", "var", "struct", "union", "enum", "enumerator",
+    "namespace", "concept", "directive", "role", "confval", "setting"}
+IGNORED_DIRECTIVES = frozenset({
+    "toctree", "index", "highlight", "highlightlang", "module", "currentmodule",
+    "sectionauthor", "moduleauthor", "codeauthor", "tabularcolumns", "literalinclude",
+    "autofunction", "automodule", "autoclass", "automethod", "autodata", "autoattribute",
+    "autoexception", "autosummary", "testsetup", "testcleanup", "program", "default-domain",
+    "raw", "include", "only-html", "ifconfig", "audit-event-table", "limited-api-list",
+    "miscnews", "c:namespace", "cpp:namespace", "py:module", "py:currentmodule",
+    "inheritance-diagram", "graphviz", "digraph", "graph", "plot"})
+# directive → (label, whether the argument starts with a version for the label)
+LABELLED_DIRECTIVES: dict[str, tuple[str, bool]] = {
+    "versionadded": ("Added in version", True),
+    "versionchanged": ("Changed in version", True),
+    "versionremoved": ("Removed in version", True),
+    "deprecated": ("Deprecated since version", True),
+    "deprecated-removed": ("Deprecated since version", True),
+    "seealso": ("See also", False),
+    "impl-detail": ("CPython implementation detail", False),
+    "availability": ("Availability", False),
+    "audit-event": ("Raises an auditing event", False),
+    "versionadded-removed": ("Added in version", True),
+}
+
+_PY_SIG = re.compile(r"^\s*([\w.]*\.)?(\w+)\s*(?:\[\s*(.*)\s*\])?\s*(?:\((.*)\)"
+                     r"(?:\s*->\s*(.*))?)?\s*$", re.DOTALL)
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9._]+")
+_ID_ENDS = re.compile(r"^[-0-9._]+|-+$")
+_XREF_ROLES = frozenset({
+    "func", "meth", "class", "mod", "data", "attr", "exc", "obj", "const", "type",
+    "envvar", "option", "program", "token", "keyword", "opcode", "file", "samp", "kbd",
+    "command", "makevar", "mailheader", "mimetype", "newsgroup", "regexp", "macro",
+    "member", "var", "struct", "union", "enum", "enumerator", "expr", "texpr", "cdata",
+    "cfunc", "ctype", "cmacro", "cmember", "code", "pdbcmd", "monitoring-event"})
+_CALLABLE_ROLES = frozenset({"func", "meth"})
+_PROSE_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "issue": "issue {}", "gh": "gh-{}",
+                "cve": "CVE-{}", "cwe": "CWE-{}"}
+
+
+def role_text(name: str, text: str) -> tuple[str, bool]:
+    """(what a reader sees for ``:name:`text```, whether it is set as code)."""
+    domain_free = name.split(":")[-1]
+    title, _, target = text.partition("<")
+    explicit_title = bool(target and text.rstrip().endswith(">") and title.strip())
+    shown = title.strip() if explicit_title else text.strip()
+    if domain_free in _PROSE_ROLES and not explicit_title:
+        return _PROSE_ROLES[domain_free].format(shown.lstrip("!")), False
+    if domain_free == "menuselection":
+        return shown.replace("-->", "▸"), False
+    if domain_free in ("abbr", "dfn", "term", "ref", "doc", "guilabel", "numref",
+                       "download", "source", "sub", "sup", "math", "manpage"):
+        if domain_free in ("ref", "doc", "numref", "download") and not explicit_title:
+            shown = shown.lstrip("~!").rsplit("/", 1)[-1].replace("-", " ").replace("_", " ")
+        return shown, False
+    if not explicit_title:
+        shown = shown.lstrip("!")
+        if shown.startswith("~"):
+            shown = shown[1:].rsplit(".", 1)[-1]
+        if (domain_free in _CALLABLE_ROLES and not shown.endswith(")")
+                and name.startswith(("py:", "func", "meth"))):
+            shown += "()"
+    return shown, domain_free in _XREF_ROLES or ":" in name
+
+
+def api_fullname(directive: str, signature: str, *, module: str | None,
+                 enclosing: tuple[str, str] | None) -> str | None:
+    """The full name Sphinx gives an object description (its id before escaping); None
+    when not derivable. ``enclosing`` is the enclosing class as (name as written, full
+    name)."""
+    kind = directive.split(":")
+    domain = kind[0] if len(kind) > 1 else "py"
+    objtype = kind[-1]
+    if domain != "py" or objtype not in PY_DESCRIBE:
+        if objtype == "envvar" and domain in ("py", "std"):
+            return signature.split()[0] if signature.split() else None
+        return None
+    m = _PY_SIG.match(signature)
+    if not m:
+        return None
+    prefix, name = m.group(1) or "", m.group(2)
+    if enclosing:
+        written, full = enclosing
+        if prefix == written + "." or prefix.startswith(written + "."):
+            return f"{full}.{prefix[len(written) + 1:]}{name}"
+        return f"{full}.{prefix}{name}"
+    written = prefix + name
+    return f"{module}.{written}" if module else written
+
+
+def written_name(signature: str) -> str | None:
+    """The object's name as the signature writes it (``Outer.Inner``)."""
+    m = _PY_SIG.match(signature)
+    return (m.group(1) or "") + m.group(2) if m else None
+
+
+def api_display(signature: str, fullname: str) -> str:
+    """The signature as Sphinx shows it: the object's full name, then its arguments."""
+    m = _PY_SIG.match(signature)
+    return fullname + signature[m.end(2):] if m else signature
+
+
+def api_id(directive: str, fullname: str, options: Mapping[str, Any]) -> str | None:
+    """The id Sphinx puts on the description of ``fullname``."""
+    if "noindex" in options or "no-index" in options:
+        return None
+    objtype = directive.split(":")[-1]
+    if objtype == "envvar":
+        return _sphinx_make_id(f"envvar-{fullname}")
+    return _sphinx_make_id(fullname) or None
+
+
+def _sphinx_make_id(term: str) -> str:
+    """Sphinx's ``_make_id``: docutils' rule, but keeping case, dots and underscores."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", term).encode("ascii", "ignore").decode("ascii")
+    text = _ID_UNSAFE.sub("-", " ".join(text.split()))
+    return _ID_ENDS.sub("", text)

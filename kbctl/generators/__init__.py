@@ -1,0 +1,93 @@
+"""Docs generator profiles: {name: generator}, detection from marker files, and the one
+place that turns a content file into its published URL.
+
+Adding a generator means one module with a ``GENERATOR`` and one line in ``GENERATORS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..errors import InputError
+from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, vitepress
+from .base import Generator, HeadingIds, Site
+
+GENERATORS: dict[str, Generator] = {
+    "mdbook": mdbook.GENERATOR,
+    "mkdocs": mkdocs.GENERATOR,
+    "sphinx": sphinx.GENERATOR,
+    "sphinx-dirhtml": sphinx.DIRHTML,
+    "docusaurus": docusaurus.GENERATOR,
+    "hugo": hugo.GENERATOR,
+    "vitepress": vitepress.GENERATOR,
+    "jekyll": jekyll.GENERATOR,
+    "plain": plain.GENERATOR,
+}
+# Most specific markers first: a Docusaurus or VitePress project may also hold a
+# _config.yml for GitHub Pages, a Sphinx folder a stray config.toml.
+_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "hugo", "sphinx", "jekyll")
+_MAX_PARENTS = 3
+AUTO = "auto"
+
+__all__ = ["AUTO", "GENERATORS", "HeadingIds", "Site", "detect_site", "resolve_site"]
+
+
+def check_name(name: str) -> str:
+    """The generator name, or an input error listing the known ones."""
+    if name != AUTO and name not in GENERATORS:
+        raise InputError(f"unknown generator '{name}' (expected {AUTO} or one of "
+                         f"{', '.join(GENERATORS)})", hint="see the README's generator list")
+    return name
+
+
+def detect_site(root: Path) -> Site | None:
+    """The site whose marker is in ``root`` or one of its nearest parents (the folder
+    ingested is often ``docs/`` inside the project); None when no generator claims it."""
+    folder = root.resolve()
+    for _ in range(_MAX_PARENTS + 1):
+        for name in _DETECTION_ORDER:
+            site = GENERATORS[name].detect(folder)
+            if site is not None:
+                return site
+        if (folder / ".git").exists() or folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def resolve_site(root: Path, name: str | None = None) -> Site:
+    """The site for a files source: the named generator (with the settings its marker
+    gives, if one is found) or the detected one; the plain rule when nothing matches."""
+    name = check_name(name or AUTO)
+    if name == AUTO:
+        return detect_site(root) or GENERATORS["plain"].default_site(root.resolve())
+    generator = GENERATORS[name]
+    folder = root.resolve()
+    for _ in range(_MAX_PARENTS + 1):
+        site = generator.detect(folder)
+        if site is not None:
+            return Site(name, site.content, site.marker, site.settings)
+        if (folder / ".git").exists() or folder.parent == folder:
+            break
+        folder = folder.parent
+    return generator.default_site(root.resolve())
+
+
+def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = None
+              ) -> str | None:
+    """Published path (relative to the base URL) of the file at ``path`` (absolute, under
+    a resolved folder, as the files source walks it); None when the generator does not
+    publish it (outside its content folder, a draft, not a page)."""
+    try:
+        rel = path.relative_to(site.content)
+    except ValueError:
+        return None
+    return GENERATORS[site.generator].page(site, PurePosixPath(rel.as_posix()),
+                                           front_matter or {})
+
+
+def heading_ids(site: Site) -> HeadingIds:
+    """A fresh heading id allocator for one page of ``site``."""
+    return GENERATORS[site.generator].heading_ids(site)

@@ -1,0 +1,126 @@
+"""What a docs generator profile is: how a source file becomes its published page and how
+a heading becomes its element id.
+
+A citation ``url#anchor`` is only worth something if it opens the right section of the
+live site, and every generator has its own rules for both halves. A ``Generator`` knows
+its marker files, reads the settings that change URLs and ids into a ``Site``, and from
+that site answers two questions: the page of a file, and the ids of a page's headings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Site:
+    """A generator applied to one project: where its content lives and its settings.
+
+    ``content`` is the folder whose files are published (mdBook's ``src``, MkDocs'
+    ``docs_dir``, Hugo's ``content``…); page paths are relative to it. ``marker`` is the
+    file that identified the generator (None when it was chosen without one).
+    """
+
+    generator: str
+    content: Path
+    marker: Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        how = f"detected from {self.marker}" if self.marker else "chosen"
+        return f"{self.generator} ({how})"
+
+
+class HeadingIds(Protocol):
+    """Per-page id allocator: the id a generator gives each heading, in document order."""
+
+    honours_explicit: bool
+    reads_source: bool  # slug the heading's markdown source rather than its rendered text
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
+        ``{#id}`` attribute (None when absent)."""
+        ...
+
+
+class Generator(Protocol):
+    """One docs generator: detection, page paths and heading ids."""
+
+    name: str
+    markers: tuple[str, ...]
+
+    def detect(self, folder: Path) -> Site | None:
+        """The site whose marker sits in ``folder``, with its settings; else None."""
+        ...
+
+    def default_site(self, root: Path) -> Site:
+        """The site to use when the generator is chosen but no marker is found."""
+        ...
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        """Path of the published page (relative to the site's base URL, no leading ``/``)
+        of the content file ``rel``; None when the generator does not publish it."""
+        ...
+
+    def heading_ids(self, site: Site) -> HeadingIds:
+        """A fresh allocator for one page."""
+        ...
+
+
+class CountingIds:
+    """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
+
+    ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
+    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo).
+    """
+
+    def __init__(self, slug: Callable[[str], str], *, empty: str = "",
+                 honour_explicit: bool = True, reserve_explicit: bool = True,
+                 reads_source: bool = False) -> None:
+        self.reads_source = reads_source
+        self._slug = slug
+        self._empty = empty
+        self.honours_explicit = self._honour = honour_explicit
+        self._reserve = reserve_explicit
+        self._used: set[str] = set()
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        if explicit is not None and self._honour:
+            if self._reserve:
+                self._used.add(explicit)
+            return explicit
+        base = self._slug(text) or self._empty
+        candidate, n = base, 0
+        while candidate in self._used:
+            n += 1
+            candidate = f"{base}-{n}"
+        self._used.add(candidate)
+        return candidate
+
+
+def read_config_text(path: Path) -> str | None:
+    """A generator's config file as text, or None when unreadable or oversized."""
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def directory_page(rel: PurePosixPath, *, index_stems: tuple[str, ...] = ("index",),
+                   suffix: str = "/") -> str:
+    """``a/b.md`` → ``a/b/`` (or ``a/b.html``) and ``a/index.md`` → ``a/``: the rule
+    most generators share. ``suffix`` is ``/`` for directory URLs, else a file suffix."""
+    stem_path = rel.with_suffix("") if rel.suffix else rel
+    while stem_path.suffix in (".rst", ".md"):  # .rst.txt
+        stem_path = stem_path.with_suffix("")
+    parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+    if stem_path.name.lower() in index_stems:
+        return parent if suffix == "/" else parent + "index" + suffix
+    return stem_path.as_posix() + suffix

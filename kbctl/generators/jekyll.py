@@ -1,0 +1,108 @@
+"""Jekyll: ``_config.yml``; ``about.md`` → ``about.html`` (``permalink: pretty``:
+``about/``), ``index.md`` → the folder, posts ``_posts/2024-01-02-title.md`` →
+``2024/01/02/title.html``; front matter ``permalink`` wins; files and folders starting
+with ``_`` or ``.`` are not pages. Heading ids are kramdown's: with the GFM input (the
+default) lowercased, characters other than word characters, ``-``, space and tab
+dropped, spaces and tabs → ``-``, repeats ``-1``, ``-2``…; with ``input: kramdown`` the
+classic ASCII ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .base import Site, read_config_text
+from .yamlfile import load_yaml_config
+
+_POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+_NON_WORD = re.compile(r"[^\w\- \t]")
+_PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+
+
+def gfm_id(text: str) -> str:
+    return _NON_WORD.sub("", text.lower()).replace(" ", "-").replace("\t", "-")
+
+
+def kramdown_id(text: str) -> str:
+    text = re.sub(r"^[^a-zA-Z]+", "", text)
+    text = re.sub(r"[^a-zA-Z0-9 -]", "", text)
+    return text.replace(" ", "-").lower()
+
+
+class KramdownIds:
+    """kramdown's allocator: the n-th repeat of ``x`` is ``x-n`` (no collision search)."""
+
+    honours_explicit = True
+    reads_source = False
+
+    def __init__(self, gfm: bool, prefix: str) -> None:
+        self._gfm = gfm
+        self._prefix = prefix
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        if explicit is not None:
+            return explicit
+        base = gfm_id(text) if self._gfm else (kramdown_id(text) or "section")
+        seen = self._counts.get(base)
+        self._counts[base] = 0 if seen is None else seen + 1
+        return self._prefix + (base if seen is None else f"{base}-{seen + 1}")
+
+
+class Jekyll:
+    name = "jekyll"
+    markers = ("_config.yml", "_config.yaml")
+
+    def detect(self, folder: Path) -> Site | None:
+        for name in self.markers:
+            marker = folder / name
+            if marker.is_file():
+                config = load_yaml_config(read_config_text(marker) or "")
+                kramdown = config.get("kramdown") if isinstance(config.get("kramdown"),
+                                                                 dict) else {}
+                source = config.get("source") if isinstance(config.get("source"), str) else "."
+                settings = {
+                    "permalink": config.get("permalink") if isinstance(
+                        config.get("permalink"), str) else "date",
+                    "gfm": str(kramdown.get("input", "GFM")).lower() == "gfm",
+                    "auto_id_prefix": str(kramdown.get("auto_id_prefix", "")),
+                }
+                return Site(self.name, folder / source, marker, settings)
+        return None
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root, None, {"permalink": "date", "gfm": True})
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        if rel.suffix.lower() not in _PAGE_SUFFIXES:
+            return None
+        permalink = front_matter.get("permalink")
+        if isinstance(permalink, str) and permalink.strip() and ":" not in permalink:
+            return permalink.strip().lstrip("/")
+        pretty = site.settings.get("permalink") == "pretty"
+        parts = rel.parts
+        if parts[0] == "_posts" or (len(parts) > 1 and parts[-2] == "_posts"):
+            m = _POST.match(rel.stem)
+            if not m:
+                return None
+            year, month, day, title = m.groups()
+            categories = [p for p in parts[:-1] if p != "_posts"]
+            path = "/".join([*categories, year, month, day, title])
+            return path + ("/" if pretty else ".html")
+        if any(p.startswith(("_", ".")) for p in parts):
+            return None
+        parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        if rel.stem == "index":
+            return parent
+        stem = rel.with_suffix("").as_posix()
+        return stem + ("/" if pretty else ".html")
+
+    def heading_ids(self, site: Site) -> KramdownIds:
+        return KramdownIds(bool(site.settings.get("gfm", True)),
+                           str(site.settings.get("auto_id_prefix", "")))
+
+
+GENERATOR = Jekyll()

@@ -1,0 +1,53 @@
+"""The plain rule, for folders no generator claims: ``guide/install.md`` →
+``guide/install``, ``guide/index.md`` (or ``README.md``) → ``guide/``, GitHub heading
+slugs. It is what GitHub-flavoured hosting and most hand-rolled sites serve."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..chunk.slug import Slugger, slug_plain
+from .base import Site
+
+_INDEX_STEMS = {"index", "readme", "_index"}
+
+
+class GithubIds:
+    """GitHub slugs, deduplicated; a written ``{#id}`` is used and reserved."""
+
+    honours_explicit = True
+    reads_source = False
+
+    def __init__(self) -> None:
+        self._slugger = Slugger()
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        if explicit is not None:
+            self._slugger.reserve(explicit)
+            return explicit
+        return self._slugger.dedupe(slug_plain(text))
+
+
+class Plain:
+    name = "plain"
+    markers: tuple[str, ...] = ()
+
+    def detect(self, folder: Path) -> Site | None:
+        return None
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root)
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str:
+        parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        if rel.stem.lower() in _INDEX_STEMS:
+            return parent
+        return rel.with_suffix("").as_posix()
+
+    def heading_ids(self, site: Site) -> GithubIds:
+        return GithubIds()
+
+
+GENERATOR = Plain()

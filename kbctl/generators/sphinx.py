@@ -1,0 +1,93 @@
+"""Sphinx: ``conf.py`` in the source folder; ``html`` builder: ``guide/install.rst`` →
+``guide/install.html``; ``dirhtml`` builder: ``guide/install/`` (``index`` → the folder).
+Section ids are docutils ids (``make_id`` of the title; ``id1``, ``id2``… when taken);
+reStructuredText files carry their own ids from the parse (see ``extract.rst``). The
+``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from docutils.nodes import make_id
+
+from .base import Site, read_config_text
+
+_SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
+_FILE_SUFFIX = re.compile(r"""^html_file_suffix\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+_SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_doc)\s*=",
+                          re.MULTILINE)
+
+
+class DocutilsIds:
+    """docutils ids for a page: ``make_id`` of the text, else ``id1``, ``id2``…"""
+
+    honours_explicit = True
+    reads_source = False
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._counter = 0
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        candidate = explicit if explicit is not None else make_id(text)
+        while not candidate or candidate in self._used:
+            self._counter += 1
+            candidate = f"id{self._counter}"
+        self._used.add(candidate)
+        return candidate
+
+
+def source_stem(rel: PurePosixPath) -> PurePosixPath | None:
+    """``a/b.rst`` (or ``a/b.rst.txt``) → ``a/b``; None for files Sphinx does not read."""
+    name = rel.name.lower()
+    for suffix in _SOURCE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return rel.with_name(rel.name[: -len(suffix)])
+    return None
+
+
+class Sphinx:
+    markers = ("conf.py",)
+
+    def __init__(self, name: str = "sphinx", directory_urls: bool = False) -> None:
+        self.name = name
+        self.directory_urls = directory_urls
+
+    def detect(self, folder: Path) -> Site | None:
+        for source in (folder, folder / "source"):
+            marker = source / "conf.py"
+            text = read_config_text(marker) if marker.is_file() else None
+            if text is not None and _SPHINX_HINT.search(text):
+                suffix = _FILE_SUFFIX.search(text)
+                settings = {"html_file_suffix": suffix.group(1) if suffix else ".html",
+                            "markdown": "myst_parser" in text or "recommonmark" in text}
+                return Site(self.name, source, marker, settings)
+        return None
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root, None, {"html_file_suffix": ".html"})
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        if site.marker is not None and any(p.startswith(("_", ".")) for p in rel.parts[:-1]):
+            return None  # _build, _static, _templates: not sources
+        stem = source_stem(rel)
+        markdown = rel.name.lower().endswith((".md", ".md.txt"))
+        if markdown and site.marker is not None and not site.settings.get("markdown"):
+            return None  # no markdown parser configured: Sphinx skips .md files
+        if stem is None:
+            return rel.as_posix() if rel.suffix.lower() in (".html", ".htm") else None
+        if self.directory_urls:
+            parent = "" if stem.parent.as_posix() == "." else stem.parent.as_posix() + "/"
+            return parent if stem.name == "index" else stem.as_posix() + "/"
+        return stem.as_posix() + site.settings.get("html_file_suffix", ".html")
+
+    def heading_ids(self, site: Site) -> DocutilsIds:
+        return DocutilsIds()
+
+
+GENERATOR = Sphinx()
+DIRHTML = Sphinx("sphinx-dirhtml", directory_urls=True)

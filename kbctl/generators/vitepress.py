@@ -1,0 +1,75 @@
+"""VitePress: a ``.vitepress/`` folder; pages under ``srcDir`` (default the project
+folder): ``guide/install.md`` → ``guide/install.html`` (``cleanUrls``:
+``guide/install``), ``index.md`` → the folder. Heading ids are ``@mdit-vue``'s slugify
+(NFKD, accents and control characters dropped, runs of spaces and punctuation → ``-``,
+trimmed, a leading digit prefixed with ``_``, lowercased), repeats ``-1``, ``-2``…;
+``{#id}`` is used as written.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .base import CountingIds, Site, read_config_text
+
+_CONFIG_NAMES = ("config.mts", "config.ts", "config.mjs", "config.js", "config.cts",
+                 "config.cjs")
+_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
+_CONTROL = re.compile(r"[\u0000-\u001f]")
+_COMBINING = re.compile(r"[\u0300-\u036f]")
+_CLEAN_URLS = re.compile(r"\bcleanUrls\s*:\s*(true|false)")
+_SRC_DIR = re.compile(r"""\bsrcDir\s*:\s*['"]([^'"]+)['"]""")
+
+
+def mdit_vue_slugify(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text)
+    text = _COMBINING.sub("", text)
+    text = _CONTROL.sub("", text)
+    text = _SPECIAL.sub("-", text)
+    text = re.sub(r"-{2,}", "-", text)
+    text = re.sub(r"^-+|-+$", "", text)
+    text = re.sub(r"^(\d)", r"_\1", text)
+    return text.lower()
+
+
+class VitePress:
+    name = "vitepress"
+    markers = (".vitepress",)
+
+    def detect(self, folder: Path) -> Site | None:
+        config_dir = folder / ".vitepress"
+        if not config_dir.is_dir():
+            return None
+        text, marker = "", config_dir
+        for name in _CONFIG_NAMES:
+            if (config_dir / name).is_file():
+                marker = config_dir / name
+                text = read_config_text(marker) or ""
+                break
+        clean = _CLEAN_URLS.search(text)
+        src = _SRC_DIR.search(text)
+        src_dir = src.group(1) if src else "."
+        settings = {"cleanUrls": bool(clean and clean.group(1) == "true"), "srcDir": src_dir}
+        return Site(self.name, (folder / src_dir), marker, settings)
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root, None, {"cleanUrls": False})
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        if rel.suffix.lower() != ".md" or any(p.startswith(".") for p in rel.parts):
+            return None
+        parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        if rel.stem == "index":
+            return parent
+        stem = rel.with_suffix("").as_posix()
+        return stem if site.settings.get("cleanUrls") else stem + ".html"
+
+    def heading_ids(self, site: Site) -> CountingIds:
+        return CountingIds(mdit_vue_slugify, reserve_explicit=True)
+
+
+GENERATOR = VitePress()

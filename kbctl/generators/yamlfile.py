@@ -1,0 +1,49 @@
+"""YAML config files of generators (``mkdocs.yml``, ``_config.yml``), read safely.
+
+MkDocs configs name Python callables with tags such as
+``!!python/name:pymdownx.slugs.uslugify``; nothing is imported or run: a tag becomes a
+``Tagged`` value that says which callable (and which keyword arguments) was meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A tagged YAML node: ``name`` is the tag suffix (``markdown.extensions.toc.slugify``),
+    ``kwds`` the keyword arguments of an ``object/apply`` tag."""
+
+    name: str
+    kwds: dict[str, Any] = field(default_factory=dict)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Tagged:
+    kwds: dict[str, Any] = {}
+    if isinstance(node, yaml.MappingNode):
+        value = loader.construct_mapping(node, deep=True)
+        raw = value.get("kwds")
+        kwds = raw if isinstance(raw, dict) else {}
+    name = suffix.split(":", 1)[1] if ":" in suffix else suffix
+    return Tagged(name, kwds)
+
+
+_Loader.add_multi_constructor("tag:yaml.org,2002:python/", _tagged)
+_Loader.add_multi_constructor("!", _tagged)
+
+
+def load_yaml_config(text: str) -> dict[str, Any]:
+    """The mapping in ``text``; anything unparsable or not a mapping counts as empty."""
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,196 @@
+"""Build small sites with real docs generators and check citations against the output.
+
+Used by the generator tests and by ``bench/bench_citations.py``. A generator is looked
+for next to the running Python (the ``dev`` extra installs Sphinx, MkDocs and mdBook) and
+on PATH (Hugo from the system's packages); callers skip when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from lxml import html as lxml_html
+
+from kbctl.chunk import chunk_markdown
+from kbctl.sources.base import SourceSpec
+from kbctl.sources.files import FilesSource
+
+BASE_URL = "https://docs.example.com/"
+
+
+def tool(name: str) -> str | None:
+    """Path of a generator's executable, or None when it is not installed."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which(name)
+
+
+def run(args: list[str], cwd: Path, timeout: float = 300) -> None:
+    """Run a build; a failure shows the generator's own output."""
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None = None,
+              ) -> tuple[list[tuple[str, str | None]], str, list[str]]:
+    """(url, anchor) of every chunk a files source makes of ``target``, the generator
+    the source reported, and the refs that failed to load."""
+    options: dict[str, object] = {"base_url": base_url}
+    if generator:
+        options["generator"] = generator
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(target), options))
+    out: list[tuple[str, str | None]] = []
+    failed: list[str] = []
+    for loaded in source.load(expansion.leaves, lambda ref: None):
+        if loaded.document is None:
+            failed.append(f"{loaded.leaf.ref}: {loaded.error}")
+            continue
+        doc = loaded.document
+        for chunk in chunk_markdown(doc.body):
+            out.append((doc.url, chunk.anchor))
+    return out, str(expansion.info.get("generator")), failed
+
+
+@dataclass
+class CitationCheck:
+    """How many citations open an existing page, and an existing id on it."""
+
+    checked: int = 0
+    pages_found: int = 0
+    anchors_found: int = 0
+    missing_pages: list[str] = field(default_factory=list)
+    missing_anchors: list[str] = field(default_factory=list)
+
+    @property
+    def page_share(self) -> float:
+        return self.pages_found / self.checked if self.checked else 0.0
+
+    @property
+    def resolved_share(self) -> float:
+        return self.anchors_found / self.checked if self.checked else 0.0
+
+
+def page_file(site_dir: Path, url: str, base_url: str = BASE_URL) -> Path | None:
+    """The built file a URL serves (``x/`` → ``x/index.html``, ``x`` → ``x.html`` or
+    ``x/index.html``), or None."""
+    path = unquote(urlsplit(url).path)
+    base = urlsplit(base_url).path
+    rel = path[len(base):] if path.startswith(base) else path.lstrip("/")
+    candidates = [rel + "index.html"] if rel.endswith("/") or not rel else [
+        rel, rel + ".html", rel + "/index.html"]
+    for candidate in candidates:
+        file = site_dir / candidate
+        if file.is_file():
+            return file
+    return None
+
+
+def page_ids(file: Path) -> set[str]:
+    """Every fragment a browser can scroll to on a page: element ids and ``<a name>``."""
+    tree = lxml_html.fromstring(file.read_text(encoding="utf-8", errors="replace"))
+    ids = {el.get("id") for el in tree.iter() if isinstance(el.tag, str) and el.get("id")}
+    ids |= {el.get("name") for el in tree.iter("a") if el.get("name")}
+    return ids
+
+
+def check(site_dir: Path, pairs: Iterable[tuple[str, str | None]],
+          base_url: str = BASE_URL) -> CitationCheck:
+    result = CitationCheck()
+    cache: dict[Path, set[str]] = {}
+    for url, anchor in pairs:
+        result.checked += 1
+        file = page_file(site_dir, url, base_url)
+        if file is None:
+            result.missing_pages.append(url)
+            continue
+        result.pages_found += 1
+        if anchor is None:
+            result.anchors_found += 1
+            continue
+        ids = cache.get(file)
+        if ids is None:
+            ids = cache[file] = page_ids(file)
+        if anchor in ids:
+            result.anchors_found += 1
+        else:
+            result.missing_anchors.append(f"{url}#{anchor}")
+    return result
+
+
+# --- builders --------------------------------------------------------------------------
+
+
+def build_sphinx(project: Path, builder: str = "html") -> Path:
+    out = project / "_build" / builder
+    run([tool("sphinx-build") or "sphinx-build", "-q", "-b", builder, str(project), str(out)],
+        cwd=project)
+    return out
+
+
+def build_mkdocs(project: Path) -> Path:
+    out = project.parent / (project.name + "-site")
+    run([tool("mkdocs") or "mkdocs", "build", "-q", "-f", str(project / "mkdocs.yml"),
+         "-d", str(out)], cwd=project)
+    return out
+
+
+def build_mdbook(project: Path) -> Path:
+    out = project / "book"
+    run([tool("mdbook") or "mdbook", "build", str(project)], cwd=project)
+    return out
+
+
+HUGO_LAYOUTS = {
+    "_default/baseof.html": "<!DOCTYPE html><html><body>{{ block \"main\" . }}{{ end }}"
+                            "</body></html>",
+    "_default/single.html": "{{ define \"main\" }}<h1>{{ .Title }}</h1>{{ .Content }}"
+                            "{{ end }}",
+    "_default/list.html": "{{ define \"main\" }}<h1>{{ .Title }}</h1>{{ .Content }}{{ end }}",
+    "index.html": "{{ define \"main\" }}{{ .Content }}{{ end }}",
+}
+
+
+def build_hugo(project: Path) -> Path:
+    for name, text in HUGO_LAYOUTS.items():
+        path = project / "layouts" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    out = project / "public"
+    run([tool("hugo") or "hugo", "--quiet", "--source", str(project), "--destination",
+         str(out)], cwd=project)
+    return out
+
+
+def build_vitepress(project: Path) -> Path:
+    """``vitepress build`` of ``project`` (the folder holding ``.vitepress/``)."""
+    exe = Path(tool("vitepress") or "vitepress")
+    modules = exe.parent.parent if exe.parent.name == ".bin" else None
+    if modules is not None and modules.name == "node_modules":
+        (project.parent / "node_modules").symlink_to(modules)  # the theme resolves from here
+    run([str(exe), "build", project.name], cwd=project.parent, timeout=600)
+    return project / ".vitepress" / "dist"
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def failures(result: CitationCheck) -> Iterator[str]:
+    yield from (f"no page: {u}" for u in result.missing_pages[:20])
+    yield from (f"no anchor: {u}" for u in result.missing_anchors[:20])

@@ -1,0 +1,189 @@
+"""reStructuredText → markdown: structure, Sphinx ids, and Sphinx-only markup read as
+text rather than errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.chunk import chunk_markdown
+from kbctl.extract.rst import rst_to_markdown
+from kbctl.sources.base import SourceSpec
+from kbctl.sources.files import FilesSource
+
+DOC = """\
+.. _top-label:
+
+Main title
+==========
+
+Intro with :func:`os.path.join`, :meth:`~pathlib.Path.read_text`, :class:`dict`,
+:ref:`the guide <guide-label>`, :term:`bytecode`, :pep:`8` and :kbd:`Ctrl-C`.
+
+.. note:: Notes are kept as text.
+
+.. warning::
+
+   So are warnings.
+
+Section one
+-----------
+
+.. code-block:: python
+
+   print("hello")
+
+A literal block::
+
+   $ run --fast
+
+* first
+* second
+
+  nested paragraph
+
+1. one
+2. two
+
+=====  =====
+Name   Value
+=====  =====
+a      1
+b      2
+=====  =====
+
+term
+   Its definition.
+
+.. versionadded:: 3.2
+   The *fast* flag.
+
+.. deprecated:: 3.9
+
+.. toctree::
+   :maxdepth: 2
+
+   hidden/page
+
+.. index:: single: hidden
+
+Section one
+-----------
+
+The same title again.
+
+.. _guide-label:
+
+Guide
+-----
+
+.. module:: demo
+
+.. function:: run(config, *, fast=False)
+              run_all()
+
+   Runs it.
+
+.. class:: Engine(name)
+
+   .. method:: start()
+
+      Starts.
+
+.. unknown-directive:: with an argument
+   :unknown-option: x
+
+   And its content.
+"""
+
+
+def test_sections_carry_docutils_ids_and_labels() -> None:
+    doc = rst_to_markdown(DOC)
+    assert doc.title == "Main title"
+    chunks = chunk_markdown(doc.markdown, max_tokens=2000)
+    anchors = [c.anchor for c in chunks]
+    assert anchors[0] == "main-title"
+    assert "section-one" in anchors
+    assert "## Guide {#guide}" in doc.markdown  # the title id comes first, then the label
+    # the second "Section one" gets a numbered docutils id, which depends on everything
+    # Sphinx numbers before it: cite the enclosing section instead
+    assert "id1" not in anchors and anchors.count("main-title") >= 2
+
+
+def test_code_lists_tables_admonitions_and_roles_become_markdown() -> None:
+    md = rst_to_markdown(DOC).markdown
+    assert '```python\nprint("hello")\n```' in md
+    assert "```\n$ run --fast\n```" in md
+    assert "- first\n- second\n\n  nested paragraph" in md
+    assert "1. one\n2. two" in md
+    assert "| Name | Value |\n| --- | --- |\n| a | 1 |" in md
+    assert "**Note:** Notes are kept as text." in md
+    assert "**Warning:** So are warnings." in md
+    assert "**term**\nIts definition." in md
+    assert "`os.path.join()`" in md and "`read_text()`" in md and "`dict`" in md
+    assert "the guide" in md and "bytecode" in md and "PEP 8" in md and "`Ctrl-C`" in md
+    assert "**Added in version 3.2:** The *fast* flag." in md
+    assert "**Deprecated since version 3.9:**" in md
+    assert "hidden/page" not in md and "single: hidden" not in md
+    assert "with an argument" in md and "And its content." in md
+    assert ":func:" not in md and "System Message" not in md
+
+
+def test_api_descriptions_keep_sphinx_ids() -> None:
+    md = rst_to_markdown(DOC).markdown
+    assert "`demo.run(config, *, fast=False)` {#demo.run}" in md
+    assert "`demo.run_all()`" in md
+    assert "{#demo.Engine}" in md and "{#demo.Engine.start}" in md
+    anchors = [c.anchor for c in chunk_markdown(md)]
+    assert "demo.Engine.start" in anchors
+
+
+def test_no_file_is_read_through_include(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    md = rst_to_markdown(f"Title\n=====\n\n.. include:: {secret}\n\n.. literalinclude:: "
+                         f"{secret}\n\n.. raw:: html\n\n   <script>x</script>\n").markdown
+    assert "TOP SECRET" not in md and "<script>" not in md
+
+
+def test_rst_files_are_ingested_with_sphinx_urls(tmp_path: Path) -> None:
+    (tmp_path / "conf.py").write_text("project = 'x'\n")
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "install.rst").write_text(DOC)
+    (tmp_path / "_sources").mkdir()
+    (tmp_path / "_sources" / "copy.rst.txt").write_text(DOC)
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(tmp_path),
+                                         {"base_url": "https://d.example/"}))
+    assert [leaf.url for leaf in expansion.leaves] == ["https://d.example/guide/install.html"]
+    [loaded] = list(source.load(expansion.leaves, lambda ref: None))
+    assert loaded.document is not None and loaded.document.title == "Main title"
+    assert loaded.document.meta["generator"] == "sphinx"
+
+
+def test_sphinx_source_copies_map_to_their_pages(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "os.rst.txt").write_text(DOC)
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(tmp_path), {
+        "base_url": "https://d.example/3/", "generator": "sphinx"}))
+    assert [leaf.url for leaf in expansion.leaves] == ["https://d.example/3/library/os.html"]
+
+
+@pytest.mark.parametrize("text", ["", "no structure at all", "=====\n\n", ".. ::\n"])
+def test_odd_input_never_raises(text: str) -> None:
+    assert isinstance(rst_to_markdown(text).markdown, str)
+
+
+def test_an_unparsable_file_fails_alone(tmp_path: Path) -> None:
+    (tmp_path / "good.rst").write_text(DOC)
+    (tmp_path / "deep.rst").write_text("".join(" " * i + "- x\n\n" for i in range(0, 600, 2)))
+    source = FilesSource()
+    expansion = source.expand(SourceSpec("files", str(tmp_path), {}))
+    outcomes = {loaded.leaf.ref.rsplit("/", 1)[-1]: loaded
+                for loaded in source.load(expansion.leaves, lambda ref: None)}
+    assert outcomes["good.rst"].document is not None
+    deep = outcomes["deep.rst"]
+    assert deep.document is None and "deep.rst" in deep.error.message
+    assert "cannot parse reStructuredText" in deep.error.message

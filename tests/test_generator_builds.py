@@ -1,0 +1,239 @@
+"""Citations against real builds: each small site is built by its real generator, its
+sources ingested with the detected profile, and every citation must open an existing
+page and an id on it. A generator that is not installed skips its test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.sitebuild import (
+    build_hugo,
+    build_mdbook,
+    build_mkdocs,
+    build_sphinx,
+    build_vitepress,
+    check,
+    citations,
+    failures,
+    tool,
+    write_tree,
+)
+
+_HEADINGS = [
+    "# Install the tool", "## Install the tool", "## Ünïcödé & “quotes” — dashes",
+    "## `code` in *the* heading", "## C++ / Rust: 2 languages!",
+    "## Options {#custom-options}", "## Options", "### Foo_1", "### Foo", "### Foo",
+    "## 123 numbers first", "## The _tests_ Directory", "#### [A link](x.md) here",
+    "Setext heading\n--------------",
+]
+# Every heading gets a body: a section without text yields no chunk, hence no citation.
+HEADINGS_MD = "\n\n".join(f"{h}\n\nText under it." for h in _HEADINGS) + "\n"
+
+
+def _assert_all_resolve(site_dir: Path, target: Path, expected_generator: str,
+                        generator: str | None = None, minimum: int = 10) -> None:
+    pairs, detected, failed = citations(target, generator=generator)
+    assert not failed
+    assert detected == expected_generator
+    result = check(site_dir, pairs)
+    assert result.checked >= minimum
+    assert result.resolved_share == 1.0, "\n".join(failures(result))
+
+
+SPHINX_SITE = {
+    "conf.py": "project = 'Demo'\nextensions = []\nhtml_theme = 'basic'\n",
+    "index.rst": """\
+Demo documentation
+==================
+
+.. toctree::
+
+   guide/install
+   api
+
+Welcome. See :ref:`install-label` and :func:`demo.run`.
+""",
+    "guide/install.rst": """\
+.. _install-label:
+
+Installing Demo
+===============
+
+Text with a :term:`glossary` word and ``literal``.
+
+.. code-block:: bash
+
+   pip install demo
+
+Options
+-------
+
+.. note:: A note.
+
+.. versionadded:: 1.2
+   The ``--fast`` flag.
+
+Options
+-------
+
+The same title again gets a numbered id.
+
+Ünïcödé ☃ title
+---------------
+
+* one
+* two
+
+=====  =====
+A      B
+=====  =====
+1      2
+=====  =====
+""",
+    "api.rst": """\
+API
+===
+
+.. module:: demo
+
+.. function:: run(config, *, fast=False)
+
+   Run the demo.
+
+.. class:: Engine(name)
+
+   An engine.
+
+   .. method:: start()
+
+      Start it.
+
+   .. attribute:: name
+
+      Its name.
+
+.. data:: VERSION
+
+   The version.
+""",
+}
+
+
+@pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")
+@pytest.mark.parametrize("builder", ["html", "dirhtml"])
+def test_sphinx_citations_resolve(tmp_path: Path, builder: str) -> None:
+    project = write_tree(tmp_path / "docs", SPHINX_SITE)
+    site = build_sphinx(project, builder)
+    generator = "sphinx" if builder == "html" else "sphinx-dirhtml"
+    _assert_all_resolve(site, project, generator,
+                        generator=None if builder == "html" else "sphinx-dirhtml")
+
+
+@pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")
+def test_sphinx_api_directives_are_cited_by_their_own_ids(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "docs", SPHINX_SITE)
+    pairs, _, _ = citations(project)
+    anchors = {anchor for url, anchor in pairs if url.endswith("/api.html")}
+    assert {"demo.run", "demo.Engine", "demo.Engine.start", "demo.Engine.name",
+            "demo.VERSION"} <= anchors
+
+
+MKDOCS_SITE = {
+    "mkdocs.yml": "site_name: Demo\nmarkdown_extensions:\n  - toc:\n      permalink: true\n"
+                  "  - attr_list\n",
+    "docs/index.md": "# Home\n\nWelcome.\n\n## Getting started\n",
+    "docs/guide/install.md": HEADINGS_MD,
+    "docs/guide/index.md": "# Guide\n\nThe guide.\n",
+    "docs/about.md": "About\n=====\n\nSetext.\n\nMore\n----\n\nText.\n",
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+@pytest.mark.parametrize("directory_urls", [True, False])
+def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool) -> None:
+    files = dict(MKDOCS_SITE)
+    if not directory_urls:
+        files["mkdocs.yml"] += "use_directory_urls: false\n"
+    project = write_tree(tmp_path / "proj", files)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs")
+    _assert_all_resolve(site, project, "mkdocs")  # the project root: docs_dir is found
+
+
+@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+def test_mkdocs_unicode_slugify_setting(tmp_path: Path) -> None:
+    files = dict(MKDOCS_SITE)
+    files["mkdocs.yml"] = ("site_name: Demo\nmarkdown_extensions:\n  - toc:\n      slugify: "
+                           "!!python/name:markdown.extensions.toc.slugify_unicode\n")
+    project = write_tree(tmp_path / "proj", files)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs")
+    pairs, _, _ = citations(project / "docs")
+    assert any(anchor and "ü" in anchor for _, anchor in pairs)
+
+
+MDBOOK_SITE = {
+    "book.toml": "[book]\ntitle = 'Demo'\nsrc = 'src'\n",
+    "src/SUMMARY.md": "# Summary\n\n[Intro](README.md)\n\n- [Install](install.md)\n"
+                      "  - [Deep](sub/deep.md)\n",
+    "src/README.md": "# Intro\n\nHello.\n",
+    "src/install.md": HEADINGS_MD,
+    "src/sub/deep.md": "# Deep\n\n## Ça va? Oui!\n\nOne.\n\n## Ça va? Oui!\n\nTwo.\n",
+    "src/draft.md": "# Not in the summary\n",
+}
+
+
+@pytest.mark.skipif(tool("mdbook") is None, reason="mdBook is not installed")
+def test_mdbook_citations_resolve(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "book", MDBOOK_SITE)
+    site = build_mdbook(project)
+    _assert_all_resolve(site, project / "src", "mdbook")
+    pairs, _, _ = citations(project / "src")
+    assert not any("draft" in url for url, _ in pairs)  # not in SUMMARY.md: not published
+    assert any(url.endswith("/index.html") for url, _ in pairs)  # README.md
+
+
+HUGO_SITE = {
+    "hugo.toml": "baseURL = 'https://docs.example.com/'\ntitle = 'Demo'\n"
+                 "disableKinds = ['taxonomy', 'term', 'RSS', 'sitemap']\n",
+    "content/_index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nSome text.\n",
+    "content/posts/_index.md": "---\ntitle: Posts\n---\n\n## All posts\n\nSome text.\n",
+    "content/posts/First-Post.md": "---\ntitle: First\n---\n\n" + HEADINGS_MD,
+    "content/posts/second.md": "---\ntitle: Second\nslug: renamed\n---\n\n## Body\n\nText.\n",
+    "content/docs/install.md": "---\ntitle: Install\nurl: /custom/install/\n---\n\n"
+                               "## Steps\n\nText.\n",
+    "content/docs/bundle/index.md": "---\ntitle: Bundle\n---\n\n## In the bundle\n\nText.\n",
+}
+
+
+@pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")
+def test_hugo_citations_resolve(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "site", HUGO_SITE)
+    site = build_hugo(project)
+    _assert_all_resolve(site, project / "content", "hugo")
+    pairs, _, _ = citations(project / "content")
+    urls = {url for url, _ in pairs}
+    assert "https://docs.example.com/posts/renamed/" in urls
+    assert "https://docs.example.com/custom/install/" in urls
+    assert "https://docs.example.com/posts/first-post/" in urls
+
+
+VITEPRESS_SITE = {
+    ".vitepress/config.mts": "export default { cleanUrls: CLEAN, ignoreDeadLinks: true }\n",
+    "index.md": "# Home\n\nHi.\n\n## Getting started\n\nText.\n",
+    "guide/install.md": HEADINGS_MD,
+    "guide/index.md": "# Guide\n\nThe guide.\n",
+}
+
+
+@pytest.mark.skipif(tool("vitepress") is None, reason="VitePress is not installed")
+@pytest.mark.parametrize("clean", [True, False])
+def test_vitepress_citations_resolve(tmp_path: Path, clean: bool) -> None:
+    files = dict(VITEPRESS_SITE)
+    files[".vitepress/config.mts"] = files[".vitepress/config.mts"].replace(
+        "CLEAN", "true" if clean else "false")
+    project = write_tree(tmp_path / "docs", files)
+    site = build_vitepress(project)
+    _assert_all_resolve(site, project, "vitepress")

@@ -1,0 +1,215 @@
+"""Generator profiles: detection, published paths and heading ids, each checked against
+what the real generator's algorithm produces (the builds themselves are exercised in
+test_generator_builds.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from kbctl.chunk import chunk_markdown
+from kbctl.errors import InputError
+from kbctl.generators import GENERATORS, detect_site, heading_ids, page_path, resolve_site
+from kbctl.generators.anchors import with_heading_ids
+from kbctl.generators.docusaurus import strip_number_prefix
+from kbctl.generators.hugo import goldmark_id
+from kbctl.generators.jekyll import gfm_id
+from kbctl.generators.mdbook import id_from_content
+from kbctl.generators.mkdocs import toc_slugify
+from kbctl.generators.vitepress import mdit_vue_slugify
+from tests.sitebuild import write_tree
+
+
+def _ids(generator: str, texts: list[str], root: Path) -> list[str]:
+    allocate = heading_ids(GENERATORS[generator].default_site(root))
+    return [allocate(t) for t in texts]
+
+
+def _page(site, rel: str, front_matter: dict | None = None) -> str | None:
+    return page_path(site, site.content / rel, front_matter or {})
+
+
+@pytest.mark.parametrize(("marker", "generator", "content"), [
+    ("book.toml", "mdbook", "src"),
+    ("mkdocs.yml", "mkdocs", "docs"),
+    ("conf.py", "sphinx", "."),
+    ("docusaurus.config.ts", "docusaurus", "docs"),
+    ("hugo.toml", "hugo", "content"),
+    ("_config.yml", "jekyll", "."),
+])
+def test_detection_from_marker_files(tmp_path: Path, marker: str, generator: str,
+                                     content: str) -> None:
+    text = "project = 'x'\n" if marker == "conf.py" else ""
+    write_tree(tmp_path, {marker: text, f"{content}/page.md": "# Page\n"})
+    site = detect_site(tmp_path / content if content != "." else tmp_path)
+    assert site is not None and site.generator == generator
+    assert site.content == (tmp_path / content).resolve()
+    assert site.marker == tmp_path.resolve() / marker
+
+
+def test_detection_of_vitepress_and_a_plain_folder(tmp_path: Path) -> None:
+    write_tree(tmp_path / "vp", {".vitepress/config.mts": "export default { cleanUrls: true }",
+                                 "guide.md": "# Guide\n"})
+    site = resolve_site(tmp_path / "vp")
+    assert site.generator == "vitepress" and site.settings["cleanUrls"] is True
+    assert _page(site, "guide.md") == "guide"
+    write_tree(tmp_path / "plain", {"a.md": "# A\n", ".git/HEAD": ""})
+    assert resolve_site(tmp_path / "plain").generator == "plain"
+
+
+def test_a_config_toml_without_hugo_content_is_not_hugo(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".git/HEAD": "", "config.toml": "[tool]\nx = 1\n", "a.md": "# A\n"})
+    assert detect_site(tmp_path) is None
+
+
+def test_explicit_generator_wins_and_unknown_names_are_input_errors(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mkdocs.yml": "site_name: x\n", "docs/a.md": "# A\n"})
+    assert resolve_site(tmp_path / "docs", "sphinx-dirhtml").generator == "sphinx-dirhtml"
+    assert resolve_site(tmp_path / "docs", "mkdocs").marker is not None
+    with pytest.raises(InputError, match="unknown generator 'gitbook'"):
+        resolve_site(tmp_path, "gitbook")
+
+
+def test_mkdocs_pages_and_settings(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mkdocs.yml": "docs_dir: src\nuse_directory_urls: false\n"
+                                        "markdown_extensions:\n  - toc:\n      separator: _\n"})
+    site = resolve_site(tmp_path)
+    assert site.content == tmp_path.resolve() / "src"
+    assert _page(site, "guide/install.md") == "guide/install.html"
+    assert _page(site, "guide/README.md") == "guide/index.html"
+    assert _ids("mkdocs", ["A b"], tmp_path) == ["a-b"]
+    assert heading_ids(site)("A b") == "a_b"
+    default = GENERATORS["mkdocs"].default_site(tmp_path)
+    assert _page(default, "guide/install.md") == "guide/install/"
+    assert _page(default, "index.md") == ""
+    assert page_path(site, tmp_path / "README.md") is None  # outside docs_dir
+
+
+def test_python_markdown_slugs_and_unique_ids(tmp_path: Path) -> None:
+    assert toc_slugify("Hello, World!") == "hello-world"
+    assert toc_slugify("Ünïcödé — text") == "unicode-text"
+    assert toc_slugify("Ünïcödé", unicode=True) == "ünïcödé"
+    assert _ids("mkdocs", ["Foo", "Foo", "Foo_1", "!!!", "!!!"], tmp_path) == [
+        "foo", "foo_1", "foo_2", "_1", "_2"]
+
+
+def test_mdbook_ids_and_pages(tmp_path: Path) -> None:
+    # The cases of mdBook's own id_from_content tests.
+    assert id_from_content("`--passes`: add more rustdoc passes") == (
+        "--passes-add-more-rustdoc-passes")
+    assert id_from_content("Method-call 🐙 expressions \U0001f47c") == "method-call--expressions-"
+    assert id_from_content("中文") == "中文"
+    assert _ids("mdbook", ["Über", "Über", "", ""], tmp_path) == [
+        "über", "über-1", "section", "section-1"]
+    write_tree(tmp_path, {"book.toml": "[book]\nsrc = 'pages'\n",
+                          "pages/SUMMARY.md": "- [A](a.md)\n- [R](sub/README.md)\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "a.md") == "a.html"
+    assert _page(site, "sub/README.md") == "sub/index.html"
+    assert _page(site, "orphan.md") is None
+
+
+def test_sphinx_pages(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"conf.py": "extensions = []\nhtml_file_suffix = '.htm'\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "guide/install.rst") == "guide/install.htm"
+    assert _page(site, "notes.md") is None  # no markdown parser configured
+    assert _page(site, "_build/html/x.rst") is None
+    dirhtml = GENERATORS["sphinx-dirhtml"].default_site(tmp_path)
+    assert _page(dirhtml, "guide/install.rst") == "guide/install/"
+    assert _page(dirhtml, "guide/index.rst") == "guide/"
+    plain_sources = GENERATORS["sphinx"].default_site(tmp_path)
+    assert _page(plain_sources, "library/os.path.rst.txt") == "library/os.path.html"
+    assert _ids("sphinx", ["Options", "Options", "☃", "Ünïcödé title"], tmp_path) == [
+        "options", "id1", "id2", "unicode-title"]
+
+
+def test_docusaurus_routes(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"docusaurus.config.js": "module.exports = {presets: [['classic', "
+                                                  "{docs: {routeBasePath: '/guide'}}]]}"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "01-intro/02-setup.md") == "guide/intro/setup"
+    assert _page(site, "intro/index.mdx") == "guide/intro"
+    assert _page(site, "intro/intro.md") == "guide/intro"
+    assert _page(site, "a/b.md", {"slug": "/custom"}) == "guide/custom"
+    assert _page(site, "a/b.md", {"slug": "rel"}) == "guide/a/rel"
+    assert _page(site, "a/b.md", {"id": "other"}) == "guide/a/other"
+    assert _page(site, "_partial.mdx") is None
+    assert strip_number_prefix("10 - Name") == "Name"
+
+
+def test_hugo_pages_and_ids(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"hugo.toml": "uglyURLs = true\n", "content/x.md": ""})
+    site = resolve_site(tmp_path)
+    assert _page(site, "posts/My Post.md") == "posts/my-post.html"
+    assert _page(site, "posts/_index.md") == "posts/"
+    assert _page(site, "posts/p.md", {"draft": True}) is None
+    assert _page(site, "posts/p.md", {"url": "/x/y/"}) == "x/y/"
+    default = GENERATORS["hugo"].default_site(tmp_path)
+    assert _page(default, "posts/bundle/index.md") == "posts/bundle/"
+    assert _page(default, "posts/bundle/index.md", {"slug": "b2"}) == "posts/b2/"
+    assert goldmark_id("Hello, World -- 2!") == "hello-world----2"
+    assert goldmark_id("Ünï\tx", ascii_only=True) == "unix"
+    assert _ids("hugo", ["A", "A", "?"], tmp_path) == ["a", "a-1", "heading"]
+
+
+def test_vitepress_and_jekyll_ids(tmp_path: Path) -> None:
+    assert mdit_vue_slugify("Hello, World!") == "hello-world"
+    assert mdit_vue_slugify("2. Ünïcödé") == "_2-unicode"
+    assert _ids("vitepress", ["A", "A", "A"], tmp_path) == ["a", "a-1", "a-2"]
+    assert gfm_id("Hello, World! (v2)") == "hello-world-v2"
+    assert _ids("jekyll", ["A", "A", "A"], tmp_path) == ["a", "a-1", "a-2"]
+    write_tree(tmp_path, {"_config.yml": "permalink: pretty\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "about.md") == "about/"
+    assert _page(site, "_posts/2024-01-02-hello.md") == "2024/01/02/hello/"
+    assert _page(site, "_drafts/x.md") is None
+    assert _page(site, "x.md", {"permalink": "/elsewhere/"}) == "elsewhere/"
+
+
+def test_headings_are_rewritten_with_the_generator_ids(tmp_path: Path) -> None:
+    md = ("Title\n=====\n\nText.\n\n## Closing hashes ##\n\nText.\n\n"
+          "## Custom {#mine}\n\nText.\n\n> ## Quoted\n\n## Quoted\n\nText.\n\n"
+          "```\n## not a heading\n```\n")
+    site = GENERATORS["mkdocs"].default_site(tmp_path)
+    out = with_heading_ids(md, heading_ids(site))
+    chunks = chunk_markdown(out)
+    assert [c.anchor for c in chunks] == ["title", "closing-hashes", "custom-mine", "quoted_1"]
+    assert chunks[1].heading_path == ("Title", "Closing hashes")
+    assert "## not a heading" in out  # fences untouched
+    with_attr_list = GENERATORS["mkdocs"].detect(write_tree(tmp_path / "p", {
+        "mkdocs.yml": "markdown_extensions: [attr_list]\n"}))
+    assert [c.anchor for c in chunk_markdown(with_heading_ids(md, heading_ids(with_attr_list)))
+            ][2] == "mine"
+
+
+def test_cli_reports_the_generator_and_cites_its_urls(workdir: Path, cli) -> None:
+    write_tree(workdir / "site", {"mkdocs.yml": "site_name: x\n",
+                                  "docs/guide/install.md": "# Install\n\n## Step one\n\nDo it.\n",
+                                  "README.md": "# Not published\n\nText.\n"})
+    report = cli.json("ingest", "files", str(workdir / "site"), "--base-url",
+                      "https://d.example/")
+    assert report["sources"][0]["generator"] == "mkdocs"
+    assert any("mkdocs (detected from" in n for n in report["notes"])
+    assert report["added"] == 1
+    hit = cli.json("query", "step one")["results"][0]
+    assert hit["url"] == "https://d.example/guide/install/"
+    assert hit["anchor"] == "step-one"
+    assert cli.json("status")["namespaces"][0]["generators"] == ["mkdocs"]
+    shown = cli("status")
+    assert shown.exit_code == 0 and "mkdocs" in shown.output
+
+
+def test_cli_refuses_an_unknown_generator(workdir: Path, cli) -> None:
+    write_tree(workdir / "d", {"a.md": "# A\n"})
+    result = cli("ingest", "files", str(workdir / "d"), "--generator", "gitbook")
+    assert result.exit_code == 2
+    assert "unknown generator 'gitbook'" in result.output
+
+
+def test_pages_are_relative_paths() -> None:
+    for name, generator in GENERATORS.items():
+        site = generator.default_site(Path("/site"))
+        page = generator.page(site, PurePosixPath("a/b.md"), {})
+        assert page is None or not page.startswith("/"), name
