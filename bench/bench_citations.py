@@ -8,8 +8,9 @@ citation, and the Python docs' reStructuredText sources against the HTML Sphinx 
    must exist and the anchor must be an id on it.
 2. The docs site (``docs-site prepare``): the same check for its ``_sources/*.rst.txt``
    against its HTML, the time to ingest all sources (lexical-only, embedded PostgreSQL,
-   median of ``--repeat`` runs), and retrieval of the RST-built KB against the HTML-built
-   KB on a question set (BM25 only, so the comparison is about the text each KB holds).
+   median of ``--repeat`` runs), and retrieval of the RST-built KB against a KB built
+   from the same site's HTML pages, on the ranking dev set (bench/devset/python-docs.yaml;
+   BM25 only, so the comparison is about the text and anchors each KB holds).
 
     python bench/bench_citations.py [--repeat 3] [--skip-builds] [--skip-retrieval]
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 from _common import KBCTL, RUST_BOOK, embedded_server, median, run_timed, temp_dir  # noqa: E402
+from bench_ranking import DEVSET, load_devset  # noqa: E402
 
 from kbctl.config import Settings  # noqa: E402
 from kbctl.pipeline import api  # noqa: E402
@@ -45,37 +47,6 @@ from tests.sitebuild import (  # noqa: E402
 
 DOCS_SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
 BASE = "https://docs.example.com/"
-
-# Questions written for this benchmark; a hit is a result whose URL contains one of the
-# expected page paths.
-QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("split a file path into root and extension", ("library/os.path",)),
-    ("read a file line by line with a with statement", ("tutorial/inputoutput",)),
-    ("create a virtual environment and install packages", ("venv",)),
-    ("format a date as a string with strftime directives", ("library/datetime",)),
-    ("argument parser with subcommands", ("library/argparse", "howto/argparse")),
-    ("sort a list of records by a key function", ("howto/sorting",)),
-    ("run a shell command and capture its output", ("library/subprocess",)),
-    ("dataclass field with a default factory", ("library/dataclasses",)),
-    ("serialize a Python object to a JSON string", ("library/json",)),
-    ("regular expression named groups", ("library/re", "howto/regex")),
-    ("run coroutines concurrently and wait for all of them", ("library/asyncio-task",)),
-    ("log messages to a file", ("howto/logging", "library/logging")),
-    ("temporary directory removed automatically", ("library/tempfile",)),
-    ("count how many times each item occurs", ("library/collections",)),
-    ("assert that a test raises an exception", ("library/unittest",)),
-    ("cache the results of a function call", ("library/functools",)),
-    ("iterate over overlapping pairs of an iterable", ("library/itertools",)),
-    ("try except else finally clauses", ("tutorial/errors", "reference/compound_stmts")),
-    ("global interpreter lock", ("glossary", "library/threading", "c-api/init")),
-    ("find files matching a pattern recursively", ("library/pathlib", "library/glob")),
-    ("open a SQLite database and run a query", ("library/sqlite3",)),
-    ("dictionary with typed keys for type checkers", ("library/typing",)),
-    ("copy a directory tree", ("library/shutil",)),
-    ("random sample of items without replacement", ("library/random",)),
-    ("compress and decompress gzip files", ("library/gzip",)),
-]
-
 
 def _row(name: str, corpus: str, result, seconds: float) -> None:
     print(f"{name:15} {corpus:28} {result.checked:7d} {result.page_share:7.1%} "
@@ -203,24 +174,30 @@ def docs_site(repeat: int, retrieval: bool) -> None:
         if not retrieval:
             return
         wall, _, proc = run_timed([*KBCTL, "ingest", "files", str(DOCS_SITE), "--base-url", BASE,
-                                   "--generator", "plain", "--db", db, "--namespace", "html",
+                                   "--generator", "sphinx", "--db", db, "--namespace", "html",
                                    "--embedder", "none", "--json",
                                    *[f"--exclude={p}" for p in (
                                        "_*", "genindex*", "search.html", "py-modindex.html",
                                        "*.txt", "*.js")]], cwd=tmp)
         assert proc.returncode == 0, proc.stderr[-2000:]
         print(f"HTML-built KB: {json.loads(proc.stdout)['chunksWritten']} chunks in {wall:.1f}s")
+        cases = load_devset(DEVSET)
         for namespace in ("rst0", "html"):
             settings = Settings(db_url=db, namespace=namespace, embedder="none")
-            hits, rr = 0, 0.0
-            for question, expected in QUESTIONS:
-                urls = [h.url for h in api.query(settings, question, k=5).hits]
-                rank = next((i for i, u in enumerate(urls, 1)
-                             if any(e in u for e in expected)), None)
+            hits = anchored = 0
+            rr = 0.0
+            for case in cases:
+                top = api.query(settings, case.question, k=5).hits
+                pages = [next((p for p in case.pages if h.url.endswith("/" + p)), None)
+                         for h in top]
+                rank = next((i for i, page in enumerate(pages, 1) if page), None)
                 hits += rank is not None
                 rr += 1 / rank if rank else 0.0
-            print(f"retrieval {namespace:5}: hit@5 {hits / len(QUESTIONS):.0%}, "
-                  f"MRR@5 {rr / len(QUESTIONS):.3f} ({len(QUESTIONS)} questions, BM25)")
+                anchored += any(page and h.anchor in case.anchors
+                                for page, h in zip(pages, top, strict=True))
+            n = len(cases)
+            print(f"retrieval {namespace:5}: hit@5 {hits / n:.1%}, MRR@5 {rr / n:.3f}, "
+                  f"anchor@5 {anchored / n:.1%} ({n} dev-set questions, BM25)")
 
 
 def main() -> None:
