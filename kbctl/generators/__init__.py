@@ -6,7 +6,7 @@ Adding a generator means one module with a ``GENERATOR`` and one line in ``GENER
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -42,18 +42,24 @@ def check_name(name: str) -> str:
     return name
 
 
+def _folders_up(root: Path) -> Iterator[Path]:
+    """``root`` and its nearest parents, stopping at a repository root."""
+    folder = root.resolve()
+    for _ in range(_MAX_PARENTS + 1):
+        yield folder
+        if (folder / ".git").exists() or folder.parent == folder:
+            return
+        folder = folder.parent
+
+
 def detect_site(root: Path) -> Site | None:
     """The site whose marker is in ``root`` or one of its nearest parents (the folder
     ingested is often ``docs/`` inside the project); None when no generator claims it."""
-    folder = root.resolve()
-    for _ in range(_MAX_PARENTS + 1):
+    for folder in _folders_up(root):
         for name in _DETECTION_ORDER:
             site = GENERATORS[name].detect(folder)
             if site is not None:
                 return site
-        if (folder / ".git").exists() or folder.parent == folder:
-            break
-        folder = folder.parent
     return None
 
 
@@ -64,14 +70,10 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
     if name == AUTO:
         return detect_site(root) or GENERATORS["plain"].default_site(root.resolve())
     generator = GENERATORS[name]
-    folder = root.resolve()
-    for _ in range(_MAX_PARENTS + 1):
+    for folder in _folders_up(root):
         site = generator.detect(folder)
         if site is not None:
             return Site(name, site.content, site.marker, site.settings)
-        if (folder / ".git").exists() or folder.parent == folder:
-            break
-        folder = folder.parent
     return generator.default_site(root.resolve())
 
 
