@@ -19,8 +19,8 @@ from urllib.parse import unquote, urlsplit
 from lxml import html as lxml_html
 
 from kbctl.chunk import chunk_markdown
-from kbctl.sources.base import SourceSpec
 from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 
 BASE_URL = "https://docs.example.com/"
 
@@ -50,7 +50,7 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
     if generator:
         options["generator"] = generator
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(target), options))
+    expansion = source.expand(source_spec("files", str(target), options))
     out: list[tuple[str, str | None]] = []
     failed: list[str] = []
     for loaded in source.load(expansion.leaves, lambda ref: None):

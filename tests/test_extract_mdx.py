@@ -6,8 +6,8 @@ from pathlib import Path
 
 from kbctl.chunk import chunk_markdown
 from kbctl.extract.mdx import mdx_to_markdown
-from kbctl.sources.base import SourceSpec
 from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 
 PAGE = """\
 import Tabs from '@theme/Tabs';
@@ -62,7 +62,7 @@ def test_mdx_headings_get_docusaurus_ids(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "install.mdx").write_text(PAGE)
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(tmp_path / "docs"),
+    expansion = source.expand(source_spec("files", str(tmp_path / "docs"),
                                          {"base_url": "https://d.example/"}))
     [loaded] = list(source.load(expansion.leaves, lambda ref: None))
     doc = loaded.document

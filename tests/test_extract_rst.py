@@ -9,8 +9,8 @@ import pytest
 
 from kbctl.chunk import chunk_markdown
 from kbctl.extract.rst import rst_to_markdown
-from kbctl.sources.base import SourceSpec
 from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 
 DOC = """\
 .. _top-label:
@@ -154,7 +154,7 @@ def test_rst_files_are_ingested_with_sphinx_urls(tmp_path: Path) -> None:
     (tmp_path / "_sources").mkdir()
     (tmp_path / "_sources" / "copy.rst.txt").write_text(DOC)
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(tmp_path),
+    expansion = source.expand(source_spec("files", str(tmp_path),
                                          {"base_url": "https://d.example/"}))
     assert [leaf.url for leaf in expansion.leaves] == ["https://d.example/guide/install.html"]
     [loaded] = list(source.load(expansion.leaves, lambda ref: None))
@@ -166,7 +166,7 @@ def test_sphinx_source_copies_map_to_their_pages(tmp_path: Path) -> None:
     (tmp_path / "library").mkdir()
     (tmp_path / "library" / "os.rst.txt").write_text(DOC)
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(tmp_path), {
+    expansion = source.expand(source_spec("files", str(tmp_path), {
         "base_url": "https://d.example/3/", "generator": "sphinx"}))
     assert [leaf.url for leaf in expansion.leaves] == ["https://d.example/3/library/os.html"]
 
@@ -180,7 +180,7 @@ def test_an_unparsable_file_fails_alone(tmp_path: Path) -> None:
     (tmp_path / "good.rst").write_text(DOC)
     (tmp_path / "deep.rst").write_text("".join(" " * i + "- x\n\n" for i in range(0, 600, 2)))
     source = FilesSource()
-    expansion = source.expand(SourceSpec("files", str(tmp_path), {}))
+    expansion = source.expand(source_spec("files", str(tmp_path), {}))
     outcomes = {loaded.leaf.ref.rsplit("/", 1)[-1]: loaded
                 for loaded in source.load(expansion.leaves, lambda ref: None)}
     assert outcomes["good.rst"].document is not None

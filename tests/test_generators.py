@@ -205,7 +205,8 @@ def test_cli_refuses_an_unknown_generator(workdir: Path, cli) -> None:
     write_tree(workdir / "d", {"a.md": "# A\n"})
     result = cli("ingest", "files", str(workdir / "d"), "--generator", "gitbook")
     assert result.exit_code == 2
-    assert "unknown generator 'gitbook'" in result.output
+    assert "--generator must be auto or mdbook" in result.output
+    assert "got 'gitbook'" in result.output
 
 
 def test_pages_are_relative_paths() -> None:
