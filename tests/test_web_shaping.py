@@ -240,3 +240,19 @@ def test_changing_the_selectors_reads_stored_pages_again(cli: Cli, site: LocalSe
     again = cli.json("ingest", "url", custom, PRIVATE, "--content-selector", ".xyz-content",
                      "--exclude-selector", ".feedback-widget")
     assert again["notModified"] + again["unchanged"] == 1
+
+
+def test_two_pages_that_name_each_other_canonical_keep_one(cli: Cli) -> None:
+    with LocalServer() as server:
+        for me, other in (("a", "b"), ("b", "a")):
+            server.routes[f"/loop-{me}.html"] = html(doc_page(
+                f"Loop {me}", f"The loop page {me} of the tangled site.",
+                f"<link rel='canonical' href='/loop-{other}.html'>"))
+        server.routes["/sitemap.xml"] = ok(
+            f'<?xml version="1.0"?><urlset {NS}><url><loc>{server.url("/loop-a.html")}'
+            f'</loc></url><url><loc>{server.url("/loop-b.html")}</loc></url></urlset>',
+            "application/xml")
+        report = cli.json("ingest", "sitemap", server.url("/sitemap.xml"), PRIVATE,
+                          "--no-llms-txt")
+    assert report["dropped"] == {"canonical": 1}
+    assert len(stored(cli)) == 1

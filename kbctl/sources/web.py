@@ -29,7 +29,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -258,16 +258,15 @@ class WebSource:
                     await self._crawl(crawl[0], client, executor, previous, outbox)
                 else:
                     loader = PageLoader(client, self.page_options, executor=executor)
-                    emitted: set[str] = set()
-                    planned = {leaf.ref for leaf in leaves}
-                    await asyncio.gather(*(self._one(loader, leaf, previous, outbox, emitted,
-                                                     planned) for leaf in leaves))
+                    state = _Loading(planned={leaf.ref for leaf in leaves})
+                    await asyncio.gather(*(self._one(loader, leaf, previous, outbox, state)
+                                           for leaf in leaves))
             finished = True
         finally:
             executor.shutdown(wait=finished, cancel_futures=not finished)
 
     async def _one(self, loader: PageLoader, leaf: Leaf, previous: PreviousMeta,
-                   outbox: Outbox[Loaded], emitted: set[str], planned: set[str]) -> None:
+                   outbox: Outbox[Loaded], state: _Loading) -> None:
         async with outbox.slot() as slot:
             # a failing look-up is the database's failure, and ends the run: not caught here
             prev = None if isinstance(leaf.hint, WebHint) and leaf.hint.error else (
@@ -276,33 +275,40 @@ class WebSource:
                 fetched = await loader.load(leaf, prev)
                 loaded = fetched.loaded
                 if fetched.canonical is not None:
-                    loaded = await self._canonical(loader, loaded, fetched.canonical,
-                                                   previous, outbox, emitted, planned)
+                    loaded = await self._canonical(loader, loaded, fetched.canonical, prev,
+                                                   previous, outbox, state)
             except Exception as exc:
                 loaded = internal_error(leaf, exc)
             ref = loaded.leaf.ref
-            if ref in emitted and loaded.error is None:
+            if ref in state.emitted and loaded.error is None:
                 return  # two URLs that redirect to one page: that page once
-            emitted.add(ref)
+            state.emitted.add(ref)
             slot.put(loaded)
 
     async def _canonical(self, loader: PageLoader, copy: Loaded, canonical: str,
-                         previous: PreviousMeta, outbox: Outbox[Loaded], emitted: set[str],
-                         planned: set[str]) -> Loaded:
+                         own_prev: dict[str, Any] | None, previous: PreviousMeta,
+                         outbox: Outbox[Loaded], state: _Loading) -> Loaded:
         """A page names another URL of its origin canonical: that URL is stored instead,
         fetched (through the same guarded client) unless the source lists it anyway."""
+        ref = copy.leaf.ref
         why = self.options.rules.verdict(canonical)
         if why is not None:
             return dataclasses.replace(copy, note=(
-                f"{copy.leaf.ref}: a copy of {canonical} (its canonical URL), which the "
-                f"rule '{why}' leaves out"))
-        if canonical in planned:
+                f"{ref}: a copy of {canonical} (its canonical URL), which the rule '{why}' "
+                f"leaves out"))
+        if state.copies.get(canonical) == ref:
+            # the two pages name each other canonical: the one dropped first stands for
+            # the other, so this one is kept (read again, its canonical link set aside)
+            kept = await loader.load(copy.leaf, own_prev, honor_canonical=False)
+            return kept.loaded
+        state.copies[ref] = canonical
+        if canonical in state.planned:
             return copy
-        planned.add(canonical)  # claimed: later copies of it are dropped, not fetched again
+        state.planned.add(canonical)  # claimed: later copies of it are dropped, not fetched
         prev = await outbox.call(previous, canonical)
         fetched = await loader.load(Leaf(ref=canonical, url=canonical, hint=WebHint()), prev,
                                     honor_canonical=False)
-        if fetched.loaded.leaf.ref != canonical and fetched.loaded.leaf.ref in emitted:
+        if fetched.loaded.leaf.ref != canonical and fetched.loaded.leaf.ref in state.emitted:
             return copy  # the canonical URL redirects to a page stored already
         return fetched.loaded
 
@@ -321,6 +327,15 @@ class WebSource:
                           on_discovered=discovered)
         plain = Leaf(ref=start.ref, url=start.url, hint=WebHint())
         await crawler.run(plain, outbox)
+
+
+@dataclass
+class _Loading:
+    """What the pages of one listing share while they load (on one event loop)."""
+
+    planned: set[str]  # listed, or claimed as some page's canonical URL
+    emitted: set[str] = field(default_factory=set)
+    copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
 
 
 @dataclass(frozen=True)
