@@ -7,18 +7,27 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+import psycopg
+
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
-from .store.db import connect
+from .errors import DatabaseError
+from .store.db import connect, is_lost_connection, lost_connection
 from .store.knowledge import KnowledgeStore
 
 
 @contextmanager
 def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
-    """A store on the configured database (embedded when no URL), closed on exit."""
+    """A store on the configured database (embedded when no URL), closed on exit. A
+    connection lost on the way (the server died under the run) ends it with an
+    environment error naming the database, not a traceback."""
     conn = connect(settings.db_url, settings.data_dir)
     try:
         yield KnowledgeStore(conn)
+    except (psycopg.OperationalError, DatabaseError) as exc:
+        if not is_lost_connection(exc):
+            raise
+        raise lost_connection(exc, settings.db_url, settings.data_dir) from exc
     finally:
         conn.close()
 

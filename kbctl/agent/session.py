@@ -20,12 +20,13 @@ from ..embed.base import Embedder
 from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.paths import MemoryScope, scope_of
+from ..store.db import describe, is_lost_connection
 from ..store.knowledge import KnowledgeStore
 from ..wiring import open_store, resolve_embedder
 from .arguments import check_arguments
 from .handlers import HANDLERS, CallContext
 from .result import ToolResult
-from .specs import MEMORY_APPEND, MEMORY_TOOLS, ToolLimits, tool_specs
+from .specs import MEMORY_APPEND, MEMORY_TOOLS, ToolLimits, ToolSpec, tool_specs
 
 
 def phase_file(path: str | Path) -> Callable[[], str | None]:
@@ -126,10 +127,7 @@ class AgentTools:
             if spec is None:
                 raise self._unknown(name)
             args = check_arguments(spec, arguments)
-            live = self._session()
-            context = CallContext(self.settings, self.limits, live.store, live.embedder,
-                                  live.memory, self.scope, self._nonce)
-            return ToolResult(name, *HANDLERS[name](context, args))
+            return ToolResult(name, *self._run(spec, args))
         except KbctlError as exc:
             return ToolResult.failure(name, exc)
         except psycopg.Error as exc:
@@ -138,6 +136,28 @@ class AgentTools:
             traceback.print_exc(file=sys.stderr)
             return ToolResult.failure(
                 name, KbctlError(f"internal error in {name}: {type(exc).__name__}: {exc}"))
+
+    def _run(self, spec: ToolSpec, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Run a tool on the session. When the connection was lost (the server died under
+        this long-lived session), reconnect, which starts the server again, and run a read
+        once more; a write is reported, never repeated blindly: it may have committed."""
+        live = self._session()
+        try:
+            return HANDLERS[spec.name](self._context(live), args)
+        except (psycopg.OperationalError, DatabaseError) as exc:
+            if not (is_lost_connection(exc) or live.store.conn.broken):
+                raise
+            self.close()
+            if not spec.read_only:
+                raise DatabaseError(
+                    f"the connection to {describe(self.settings.db_url, self.settings.data_dir)}"
+                    f" was lost during {spec.name}; the write may not have been saved",
+                    hint="check with memory_get before repeating it") from exc
+            return HANDLERS[spec.name](self._context(self._session()), args)
+
+    def _context(self, live: _Live) -> CallContext:
+        return CallContext(self.settings, self.limits, live.store, live.embedder,
+                           live.memory, self.scope, self._nonce)
 
     def _unknown(self, name: str) -> KbctlError:
         known = ", ".join(self._by_name)

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import eval as eval_cli
 from . import (
+    doctor,
     ingest,
     ingest_web,
     memory,
@@ -23,6 +23,7 @@ from . import (
     serve,
     tools,
 )
+from . import eval as eval_cli
 
 app = typer.Typer(
     name="kbctl",
@@ -61,6 +62,7 @@ app.command("reembed")(reembed.reembed)
 app.add_typer(memory.app, name="memory")
 app.add_typer(serve.app, name="serve")
 app.add_typer(tools.app, name="tools")
+app.command("doctor")(doctor.doctor)
 
 
 def main() -> None:

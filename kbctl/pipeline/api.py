@@ -16,6 +16,8 @@ from ..evals.model import DEFAULT_TOP_K
 from ..results import Hit, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
+from ..store.server import DoctorReport
+from ..store.server import doctor as diagnose
 from ..wiring import open_store, open_writers, resolve_embedder
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
@@ -216,3 +218,8 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
                                                 for d in store.list_defs(namespace)])
+
+
+def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:
+    """The embedded server's data directory: its state, and with ``fix`` its repairs."""
+    return diagnose(settings.data_dir, fix=fix)

@@ -25,6 +25,7 @@ from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
 from ..pipeline.status import StatusReport
 from ..results import QueryResult
+from ..store.server import DoctorReport
 from . import eval as eval_formats
 from . import memory, query, reports
 from .formats import Formats, as_json
@@ -35,6 +36,7 @@ FORMATS: dict[type, Formats] = {
     ResyncReport: reports.RESYNC,
     StatusReport: reports.STATUS,
     ReembedReport: reports.REEMBED,
+    DoctorReport: reports.DOCTOR,
     EvalOutcome: eval_formats.FORMATS,
     MemorySearchResult: memory.SEARCH,
     MemoryText: memory.TEXT,

