@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
-from .errors import DatabaseError
+from .errors import ConfigError, DatabaseError
 from .store.db import connect, is_lost_connection, lost_connection
 from .store.knowledge import KnowledgeStore
 
@@ -57,6 +58,20 @@ def identity_spec(identity: EmbedderIdentity) -> str:
     return f"{identity.provider}:{identity.model}@{identity.dimensions}"
 
 
+def public_endpoint(base_url: str) -> str:
+    """An embedder base URL as a KB may record it: no user info, query or fragment, where
+    a key could hide (keys come from the environment, never from the KB)."""
+    parts = urlsplit(base_url.strip())
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError as exc:
+        raise ConfigError(f"invalid embedder base URL {base_url!r}: {exc}") from None
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
 def resolve_embedder(
     store: KnowledgeStore,
     settings: Settings,
@@ -67,12 +82,13 @@ def resolve_embedder(
 ) -> Embedder | None:
     """The embedder this KB uses.
 
-    A KB remembers the embedder of its first write; later commands use it without being
-    told. Asking for another one is refused (``EmbedderMismatch``). A new KB gets the
-    requested embedder, else the default (Gemini when a key is set, else lexical-only),
-    announced once.
+    A KB remembers the embedder of its first write, and the endpoint it was reached at;
+    later commands use both without being told (an explicit base URL, flag or env, still
+    wins, and a write records it). Asking for another embedder is refused
+    (``EmbedderMismatch``). A new KB gets the requested embedder, else the default (Gemini
+    when a key is set, else lexical-only), announced once.
     """
-    from .embed.registry import create_embedder, default_spec
+    from .embed.registry import create_embedder, default_spec, parse_spec
 
     env = os.environ if env is None else env
     recorded = store.embedder_identity()
@@ -85,7 +101,12 @@ def resolve_embedder(
         spec = identity_spec(recorded)
     else:
         spec = requested
-    embedder = create_embedder(spec, base_url=settings.embedder_base_url)
+    known = store.embedder_endpoint() if recorded is not None else None
+    base_url = settings.embedder_base_url
+    if base_url is None and known and recorded is not None \
+            and parse_spec(spec).provider == recorded.provider:
+        base_url = known
+    embedder = create_embedder(spec, base_url=base_url)
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     if recorded is None and writing:
         store.bind_embedder(identity)
@@ -94,4 +115,9 @@ def resolve_embedder(
                     if embedder is None else ""))
     elif recorded is not None:
         store.bind_embedder(identity)  # raises EmbedderMismatch when they differ
+    if writing and embedder is not None and settings.embedder_base_url:
+        endpoint = public_endpoint(settings.embedder_base_url)
+        if endpoint != known:
+            store.record_embedder_endpoint(endpoint)
+            announce(f"the knowledge base now reaches its embedder at {endpoint}")
     return embedder

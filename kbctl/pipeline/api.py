@@ -18,7 +18,7 @@ from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
-from ..wiring import open_store, open_writers, resolve_embedder
+from ..wiring import open_store, open_writers, public_endpoint, resolve_embedder
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest
@@ -168,7 +168,10 @@ def reembed_kb(
     with open_store(settings) as store:
         namespaces = store.namespaces()
         with store.all_namespace_locks(namespaces):
-            return reembed(store, embedder, progress=progress)
+            report = reembed(store, embedder, progress=progress)
+        if embedder is not None and settings.embedder_base_url:
+            store.record_embedder_endpoint(public_endpoint(settings.embedder_base_url))
+        return report
 
 
 def resync_kb(
@@ -217,7 +220,8 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
         return StatusReport(embedder=str(ident) if ident else "none",
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
-                                                for d in store.list_defs(namespace)])
+                                                for d in store.list_defs(namespace)],
+                            embedder_endpoint=store.embedder_endpoint())
 
 
 def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:

@@ -33,3 +33,4 @@ class StatusReport:
     embedder: str
     namespaces: list[NamespaceStatus] = field(default_factory=list)
     source_definitions: list[DefinitionStatus] = field(default_factory=list)
+    embedder_endpoint: str | None = None

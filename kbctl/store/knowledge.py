@@ -62,6 +62,23 @@ class KnowledgeStore:
             )
         return recorded
 
+    def embedder_endpoint(self) -> str | None:
+        """The base URL the KB's embedder was last reached at (recorded with its identity,
+        so a re-embed with another embedder forgets it)."""
+        row = self.conn.execute(
+            "SELECT value ->> 'baseUrl' FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_embedder_endpoint(self, base_url: str | None) -> None:
+        """Remember (or, with None, forget) the embedder's base URL beside its identity."""
+        self.conn.execute(
+            """UPDATE kb_meta SET value = CASE WHEN %(url)s::text IS NULL THEN value - 'baseUrl'
+                                         ELSE value || jsonb_build_object('baseUrl', %(url)s::text)
+                                         END
+               WHERE key = %(key)s""",
+            {"url": base_url, "key": _EMBEDDER_KEY})
+
     # --- source definitions (what resync re-runs) ---------------------------------------
 
     def record_def(self, d: SourceDef) -> None:

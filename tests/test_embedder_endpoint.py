@@ -1,0 +1,70 @@
+"""A KB remembers the endpoint its embedder was reached at (never a secret), so a plain
+query or a cron resync uses it without being told; an explicit base URL still wins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.errors import ConfigError
+from kbctl.wiring import public_endpoint
+
+from .conftest import Cli, rows
+from .test_hybrid import openai_server  # noqa: F401 (a fixture)
+
+
+def test_public_endpoint_drops_what_could_hold_a_key() -> None:
+    assert public_endpoint("http://user:s3cret@127.0.0.1:8799/v1/?key=abc#x") == \
+        "http://127.0.0.1:8799/v1"
+    assert public_endpoint("https://[::1]:11434/v1") == "https://[::1]:11434/v1"
+    with pytest.raises(ConfigError):
+        public_endpoint("http://127.0.0.1:99999/v1")
+
+
+def test_later_commands_reach_the_recorded_endpoint(
+        cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]]) -> None:  # noqa: F811
+    base, seen = openai_server
+    with_secret = base.replace("http://", "http://ops:s3cret@")
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Install\n\n## With pnpm\n\npnpm add widget\n")
+    report = cli.json("ingest", "files", str(docs), "--embedder", "openai:fake-model@24",
+                      "--embedder-base-url", with_secret)
+    assert report["embedded"] == 1 and len(seen) == 1
+    assert rows(cli.db_url, "SELECT value ->> 'baseUrl' FROM kb_meta") == [(base,)]
+    assert not rows(cli.db_url, "SELECT 1 FROM kb_meta WHERE value::text LIKE %s", "%s3cret%")
+    assert cli.json("status")["embedderEndpoint"] == base
+
+    # no flag, no env: the query embeds its question at the recorded endpoint
+    out = cli.json("query", "install with pnpm")
+    assert out["mode"] == "hybrid" and len(seen) == 2
+    # a cron resync too
+    (docs / "a.md").write_text("# Install\n\n## With pnpm\n\npnpm add widget --global\n")
+    assert cli.json("resync")["totals"]["updated"] == 1 and len(seen) == 3
+
+    # an explicit base URL wins over the recorded one (here: nothing listens there)
+    moved = cli("query", "install", "--embedder-base-url", "http://127.0.0.1:9/v1")
+    assert moved.exit_code == 3 and len(seen) == 3
+    # a read does not record it; the KB still reaches its own endpoint
+    assert cli.json("status")["embedderEndpoint"] == base
+
+
+def test_a_write_with_a_new_endpoint_records_it(
+        cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base, seen = openai_server
+    cli.json("ingest", "text", "pnpm add widget", "--ref", "a",
+             "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
+    other = base.replace("127.0.0.1", "localhost")
+    monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", other)
+    result = cli("ingest", "text", "widget upgrade", "--ref", "b")
+    assert result.exit_code == 0, result.output
+    assert f"reaches its embedder at {other}" in result.stderr
+    monkeypatch.delenv("KBCTL_EMBEDDER_BASE_URL")
+    assert cli.json("status")["embedderEndpoint"] == other
+    # a re-embed to another embedder forgets the old endpoint unless it is given again
+    cli.json("reembed", "--embedder", "openai:fake-model-2@24", "--embedder-base-url", base)
+    assert cli.json("status")["embedderEndpoint"] == base
+    cli.json("reembed", "--embedder", "none")
+    assert cli.json("status")["embedderEndpoint"] is None
