@@ -193,10 +193,17 @@ def top_text(box: Box, question: str, namespace: str) -> str:
 # --- the tests -------------------------------------------------------------------------------
 
 
+def kill_postmaster(box: Box) -> int:
+    killed = box.postmaster()
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: dead(killed), 30, "the postmaster dies")
+    return killed
+
+
 def test_mcp_server_answers_after_its_postmaster_is_killed(box: Box) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=box.argv("serve", "mcp")[1:], cwd=str(box.root),
-                                   env=box.env)
+                                   args=box.argv("serve", "mcp", "--agent", "bot")[1:],
+                                   cwd=str(box.root), env=box.env)
     log = box.root / "mcp.log"
 
     async def session() -> None:
@@ -206,14 +213,19 @@ def test_mcp_server_answers_after_its_postmaster_is_killed(box: Box) -> None:
                 await s.initialize()
                 first = await s.call_tool("search_knowledge", {"query": "widget spins"})
                 assert not first.is_error
-                killed = box.postmaster()
-                os.kill(killed, signal.SIGKILL)
-                await anyio.to_thread.run_sync(
-                    lambda: wait_until(lambda: dead(killed), 30, "the postmaster dies"))
+                killed = await anyio.to_thread.run_sync(kill_postmaster, box)
+                # a read is repeated once on a fresh connection to a restarted server
                 again = await s.call_tool("search_knowledge", {"query": "widget spins"})
                 assert not again.is_error, again.content
                 assert "clockwise" in again.structured_content["passages"][0]["text"]
                 assert box.postmaster() != killed
+                # a write is reported, not repeated; the next one works
+                await anyio.to_thread.run_sync(kill_postmaster, box)
+                note = {"path": "memory/agent/notes.md", "content": "widgets spin"}
+                lost = await s.call_tool("memory_append", note)
+                assert lost.is_error and "may not have been saved" in str(lost.content)
+                saved = await s.call_tool("memory_append", note)
+                assert not saved.is_error, saved.content
 
     anyio.run(session)
     said = log.read_text()
@@ -229,9 +241,7 @@ def test_resync_reports_a_killed_postmaster_and_the_next_run_heals(
     ok(box.run("ingest", "url", url, "--allow-private-network", "-n", "web"))
     resync = box.start("resync", "--allow-private-network", "-n", "web")
     wait_until(lambda: gate.calls >= 2, COMMAND_DEADLINE, "the resync fetches the page")
-    killed = box.postmaster()
-    os.kill(killed, signal.SIGKILL)
-    wait_until(lambda: dead(killed), 30, "the postmaster dies")
+    kill_postmaster(box)
     gate.opened.set()
     _, err = resync.communicate(timeout=COMMAND_DEADLINE)
     assert resync.returncode == 3, err

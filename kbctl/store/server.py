@@ -425,7 +425,8 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
         server = _start(pgserver, pgdata)
         handle_list(pgdata).get_and_add(os.getpid())
         if watchdog_pid(pgdata.parent) is None:
-            spawn_watchdog(pgdata.parent)
+            with contextlib.suppress(OSError):  # without one, the last user stops it
+                spawn_watchdog(pgdata.parent)
         info = server.get_postmaster_info()
         joined = _Joined(pgdata, server.get_uri(), info.process)
     if pgdata not in _joined:
@@ -435,22 +436,30 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
 
 
 def _start(pgserver: Any, pgdata: Path) -> Any:
+    log = pgdata / "log"
+    try:
+        seen = log.stat().st_size
+    except OSError:
+        seen = 0
     try:
         server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
         server.ensure_pgdata_inited()
         server.ensure_postgres_running()
     except Exception as exc:
         raise DatabaseError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {_why(exc, pgdata)}",
+            f"could not start the embedded PostgreSQL in {pgdata}: {_why(exc, log, seen)}",
             hint="run `kbctl doctor` to see the data directory's state, check the directory "
             "is writable, or pass --db postgresql://…") from exc
     return server
 
 
-def _why(exc: Exception, pgdata: Path) -> str:
-    """The server log's last FATAL line says more than pg_ctl's exit status."""
+def _why(exc: Exception, log: Path, seen: int) -> str:
+    """The last FATAL line this start wrote to the server log says more than pg_ctl's exit
+    status."""
     try:
-        lines = (pgdata / "log").read_text(errors="replace").splitlines()[-20:]
+        with log.open("rb") as f:
+            f.seek(seen)
+            lines = f.read(65536).decode(errors="replace").splitlines()
     except OSError:
         lines = []
     fatal = [line.split("FATAL:", 1)[1].strip() for line in lines if "FATAL:" in line]
