@@ -260,7 +260,7 @@ def test_a_vanished_pid_file_stops_the_orphan(box: Box) -> None:
     ok(box.run("status", linger=60))
     orphan = box.postmaster()
     (box.pgdata / "postmaster.pid").unlink()
-    query = ok(box.run("query", "widget", "--json"))
+    query = ok(box.run("query", "widget", "--json", linger=60))
     assert (f"repaired {box.data_dir}: stopped an orphan server (pid {orphan})"
             in query.stderr)
     assert json.loads(query.stdout)["results"]
@@ -311,3 +311,22 @@ def test_doctor_shows_and_repairs_dead_handles(box: Box) -> None:
     assert report["repaired"] == [f"repaired {box.data_dir}: dropped 1 handle(s) of exited "
                                   f"processes (pids {pid})"]
     assert box.handles() == []
+
+
+def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
+    shutil.rmtree(box.pgdata)
+    # what initdb has made when it is killed before its bootstrap
+    for name in ("base", "global", "pg_wal", "pg_xact"):
+        (box.pgdata / name).mkdir(parents=True)
+    (box.pgdata / "PG_VERSION").write_text("18\n")
+    status = ok(box.run("status", "--json"))
+    assert "removed the data directory an interrupted initdb left" in status.stderr
+    assert (box.pgdata / "global" / "pg_control").exists()
+    # anything initdb does not make is never removed
+    wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
+    shutil.rmtree(box.pgdata)
+    box.pgdata.mkdir()
+    (box.pgdata / "notes.txt").write_text("mine")
+    refused = box.run("status")
+    assert refused.returncode == 3 and (box.pgdata / "notes.txt").read_text() == "mine"
+    assert f"could not start the embedded PostgreSQL in {box.pgdata}" in refused.stderr

@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,6 +133,7 @@ class ServerState:
     handles: list[int] = field(default_factory=list)
     dead_handles: list[int] = field(default_factory=list)
     watchdog: int | None = None
+    incomplete: bool = False
 
     @property
     def running(self) -> bool:
@@ -141,6 +143,8 @@ class ServerState:
     def problems(self) -> list[str]:
         """Each thing ``repair`` would fix, in words."""
         out = []
+        if self.incomplete:
+            out.append("an interrupted initdb left a data directory that never held data")
         if self.stale_pid_file:
             out.append(f"{PID_FILE} names a server that is gone (pid {self.pid_file_pid})")
         out += [f"orphan server (pid {pid}) running without its {PID_FILE}"
@@ -183,9 +187,32 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
         state.leftovers = sorted(p.pid for p in procs
                                  if p.pid not in postmasters and _ppid(p) not in postmasters)
     state.stale_pid_file = (pgdata / PID_FILE).exists() and state.postmaster is None
+    state.incomplete = state.postmaster is None and not state.orphans and _incomplete(pgdata)
     state.handles, state.dead_handles = split_handles(pgdata)
     state.watchdog = watchdog_pid(state.data_dir)
     return state
+
+
+def _incomplete(pgdata: Path) -> bool:
+    """A data directory an interrupted ``initdb`` left: no ``global/pg_control`` (bootstrap
+    writes it before any relation) and no file under ``base/``, so it never held data.
+    ``initdb`` refuses a non-empty directory, so it would stay broken for ever."""
+    try:
+        names = {entry.name for entry in pgdata.iterdir()} if pgdata.is_dir() else set()
+        if not names or not names <= _INITDB_NAMES:  # only ever initdb's own skeleton
+            return False
+        if (pgdata / "global" / "pg_control").exists():
+            return False
+        return not any(files for _, _, files in os.walk(pgdata / "base"))
+    except OSError:
+        return False
+
+
+_INITDB_NAMES = {
+    "PG_VERSION", "base", "global", "pg_commit_ts", "pg_dynshmem", "pg_hba.conf",
+    "pg_ident.conf", "pg_logical", "pg_multixact", "pg_notify", "pg_replslot", "pg_serial",
+    "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_subtrans", "pg_tblspc", "pg_twophase",
+    "pg_wal", "pg_xact", "postgresql.auto.conf", "postgresql.conf", HANDLES_FILE, "log"}
 
 
 def pid_file_pid(pgdata: Path) -> int | None:
@@ -309,6 +336,11 @@ def repair(state: ServerState, say: Say = say_on_stderr) -> list[str]:
         ended = [pid for pid in leftovers if stop_process(pid, state.pgdata, grace=2.0)]
         if ended:
             note(f"ended {len(ended)} leftover server process(es) of a dead postmaster")
+    if state.incomplete:
+        shutil.rmtree(state.pgdata, ignore_errors=True)
+        note("removed the data directory an interrupted initdb left (it never held data); "
+             "creating it again")
+        return done
     if state.postmaster is None:
         removed = _remove_stale_lock_files(state.pgdata)
         if removed:
