@@ -165,13 +165,13 @@ def test_filters_match_metadata_and_never_under_fill(store: KnowledgeStore) -> N
 
 
 def test_pruned_candidates_agree_with_exact_ranking(store: KnowledgeStore, monkeypatch) -> None:
-    from kbctl.store import ranking
+    from kbctl.store import lexical
 
     for i in range(60):
         words = " ".join(["error"] * (1 + i % 7) + ["handling"] * (i % 3) + [f"w{i}"])
         store.replace_source(_source(f"e{i}"), _chunks(words))
     exact = [h.source_ref for h in store.search("ns", "error handling", k=10)]
-    monkeypatch.setattr(ranking, "LEXEME_CANDIDATES", 25)
+    monkeypatch.setattr(lexical, "LEXEME_CANDIDATES", 25)
     pruned = [h.source_ref for h in store.search("ns", "error handling", k=10)]
     assert len(set(exact[:5]) & set(pruned[:5])) >= 4
 
@@ -213,7 +213,7 @@ def test_namespace_lock_excludes_a_second_writer(db_url: str) -> None:
 
 def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,
                                                          monkeypatch) -> None:
-    from kbctl.store import ranking
+    from kbctl.store import lexical
 
     # the five best postings for "widget" all belong to lang=de chunks; the English ones
     # rank lower, yet a filtered query must still find them with a cap of five
@@ -223,7 +223,7 @@ def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,
     for i in range(4):
         store.replace_source(_source(f"en{i}"), [ChunkRecord(
             0, "widget " + "padding words here " * 20, {"lang": "en"})])
-    monkeypatch.setattr(ranking, "LEXEME_CANDIDATES", 5)
+    monkeypatch.setattr(lexical, "LEXEME_CANDIDATES", 5)
     assert {h.source_ref for h in store.search("ns", "widget", k=5)} == {
         f"de{i}" for i in range(5)}
     hits = store.search("ns", "widget", k=5, filters={"lang": "en"})

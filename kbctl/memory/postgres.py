@@ -22,9 +22,11 @@ from psycopg.rows import dict_row
 
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..errors import DatabaseError, EmbedderMismatch, InputError
+from ..store import lexical
 from ..store import ranking as kb_ranking
 from ..store.knowledge import KnowledgeStore
 from ..store.migrations import migrate
+from ..store.vectors import as_floats, vector_text
 from . import search_sql
 from .chunking import LineChunk, chunk_lines, line_window, normalise_newlines, split_lines
 from .model import (
@@ -96,7 +98,7 @@ class PostgresMemoryBackend:
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         params: dict[str, Any] = {
             "agent": scope.agent_id, "user": scope.user_id, "q": query, "k": fetch,
-            "cap": kb_ranking.LEXEME_CANDIDATES,
+            "cap": lexical.LEXEME_CANDIDATES,
             "today": opts.today or datetime.now(timezone.utc).date(),
             "half_life": opts.half_life_days,
         }
@@ -106,7 +108,7 @@ class PostgresMemoryBackend:
             stmt = search_sql.lexical_sql(decay=opts.decay, extra=extra)
         else:
             stmt = search_sql.hybrid_sql(decay=opts.decay, extra=extra)
-            params.update(qv=_vector_text(self.embedder.embed_query(query)),
+            params.update(qv=vector_text(self.embedder.embed_query(query)),
                           w=self.vector_weight, cand=max(fetch, kb_ranking.VECTOR_CANDIDATES))
         try:
             with self.conn.cursor(row_factory=dict_row) as cur:
@@ -355,10 +357,10 @@ class PostgresMemoryBackend:
             raise DatabaseError("the embedder returned a wrong number of vectors")
         out: list[str | None] = [None] * len(fresh)
         for i, v in zip(todo, made, strict=True):
-            out[i] = _vector_text(v)
+            out[i] = vector_text(v)
         for i, h in enumerate(hashes):
             if out[i] is None:
-                out[i] = _vector_text(by_hash[h]["embedding"])
+                out[i] = vector_text(by_hash[h]["embedding"])
         return out
 
     def _insert_chunks(self, file_id: int, agent: str, owner: str | None, path: str,
@@ -374,15 +376,11 @@ class PostgresMemoryBackend:
             return 0
         row = self.conn.execute(
             f"""WITH src AS (
-                    SELECT u.o, u.s, u.e, u.t, u.h, u.c, u.v,
-                           to_tsvector('{kb_ranking.TEXT_CONFIG}', u.t) AS tsv
+                    SELECT u.o, u.s, u.e, u.t, u.h, u.c, u.v, {lexical.tsvector_sql("u.t")} AS tsv
                     FROM unnest(%(o)s::int[], %(s)s::int[], %(e)s::int[], %(t)s::text[],
                                 %(h)s::text[], %(c)s::timestamptz[], %(v)s::text[])
                          AS u(o, s, e, t, h, c, v)),
-                lex AS (
-                    SELECT src.o, l.lexeme, coalesce(array_length(l.positions, 1), 1) AS tf
-                    FROM src, unnest(src.tsv) AS l),
-                len AS (SELECT o, sum(tf)::int AS dl FROM lex GROUP BY o),
+                {lexical.lexeme_ctes("o")},
                 ins AS (
                     INSERT INTO memory_chunks (file_id, agent_id, user_id, path, ordinal,
                                                start_line, end_line, text, text_hash,
@@ -392,12 +390,9 @@ class PostgresMemoryBackend:
                            coalesce(len.dl, 0)
                     FROM src LEFT JOIN len USING (o)
                     RETURNING id, ordinal, lexeme_count),
-                post AS (
-                    INSERT INTO memory_postings (chunk_id, lexeme, agent_id, user_id, tf, dl,
-                                                 impact)
-                    SELECT ins.id, lex.lexeme, %(agent)s, %(owner)s, lex.tf, ins.lexeme_count,
-                           {kb_ranking.impact_sql("lex.tf", "ins.lexeme_count")}
-                    FROM ins JOIN lex ON lex.o = ins.ordinal)
+                post AS ({lexical.insert_postings_sql(
+                    "memory_postings", {"agent_id": "%(agent)s", "user_id": "%(owner)s"},
+                    chunks="ins", on="lex.o = ins.ordinal")})
                 SELECT coalesce(sum(lexeme_count), 0) FROM ins""",
             {"file": file_id, "agent": agent, "owner": owner, "path": path, "dated": dated,
              "o": [c.ordinal for c in chunks], "s": [c.start_line for c in chunks],
@@ -481,7 +476,7 @@ class PostgresMemoryBackend:
 def _mmr(rows: list[dict[str, Any]], k: int, lam: float,
          with_vectors: bool) -> list[dict[str, Any]]:
     if with_vectors and all(r.get("embedding") is not None for r in rows):
-        vecs = {r["id"]: unit(_floats(r["embedding"])) for r in rows}
+        vecs = {r["id"]: unit(as_floats(r["embedding"])) for r in rows}
         return mmr(rows, k, lam, lambda r: float(r["score"]),
                    lambda a, b: sum(map(mul, vecs[a["id"]], vecs[b["id"]])))
     toks = {r["id"]: tokens(r["text"]) for r in rows}
@@ -504,17 +499,3 @@ def _missing(path: str) -> InputError:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _floats(v: Any) -> list[float]:
-    """A stored vector (pgvector's ``Vector``, an array, a list) as plain floats."""
-    if hasattr(v, "to_list"):
-        v = v.to_list()
-    return [float(x) for x in v]
-
-
-def _vector_text(v: Any) -> str | None:
-    if v is None:
-        return None
-    return "[" + ",".join(repr(x) for x in _floats(v)) + "]"
-

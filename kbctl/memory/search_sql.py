@@ -1,22 +1,20 @@
 """Memory search SQL: BM25 over ``memory_postings`` fused with cosine over chunk vectors.
 
-The same method as the knowledge base (``kbctl.store.ranking``): postings from
-``to_tsvector``, BM25 with corpus statistics, text scores normalised r/(1+r), hybrid
-``w*cos + (1-w)*text``. The corpus is what the caller may see, so document frequencies
-and lengths come from the caller's rows only and a score reveals nothing about anyone
-else's notes. Every CTE that touches a table repeats the fence.
+The knowledge base's lexical engine (``kbctl.store.lexical``): the same tokens, postings
+and BM25, text scores normalised r/(1+r), hybrid ``w*cos + (1-w)*text``. The corpus is
+what the caller may see, so document frequencies and lengths come from the caller's rows
+only and a score reveals nothing about anyone else's notes. Every CTE that touches a
+table repeats the fence.
 """
 
 from __future__ import annotations
 
-from ..store import ranking
+from ..store import lexical
 from .ranking import decay_sql
 
 # The one read rule. %(agent)s and %(user)s are bound by the caller; a NULL user matches
 # only the agent tier because ``user_id = NULL`` is never true.
 FENCE = "{a}.agent_id = %(agent)s AND ({a}.user_id IS NULL OR {a}.user_id = %(user)s::text)"
-
-_K1, _B = ranking.K1, ranking.B
 
 
 def fence(alias: str) -> str:
@@ -24,38 +22,23 @@ def fence(alias: str) -> str:
 
 
 def _bm25_ctes() -> str:
-    """CTEs ``q``, ``st``, ``df``, ``cand``, ``bm``: raw BM25 per candidate chunk.
-
-    ``st`` and ``df`` are MATERIALIZED: inlined, the planner would re-count a lexeme's
-    document frequency once per candidate posting (seconds on a 10k-chunk scope).
-    """
-    return f"""
-        q AS (SELECT DISTINCT lexeme
-              FROM unnest(to_tsvector('{ranking.TEXT_CONFIG}', %(q)s))),
-        st AS MATERIALIZED (
-               SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
-                      greatest(coalesce(sum(s.total_len), 0)::float8
-                               / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl
-               FROM memory_stats s WHERE {fence("s")}),
-        df AS MATERIALIZED (
-               SELECT q.lexeme,
-                      (SELECT count(*) FROM memory_postings p
-                       WHERE {fence("p")} AND p.lexeme = q.lexeme) AS df
-               FROM q),
-        cand AS (SELECT df.lexeme, df.df, c.chunk_id, c.tf, c.dl
-                 FROM df CROSS JOIN LATERAL (
-                     SELECT p.chunk_id, p.tf, p.dl FROM memory_postings p
-                     WHERE {fence("p")} AND p.lexeme = df.lexeme
-                     ORDER BY p.impact DESC LIMIT %(cap)s) c
-                 WHERE df.df > 0),
-        bm AS (SELECT c.chunk_id, sum({_bm25_term("c.df", "c.tf", "c.dl")}) AS r
-               FROM cand c CROSS JOIN st
-               GROUP BY c.chunk_id)"""
-
-
-def _bm25_term(df: str, tf: str, dl: str) -> str:
-    return (f"ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5)) * {tf} * ({_K1} + 1) "
-            f"/ ({tf} + {_K1} * (1 - {_B} + {_B} * {dl} / st.avgdl))")
+    """``lexical.bm25_ctes`` over the caller's visible rows: document frequencies and
+    lengths count only what the fence lets through."""
+    return lexical.bm25_ctes(
+        stats=f"""
+            SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
+                   greatest(coalesce(sum(s.total_len), 0)::float8
+                            / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl
+            FROM memory_stats s WHERE {fence("s")}""",
+        df=f"""
+            SELECT q.lexeme,
+                   (SELECT count(*) FROM memory_postings p
+                    WHERE {fence("p")} AND p.lexeme = q.lexeme) AS df
+            FROM q""",
+        postings=f"""
+            SELECT p.chunk_id, p.tf, p.dl FROM memory_postings p
+            WHERE {fence("p")} AND p.lexeme = df.lexeme
+            ORDER BY p.impact DESC LIMIT %(cap)s""")
 
 
 def _final(decay: bool, extra: str) -> str:
@@ -94,8 +77,9 @@ def lexical_sql(*, decay: bool, extra: str = "") -> str:
     """Keyword-only search: BM25 normalised into 0..1, optionally decayed."""
     return f"""
         WITH {_bm25_ctes()},
-        scored AS (SELECT chunk_id, r / (1 + r) AS text_score,
-                          NULL::float8 AS vector_score, r / (1 + r) AS base FROM bm)
+        scored AS (SELECT chunk_id, {lexical.unit_sql("r")} AS text_score,
+                          NULL::float8 AS vector_score, {lexical.unit_sql("r")} AS base
+                   FROM bm)
         {_final(decay, extra)}"""
 
 
@@ -118,18 +102,16 @@ def hybrid_sql(*, decay: bool, extra: str = "") -> str:
         ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
         exact AS MATERIALIZED (
             SELECT ids.chunk_id,
-                   coalesce(lex.r, (
-                       SELECT sum({_bm25_term("df.df", "p.tf", "p.dl")})
-                       FROM df JOIN memory_postings p
-                         ON p.chunk_id = ids.chunk_id AND p.lexeme = df.lexeme
-                       CROSS JOIN st), 0) AS r,
+                   coalesce(lex.r, {lexical.chunk_bm25_sql("memory_postings", "ids.chunk_id")},
+                            0) AS r,
                    greatest(0, 1 - coalesce(vec.dist, (
                        SELECT e.embedding <=> %(qv)s::vector FROM memory_chunks e
                        WHERE e.id = ids.chunk_id))) AS cos
             FROM ids
             LEFT JOIN lex ON lex.chunk_id = ids.chunk_id
             LEFT JOIN vec ON vec.chunk_id = ids.chunk_id),
-        scored AS (SELECT chunk_id, r / (1 + r) AS text_score, cos AS vector_score,
-                          %(w)s * coalesce(cos, 0) + (1 - %(w)s) * (r / (1 + r)) AS base
+        scored AS (SELECT chunk_id, {lexical.unit_sql("r")} AS text_score, cos AS vector_score,
+                          %(w)s * coalesce(cos, 0) + (1 - %(w)s) * {lexical.unit_sql("r")}
+                              AS base
                    FROM exact)
         {_final(decay, extra)}"""

@@ -13,8 +13,9 @@ from psycopg.types.json import Jsonb
 
 from ..embed.base import NO_EMBEDDER, EmbedderIdentity
 from ..errors import DatabaseError, EmbedderMismatch, LockBusy
-from . import ranking
+from . import lexical, ranking
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
+from .vectors import as_floats, vector_text
 
 _EMBEDDER_KEY = "embedder"
 
@@ -215,15 +216,10 @@ class KnowledgeStore:
     def _delete_chunks(self, namespace: str, refs: Sequence[str]) -> tuple[int, int]:
         """Delete the chunks of ``refs`` and their postings; returns (count, total length)."""
         row = self.conn.execute(
-            """WITH gone AS (DELETE FROM chunks WHERE namespace = %(ns)s
-                               AND source_ref = ANY(%(refs)s)
-                             RETURNING id, lexeme_count),
-                    p AS (DELETE FROM postings WHERE chunk_id IN (SELECT id FROM gone)
-                          RETURNING lexeme),
-                    d AS (UPDATE lexeme_stats s SET df = s.df - g.n
-                          FROM (SELECT lexeme, count(*) AS n FROM p GROUP BY lexeme
-                                ORDER BY lexeme) g
-                          WHERE s.namespace = %(ns)s AND s.lexeme = g.lexeme)
+            f"""WITH gone AS (DELETE FROM chunks WHERE namespace = %(ns)s
+                                AND source_ref = ANY(%(refs)s)
+                              RETURNING id, lexeme_count),
+                {lexical.kb_delete_postings_ctes(chunks="gone")}
                SELECT count(*), coalesce(sum(lexeme_count), 0) FROM gone""",
             {"ns": namespace, "refs": list(refs)},
         ).fetchone()
@@ -242,14 +238,10 @@ class KnowledgeStore:
             return 0, 0
         row = self.conn.execute(
             f"""WITH src AS (
-                    SELECT r, o, t, m, e, to_tsvector('{ranking.TEXT_CONFIG}', t) AS tsv
+                    SELECT r, o, t, m, e, {lexical.tsvector_sql("t")} AS tsv
                     FROM unnest(%(refs)s::text[], %(ords)s::int[], %(texts)s::text[],
                                 %(metas)s::jsonb[], %(vecs)s::text[]) AS u(r, o, t, m, e)),
-                lex AS (
-                    SELECT src.r, src.o, x.lexeme,
-                           coalesce(array_length(x.positions, 1), 1) AS tf
-                    FROM src, unnest(src.tsv) AS x),
-                len AS (SELECT r, o, sum(tf)::int AS dl FROM lex GROUP BY r, o),
+                {lexical.lexeme_ctes("r, o")},
                 ins AS (
                     INSERT INTO chunks (namespace, source_ref, ordinal, text, meta, embedding,
                                         lexeme_count)
@@ -257,20 +249,13 @@ class KnowledgeStore:
                            coalesce(len.dl, 0)
                     FROM src LEFT JOIN len USING (r, o)
                     RETURNING id, source_ref, ordinal, lexeme_count),
-                post AS (
-                    INSERT INTO postings (namespace, lexeme, chunk_id, tf, dl, impact)
-                    SELECT %(ns)s, lex.lexeme, ins.id, lex.tf, ins.lexeme_count,
-                           {ranking.impact_sql("lex.tf", "ins.lexeme_count")}
-                    FROM lex JOIN ins ON ins.source_ref = lex.r AND ins.ordinal = lex.o),
-                dfs AS (
-                    INSERT INTO lexeme_stats AS s (namespace, lexeme, df)
-                    SELECT %(ns)s, lexeme, count(*) FROM lex GROUP BY lexeme ORDER BY lexeme
-                    ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df)
+                {lexical.kb_write_postings_ctes(
+                    chunks="ins", on="ins.source_ref = lex.r AND ins.ordinal = lex.o")}
                 SELECT count(*), coalesce(sum(lexeme_count), 0) FROM ins""",
             {"ns": namespace, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],
              "metas": [json.dumps(c.meta, default=str) for c in chunks],
-             "vecs": [_vector_text(c.embedding) for c in chunks]},
+             "vecs": [vector_text(c.embedding) for c in chunks]},
         ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])
@@ -309,7 +294,7 @@ class KnowledgeStore:
             "WHERE identity = %s AND input_hash = ANY(%s)",
             (identity, list(keys)),
         ).fetchall()
-        return {bytes(k): _as_list(v) for k, v in rows}
+        return {bytes(k): as_floats(v) for k, v in rows}
 
     def cache_embeddings(self, identity: str, vectors: dict[bytes, list[float]]) -> None:
         if not vectors:
@@ -319,7 +304,7 @@ class KnowledgeStore:
             """INSERT INTO embedding_cache (identity, input_hash, embedding)
                SELECT %s, k, v::vector FROM unnest(%s::bytea[], %s::text[]) AS u(k, v)
                ON CONFLICT DO NOTHING""",
-            (identity, [k for k, _ in items], [_vector_text(v) for _, v in items]),
+            (identity, [k for k, _ in items], [vector_text(v) for _, v in items]),
         )
 
     def chunk_texts(self, after_id: int, limit: int, *, table: str = "chunks"
@@ -357,7 +342,7 @@ class KnowledgeStore:
         self.conn.execute(
             f"""INSERT INTO {stage} (chunk_id, embedding)
                 SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
-            (list(ids), [_vector_text(v) for v in vectors]))
+            (list(ids), [vector_text(v) for v in vectors]))
 
     def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
                         staged_memory: str | None = None) -> None:
@@ -404,11 +389,11 @@ class KnowledgeStore:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "q": query, "k": k,
-                                  "cap": ranking.LEXEME_CANDIDATES}
+                                  "cap": lexical.LEXEME_CANDIDATES}
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:
-            qv = _vector_text(query_vector)
+            qv = vector_text(query_vector)
             cand = max(k * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
             params.update(qv=qv, w=vector_weight, cand=cand,
@@ -581,17 +566,3 @@ class KnowledgeStore:
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
     return {"provider": identity.provider, "model": identity.model,
             "dimensions": identity.dimensions}
-
-
-def _as_list(v: Any) -> list[float]:
-    if hasattr(v, "to_list"):
-        v = v.to_list()
-    elif hasattr(v, "tolist"):
-        v = v.tolist()
-    return [float(x) for x in v]
-
-
-def _vector_text(v: Sequence[float] | None) -> str | None:
-    if v is None:
-        return None
-    return "[" + ",".join(repr(float(x)) for x in v) + "]"

@@ -1,13 +1,10 @@
-"""Retrieval SQL: BM25 over the postings table, cosine over pgvector, and their fusion.
+"""Retrieval SQL: the knowledge base's lexical top-k, cosine over pgvector, and their
+fusion. The lexical side (tokens, postings, BM25) is ``kbctl.store.lexical``'s.
 
-Why not ``ts_rank``: it has no corpus statistics, so a word that appears in every chunk
-weighs as much as a rare one. BM25 needs document frequencies and the average length,
-which the postings table and ``namespace_stats`` provide per namespace.
-
-Large namespaces: each query lexeme contributes at most ``LEXEME_CANDIDATES`` postings,
-read in impact order from an index, before exact BM25 rescoring. With a metadata filter the
-cap counts only postings whose chunk passes the filter (the index walk goes on past the
-ones that do not), so a filtered top-k is never under-filled.
+Large namespaces: each query lexeme contributes at most ``lexical.LEXEME_CANDIDATES``
+postings, read in impact order from an index, before exact BM25 rescoring. With a metadata
+filter the cap counts only postings whose chunk passes the filter (the index walk goes on
+past the ones that do not), so a filtered top-k is never under-filled.
 """
 
 from __future__ import annotations
@@ -16,12 +13,8 @@ from typing import Any
 
 from psycopg import sql
 
-TEXT_CONFIG = "english"
-K1 = 1.2
-B = 0.75
-# Used only to ORDER a lexeme's postings at write time; exact scores use the live average.
-AVG_DL_ESTIMATE = 100.0
-LEXEME_CANDIDATES = 2000
+from . import lexical
+
 # Hybrid search fuses this many candidates per requested result from each side (at least
 # MIN_CANDIDATES): enough for the fusion to reorder, few enough to keep HNSW's ef small.
 CANDIDATES_PER_RESULT = 4
@@ -30,11 +23,6 @@ VECTOR_CANDIDATES = 100  # memory search's candidate pool
 # Namespaces up to this many chunks get an exact cosine scan (fast, and never under-filled).
 EXACT_SCAN_LIMIT = 20000
 RRF_K = 60
-
-
-def impact_sql(tf: str, dl: str) -> str:
-    """SQL expression for a posting's write-time impact (BM25's tf part, estimated length)."""
-    return f"({tf})::real / (({tf}) + {K1} * (1 - {B} + {B} * ({dl}) / {AVG_DL_ESTIMATE}))"
 
 
 def _filter_sql(filters: dict[str, str], alias: str) -> tuple[sql.Composable, dict[str, Any]]:
@@ -50,37 +38,6 @@ def _filter_sql(filters: dict[str, str], alias: str) -> tuple[sql.Composable, di
     return sql.SQL(" AND ").join(parts), params
 
 
-def _bm25_candidates(filtered: bool) -> str:
-    """CTEs ``q``, ``st``, ``df``, ``cand``, ``bm``: BM25 raw score per candidate chunk."""
-    if filtered:
-        lateral = """
-            SELECT p.chunk_id, p.tf, p.dl FROM postings p
-            JOIN chunks fc ON fc.id = p.chunk_id
-            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme AND {filters}
-            ORDER BY p.impact DESC LIMIT %(cap)s"""
-    else:
-        lateral = """
-            SELECT p.chunk_id, p.tf, p.dl FROM postings p
-            WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme
-            ORDER BY p.impact DESC LIMIT %(cap)s"""
-    return f"""
-        q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %(q)s))),
-        st AS MATERIALIZED (SELECT greatest(chunk_count, 1)::float8 AS n,
-                      greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl
-               FROM namespace_stats WHERE namespace = %(ns)s),
-        df AS MATERIALIZED (SELECT q.lexeme, coalesce(ls.df, 0) AS df FROM q
-               LEFT JOIN lexeme_stats ls ON ls.namespace = %(ns)s AND ls.lexeme = q.lexeme),
-        cand AS (SELECT df.lexeme, df.df, c.chunk_id, c.tf, c.dl
-                 FROM df CROSS JOIN LATERAL ({lateral}) c
-                 WHERE df.df > 0),
-        bm AS (SELECT c.chunk_id,
-                      sum(ln(1 + (st.n - c.df + 0.5) / (c.df + 0.5))
-                          * c.tf * ({K1} + 1)
-                          / (c.tf + {K1} * (1 - {B} + {B} * c.dl / st.avgdl))) AS r
-               FROM cand c CROSS JOIN st
-               GROUP BY c.chunk_id)"""
-
-
 _RESULT_COLUMNS = """
     ch.id, ch.namespace, ch.source_ref, ch.ordinal, ch.text, ch.meta,
     s.url AS source_url, s.title AS source_title"""
@@ -90,9 +47,9 @@ def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, An
     """Top-k by BM25, normalised r/(1+r) into 0..1."""
     cond, params = _filter_sql(filters, "fc")
     text = f"""
-        WITH {_bm25_candidates(bool(filters))},
+        WITH {lexical.kb_bm25_ctes(filtered=bool(filters))},
         top AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(k)s)
-        SELECT {_RESULT_COLUMNS}, top.r / (1 + top.r) AS text_score
+        SELECT {_RESULT_COLUMNS}, {lexical.unit_sql("top.r")} AS text_score
         FROM top
         JOIN chunks ch ON ch.id = top.chunk_id
         JOIN sources s ON s.namespace = ch.namespace AND s.ref = ch.source_ref
@@ -109,18 +66,14 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
     """
     cond_fc, params = _filter_sql(filters, "fc")
     text = f"""
-        WITH {_bm25_candidates(bool(filters))},
+        WITH {lexical.kb_bm25_ctes(filtered=bool(filters))},
         lex AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(cand)s),
         vec AS (SELECT unnest(%(vids)s::bigint[]) AS chunk_id),
         ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
         exact AS (
             SELECT ids.chunk_id,
-                   coalesce(lex.r, (
-                       SELECT sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-                                  * p.tf * ({K1} + 1)
-                                  / (p.tf + {K1} * (1 - {B} + {B} * p.dl / st.avgdl)))
-                       FROM postings p JOIN df ON df.lexeme = p.lexeme CROSS JOIN st
-                       WHERE p.chunk_id = ids.chunk_id), 0) AS r,
+                   coalesce(lex.r, {lexical.chunk_bm25_sql("postings", "ids.chunk_id")}, 0)
+                       AS r,
                    greatest(0, 1 - (ch.embedding <=> %(qv)s::vector)) AS cos
             FROM ids
             JOIN chunks ch ON ch.id = ids.chunk_id
@@ -131,11 +84,11 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
                    rank() OVER (ORDER BY cos DESC) AS vrank
             FROM exact),
         fused AS (
-            SELECT chunk_id, r / (1 + r) AS text_score, cos AS vector_score,
+            SELECT chunk_id, {lexical.unit_sql("r")} AS text_score, cos AS vector_score,
                    CASE WHEN %(fusion)s = 'rrf'
                         THEN ((CASE WHEN r > 0 THEN 1.0 / ({RRF_K} + lrank) ELSE 0 END)
                               + 1.0 / ({RRF_K} + vrank)) * ({RRF_K} + 1) / 2.0
-                        ELSE %(w)s * cos + (1 - %(w)s) * (r / (1 + r)) END AS score
+                        ELSE %(w)s * cos + (1 - %(w)s) * {lexical.unit_sql("r")} END AS score
             FROM ranked)
         SELECT {_RESULT_COLUMNS}, f.text_score, f.vector_score, f.score
         FROM fused f

@@ -1,0 +1,72 @@
+"""The one lexical engine: the knowledge base and agent memory score a text the same way,
+and that way is BM25 over the database's own lexemes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kbctl.memory.model import SearchOptions
+from kbctl.memory.paths import MemoryScope
+from kbctl.memory.postgres import PostgresMemoryBackend
+from kbctl.store import lexical
+from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ChunkRecord, SourceRecord
+
+TEXTS = {
+    "a": "Borrowing rules: one mutable borrow or many shared borrows.",
+    "b": "Cargo builds crates; cargo test runs the tests of a crate.",
+    "c": "The borrow checker rejects a mutable borrow while shared borrows live.",
+    "d": "Closures capture their environment by borrow, by mutable borrow or by move.",
+}
+QUERY = "mutable borrow checker"
+
+
+def _python_bm25(store: KnowledgeStore, texts: dict[str, str], query: str) -> dict[str, float]:
+    """BM25 computed here from the database's lexemes, to check the SQL against."""
+    def lexemes(text: str) -> dict[str, int]:
+        rows = store.conn.execute(
+            f"SELECT lexeme, coalesce(array_length(positions, 1), 1) "
+            f"FROM unnest({lexical.tsvector_sql('%s')})", (text,)).fetchall()
+        return {lex: int(tf) for lex, tf in rows}
+
+    docs = {ref: lexemes(text) for ref, text in texts.items()}
+    n = len(docs)
+    avgdl = sum(sum(d.values()) for d in docs.values()) / n
+    terms = set(lexemes(query))
+    scores = {}
+    for ref, doc in docs.items():
+        dl = sum(doc.values())
+        r = 0.0
+        for t in terms & doc.keys():
+            df = sum(1 for d in docs.values() if t in d)
+            tf = doc[t]
+            r += (math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * (lexical.K1 + 1)
+                  / (tf + lexical.K1 * (1 - lexical.B + lexical.B * dl / avgdl)))
+        if r > 0:
+            scores[ref] = r / (1 + r)
+    return scores
+
+
+def test_knowledge_base_and_memory_score_alike(store: KnowledgeStore) -> None:
+    for ref, text in TEXTS.items():
+        store.replace_source(
+            SourceRecord(namespace="ns", ref=ref, kind="text", url=ref, title=ref,
+                         content_hash="h"),
+            [ChunkRecord(0, text, {})])
+    memory = PostgresMemoryBackend(store.conn, None)
+    scope = MemoryScope("bot")
+    for ref, text in TEXTS.items():
+        memory.put(scope, f"memory/agent/{ref}.md", text)
+
+    expected = _python_bm25(store, TEXTS, QUERY)
+    assert len(expected) == 3  # "b" shares no lexeme with the query
+
+    kb = {h.source_ref: h.text_score for h in store.search("ns", QUERY, k=10)}
+    mem = {h.path.removeprefix("memory/agent/").removesuffix(".md"): h.text_score
+           for h in memory.search(scope, QUERY, SearchOptions(max_results=10)).hits}
+    assert kb.keys() == mem.keys() == expected.keys()
+    for ref, score in expected.items():
+        assert kb[ref] == pytest.approx(score, abs=1e-9)
+        assert mem[ref] == pytest.approx(score, abs=1e-6)  # memory rounds to 6 places
