@@ -11,8 +11,8 @@ import pytest
 
 from kbctl.embed.base import Embedder
 from kbctl.embed.gemini import DEFAULT_BASE_URL, GeminiEmbedder
-from kbctl.embed.retry import RetryPolicy
 from kbctl.errors import AuthError, EmbedderError
+from kbctl.net.retry import RetryPolicy
 from tests.embed_fakes import FakeClock, Recorder, sequence
 
 BASE = "https://gemini.test/v1beta"

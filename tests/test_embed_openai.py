@@ -9,8 +9,8 @@ import pytest
 
 from kbctl.embed.base import Embedder
 from kbctl.embed.openai import DEFAULT_BASE_URL, OpenAIEmbedder
-from kbctl.embed.retry import RetryPolicy
 from kbctl.errors import AuthError, EmbedderError
+from kbctl.net.retry import RetryPolicy
 from tests.embed_fakes import FakeClock, Recorder, sequence
 
 OLLAMA = "http://127.0.0.1:11434/v1"

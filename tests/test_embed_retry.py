@@ -6,8 +6,9 @@ from email.utils import formatdate
 import httpx
 import pytest
 
-from kbctl.embed.retry import RetryPolicy, is_retryable, parse_retry_after
 from kbctl.errors import EmbedderError
+from kbctl.net.policy import NetPolicy
+from kbctl.net.retry import RetryPolicy, WaitTooLong, parse_retry_after
 from tests.embed_fakes import FakeClock
 
 
@@ -16,7 +17,7 @@ from tests.embed_fakes import FakeClock
     (200, False), (400, False), (401, False), (404, False),
 ])
 def test_is_retryable(status: int, retry: bool) -> None:
-    assert is_retryable(status) is retry
+    assert RetryPolicy().retryable(status) is retry
 
 
 def test_parse_retry_after_seconds_and_dates() -> None:
@@ -40,7 +41,7 @@ def test_send_returns_final_non_retryable_response_untouched() -> None:
     clock = FakeClock()
     policy = RetryPolicy(sleep=clock.sleep)
     response = httpx.Response(404)
-    assert policy.send(lambda: response, what="m") is response
+    assert policy.send(lambda: response, what="m", error=EmbedderError) is response
     assert clock.sleeps == []
 
 
@@ -54,7 +55,7 @@ def test_send_gives_up_after_max_retries() -> None:
         return httpx.Response(429)
 
     with pytest.raises(EmbedderError, match="model-x: HTTP 429 after 4 attempts"):
-        policy.send(call, what="model-x")
+        policy.send(call, what="model-x", error=EmbedderError)
     assert len(calls) == 4
     assert clock.sleeps == [1.0, 2.0, 4.0]
 
@@ -69,5 +70,24 @@ def test_a_retry_after_beyond_the_limit_fails_at_once() -> None:
     policy = RetryPolicy(max_retry_after=60, sleep=clock.sleep)
     response = httpx.Response(429, headers={"Retry-After": "3600"})
     with pytest.raises(EmbedderError, match="asks to wait 3600 s"):
-        policy.send(lambda: response, what="m")
+        policy.send(lambda: response, what="m", error=EmbedderError)
     assert clock.sleeps == []
+
+
+def test_one_wait_function_for_seconds_dates_and_backoff() -> None:
+    now = time.time()
+    policy = RetryPolicy(base_delay=1.0, jitter=False, max_retry_after=30, give_up_after=None)
+    assert policy.wait(0, "7") == 7.0
+    assert policy.wait(0, formatdate(now + 20, usegmt=True), now=now) == pytest.approx(20, abs=1)
+    assert policy.wait(0, formatdate(now + 3600, usegmt=True), now=now) == 30.0  # capped
+    assert [policy.wait(n, None) for n in range(3)] == [1.0, 2.0, 4.0]
+    strict = RetryPolicy(give_up_after=60)
+    with pytest.raises(WaitTooLong):
+        strict.wait(0, "61")
+
+
+def test_content_fetches_retry_only_try_later_answers_without_jitter() -> None:
+    policy = NetPolicy(max_retries=2, max_retry_wait=30).retry_policy()
+    assert [s for s in (429, 500, 502, 503, 504) if policy.retryable(s)] == [429, 503]
+    assert policy.max_retries == 2
+    assert [policy.backoff(n) for n in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]

@@ -7,7 +7,7 @@ from kbctl.embed.gemini import GeminiEmbedder
 from kbctl.embed.local import LocalEmbedder
 from kbctl.embed.openai import OpenAIEmbedder
 from kbctl.embed.registry import EmbedderSpec, create_embedder, default_spec, parse_spec
-from kbctl.embed.retry import RetryPolicy
+from kbctl.net.retry import RetryPolicy
 
 __all__ = [
     "NO_EMBEDDER",

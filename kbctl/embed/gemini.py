@@ -30,8 +30,8 @@ from kbctl.embed.common import (
     read_json,
     require_positive,
 )
-from kbctl.embed.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.errors import AuthError, ConfigError, EmbedderError
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "gemini-embedding-2"
 FALLBACK_MODEL = "gemini-embedding-001"
@@ -166,7 +166,7 @@ class GeminiEmbedder:
         what = f"gemini model {self.model}"
         response = self.retry.send(
             lambda: client.post(self.url, json=body, headers={"x-goog-api-key": secret}),
-            what=what,
+            what=what, error=EmbedderError,
         )
         if response.status_code in (401, 403) or _is_invalid_key(response):
             raise AuthError(

@@ -29,8 +29,8 @@ from kbctl.embed.common import (
     read_json,
     require_positive,
 )
-from kbctl.embed.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.errors import AuthError, ConfigError, EmbedderError
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -159,7 +159,8 @@ class OpenAIEmbedder:
         client = self._http()
         what = f"openai-compatible model {self.model} at {self.base_url}"
         response = self.retry.send(
-            lambda: client.post(self.url, json=body, headers=headers), what=what
+            lambda: client.post(self.url, json=body, headers=headers), what=what,
+            error=EmbedderError,
         )
         if response.status_code in (401, 403):
             raise AuthError(

@@ -13,7 +13,6 @@ from kbctl.net.client import (
     content_type_allowed,
     fetch,
     parse_content_type,
-    parse_retry_after,
 )
 from kbctl.net.decode import gunzip
 from kbctl.net.guard import (
@@ -26,6 +25,7 @@ from kbctl.net.guard import (
     system_resolver,
 )
 from kbctl.net.policy import DEFAULT_CONTENT_TYPES, FetchResult, NetPolicy, Resolver
+from kbctl.net.retry import RetryPolicy, parse_retry_after
 
 __all__ = [
     "BLOCKED_V4",
@@ -37,6 +37,7 @@ __all__ = [
     "IPAddress",
     "NetPolicy",
     "Resolver",
+    "RetryPolicy",
     "blocked_reason",
     "check_url",
     "content_type_allowed",

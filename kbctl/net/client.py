@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import timezone
-from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin
 
 import httpx
@@ -29,7 +26,6 @@ from kbctl.net.policy import FetchResult, NetPolicy, Resolver
 Sleep = Callable[[float], Awaitable[None]]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-RETRY_STATUSES = frozenset({429, 503})
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5"
 
 
@@ -43,22 +39,6 @@ class _Retry:
     status: int
     reason: str
     wait: float
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds a ``Retry-After`` header asks for (delta-seconds or HTTP date), or None."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def parse_content_type(header: str | None) -> tuple[str, str | None]:
@@ -99,6 +79,7 @@ class GuardedClient:
         self._resolver = resolver
         self._transport = transport
         self._sleep = sleep
+        self._retry = self.policy.retry_policy()
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._total = asyncio.Semaphore(self.policy.concurrency)
         self._hosts: dict[str, asyncio.Semaphore] = {}
@@ -176,7 +157,7 @@ class GuardedClient:
                                      f"{self.policy.total_timeout:g} s", url=target.url) from None
             if not isinstance(outcome, _Retry):
                 return outcome
-            if attempt >= self.policy.max_retries:
+            if attempt >= self._retry.max_retries:
                 raise FetchError(f"{target.url}: HTTP {outcome.status} {outcome.reason} "
                                  f"after {attempt + 1} attempts", url=target.url,
                                  status=outcome.status)
@@ -234,9 +215,8 @@ class GuardedClient:
         status, url = response.status_code, target.url
         if status in REDIRECT_STATUSES and response.headers.get("location"):
             return _Redirect(response.headers["location"])
-        if status in RETRY_STATUSES:
-            wait = parse_retry_after(response.headers.get("retry-after"))
-            wait = min(2.0**attempt if wait is None else wait, self.policy.max_retry_wait)
+        if self._retry.retryable(status):
+            wait = self._retry.wait(attempt, response.headers.get("retry-after"))
             return _Retry(status, response.reason_phrase, wait)
         if status == 304:
             return _result(target, response, b"", conditional)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kbctl.errors import ExtractError
+from kbctl.net.retry import CONTENT_STATUSES, RetryPolicy
 
 #: A resolver maps a host name to the IP address strings it stands for (tests inject one).
 Resolver = Callable[[str], Iterable[str]]
@@ -50,6 +51,15 @@ class NetPolicy:
     per_host: int = 4
     max_retries: int = 2
     max_retry_wait: float = 30.0
+
+    def retry_policy(self) -> RetryPolicy:
+        """The shared retry policy with this client's settings: only "try later" answers
+        (429, 503), 1 s, 2 s, 4 s … without jitter, and any wait (a ``Retry-After`` too)
+        capped at ``max_retry_wait`` rather than refused."""
+        return RetryPolicy(max_retries=self.max_retries, base_delay=1.0,
+                           max_delay=self.max_retry_wait, jitter=False,
+                           max_retry_after=self.max_retry_wait, give_up_after=None,
+                           statuses=CONTENT_STATUSES)
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "max_bytes",
