@@ -95,7 +95,7 @@ def test_bad_files_are_error_entries_and_the_rest_goes_on(cli: Cli, docs: Path) 
     assert report["added"] == 4 and report["failed"] == 4
     failed = {e["ref"].rsplit("/", 1)[-1]: e["error"] for e in report["errors"]}
     assert set(failed) == {"latin1.md", "binary.md", "huge.txt", "badfm.md"}
-    assert "UTF-8" in failed["latin1.md"] and "byte limit" in failed["huge.txt"]
+    assert "not valid utf-8" in failed["latin1.md"] and "byte limit" in failed["huge.txt"]
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(4,)]
 
 

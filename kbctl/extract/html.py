@@ -16,12 +16,12 @@ from urllib.parse import urljoin
 from lxml import etree
 
 from kbctl.errors import ExtractError
+from kbctl.extract.decode import to_utf8
 from kbctl.extract.html_container import find_container
-from kbctl.extract.html_decode import to_utf8
 from kbctl.extract.html_markdown import plain_text, render_markdown
 from kbctl.extract.html_select import remove_matches, select_content
 
-__all__ = ["ExtractedPage", "extract_html", "trim_site_suffix"]
+__all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
 
 # Separators between a page title and its site name, most specific first.
 _TITLE_SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ", " » ")
@@ -103,15 +103,17 @@ def _base_url(root: etree._Element, url: str | None) -> str | None:
     return url
 
 
-def _trafilatura(data: bytes, url: str | None) -> str:
+def main_content(html: str | bytes, *, url: str | None = None, markdown: bool = True) -> str:
+    """Main-content extraction for generic pages (trafilatura, called from here only):
+    markdown for the docs path, plain text (``markdown=False``) for the text path."""
     import trafilatura  # heavy import; only generic pages need it
 
     text = trafilatura.extract(
-        data.decode("utf-8", "replace"),
+        html if isinstance(html, str) else html.decode("utf-8", "replace"),
         url=url,
-        output_format="markdown",
-        include_formatting=True,
-        include_links=True,
+        output_format="markdown" if markdown else "txt",
+        include_formatting=markdown,
+        include_links=markdown,
         include_tables=True,
         include_images=False,
         include_comments=False,
@@ -152,7 +154,7 @@ def extract_html(html: str | bytes, *, url: str | None = None,
         markdown = _render(container, root, base)
         if markdown:
             return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
-    markdown = _trafilatura(data, url)
+    markdown = main_content(data, url=url)
     if markdown:
         return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=True)
     if container is None:

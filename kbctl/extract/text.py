@@ -15,14 +15,3 @@ def clean_text(text: str) -> str:
     text = _TRAILING_WS.sub("\n", text)
     text = _BLANK_RUNS.sub("\n\n", text)
     return text.strip()
-
-
-def decode_bytes(data: bytes, charset: str | None = None) -> str:
-    """Decode strictly: a charset given by the server, else UTF-8.
-
-    Raises ``UnicodeDecodeError``/``LookupError`` so the caller can name the source.
-    Binary data (NUL bytes in the first 8 KB) is refused even when it happens to decode.
-    """
-    if b"\x00" in data[:8192]:
-        raise UnicodeDecodeError(charset or "utf-8", data[:1], 0, 1, "binary data (NUL bytes)")
-    return data.decode(charset or "utf-8")

@@ -6,11 +6,10 @@ can be cached or compared without surprises.
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kbctl.errors import ExtractError
+from kbctl.extract.decode import decode_text
 from kbctl.net.retry import CONTENT_STATUSES, RetryPolicy
 
 #: A resolver maps a host name to the IP address strings it stands for (tests inject one).
@@ -92,19 +91,4 @@ class FetchResult:
 
     def text(self) -> str:
         """The body as text: the declared charset, else UTF-8 (a BOM wins either way)."""
-        data = self.content
-        for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
-                          (codecs.BOM_UTF16_BE, "utf-16-be")):
-            if data.startswith(bom):
-                return self._decode(data[len(bom):], name)
-        return self._decode(data, self.charset or "utf-8")
-
-    def _decode(self, data: bytes, charset: str) -> str:
-        try:
-            return data.decode(charset)
-        except LookupError as exc:
-            raise ExtractError(f"{self.url}: unknown charset {charset!r}") from exc
-        except UnicodeDecodeError as exc:
-            raise ExtractError(
-                f"{self.url}: body is not valid {charset} (byte {exc.start})"
-            ) from exc
+        return decode_text(self.content, self.charset, source=self.url)

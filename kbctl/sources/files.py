@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from ..errors import ExtractError, InputError, SourceError
+from ..extract.decode import decode_text
 from ..extract.markdown import parse_markdown_document
-from ..extract.text import decode_bytes
 from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
 from ..generators.anchors import with_heading_ids
 from ..hygiene import describe_bad_char
@@ -138,10 +138,7 @@ class FilesSource:
                 raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         if len(data) > self.max_bytes:
             raise SourceError(f"{path}: over the {self.max_bytes} byte limit for one file")
-        try:
-            text = decode_bytes(data)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise ExtractError(f"{path}: not UTF-8 text ({exc})") from exc
+        text = decode_text(data, source=str(path))
         doc = _document(leaf, path, text, stamp, published)
         return Loaded(leaf=leaf, document=doc, meta=stamp)
 

@@ -44,7 +44,7 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
     try:
         if fmt == "html":
             return _html(result, ref, kind, docs_mode, selectors or ContentSelectors())
-        text = _decode_text(result)
+        text = result.text()
         if fmt == "markdown" and docs_mode:
             md = parse_markdown_document(text)
             filterable = {k: v for k, v in md.front_matter.items()
@@ -65,7 +65,7 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
 
 def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool,
           selectors: ContentSelectors) -> Document:
-    from ..extract.html import extract_html  # lxml and friends: only when HTML shows up
+    from ..extract.html import extract_html, main_content  # lxml: only when HTML shows up
 
     source: str | bytes = result.content
     if result.charset:  # the header's charset wins over the page's <meta>, as in browsers
@@ -79,25 +79,8 @@ def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool,
     if docs_mode:
         return Document(ref=ref, url=ref, kind=kind, title=title, body=page.markdown,
                         format="markdown")
-    text = _plain_text(source) or page.markdown
+    text = main_content(source, markdown=False) or page.markdown
     return Document(ref=ref, url=ref, kind=kind, title=title, body=text, format="text")
-
-
-def _plain_text(source: str | bytes) -> str:
-    import trafilatura
-
-    html = source if isinstance(source, str) else source.decode("utf-8", "replace")
-    text = trafilatura.extract(html, output_format="txt", include_comments=False,
-                               include_tables=True, include_images=False)
-    return (text or "").strip()
-
-
-def _decode_text(result: FetchResult) -> str:
-    data = result.content
-    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ExtractError("the body is binary (NUL bytes), not text",
-                           hint="the URL serves a binary file; exclude it from the source")
-    return result.text().removeprefix("\ufeff")
 
 
 def _url_title(url: str) -> str:

@@ -1,9 +1,12 @@
-"""Bytes or text in, UTF-8 bytes out: the one form the HTML parser is fed.
+"""The one path from bytes to text: byte-order marks, declared charsets, binary refusal.
 
-The parser is always told "utf-8" explicitly, so a page's own ``<meta charset>`` is honoured
-here, once, and a wrong or missing declaration cannot make libxml2 guess latin-1 for a UTF-8
-page. Binary payloads (images, archives, PDFs served as text/html) are refused early with a
-message that says what they look like.
+``decode_text`` is the strict path for text bodies and files (a BOM wins, then the charset
+the server or caller declares, else UTF-8; anything that does not decode is an error
+naming its source). ``to_utf8`` is the HTML path: bytes or text in, UTF-8 bytes out, the one
+form the HTML parser is fed. The parser is always told "utf-8" explicitly, so a page's own
+``<meta charset>`` is honoured here, once, and a wrong or missing declaration cannot make
+libxml2 guess latin-1 for a UTF-8 page. Binary payloads (images, archives, PDFs served as
+text/html) are refused early with a message that says what they look like.
 """
 
 from __future__ import annotations
@@ -47,6 +50,34 @@ _CHARSET = re.compile(
 
 # C0 controls other than tab, LF, FF, CR: a few are tolerable noise, many mean binary.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def strip_bom(data: bytes) -> tuple[str | None, bytes]:
+    """The encoding a byte-order mark announces (None without one) and the data after it."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name, data[len(bom):]
+    return None, data
+
+
+def decode_text(data: bytes, charset: str | None = None, *, source: str) -> str:
+    """Decode strictly: a BOM wins, then ``charset``, else UTF-8.
+
+    Binary data (NUL bytes in the first 8 KB of a body that is not UTF-16/32) is refused
+    even when it happens to decode. Raises ``ExtractError`` naming ``source``.
+    """
+    encoding, body = strip_bom(data)
+    encoding = encoding or charset or "utf-8"
+    if b"\x00" in body[:8192] and not encoding.lower().startswith(("utf-16", "utf-32")):
+        raise ExtractError(f"{source}: the body is binary (NUL bytes), not text",
+                           hint="the source is a binary file; exclude it")
+    try:
+        return body.decode(encoding)
+    except LookupError as exc:
+        raise ExtractError(f"{source}: unknown charset {encoding!r}") from exc
+    except UnicodeDecodeError as exc:
+        raise ExtractError(
+            f"{source}: body is not valid {encoding} (byte {exc.start})") from exc
 
 
 def _declared_encoding(head: bytes) -> str | None:
@@ -96,11 +127,7 @@ def to_utf8(data: str | bytes) -> bytes:
     raw = bytes(data)
     if not raw.strip():
         raise ExtractError("the document is empty")
-    encoding: str | None = None
-    for bom, name in _BOMS:
-        if raw.startswith(bom):
-            encoding, raw = name, raw[len(bom):]
-            break
+    encoding, raw = strip_bom(raw)
     head = raw[:_SNIFF]
     if encoding is None:
         for magic, what in _MAGIC:
