@@ -146,3 +146,27 @@ def test_local_without_the_extra_names_the_install_command(
 def test_default_spec(env: dict[str, str], expected: str) -> None:
     assert default_spec(env) == expected
     assert parse_spec(default_spec(env)).provider == expected
+
+
+def test_a_new_provider_is_one_module_and_one_registry_line(
+        monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    from kbctl.embed.registry import PROVIDERS, Provider
+    from tests import embed_provider
+
+    monkeypatch.setitem(PROVIDERS, "test", Provider(embed_provider.hashing_embedder,
+                                                    embed_provider.DEFAULT_MODEL, remote=False))
+
+    assert parse_spec("test@32") == EmbedderSpec("test", "hashing-v1", 32)
+    embedder = create_embedder("test:hashing-v2@32")
+    assert embedder is not None and str(embedder.identity) == str(
+        embed_provider.hashing_embedder("hashing-v2", dimensions=32).identity)
+    with pytest.raises(ConfigError, match="the test provider takes no base_url"):
+        create_embedder("test", base_url="http://127.0.0.1:1/v1")
+
+    # the whole product picks it up: ingest binds it, query uses it without being told
+    report = cli.json("ingest", "text", "Closures capture their environment by borrow.",
+                      "--ref", "notes/closures", "--embedder", "test@32")
+    assert report["embedder"] == "test/hashing-v1@32"
+    result = cli.json("query", "how do closures capture values")
+    assert result["mode"] == "hybrid"
+    assert result["results"][0]["vectorScore"] is not None

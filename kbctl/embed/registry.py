@@ -4,6 +4,8 @@ Examples: ``gemini``, ``gemini:gemini-embedding-001@768``,
 ``openai:text-embedding-3-small``, ``openai:nomic-embed-text`` (with a base URL such as
 ``http://127.0.0.1:11434/v1``), ``local:BAAI/bge-small-en-v1.5``, ``local:/path/to/dir``.
 One string is what a user writes in kbctl.yaml, on the command line and in an env var.
+
+A provider is one module with an ``Embedder`` class plus one line in ``PROVIDERS``.
 """
 
 from __future__ import annotations
@@ -18,11 +20,23 @@ from kbctl.embed import gemini, local, openai
 from kbctl.embed.base import Embedder
 from kbctl.errors import ConfigError
 
-PROVIDERS = ("gemini", "openai", "local")
-DEFAULT_MODELS = {
-    "gemini": gemini.DEFAULT_MODEL,
-    "openai": openai.DEFAULT_MODEL,
-    "local": local.DEFAULT_MODEL,
+
+@dataclass(frozen=True)
+class Provider:
+    """How to build a provider's embedder: ``factory(model, dimensions=…, **options)``.
+
+    ``remote`` providers also take ``base_url`` and ``api_key``; a local one refuses them.
+    """
+
+    factory: Callable[..., Embedder]
+    default_model: str
+    remote: bool = True
+
+
+PROVIDERS: dict[str, Provider] = {
+    "gemini": Provider(gemini.GeminiEmbedder, gemini.DEFAULT_MODEL),
+    "openai": Provider(openai.OpenAIEmbedder, openai.DEFAULT_MODEL),
+    "local": Provider(local.LocalEmbedder, local.DEFAULT_MODEL, remote=False),
 }
 _PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 _DIMENSIONS_RE = re.compile(r"^(?P<head>.*)@(?P<dims>[^@/]*)$")
@@ -83,7 +97,7 @@ def parse_spec(spec: str) -> EmbedderSpec:
     if sep and not model:
         raise ConfigError(f"invalid embedder spec {spec!r}: empty model after ':'",
                           hint=_spec_hint())
-    return EmbedderSpec(provider, model or DEFAULT_MODELS[provider], dimensions)
+    return EmbedderSpec(provider, model or PROVIDERS[provider].default_model, dimensions)
 
 
 def create_embedder(
@@ -102,16 +116,16 @@ def create_embedder(
     parsed = parse_spec(spec)
     if parsed.provider == "none":
         return None
-    factory: Callable[..., Embedder]
-    if parsed.provider == "local":
+    provider = PROVIDERS[parsed.provider]
+    factory = provider.factory
+    kwargs: dict[str, Any] = {}
+    if provider.remote:
+        kwargs = {"base_url": base_url, "api_key": api_key}
+    else:
         for name, value in (("base_url", base_url), ("api_key", api_key)):
             if value is not None:
-                raise ConfigError(f"embedder {spec!r}: the local provider takes no {name}")
-        factory = local.LocalEmbedder
-        kwargs: dict[str, Any] = {}
-    else:
-        factory = gemini.GeminiEmbedder if parsed.provider == "gemini" else openai.OpenAIEmbedder
-        kwargs = {"base_url": base_url, "api_key": api_key}
+                raise ConfigError(
+                    f"embedder {spec!r}: the {parsed.provider} provider takes no {name}")
     accepted = inspect.signature(factory).parameters
     unknown = sorted(name for name in options if name not in accepted or name == "model")
     if unknown:
@@ -131,7 +145,9 @@ def default_spec(env: Mapping[str, str]) -> str:
 
 
 def _spec_hint() -> str:
+    names = list(PROVIDERS)
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
     return (
-        "use provider[:model][@dimensions] with provider gemini, openai or local, "
+        f"use provider[:model][@dimensions] with provider {listed}, "
         "e.g. gemini:gemini-embedding-001@768, or none"
     )
