@@ -104,6 +104,8 @@ def test_flag_messages_name_the_flag() -> None:
      "kbctl.yaml:8: sources[1].timeout must be a number greater than 0, got nan"),
     ("    kind: crawl\n    target: https://x.test/\n    max_pages: -3\n",
      "kbctl.yaml:8: sources[1].max_pages must be an integer of at least 1, got -3"),
+    ("    kind: url\n    target: docs/guide.md\n",
+     "kbctl.yaml:7: sources[1].target must be an http(s) URL, got 'docs/guide.md'"),
     ("    kind: crawl\n    target: https://x.test/\n    depth: 2\n",
      "kbctl.yaml:8: sources[1].depth is not an option of a crawl source"),
 ])

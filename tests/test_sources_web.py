@@ -94,8 +94,9 @@ def test_a_redirected_page_is_stored_under_its_final_url(site: LocalServer) -> N
 
 @pytest.mark.parametrize("target", ["docs/", "example.com/page", "ftp://x.test/a"])
 def test_a_target_that_is_not_an_http_url_is_bad_input(target: str) -> None:
-    with pytest.raises(InputError, match="not an http"):
-        adapter(source_spec("url", target), policy=LOCAL).expand(source_spec("url", target))
+    with pytest.raises(InputError, match=r"must be an http\(s\) URL") as caught:
+        source_spec("url", target)
+    assert "ingest files" in (caught.value.hint or "")
 
 
 @pytest.mark.parametrize(("options", "message"), [

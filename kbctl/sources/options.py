@@ -26,9 +26,10 @@ Where = Callable[[str], str]
 class Bad(ValueError):
     """A value an option refuses; ``what`` completes "… must be {what}"."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, hint: str | None = None) -> None:
         super().__init__(what)
         self.what = what
+        self.hint = hint
 
 
 Check = Callable[[Any], Any]
@@ -129,6 +130,11 @@ class SourceOptions:
                 raise InputError(f"{where(key)} must be {bad.what}, got {_shown(value)}"
                                  ) from None
         return cls(**values)
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        """Refuse a target this kind can never read (raise ``Bad``); where it exists is
+        only known when the source runs."""
 
     def to_record(self) -> dict[str, Any]:
         """The options that differ from their defaults, as JSON values: what a definition

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import DefinitionError, InputError
 from . import crawl, files, llms, sitemap, text, url
 from .base import SourceAdapter, SourceKind, SourceSpec
-from .options import Where
+from .options import Bad, Where
 
 KINDS: dict[str, SourceKind] = {
     "files": files.KIND,
@@ -38,6 +38,11 @@ def source_spec(kind_name: str, target: str, options: Mapping[str, Any] | None =
     by default as "KIND source TARGET: option 'KEY'"."""
     found = kind(kind_name)
     name = where or (lambda key: f"{kind_name} source {target}: option '{key}'")
+    try:
+        found.options.check_target(target)
+    except Bad as bad:
+        raise InputError(f"{name('target')} must be {bad.what}, got {target!r}",
+                         hint=bad.hint) from None
     return SourceSpec(kind_name, target, found.options.parse(options or {}, name))
 
 
@@ -45,7 +50,9 @@ def flag_spec(kind_name: str, target: str, **values: Any) -> SourceSpec:
     """A definition built from command-line flags (None: not given); messages name the
     flag, as the user typed it."""
     options = kind(kind_name).options
-    return source_spec(kind_name, target, values, where=options.flag)
+    return source_spec(kind_name, target, values,
+                       where=lambda key: f"the {kind_name} source's target" if key == "target"
+                       else options.flag(key))
 
 
 def recorded_spec(kind_name: str, target: str, options: Mapping[str, Any]) -> SourceSpec:

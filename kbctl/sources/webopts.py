@@ -16,6 +16,7 @@ from ..extract.html_select import ContentSelectors, compile_selector
 from ..net import NetPolicy
 from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
 from .urlrules import UrlRule, UrlRules
+from .weburl import normalize_url
 
 if TYPE_CHECKING:
     from .base import SourceSpec
@@ -85,6 +86,12 @@ class WebOptions(SourceOptions):
     @property
     def selectors(self) -> ContentSelectors:
         return ContentSelectors(self.content_selector, self.exclude_selectors)
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        if "://" not in target or normalize_url(target) is None:
+            raise Bad("an http(s) URL",
+                      hint="local folders are ingested with `kbctl ingest files`")
 
     def net_policy(self, base: NetPolicy) -> NetPolicy:
         """``base`` with this source's limits and private-network permission applied."""
