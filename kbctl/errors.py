@@ -112,3 +112,7 @@ class EmbedderError(EnvironmentFailure):
 
 class AuthError(EmbedderError):
     """Missing or rejected API key."""
+
+
+class RerankerError(EnvironmentFailure):
+    """The rerank provider failed after retries, refused the key, or answered nonsense."""

@@ -31,6 +31,7 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     text_score: float | None = None
     vector_score: float | None = None
+    fused_score: float | None = None  # the first-stage score, when a reranker set ``score``
 
 
 @dataclass(frozen=True)

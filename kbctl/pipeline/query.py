@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..embed.base import Embedder
 from ..errors import InputError
+from ..rerank.base import DEFAULT_TOP_N, Reranker
 from ..results import MAX_K, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
@@ -35,19 +36,30 @@ def retrieve(
     embedder: Embedder | None = None,
     vector_weight: float = 0.7,
     fusion: str = "weighted",
+    reranker: Reranker | None = None,
+    rerank_top: int = DEFAULT_TOP_N,
 ) -> QueryResult:
-    """Rank a namespace's chunks for ``question``; lexical-only when there is no embedder."""
+    """Rank a namespace's chunks for ``question``; lexical-only when there is no embedder.
+
+    With a ``reranker``, the first ``rerank_top`` fused candidates are re-scored by it and
+    its score (0..1) becomes the result's score; ``min_score`` then applies to that.
+    """
     if not question.strip():
         raise InputError("the question is empty")
     if not 0.0 <= vector_weight <= 1.0:
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
     if fusion not in ("weighted", "rrf"):
         raise InputError(f"--fusion must be 'weighted' or 'rrf', got '{fusion}'")
+    if not MIN_K <= rerank_top <= MAX_K:
+        raise InputError(f"--rerank-top must be within {MIN_K}..{MAX_K}, got {rerank_top}")
     started = time.perf_counter()
     k = clamp_k(k)
     qv = embedder.embed_query(question) if embedder is not None else None
-    rows = store.search(namespace, question, k=k, filters=filters or {}, query_vector=qv,
+    rows = store.search(namespace, question, k=max(k, rerank_top) if reranker else k,
+                        filters=filters or {}, query_vector=qv,
                         vector_weight=vector_weight, fusion=fusion)
+    if reranker is not None:
+        rows = rerank(reranker, question, rows)[:k]
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
                                                    if min_score is None or r.score >= min_score)]
     mode = "lexical" if qv is None else ("rrf" if fusion == "rrf" else "hybrid")
@@ -56,6 +68,14 @@ def retrieve(
         embedder=str(embedder.identity) if embedder else "none",
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+
+
+def rerank(reranker: Reranker, question: str, rows: Sequence[ScoredChunk]
+           ) -> list[ScoredChunk]:
+    """Re-score ``rows`` with the cross-encoder; ties keep the fused order."""
+    scores = reranker.score(question, [r.text for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: -scores[i])
+    return [replace(rows[i], score=scores[i], fused_score=rows[i].score) for i in order]
 
 
 def _hit(rank: int, r: ScoredChunk) -> Hit:
@@ -70,6 +90,7 @@ def _hit(rank: int, r: ScoredChunk) -> Hit:
                   if k not in ("url", "title", "anchor", "headingPath")},
         text_score=round(r.text_score, 6),
         vector_score=round(r.vector_score, 6) if r.vector_score is not None else None,
+        fused_score=round(r.fused_score, 6) if r.fused_score is not None else None,
     )
 
 

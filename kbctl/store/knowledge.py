@@ -307,6 +307,27 @@ class KnowledgeStore:
             (identity, [k for k, _ in items], [vector_text(v) for _, v in items]),
         )
 
+    def cached_rerank_scores(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, float]:
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            "SELECT pair_hash, score FROM rerank_cache "
+            "WHERE identity = %s AND pair_hash = ANY(%s)",
+            (identity, list(keys)),
+        ).fetchall()
+        return {bytes(k): float(v) for k, v in rows}
+
+    def cache_rerank_scores(self, identity: str, scores: dict[bytes, float]) -> None:
+        if not scores:
+            return
+        items = list(scores.items())
+        self.conn.execute(
+            """INSERT INTO rerank_cache (identity, pair_hash, score)
+               SELECT %s, k, s FROM unnest(%s::bytea[], %s::float8[]) AS u(k, s)
+               ON CONFLICT DO NOTHING""",
+            (identity, [k for k, _ in items], [v for _, v in items]),
+        )
+
     def chunk_texts(self, after_id: int, limit: int, *, table: str = "chunks"
                     ) -> list[tuple[int, str, str]]:
         """(id, text, title) of chunks in id order, for re-embedding in batches.

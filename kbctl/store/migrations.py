@@ -124,6 +124,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             SELECT namespace, lexeme, count(*) FROM postings GROUP BY namespace, lexeme;
         """,
     ),
+    (
+        4,
+        "rerank score cache",
+        """
+        -- Cross-encoder scores keyed by the reranker identity and sha256 of the exact
+        -- (query, passage) pair: an eval suite re-run against an unchanged KB pays nothing.
+        CREATE TABLE rerank_cache (
+            identity   text NOT NULL,
+            pair_hash  bytea NOT NULL,
+            score      double precision NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (identity, pair_hash)
+        );
+        """,
+    ),
 ]
 
 

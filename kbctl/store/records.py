@@ -48,6 +48,7 @@ class ScoredChunk:
     vector_score: float | None
     source_url: str
     source_title: str
+    fused_score: float | None = None  # set when a reranker re-scored the chunk
 
 
 @dataclass(frozen=True)

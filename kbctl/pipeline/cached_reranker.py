@@ -1,0 +1,53 @@
+"""A Reranker wrapper that asks the KB's score cache before the provider.
+
+The key is (reranker identity, sha256 of the query and the passage), so re-running an eval
+suite, or asking the same question again, costs no provider call for pairs already scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from ..rerank.base import Reranker, RerankerIdentity
+from ..store.knowledge import KnowledgeStore
+
+
+def pair_hash(query: str, passage: str) -> bytes:
+    h = hashlib.sha256()
+    h.update(query.encode())
+    h.update(b"\0")
+    h.update(passage.encode())
+    return h.digest()
+
+
+class CachedReranker:
+    """Same protocol as the wrapped reranker; counts the pairs it really sent."""
+
+    def __init__(self, inner: Reranker, store: KnowledgeStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.provider_pairs = 0
+        self.cache_hits = 0
+
+    @property
+    def identity(self) -> RerankerIdentity:
+        return self.inner.identity
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        keys = [pair_hash(query, d) for d in documents]
+        ident = str(self.identity)
+        found = self.store.cached_rerank_scores(ident, keys)
+        first: dict[bytes, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found:
+                first.setdefault(key, i)  # one pair per distinct passage
+        if first:
+            order = list(first.values())
+            scores = self.inner.score(query, [documents[i] for i in order])
+            fresh = {keys[i]: s for i, s in zip(order, scores, strict=True)}
+            self.store.cache_rerank_scores(ident, fresh)
+            found.update(fresh)
+            self.provider_pairs += len(order)
+        self.cache_hits += sum(1 for k in keys if k not in first)
+        return [found[k] for k in keys]

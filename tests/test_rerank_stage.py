@@ -1,0 +1,109 @@
+"""The rerank stage in retrieval: the top fused candidates re-scored by a cross-encoder
+served on loopback, its scores cached in the KB, and a provider failure an exit-3 error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbctl.embed.retry import RetryPolicy
+from kbctl.errors import InputError, RerankerError
+from kbctl.pipeline.cached_reranker import CachedReranker
+from kbctl.pipeline.ingest import ingest
+from kbctl.pipeline.query import retrieve
+from kbctl.rerank.registry import create_reranker
+from kbctl.sources.base import SourceSpec
+from kbctl.store.knowledge import KnowledgeStore
+from tests.http_server import LocalServer, Request, Response, ok
+
+from .conftest import rows
+
+PAGES = {
+    "splitext": "# os.path\n\n## splitext\n\nSplit a path into a root and its extension.",
+    "walk": "# os\n\n## walk\n\nWalk a directory tree and yield each path found.",
+    "glob": "# glob\n\n## glob\n\nFind path names matching a pattern, such as *.txt in a path.",
+    "pathlib": "# pathlib\n\n## suffix\n\nThe final component's extension, e.g. '.txt'.",
+}
+
+
+def tei_server(favourite: str, requests: list[dict]):
+    """A TEI-style reranker that likes passages mentioning ``favourite`` best."""
+
+    def respond(request: Request) -> Response:
+        body = json.loads(request.body)
+        requests.append(body)
+        scores = [0.95 if favourite in t else 0.05 * (i % 3) for i, t in
+                  enumerate(body["texts"])]
+        return ok(json.dumps([{"index": i, "score": s} for i, s in enumerate(scores)]),
+                  "application/json")
+
+    return respond
+
+
+@pytest.fixture
+def kb(store: KnowledgeStore) -> KnowledgeStore:
+    ingest(store, [SourceSpec("text", ref, {"body": body, "title": ref})
+                   for ref, body in PAGES.items()], namespace="ns")
+    return store
+
+
+def test_reranker_reorders_the_top_candidates_and_scores_them(kb: KnowledgeStore) -> None:
+    seen: list[dict] = []
+    with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
+        rr = create_reranker("tei:test-model", base_url=server.url(), env={})
+        plain = retrieve(kb, "path extension", namespace="ns", k=3)
+        reranked = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr,
+                            rerank_top=10)
+    assert plain.hits[0].source_ref != "kb://text/pathlib"
+    top = reranked.hits[0]
+    assert top.source_ref == "kb://text/pathlib" and top.score == 0.95
+    assert top.fused_score is not None and top.text_score is not None
+    assert len(reranked.hits) == 3 and [h.rank for h in reranked.hits] == [1, 2, 3]
+    # every lexical candidate (up to rerank_top) went to the reranker, in one request
+    assert len(seen) == 1 and seen[0]["query"] == "path extension"
+    assert len(seen[0]["texts"]) == len(rows_matching(kb, "path extension"))
+    assert plain.hits[0].fused_score is None
+
+
+def rows_matching(kb: KnowledgeStore, q: str) -> list:
+    return kb.search("ns", q, k=10)
+
+
+def test_min_score_applies_to_the_rerank_score(kb: KnowledgeStore) -> None:
+    with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
+        rr = create_reranker("tei:m", base_url=server.url(), env={})
+        result = retrieve(kb, "path extension", namespace="ns", k=5, reranker=rr,
+                          min_score=0.5)
+    assert [h.source_ref for h in result.hits] == ["kb://text/pathlib"]
+
+
+def test_scores_are_cached_per_reranker_and_pair(kb: KnowledgeStore, db_url: str) -> None:
+    seen: list[dict] = []
+    with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
+        rr = CachedReranker(create_reranker("tei:m", base_url=server.url(), env={}), kb)
+        first = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        sent = rr.provider_pairs
+        again = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        other = CachedReranker(create_reranker("tei:other", base_url=server.url(),
+                                               env={}), kb)
+        retrieve(kb, "path extension", namespace="ns", k=3, reranker=other)
+    assert sent > 0 and rr.provider_pairs == sent and rr.cache_hits == sent
+    assert [(h.source_ref, h.score) for h in again.hits] == \
+        [(h.source_ref, h.score) for h in first.hits]
+    assert len(seen) == 2  # the second model is another identity: scored afresh
+    assert rows(db_url, "SELECT count(DISTINCT identity) FROM rerank_cache") == [(2,)]
+
+
+def test_provider_failure_is_an_environment_failure(kb: KnowledgeStore) -> None:
+    with LocalServer({"/rerank": ok("down", status=503)}) as server:
+        rr = create_reranker("tei:m", base_url=server.url(), env={},
+                             retry=RetryPolicy(max_retries=1, sleep=lambda _s: None))
+        with pytest.raises(RerankerError) as info:
+            retrieve(kb, "path extension", namespace="ns", reranker=rr)
+    assert info.value.exit_code == 3
+
+
+def test_rerank_top_is_bounded(kb: KnowledgeStore) -> None:
+    with pytest.raises(InputError, match="rerank-top"):
+        retrieve(kb, "x", namespace="ns", rerank_top=0)
