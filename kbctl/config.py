@@ -35,6 +35,9 @@ class Settings:
     max_tokens: int = 512
     overlap_tokens: int = 64
     vector_weight: float = 0.7
+    rerank: str | None = None
+    rerank_base_url: str | None = None
+    rerank_top: int = 50
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
@@ -56,6 +59,9 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "embedder": ("embedder", (str,)),
     "embedder_base_url": ("embedder_base_url", (str,)),
     "vector_weight": ("vector_weight", (int, float)),
+    "rerank": ("rerank", (str,)),
+    "rerank_base_url": ("rerank_base_url", (str,)),
+    "rerank_top": ("rerank_top", (int,)),
     "allow_private_network": ("allow_private_network", (bool,)),
     "agent": ("agent", (str,)),
     "user": ("user", (str,)),
@@ -68,6 +74,8 @@ _ENV = {
     "KBCTL_NAMESPACE": "namespace",
     "KBCTL_EMBEDDER": "embedder",
     "KBCTL_EMBEDDER_BASE_URL": "embedder_base_url",
+    "KBCTL_RERANK": "rerank",
+    "KBCTL_RERANK_BASE_URL": "rerank_base_url",
     "KBCTL_AGENT": "agent",
     "KBCTL_USER": "user",
 }
@@ -243,6 +251,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("namespace must not be empty")
     if not 0.0 <= s.vector_weight <= 1.0:
         raise ConfigError(f"vector_weight must be within 0..1, got {s.vector_weight}")
+    if not 1 <= s.rerank_top <= 50:
+        raise ConfigError(f"rerank_top must be within 1..50, got {s.rerank_top}")
     if s.max_tokens < 16:
         raise ConfigError(f"chunking.max_tokens must be at least 16, got {s.max_tokens}")
     if s.overlap_tokens >= s.max_tokens:

@@ -44,3 +44,4 @@ class QueryResult:
     mode: str  # "lexical" | "hybrid" | "rrf"
     embedder: str  # identity string, "none" for lexical-only
     elapsed_ms: float
+    reranker: str = "none"  # identity string of the rerank stage, "none" without one

@@ -13,6 +13,7 @@ import psycopg
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
 from .errors import ConfigError, DatabaseError
+from .rerank.base import Reranker
 from .store.db import connect, is_lost_connection, lost_connection
 from .store.knowledge import KnowledgeStore
 
@@ -121,3 +122,15 @@ def resolve_embedder(
             store.record_embedder_endpoint(endpoint)
             announce(f"the knowledge base now reaches its embedder at {endpoint}")
     return embedder
+
+
+def resolve_reranker(store: KnowledgeStore, settings: Settings) -> Reranker | None:
+    """The configured rerank stage (``--rerank`` / ``rerank:``), its scores cached in the KB;
+    None when none is configured."""
+    if not settings.rerank:
+        return None
+    from .rerank.cache import CachedReranker
+    from .rerank.registry import create_reranker
+
+    return CachedReranker(create_reranker(settings.rerank,
+                                          base_url=settings.rerank_base_url), store)

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from kbctl.embed.retry import RetryPolicy
 from kbctl.errors import InputError, RerankerError
-from kbctl.pipeline.cached_reranker import CachedReranker
+from kbctl.net.retry import RetryPolicy
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
+from kbctl.rerank.cache import CachedReranker
 from kbctl.rerank.registry import create_reranker
 from kbctl.sources.base import SourceSpec
 from kbctl.store.knowledge import KnowledgeStore

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kbctl.embed.retry import RetryPolicy
 from kbctl.errors import ConfigError, RerankerError
+from kbctl.net.retry import RetryPolicy
 from kbctl.rerank.registry import create_reranker, parse_rerank_spec
 from tests.embed_fakes import FakeClock
 from tests.http_server import LocalServer, Request, Response, ok

@@ -15,6 +15,7 @@ from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
 from ..pipeline.query import retrieve, source_parts
+from ..rerank.base import Reranker
 from ..results import Hit
 from ..store.knowledge import KnowledgeStore
 from .arguments import ToolArgumentError
@@ -48,6 +49,7 @@ class CallContext:
     memory: MemoryBackend | None
     scope: MemoryScope | None
     nonce: Callable[[], str]
+    reranker: Reranker | None = None
 
     def memory_scope(self) -> tuple[MemoryBackend, MemoryScope]:
         assert self.memory is not None and self.scope is not None  # listed only with a scope
@@ -88,7 +90,8 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
         min_score = min(1.0, max(0.0, min_score))
     result = retrieve(ctx.store, args["query"], namespace=ctx.settings.namespace, k=top_k,
                       min_score=min_score, embedder=ctx.embedder,
-                      vector_weight=ctx.settings.vector_weight)
+                      vector_weight=ctx.settings.vector_weight, reranker=ctx.reranker,
+                      rerank_top=ctx.settings.rerank_top)
     hits, cut = fit(result.hits, ctx.limits.max_chars, notes)
     nonce = ctx.nonce()
     sources = source_parts(hits)

@@ -20,9 +20,10 @@ from ..embed.base import Embedder
 from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.paths import MemoryScope, scope_of
+from ..rerank.base import Reranker
 from ..store.db import describe, is_lost_connection
 from ..store.knowledge import KnowledgeStore
-from ..wiring import open_store, resolve_embedder
+from ..wiring import open_store, resolve_embedder, resolve_reranker
 from .arguments import check_arguments
 from .handlers import HANDLERS, CallContext
 from .result import ToolResult
@@ -49,6 +50,7 @@ class _Live:
     embedder: Embedder | None
     memory: MemoryBackend | None
     stack: ExitStack = field(default_factory=ExitStack)
+    reranker: Reranker | None = None
 
 
 class AgentTools:
@@ -104,10 +106,11 @@ class AgentTools:
                                                vector_weight=self.settings.vector_weight)
                 if self._guard is not None:
                     memory = GuardedBackend(memory, self._guard)
+            reranker = resolve_reranker(store, self.settings)
         except BaseException:
             stack.close()
             raise
-        return _Live(store, embedder, memory, stack)
+        return _Live(store, embedder, memory, stack, reranker=reranker)
 
     def _session(self) -> _Live:
         live = self._live
@@ -157,7 +160,7 @@ class AgentTools:
 
     def _context(self, live: _Live) -> CallContext:
         return CallContext(self.settings, self.limits, live.store, live.embedder,
-                           live.memory, self.scope, self._nonce)
+                           live.memory, self.scope, self._nonce, live.reranker)
 
     def _unknown(self, name: str) -> KbctlError:
         known = ", ".join(self._by_name)

@@ -36,6 +36,16 @@ EmbedderOpt = Annotated[str | None, typer.Option(
 EmbedderUrlOpt = Annotated[str | None, typer.Option(
     "--embedder-base-url", help="Base URL of an OpenAI-compatible or Gemini endpoint.",
     show_default=False)]
+RerankOpt = Annotated[str | None, typer.Option(
+    "--rerank", help="Re-score the top candidates with a cross-encoder: cohere:MODEL, "
+    "jina:MODEL, voyage:MODEL, tei:MODEL (with --rerank-base-url) or local:MODEL "
+    "(env KBCTL_RERANK).", show_default=False)]
+RerankUrlOpt = Annotated[str | None, typer.Option(
+    "--rerank-base-url", help="Base URL of a self-hosted reranker (TEI; Infinity or vLLM "
+    "with cohere:MODEL).", show_default=False)]
+RerankTopOpt = Annotated[int | None, typer.Option(
+    "--rerank-top", help="How many fused candidates the reranker re-scores (1..50) [50].",
+    show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",

@@ -32,6 +32,9 @@ from .common import (
     EmbedderUrlOpt,
     JsonOpt,
     NamespaceOpt,
+    RerankOpt,
+    RerankTopOpt,
+    RerankUrlOpt,
     exit_with,
     guard,
     settings_from,
@@ -108,14 +111,18 @@ def run(
         "(automatic when GITHUB_ACTIONS=true).")] = False,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
+    rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
 
     Example: `kbctl eval evals/docs.yaml --baseline main-report.json --junit junit.xml`
     """
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
-                             embedder=embedder, embedder_base_url=embedder_base_url)
+                             embedder=embedder, embedder_base_url=embedder_base_url,
+                             rerank=rerank, rerank_base_url=rerank_base_url,
+                             rerank_top=rerank_top)
     out = Output(json_output)
     with _case_progress(out) as on_result:
         outcome = api.evaluate(settings, suites, baseline=baseline,

@@ -18,6 +18,9 @@ from .common import (
     EmbedderUrlOpt,
     JsonOpt,
     NamespaceOpt,
+    RerankOpt,
+    RerankTopOpt,
+    RerankUrlOpt,
     guard,
     settings_from,
 )
@@ -51,7 +54,9 @@ def query(
         "--format", help="table, json, context (for an LLM prompt) or sources.")] = "table",
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
+    rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Retrieve the passages that best answer a question, with citations.
 
@@ -59,7 +64,9 @@ def query(
     """
     check_format(FORMATS, fmt)
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
-                             embedder=embedder, embedder_base_url=embedder_base_url)
+                             embedder=embedder, embedder_base_url=embedder_base_url,
+                             rerank=rerank, rerank_base_url=rerank_base_url,
+                             rerank_top=rerank_top)
     result = api.query(settings, question, k=k, min_score=min_score,
                        filters=parse_filters(filter_), vector_weight=vector_weight,
                        fusion=fusion)

@@ -18,7 +18,13 @@ from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
-from ..wiring import open_store, open_writers, public_endpoint, resolve_embedder
+from ..wiring import (
+    open_store,
+    open_writers,
+    public_endpoint,
+    resolve_embedder,
+    resolve_reranker,
+)
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest
@@ -79,7 +85,8 @@ def query(
             store, question, namespace=settings.namespace, k=k, min_score=min_score,
             filters=filters, embedder=embedder,
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
-            fusion=fusion,
+            fusion=fusion, reranker=resolve_reranker(store, settings),
+            rerank_top=settings.rerank_top,
         )
 
 
@@ -115,6 +122,7 @@ def evaluate(
                      score_tolerance=score_tolerance, fail_on=fail_on)
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=False)
+        reranker = resolve_reranker(store, settings)
         if store.counts(settings.namespace)[1] == 0:
             announce(f"namespace '{settings.namespace}' holds no chunks: every case will find "
                      "nothing (ingest first, or pick another --namespace)")
@@ -126,7 +134,8 @@ def evaluate(
             try:
                 hits = retrieve(store, question, namespace=settings.namespace, k=top_k,
                                 min_score=min_score, filters=filters, embedder=embedder,
-                                vector_weight=settings.vector_weight).hits
+                                vector_weight=settings.vector_weight, reranker=reranker,
+                                rerank_top=settings.rerank_top).hits
             except EnvironmentFailure as exc:
                 if not worked:
                     raise _BrokenFromStart(exc) from exc

@@ -67,6 +67,7 @@ def retrieve(
         question=question, namespace=namespace, hits=hits, mode=mode,
         embedder=str(embedder.identity) if embedder else "none",
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+        reranker=str(reranker.identity) if reranker else "none",
     )
 
 

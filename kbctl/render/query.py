@@ -19,6 +19,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "namespace": result.namespace,
         "mode": result.mode,
         "embedder": result.embedder,
+        "reranker": result.reranker,
         "elapsedMs": result.elapsed_ms,
         "results": [
             {
@@ -26,7 +27,8 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
                 "citation": h.citation, "anchor": h.anchor,
                 "headingPath": list(h.heading_path), "text": h.text,
                 "sourceRef": h.source_ref, "textScore": h.text_score,
-                "vectorScore": h.vector_score, "metadata": h.metadata,
+                "vectorScore": h.vector_score, "fusedScore": h.fused_score,
+                "metadata": h.metadata,
             }
             for h in result.hits
         ],

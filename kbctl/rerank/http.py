@@ -1,4 +1,4 @@
-"""What every HTTP reranker shares: one pooled client, the embedders' retry policy, the API
+"""What every HTTP reranker shares: one pooled client, the one retry policy, the API
 key from the environment, and turning a response into scores in input order.
 
 A wire format subclasses ``HttpReranker`` and supplies ``body`` and ``pairs``.
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 
 from kbctl.embed.common import LazyClient
-from kbctl.embed.retry import DEFAULT_MAX_RETRIES, RetryPolicy
-from kbctl.errors import ConfigError, EmbedderError, RerankerError
+from kbctl.errors import ConfigError, RerankerError
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.rerank.base import RerankerIdentity
 
 
@@ -88,11 +88,8 @@ class HttpReranker:
         body = self.body(query, list(documents))
         headers = self._headers()
         client = self._clients.get()
-        try:
-            response = self.retry.send(lambda: client.post(self.url, json=body,
-                                                           headers=headers), what=what)
-        except EmbedderError as exc:  # the shared policy speaks of embedders
-            raise RerankerError(exc.message, hint=exc.hint) from exc
+        response = self.retry.send(lambda: client.post(self.url, json=body, headers=headers),
+                                   what=what, error=RerankerError)
         if response.status_code in (401, 403):
             raise RerankerError(
                 f"{what} refused the request (HTTP {response.status_code})",

@@ -61,7 +61,18 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
     """Union of vector candidates (ids passed in as ``vids``) and lexical candidates, each
     scored on both axes, then fused.
 
-    ``weighted``: ``w * cosine + (1 - w) * text`` with cosine clamped to 0..1.
+    ``weighted`` (the default) puts both scores on one scale before mixing them:
+
+    - relative: BM25 and cosine each min-max scaled over the candidates, so each axis spans
+      0..1 for every query and ``w`` means the same share whatever the model's cosine
+      range or the query's length;
+    - calibrated: both are multiplied by the query's match strength, ``w * best cosine +
+      (1 - w) * best BM25 / the query's BM25 ceiling`` (the score of a chunk holding every
+      query term with unbounded frequency). The ranking is the relative mix; the scale
+      says how well the knowledge base answers the question at all, so one ``minScore``
+      works across queries.
+
+    ``score = w * vector + (1 - w) * text`` holds for the reported components.
     ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
     """
     cond_fc, params = _filter_sql(filters, "fc")
@@ -78,17 +89,33 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
             FROM ids
             JOIN chunks ch ON ch.id = ids.chunk_id
             LEFT JOIN lex ON lex.chunk_id = ids.chunk_id),
+        ceiling AS (
+            SELECT ({lexical.K1} + 1)
+                   * coalesce(sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))), 0) AS r
+            FROM df CROSS JOIN st WHERE df.df > 0),
+        tops AS (SELECT min(r) AS r_low, max(r) AS r_top, min(cos) AS c_low,
+                        max(cos) AS c_top FROM exact),
+        scaled AS (
+            SELECT e.chunk_id, e.r, e.cos,
+                   CASE WHEN t.r_top > t.r_low THEN (e.r - t.r_low) / (t.r_top - t.r_low)
+                        WHEN t.r_top > 0 THEN 1 ELSE 0 END AS t_rel,
+                   CASE WHEN t.c_top > t.c_low THEN (e.cos - t.c_low) / (t.c_top - t.c_low)
+                        ELSE 1 END AS v_rel,
+                   %(w)s * t.c_top + (1 - %(w)s) * CASE WHEN c.r > 0
+                        THEN least(1, t.r_top / c.r) ELSE 0 END AS strength
+            FROM exact e CROSS JOIN tops t CROSS JOIN ceiling c),
         ranked AS (
-            SELECT chunk_id, r, cos,
+            SELECT scaled.*,
                    rank() OVER (ORDER BY r DESC) AS lrank,
                    rank() OVER (ORDER BY cos DESC) AS vrank
-            FROM exact),
+            FROM scaled),
         fused AS (
-            SELECT chunk_id, {lexical.unit_sql("r")} AS text_score, cos AS vector_score,
+            SELECT chunk_id,
+                   strength * t_rel AS text_score, strength * v_rel AS vector_score,
                    CASE WHEN %(fusion)s = 'rrf'
                         THEN ((CASE WHEN r > 0 THEN 1.0 / ({RRF_K} + lrank) ELSE 0 END)
                               + 1.0 / ({RRF_K} + vrank)) * ({RRF_K} + 1) / 2.0
-                        ELSE %(w)s * cos + (1 - %(w)s) * {lexical.unit_sql("r")} END AS score
+                        ELSE strength * (%(w)s * v_rel + (1 - %(w)s) * t_rel) END AS score
             FROM ranked)
         SELECT {_RESULT_COLUMNS}, f.text_score, f.vector_score, f.score
         FROM fused f

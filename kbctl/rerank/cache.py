@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from ..rerank.base import Reranker, RerankerIdentity
 from ..store.knowledge import KnowledgeStore
+from .base import Reranker, RerankerIdentity
 
 
 def pair_hash(query: str, passage: str) -> bytes:
