@@ -8,7 +8,7 @@ import pytest
 
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
-from kbctl.sources.base import SourceSpec
+from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
 
 from .embedders import HashingEmbedder
@@ -40,7 +40,7 @@ QUESTIONS = [
 def kb(store: KnowledgeStore) -> tuple[KnowledgeStore, HashingEmbedder]:
     emb = HashingEmbedder(dimensions=64)
     store.bind_embedder(emb.identity)
-    ingest(store, [SourceSpec("text", ref, {"body": body, "title": ref})
+    ingest(store, [source_spec("text", ref, {"body": body, "title": ref})
                    for ref, body in PAGES.items()], namespace="ns", embedder=emb)
     return store, emb
 

@@ -13,7 +13,7 @@ from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
 from kbctl.rerank.cache import CachedReranker
 from kbctl.rerank.registry import create_reranker
-from kbctl.sources.base import SourceSpec
+from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
 from tests.http_server import LocalServer, Request, Response, ok
 
@@ -43,7 +43,7 @@ def tei_server(favourite: str, requests: list[dict]):
 
 @pytest.fixture
 def kb(store: KnowledgeStore) -> KnowledgeStore:
-    ingest(store, [SourceSpec("text", ref, {"body": body, "title": ref})
+    ingest(store, [source_spec("text", ref, {"body": body, "title": ref})
                    for ref, body in PAGES.items()], namespace="ns")
     return store
 
