@@ -107,3 +107,18 @@ def test_provider_failure_is_an_environment_failure(kb: KnowledgeStore) -> None:
 def test_rerank_top_is_bounded(kb: KnowledgeStore) -> None:
     with pytest.raises(InputError, match="rerank-top"):
         retrieve(kb, "x", namespace="ns", rerank_top=0)
+
+
+def test_query_command_takes_a_reranker(kb: KnowledgeStore, cli) -> None:
+    with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
+        out = cli.json("query", "path extension", "-k", "2", "--rerank", "tei:m",
+                       "--rerank-base-url", server.url(), "--rerank-top", "5")
+        down = cli("query", "path extension", "--rerank", "tei:m", "--rerank-base-url",
+                   server.url("/nowhere"))
+    assert out["reranker"] == "tei/m"
+    top = out["results"][0]
+    assert top["sourceRef"] == "kb://text/pathlib" and top["score"] == 0.95
+    assert top["fusedScore"] is not None
+    assert down.exit_code == 3
+    bad = cli("query", "path extension", "--rerank", "nosuch:m")
+    assert bad.exit_code == 2 and "unknown reranker provider" in bad.output
