@@ -111,7 +111,7 @@ def test_rerank_top_is_bounded(kb: KnowledgeStore) -> None:
 
 def test_query_command_takes_a_reranker(kb: KnowledgeStore, cli) -> None:
     with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
-        out = cli.json("query", "path extension", "-k", "2", "--rerank", "tei:m",
+        out = cli.json("query", "path extension", "-n", "ns", "-k", "2", "--rerank", "tei:m",
                        "--rerank-base-url", server.url(), "--rerank-top", "5")
         down = cli("query", "path extension", "--rerank", "tei:m", "--rerank-base-url",
                    server.url("/nowhere"))
