@@ -113,7 +113,8 @@ def test_query_command_takes_a_reranker(kb: KnowledgeStore, cli) -> None:
     with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
         out = cli.json("query", "path extension", "-n", "ns", "-k", "2", "--rerank", "tei:m",
                        "--rerank-base-url", server.url(), "--rerank-top", "5")
-        down = cli("query", "path extension", "--rerank", "tei:m", "--rerank-base-url",
+        down = cli("query", "path extension", "-n", "ns", "--rerank", "tei:uncached",
+                   "--rerank-base-url",
                    server.url("/nowhere"))
     assert out["reranker"] == "tei/m"
     top = out["results"][0]
