@@ -70,3 +70,75 @@ def test_knowledge_base_and_memory_score_alike(store: KnowledgeStore) -> None:
     for ref, score in expected.items():
         assert kb[ref] == pytest.approx(score, abs=1e-9)
         assert mem[ref] == pytest.approx(score, abs=1e-6)  # memory rounds to 6 places
+
+
+@pytest.mark.parametrize(("text", "words", "exact"), [
+    ("Use os.path.splitext() here", "os path splitext",
+     {"os.path", "os.path.splitext", "path.splitext"}),
+    ("python -m venv --max-depth=3 -X dev", "-m venv --max-depth=3 -X dev",
+     {"-m", "--max-depth", "-X"}),
+    ("set max_depth in __init__", "max_depth", {"max_depth", "__init__"}),
+    ("raises TypeError from HTTPServer", "Type Error HTTP Server", set()),
+    ("a non-empty, well-known - list; e-mail x-y 3.11", "non-empty", set()),
+])
+def test_identifiers_are_kept_whole_and_split(text: str, words: str, exact: set[str]) -> None:
+    analysed = lexical.analyse(text)
+    assert set(analysed.exact) == exact
+    assert all(w in analysed.text for w in words.split())
+
+
+def _kb(store: KnowledgeStore, docs: dict[str, tuple[str, dict]]) -> None:
+    for ref, (text, meta) in docs.items():
+        store.replace_source(
+            SourceRecord(namespace="ns", ref=ref, kind="text", url=ref, title=ref,
+                         content_hash="h"), [ChunkRecord(0, text, meta)])
+
+
+def test_identifier_queries_find_the_identifier(store: KnowledgeStore) -> None:
+    _kb(store, {
+        "splitext": ("os.path.splitext(path) splits the extension from a path.", {}),
+        "prose": ("The os module and the path of a file; split a path in two.", {}),
+        "upper-x": ("-X dev enables the development mode.", {}),
+        "lower-x": ("-x skips the first line of the source.", {}),
+        "depth": ("--max-depth limits how deep the crawl goes.", {}),
+        "snake": ("the depth of the maximum tree", {}),
+    })
+
+    def top(q: str) -> str:
+        return store.search("ns", q, k=3)[0].source_ref
+
+    assert top("os.path.splitext") == "splitext"
+    assert top("splitext") == "splitext"
+    assert top("-X") == "upper-x" and top("-x") == "lower-x"
+    assert top("--max-depth") == "depth"
+    assert top("max depth") == "depth"  # the parts still match
+
+
+def test_title_and_heading_weigh_more_than_the_body(store: KnowledgeStore) -> None:
+    body = "Configure the widget cache and its eviction policy."
+    _kb(store, {
+        "in-body": (body + " Logging is covered elsewhere.", {"title": "Widgets"}),
+        "in-title": (body, {"title": "Logging", "headingPath": ["Setup"]}),
+        "in-heading": (body, {"title": "Widgets", "headingPath": ["Logging"]}),
+    })
+    ranked = [h.source_ref for h in store.search("ns", "logging", k=3)]
+    assert ranked[-1] == "in-body"
+    assert set(ranked[:2]) == {"in-title", "in-heading"}
+
+
+def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
+                                                       db_url: str) -> None:
+    from kbctl.store.migrations import rebuild_postings
+
+    from .conftest import rows
+
+    _kb(store, {ref: (text, {"title": ref.upper(), "headingPath": ["Rules"]})
+                for ref, text in TEXTS.items()})
+    before = [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)]
+    stats = rows(db_url, "SELECT * FROM namespace_stats")
+    with store.conn.transaction():
+        store.conn.execute("TRUNCATE postings, lexeme_stats")
+        store.conn.execute("UPDATE chunks SET lexeme_count = 0")
+        rebuild_postings(store.conn)
+    assert [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)] == before
+    assert rows(db_url, "SELECT * FROM namespace_stats") == stats

@@ -97,7 +97,8 @@ class PostgresMemoryBackend:
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         params: dict[str, Any] = {
-            "agent": scope.agent_id, "user": scope.user_id, "q": query, "k": fetch,
+            "agent": scope.agent_id, "user": scope.user_id, "k": fetch,
+            **lexical.query_params(query),
             "cap": lexical.LEXEME_CANDIDATES,
             "today": opts.today or datetime.now(timezone.utc).date(),
             "half_life": opts.half_life_days,
@@ -374,19 +375,20 @@ class PostgresMemoryBackend:
         """
         if not chunks:
             return 0
+        analysed = [lexical.analyse(c.text) for c in chunks]
         row = self.conn.execute(
             f"""WITH src AS (
-                    SELECT u.o, u.s, u.e, u.t, u.h, u.c, u.v, {lexical.tsvector_sql("u.t")} AS tsv
-                    FROM unnest(%(o)s::int[], %(s)s::int[], %(e)s::int[], %(t)s::text[],
-                                %(h)s::text[], %(c)s::timestamptz[], %(v)s::text[])
-                         AS u(o, s, e, t, h, c, v)),
+                    SELECT * FROM unnest(
+                        %(o)s::int[], %(s)s::int[], %(e)s::int[], %(raw)s::text[],
+                        %(h)s::text[], %(c)s::timestamptz[], %(v)s::text[], %(t)s::text[],
+                        %(x)s::text[]) AS u(o, s, e, raw, h, c, v, t, x)),
                 {lexical.lexeme_ctes("o")},
                 ins AS (
                     INSERT INTO memory_chunks (file_id, agent_id, user_id, path, ordinal,
                                                start_line, end_line, text, text_hash,
                                                file_date, created_at, embedding, lexeme_count)
                     SELECT %(file)s, %(agent)s, %(owner)s, %(path)s, src.o, src.s, src.e,
-                           src.t, src.h, %(dated)s, coalesce(src.c, now()), src.v::vector,
+                           src.raw, src.h, %(dated)s, coalesce(src.c, now()), src.v::vector,
                            coalesce(len.dl, 0)
                     FROM src LEFT JOIN len USING (o)
                     RETURNING id, ordinal, lexeme_count),
@@ -396,7 +398,8 @@ class PostgresMemoryBackend:
                 SELECT coalesce(sum(lexeme_count), 0) FROM ins""",
             {"file": file_id, "agent": agent, "owner": owner, "path": path, "dated": dated,
              "o": [c.ordinal for c in chunks], "s": [c.start_line for c in chunks],
-             "e": [c.end_line for c in chunks], "t": [c.text for c in chunks],
+             "e": [c.end_line for c in chunks], "raw": [c.text for c in chunks],
+             "t": [a.text for a in analysed], "x": [a.exact_text for a in analysed],
              "h": [_sha256(c.text) for c in chunks], "c": list(created), "v": list(vectors)},
         ).fetchone()
         return int(row[0]) if row else 0

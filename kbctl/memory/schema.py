@@ -8,7 +8,46 @@ tier) so every read can be fenced by the same predicate without a join.
 
 from __future__ import annotations
 
-MEMORY_MIGRATIONS: list[tuple[int, str, str]] = [
+import psycopg
+
+from ..store import lexical
+from ..store.migrations import REBUILD_BATCH, Migration
+
+
+def rebuild_memory_postings(conn: psycopg.Connection) -> None:
+    """Re-tokenise every memory chunk with the current lexical engine (identifier-aware
+    tokens) and rebuild its postings, lengths and per-scope totals."""
+    conn.execute("TRUNCATE memory_postings")
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, agent_id, user_id, text FROM memory_chunks WHERE id > %s "
+            "ORDER BY id LIMIT %s", (after, REBUILD_BATCH)).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        analysed = [lexical.analyse(r[3]) for r in rows]
+        conn.execute(
+            f"""WITH src AS (
+                    SELECT * FROM unnest(%(ids)s::bigint[], %(t)s::text[], %(x)s::text[])
+                        AS u(id, t, x)),
+                {lexical.lexeme_ctes("id")},
+                upd AS (UPDATE memory_chunks c SET lexeme_count = coalesce(len.dl, 0)
+                        FROM src LEFT JOIN len USING (id) WHERE c.id = src.id)
+                INSERT INTO memory_postings (chunk_id, lexeme, agent_id, user_id, tf, dl,
+                                             impact)
+                SELECT lex.id, lex.lexeme, c.agent_id, c.user_id, lex.tf, len.dl,
+                       {lexical.impact_sql("lex.tf", "len.dl")}
+                FROM lex JOIN len USING (id) JOIN memory_chunks c ON c.id = lex.id""",
+            {"ids": [r[0] for r in rows], "t": [a.text for a in analysed],
+             "x": [a.exact_text for a in analysed]})
+    conn.execute("""UPDATE memory_stats s SET total_len = coalesce(
+                        (SELECT sum(c.lexeme_count) FROM memory_chunks c
+                         WHERE c.agent_id = s.agent_id
+                           AND coalesce(c.user_id, '') = coalesce(s.user_id, '')), 0)""")
+
+
+MEMORY_MIGRATIONS: list[Migration] = [
     (
         100,
         "agent memory",
@@ -100,4 +139,5 @@ MEMORY_MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_recall_hits_chunk ON memory_recall_hits (chunk_id);
         """,
     ),
+    (101, "identifier-aware memory postings", rebuild_memory_postings),
 ]

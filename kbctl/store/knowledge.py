@@ -238,14 +238,16 @@ class KnowledgeStore:
             return 0, 0
         row = self.conn.execute(
             f"""WITH src AS (
-                    SELECT r, o, t, m, e, {lexical.tsvector_sql("t")} AS tsv
-                    FROM unnest(%(refs)s::text[], %(ords)s::int[], %(texts)s::text[],
-                                %(metas)s::jsonb[], %(vecs)s::text[]) AS u(r, o, t, m, e)),
-                {lexical.lexeme_ctes("r, o")},
+                    SELECT * FROM unnest(
+                        %(refs)s::text[], %(ords)s::int[], %(texts)s::text[], %(metas)s::jsonb[],
+                        %(vecs)s::text[], %(t)s::text[], %(x)s::text[], %(tt)s::text[],
+                        %(tx)s::text[], %(ht)s::text[], %(hx)s::text[])
+                        AS u(r, o, raw, m, e, t, x, tt, tx, ht, hx)),
+                {lexical.lexeme_ctes("r, o", lexical.KB_FIELDS)},
                 ins AS (
                     INSERT INTO chunks (namespace, source_ref, ordinal, text, meta, embedding,
                                         lexeme_count)
-                    SELECT %(ns)s, src.r, src.o, src.t, src.m, src.e::vector,
+                    SELECT %(ns)s, src.r, src.o, src.raw, src.m, src.e::vector,
                            coalesce(len.dl, 0)
                     FROM src LEFT JOIN len USING (r, o)
                     RETURNING id, source_ref, ordinal, lexeme_count),
@@ -255,7 +257,8 @@ class KnowledgeStore:
             {"ns": namespace, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],
              "metas": [json.dumps(c.meta, default=str) for c in chunks],
-             "vecs": [vector_text(c.embedding) for c in chunks]},
+             "vecs": [vector_text(c.embedding) for c in chunks],
+             **lexical.kb_field_arrays([c.text for c in chunks], [c.meta for c in chunks])},
         ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])
@@ -409,8 +412,8 @@ class KnowledgeStore:
     ) -> list[ScoredChunk]:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity."""
         filters = filters or {}
-        params: dict[str, Any] = {"ns": namespace, "q": query, "k": k,
-                                  "cap": lexical.LEXEME_CANDIDATES}
+        params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
+                                  **lexical.query_params(query)}
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:
@@ -587,3 +590,4 @@ class KnowledgeStore:
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
     return {"provider": identity.provider, "model": identity.model,
             "dimensions": identity.dimensions}
+

@@ -7,6 +7,17 @@ weighs as much as a rare one. BM25 needs document frequencies and the average le
 which each user keeps beside its postings (the knowledge base per namespace, memory per
 agent and user).
 
+Tokens: PostgreSQL's English configuration (stemming, stop words) plus identifiers, which
+docs are full of and which the database's parser mangles: dotted names (``os.path.splitext``),
+snake_case, CamelCase and command-line options (``-m``, ``-X``, ``--max-depth``) are kept
+whole (exact lexemes, options case-sensitive) AND split into their parts (stemmed like any
+word). ``analyse`` does this in Python, the same way for what is indexed and for queries.
+
+Fields: a knowledge-base chunk is indexed with its page title and its heading path and
+anchor besides its text, weighted (BM25F-style: a field's term frequencies are multiplied
+by its weight before the saturation; the length is the body's), so a page or section named
+after the question ranks above one that mentions it in passing.
+
 Postings carry an ``impact`` (BM25's tf part at an estimated length), indexed so that a
 query reads each lexeme's best postings first and large corpora can be pruned to
 ``LEXEME_CANDIDATES`` per lexeme before exact rescoring.
@@ -14,7 +25,10 @@ query reads each lexeme's best postings first and large corpora can be pruned to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 TEXT_CONFIG = "english"
 K1 = 1.2
@@ -22,6 +36,63 @@ B = 0.75
 # Used only to ORDER a lexeme's postings at write time; exact scores use the live average.
 AVG_DL_ESTIMATE = 100.0
 LEXEME_CANDIDATES = 2000
+# Field weights (BM25F): the body counts once, a title or heading term this many times more.
+TITLE_WEIGHT = 1.5
+HEADING_WEIGHT = 3.0
+
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z](?:[\w-]*\w)?")
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_SNAKE = re.compile(r"(?<![\w.])\w*[A-Za-z0-9]_\w*|(?<![\w.])_+[A-Za-z0-9]\w*")
+_CAMEL = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """Text ready for ``to_tsvector`` (identifiers split into words) and the exact lexemes
+    (whole identifiers, one per occurrence) that join the database's own."""
+
+    text: str
+    exact: tuple[str, ...]
+
+    @property
+    def exact_text(self) -> str:
+        """The exact lexemes as one space-separated string (an identifier has no space)."""
+        return " ".join(self.exact)
+
+
+def analyse(text: str) -> Analysed:
+    """Identifier-aware tokens: see the module docstring. Pure, so index and query agree."""
+    exact = [m.group(0) for m in _OPTION.finditer(text)]
+
+    def dotted(match: re.Match[str]) -> str:
+        parts = match.group(0).split(".")
+        lowered = [p.lower() for p in parts]
+        exact.extend(".".join(lowered[i:j]) for i in range(len(parts))
+                     for j in range(i + 2, len(parts) + 1))
+        return " ".join(parts)
+
+    split = _DOTTED.sub(dotted, text)
+    exact.extend(m.group(0).lower() for m in _SNAKE.finditer(split)
+                 if any(c.isalpha() for c in m.group(0)))
+    camel = [" ".join(_CAMEL_PART.findall(m.group(0))) for m in _CAMEL.finditer(split)]
+    if camel:
+        split = split + "\n" + " ".join(camel)
+    return Analysed(split, tuple(exact))
+
+
+@dataclass(frozen=True)
+class Field:
+    """One indexed field of a row of ``src``: its analysed text column, its exact-lexemes
+    column, its weight, and whether it counts in the row's length (the body does)."""
+
+    text: str
+    exact: str
+    weight: float = 1.0
+    body: bool = True
+
+
+BODY = (Field("t", "x"),)
 
 
 def tsvector_sql(text: str) -> str:
@@ -29,21 +100,41 @@ def tsvector_sql(text: str) -> str:
     return f"to_tsvector('{TEXT_CONFIG}', {text})"
 
 
-def query_lexemes_cte(query: str = "%(q)s") -> str:
-    """CTE ``q``: the distinct lexemes of the query text bound at ``query``."""
-    return f"q AS (SELECT DISTINCT lexeme FROM unnest({tsvector_sql(query)}))"
+def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
+    """CTE ``q``: the distinct lexemes of the analysed query text bound at ``query`` and its
+    exact lexemes bound at ``exact`` (``query_params`` gives both)."""
+    return f"""q AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
+              UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' ')))"""
 
 
-def lexeme_ctes(keys: str) -> str:
-    """CTEs ``lex`` (one row per row of ``src`` and lexeme, with its term frequency) and
-    ``len`` (each row's length in lexemes), from ``src.tsv``; ``keys`` are the columns of
-    ``src`` that identify a row (``"r, o"``)."""
+def query_params(query: str) -> dict[str, str]:
+    """The parameters ``q`` and ``qx`` of ``query_lexemes_cte`` for a user's question."""
+    analysed = analyse(query)
+    return {"q": analysed.text, "qx": analysed.exact_text}
+
+
+def lexeme_ctes(keys: str, fields: Sequence[Field] = BODY) -> str:
+    """CTEs ``lex`` (one row per row of ``src`` and lexeme, with its weighted term
+    frequency) and ``len`` (each row's body length in lexemes), from the ``fields`` of
+    ``src``; ``keys`` are the columns of ``src`` that identify a row (``"r, o"``)."""
     cols = ", ".join(f"src.{k.strip()}" for k in keys.split(","))
+    parts = []
+    for f in fields:
+        parts.append(f"""
+            SELECT {cols}, {f.weight}::real AS w, {f.body} AS body, x.lexeme,
+                   coalesce(array_length(x.positions, 1), 1) AS n
+            FROM src, unnest({tsvector_sql(f"src.{f.text}")}) AS x""")
+        parts.append(f"""
+            SELECT {cols}, {f.weight}::real, {f.body}, e.lexeme, count(*)::int
+            FROM src, unnest(string_to_array(nullif(src.{f.exact}, ''), ' ')) AS e(lexeme)
+            GROUP BY {cols}, e.lexeme""")
+    union = "\n            UNION ALL".join(parts)
     return f"""
-        lex AS (
-            SELECT {cols}, x.lexeme, coalesce(array_length(x.positions, 1), 1) AS tf
-            FROM src, unnest(src.tsv) AS x),
-        len AS (SELECT {keys}, sum(tf)::int AS dl FROM lex GROUP BY {keys})"""
+        terms AS ({union}),
+        lex AS (SELECT {keys}, lexeme, sum(w * n)::real AS tf FROM terms
+                GROUP BY {keys}, lexeme),
+        len AS (SELECT {keys}, (sum(n) FILTER (WHERE body))::int AS dl FROM terms
+                GROUP BY {keys})"""
 
 
 def impact_sql(tf: str, dl: str) -> str:
@@ -134,6 +225,31 @@ def kb_bm25_ctes(*, filtered: bool) -> str:
             WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme
             ORDER BY p.impact DESC LIMIT %(cap)s"""
     return bm25_ctes(stats=KB_STATS, df=KB_DF, postings=postings)
+
+
+KB_FIELDS = (Field("t", "x"), Field("tt", "tx", TITLE_WEIGHT, body=False),
+             Field("ht", "hx", HEADING_WEIGHT, body=False))
+
+
+def kb_field_arrays(texts: Sequence[str], metas: Sequence[Mapping[str, Any]]
+                    ) -> dict[str, list[str]]:
+    """The per-chunk parameters of ``KB_FIELDS`` (``t``, ``x``, ``tt``, ``tx``, ``ht``,
+    ``hx``): each chunk's text, title, and heading path with its anchor (the id a docs
+    generator gives an API entry, ``dict.setdefault``), from its metadata, analysed."""
+    out: dict[str, list[str]] = {k: [] for k in ("t", "x", "tt", "tx", "ht", "hx")}
+    for text, meta in zip(texts, metas, strict=True):
+        title = meta.get("title")
+        path = meta.get("headingPath")
+        anchor = meta.get("anchor")
+        headings = " ".join([*(h for h in path if isinstance(h, str))] if isinstance(
+            path, list) else []) + (f" {anchor}" if isinstance(anchor, str) else "")
+        for text_key, exact_key, value in (("t", "x", text),
+                                           ("tt", "tx", title if isinstance(title, str) else ""),
+                                           ("ht", "hx", headings)):
+            analysed = analyse(value)
+            out[text_key].append(analysed.text)
+            out[exact_key].append(analysed.exact_text)
+    return out
 
 
 def kb_write_postings_ctes(*, chunks: str, on: str) -> str:

@@ -1,18 +1,64 @@
 """Versioned schema migrations, recorded in ``kbctl_migrations``.
 
 Each migration runs once, in its own transaction, under an advisory lock so that two
-processes opening a fresh database at the same moment do not race.
+processes opening a fresh database at the same moment do not race. A migration is SQL, or a
+function of the connection when rows must pass through Python (re-tokenising text).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 
 from ..errors import DatabaseError
+from . import lexical
+
+Migration = tuple[int, str, "str | Callable[[psycopg.Connection], None]"]
+REBUILD_BATCH = 2000
+
+
+def rebuild_postings(conn: psycopg.Connection) -> None:
+    """Re-tokenise every chunk with the current lexical engine (identifier-aware tokens,
+    title and heading fields) and rebuild postings, document frequencies and lengths."""
+    conn.execute("ALTER TABLE postings ALTER COLUMN tf TYPE real")
+    conn.execute("DROP INDEX IF EXISTS postings_impact")
+    conn.execute("TRUNCATE postings, lexeme_stats")
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, namespace, text, meta FROM chunks WHERE id > %s ORDER BY id LIMIT %s",
+            (after, REBUILD_BATCH)).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        conn.execute(
+            f"""WITH src AS (
+                    SELECT * FROM unnest(%(ids)s::bigint[], %(nss)s::text[], %(t)s::text[],
+                                         %(x)s::text[], %(tt)s::text[], %(tx)s::text[],
+                                         %(ht)s::text[], %(hx)s::text[])
+                        AS u(id, ns, t, x, tt, tx, ht, hx)),
+                {lexical.lexeme_ctes("id, ns", lexical.KB_FIELDS)},
+                upd AS (UPDATE chunks c SET lexeme_count = coalesce(len.dl, 0)
+                        FROM src LEFT JOIN len USING (id, ns) WHERE c.id = src.id)
+                INSERT INTO postings (namespace, lexeme, chunk_id, tf, dl, impact)
+                SELECT lex.ns, lex.lexeme, lex.id, lex.tf, len.dl,
+                       {lexical.impact_sql("lex.tf", "len.dl")}
+                FROM lex JOIN len USING (id, ns)""",
+            {"ids": [r[0] for r in rows], "nss": [r[1] for r in rows],
+             **lexical.kb_field_arrays([r[2] for r in rows], [r[3] for r in rows])})
+    conn.execute("""INSERT INTO lexeme_stats (namespace, lexeme, df)
+                    SELECT namespace, lexeme, count(*) FROM postings GROUP BY 1, 2""")
+    conn.execute("""UPDATE namespace_stats n SET total_len = coalesce(
+                        (SELECT sum(c.lexeme_count) FROM chunks c
+                         WHERE c.namespace = n.namespace), 0)""")
+    conn.execute("""CREATE INDEX postings_impact ON postings (namespace, lexeme, impact DESC)
+                    INCLUDE (chunk_id, tf, dl)""")
+    conn.execute("ANALYZE postings, lexeme_stats, chunks")
 
 _MIGRATION_LOCK = 0x6B62_6374_6C00  # "kbctl\0": one lock id for schema changes
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+MIGRATIONS: list[Migration] = [
     (
         1,
         "knowledge base core",
@@ -139,11 +185,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (5, "identifier-aware, field-weighted postings", rebuild_postings),
 ]
 
 
-def migrate(conn: psycopg.Connection,
-            migrations: list[tuple[int, str, str]] | None = None) -> None:
+def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None) -> None:
     """Apply the given migrations (default: the core KB schema) that are not yet recorded.
 
     Other parts of kbctl (memory) keep their own lists in their own version range and call
@@ -167,7 +213,10 @@ def migrate(conn: psycopg.Connection,
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 if version in _applied(conn):  # done earlier, or by another process
                     continue
-                conn.execute(sql)
+                if callable(sql):
+                    sql(conn)
+                else:
+                    conn.execute(sql)
                 conn.execute(
                     "INSERT INTO kbctl_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
