@@ -134,6 +134,7 @@ def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
 
     _kb(store, {ref: (text, {"title": ref.upper(), "headingPath": ["Rules"]})
                 for ref, text in TEXTS.items()})
+    _kb(store, {"symbols": ("{} => ()", {"title": "Borrow checker", "anchor": "rules"})})
     before = [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)]
     stats = rows(db_url, "SELECT * FROM namespace_stats")
     with store.conn.transaction():

@@ -133,8 +133,8 @@ def lexeme_ctes(keys: str, fields: Sequence[Field] = BODY) -> str:
         terms AS ({union}),
         lex AS (SELECT {keys}, lexeme, sum(w * n)::real AS tf FROM terms
                 GROUP BY {keys}, lexeme),
-        len AS (SELECT {keys}, (sum(n) FILTER (WHERE body))::int AS dl FROM terms
-                GROUP BY {keys})"""
+        len AS (SELECT {keys}, coalesce(sum(n) FILTER (WHERE body), 0)::int AS dl
+                FROM terms GROUP BY {keys})"""
 
 
 def impact_sql(tf: str, dl: str) -> str:
