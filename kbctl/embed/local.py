@@ -147,11 +147,9 @@ class LocalEmbedder:
     def _load_named(self) -> Any:
         from fastembed import TextEmbedding
 
-        kwargs: dict[str, Any] = {"cache_dir": self.cache_dir, "threads": self.threads}
-        if self.offline:
-            kwargs["local_files_only"] = True
         try:
-            return TextEmbedding(model_name=self.model, **kwargs)
+            return TextEmbedding(model_name=self.model,
+                                 **load_options(self.cache_dir, self.threads, self.offline))
         except Exception as exc:
             raise EmbedderError(
                 f"could not load local model {self.model}: {exc}",
@@ -165,7 +163,7 @@ class LocalEmbedder:
 
         assert self.folder is not None
         folder = self.folder.resolve()
-        model_file = _find_onnx(folder)
+        model_file = find_onnx(folder)
         pooling = self.pooling or _folder_pooling(folder)
         for required in ("tokenizer.json", "tokenizer_config.json"):
             if not (folder / required).is_file():
@@ -211,7 +209,16 @@ def _first(raw: Any) -> Any:
     raise EmbedderError("local model returned no vector")
 
 
-def _find_onnx(folder: Path) -> str:
+def load_options(cache_dir: str | None, threads: int | None, offline: bool) -> dict[str, Any]:
+    """fastembed's keyword arguments for a named model: where its cache is, how many
+    threads, and whether it may download (offline: the cache only)."""
+    options: dict[str, Any] = {"cache_dir": cache_dir, "threads": threads}
+    if offline:
+        options["local_files_only"] = True
+    return options
+
+
+def find_onnx(folder: Path) -> str:
     for candidate in ("onnx/model.onnx", "model.onnx"):
         if (folder / candidate).is_file():
             return candidate

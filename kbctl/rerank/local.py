@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbctl.embed.local import INSTALL_HINT, _find_onnx, fastembed_available, looks_like_path
+from kbctl.embed.local import (
+    INSTALL_HINT,
+    fastembed_available,
+    find_onnx,
+    load_options,
+    looks_like_path,
+)
 from kbctl.errors import ConfigError, EmbedderError, RerankerError
 from kbctl.rerank.base import RerankerIdentity, sigmoid
 
@@ -91,11 +97,9 @@ class LocalReranker:
     def _load_named(self) -> Any:
         from fastembed.rerank.cross_encoder import TextCrossEncoder
 
-        kwargs: dict[str, Any] = {"cache_dir": self.cache_dir, "threads": self.threads}
-        if self.offline:
-            kwargs["local_files_only"] = True
         try:
-            return TextCrossEncoder(model_name=self.model, **kwargs)
+            return TextCrossEncoder(model_name=self.model,
+                                    **load_options(self.cache_dir, self.threads, self.offline))
         except Exception as exc:
             raise RerankerError(
                 f"could not load local reranker {self.model}: {exc}",
@@ -109,7 +113,7 @@ class LocalReranker:
         assert self.folder is not None
         folder = self.folder.resolve()
         try:
-            model_file = _find_onnx(folder)
+            model_file = find_onnx(folder)
         except EmbedderError as exc:
             raise RerankerError(exc.message.replace("local model", "local reranker")) from exc
         if not (folder / "tokenizer.json").is_file():
