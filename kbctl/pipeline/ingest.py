@@ -22,6 +22,7 @@ from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, Source
 from ..sources.registry import adapter_for
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
+from .embedding_text import embedding_text
 from .progress import Progress, ProgressEvent, no_progress
 
 EMBED_BATCH = 64
@@ -435,8 +436,9 @@ class _Writer:
         all_chunks = [(p, c) for p in batch for c in p.chunks]
         vectors: list[list[float] | None] = [None] * len(all_chunks)
         if self.embedder is not None and all_chunks:
+            texts = [embedding_text(c.text) for _, c in all_chunks]
             try:
-                vectors = list(self.embedder.embed([c.text for _, c in all_chunks],
+                vectors = list(self.embedder.embed(texts,
                                                    [p.source.title for p, _ in all_chunks]))
             except AuthError:
                 raise  # no key, or a rejected one: every later batch would fail the same way

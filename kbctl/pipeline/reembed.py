@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
+from .embedding_text import embedding_text
 from .progress import Progress, ProgressEvent, no_progress
 
 BATCH = 256
@@ -66,7 +67,9 @@ def _stage(store: KnowledgeStore, cached: CachedEmbedder | None, source: str, st
         batch = store.chunk_texts(last, BATCH, table=source)
         if not batch:
             break
-        vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
+        # knowledge-base chunks are embedded without link destinations, as ingest embeds them
+        texts = [embedding_text(t) if source == "chunks" else t for _, t, _ in batch]
+        vectors = cached.embed(texts, [ti or None for _, _, ti in batch])
         store.stage_embeddings(stage, [cid for cid, _, _ in batch], vectors)
         last = batch[-1][0]
         done += len(batch)
