@@ -1,6 +1,7 @@
 """Calibrated hybrid fusion on a tiny docs fixture: both scores on one scale, the seed
-formula kept, a weight range that does not flip the answer, and scores that compare across
-questions (a question the KB answers well outscores one it barely touches)."""
+formula kept, a weight range that does not flip the answer, scores that compare across
+questions (a question the KB answers well outscores one it barely touches), and a page
+that repeats itself yielding to the next page."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
 from kbctl.sources.registry import source_spec
+from kbctl.store import ranking
 from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ScoredChunk
 
 from .embedders import HashingEmbedder
 
@@ -85,3 +88,47 @@ def test_rrf_stays_available(kb) -> None:
                       fusion="rrf")
     assert result.mode == "rrf" and result.hits[0].source_ref == "kb://text/shutil"
     assert result.hits[0].score == pytest.approx(1.0)
+
+
+def _row(ref: str, score: float, i: int) -> ScoredChunk:
+    return ScoredChunk(id=i, namespace="ns", source_ref=ref, ordinal=i, text="", meta={},
+                       score=score, text_score=score, vector_score=score, source_url=ref,
+                       source_title=ref)
+
+
+def test_a_pages_further_chunks_yield_to_other_pages_unless_clearly_better() -> None:
+    rows = [_row("a", 1.0, 0), _row("a", 0.98, 1), _row("a", 0.97, 2), _row("b", 0.9, 3),
+            _row("a", 0.5, 4), _row("c", 0.6, 5)]
+    top = ranking.crowd_pages(rows, k=4, factor=0.9)
+    # a's second chunk (0.98 * 0.9 = 0.882) falls below b (0.9); a's third, twice crowded
+    # (0.97 * 0.81 = 0.786), still beats c (0.6)
+    assert [(r.source_ref, r.ordinal) for r in top] == [("a", 0), ("b", 3), ("a", 1), ("a", 2)]
+    assert [round(r.score, 4) for r in top] == [1.0, 0.9, 0.882, 0.7857]
+    assert all(r.score == r.text_score == r.vector_score for r in top)
+    assert [r.ordinal for r in ranking.crowd_pages(rows, k=6, factor=1.0)] == [0, 1, 2, 3, 5, 4]
+
+
+def test_hybrid_results_reach_past_a_page_that_repeats_itself(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One page with many near-identical sections does not fill the whole top 4 when
+    another page matches the question almost as well."""
+    emb = HashingEmbedder(dimensions=64)
+    store.bind_embedder(emb.identity)
+    sections = "".join(f"\n\n## Remove folder variant {i}\n\nRemove a mail folder by name, "
+                       f"variant {i}." for i in range(6))
+    pages = {"mailbox": "# mailbox" + sections,
+             "shutil": "# shutil\n\n## rmtree\n\nRemove a folder tree and every file in it.",
+             "json": "# json\n\n## dumps\n\nSerialize an object to a JSON formatted string.",
+             "socket": "# socket\n\n## connect\n\nConnect to a remote socket at an address.",
+             "math": "# math\n\n## sqrt\n\nReturn the square root of a number."}
+    ingest(store, [source_spec("text", ref, {"body": body, "title": ref})
+                   for ref, body in pages.items()], namespace="ns", embedder=emb)
+
+    def top_refs(**kwargs: object) -> list[str]:
+        return [h.source_ref for h in retrieve(store, "remove a folder", namespace="ns", k=4,
+                                               **kwargs).hits]
+
+    assert top_refs(embedder=emb)[3] == "kb://text/shutil"
+    assert top_refs() == ["kb://text/mailbox"] * 4  # lexical ranking is not crowded
+    monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
+    assert top_refs(embedder=emb) == ["kb://text/mailbox"] * 4

@@ -420,7 +420,7 @@ class KnowledgeStore:
             qv = vector_text(query_vector)
             cand = max(k * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
-            params.update(qv=qv, w=vector_weight, cand=cand,
+            params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand,
                           vids=self._vector_candidates(namespace, qv, filters, cand))
         params.update(fparams)
         try:
@@ -441,7 +441,7 @@ class KnowledgeStore:
                 vector_score=float(vector_score) if vector_score is not None else None,
                 source_url=r["source_url"], source_title=r["source_title"],
             ))
-        return out
+        return out if query_vector is None else ranking.crowd_pages(out, k)
 
     def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
                            cand: int) -> list[int]:
