@@ -323,7 +323,8 @@ def main() -> None:
     parser.add_argument("--subset", metavar="PREFIXES", help="build and measure on a part "
                         "of the site only: the dev set's answer pages plus every page under "
                         "these comma-separated path prefixes (e.g. c-api/), in namespace "
-                        "'subset' (for machines too busy to embed all ~20k chunks)")
+                        "'subset' unless --namespace names another (for machines too busy "
+                        "to embed all ~20k chunks)")
     parser.add_argument("--rerank", help="also measure hybrid + this reranker (SPEC)")
     parser.add_argument("--rerank-base-url")
     parser.add_argument("--only", help="comma-separated case kinds to keep")
@@ -342,7 +343,7 @@ def main() -> None:
     cases = load_devset(args.devset)
     pages = None
     if args.subset is not None:
-        args.namespace = "subset"
+        args.namespace = "subset" if args.namespace == "default" else args.namespace
         pages = subset_pages(cases, [p for p in args.subset.split(",") if p])
         print(f"subset: {len(pages)} pages (the dev set's answer pages, then pages under "
               f"{args.subset})")
