@@ -28,6 +28,10 @@ from .embedders import HashingEmbedder
     ("Plain [brackets] (and parentheses), a ](b) and https://bare.example/url stay.",
      "Plain [brackets] (and parentheses), a ](b) and https://bare.example/url stay."),
     ("```python\nx = [1](2)\n```", "```python\nx = 1\n```"),
+    ("Use a [`Vec<T>`][vec].\n\n[vec]: ../std/vec/struct.Vec.html\n"
+     "  [union]: <../unions.html> \"Unions\"\n[^1]: A footnote stays.\n",
+     "Use a [`Vec<T>`][vec].\n\n[^1]: A footnote stays.\n"),
+    ("[a]: is prose when more words follow", "[a]: is prose when more words follow"),
 ])
 def test_links_become_their_labels(markdown: str, seen: str) -> None:
     assert embedding_text(markdown) == seen
@@ -35,7 +39,8 @@ def test_links_become_their_labels(markdown: str, seen: str) -> None:
 
 def test_hostile_brackets_stay_linear() -> None:
     started = time.perf_counter()
-    for text in ("[" * 200_000, "[a" * 100_000 + "](" * 100_000, "[x](" + "(" * 200_000):
+    for text in ("[" * 200_000, "[a" * 100_000 + "](" * 100_000, "[x](" + "(" * 200_000,
+                 "[" + "a" * 200_000 + "]: " + "b " * 100_000, "]:\n[" * 100_000):
         assert embedding_text(text) == text
     assert time.perf_counter() - started < 5
 

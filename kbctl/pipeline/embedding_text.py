@@ -21,10 +21,18 @@ _LABEL = r"\[((?:[^\[\]\\\n]|\\.|\[(?:[^\[\]\\\n]|\\.)*\])*)\]"
 _DESTINATION = (r"\(\s*(?:<[^<>\n]*>|(?:[^()\s]|\([^()\s]*\))*)"
                 r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)")
 _LINK = re.compile(r"!?" + _LABEL + _DESTINATION)
+# A link reference definition line (``[vec]: ../std/vec/struct.Vec.html "Vec"``), as mdBook
+# chapters end with; a footnote (``[^1]: text``) is prose and stays.
+_DEFINITION = re.compile(
+    r"^ {0,3}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<[^<>\n]*>|\S+)"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*(?:\n|$)", re.MULTILINE)
 
 
 def embedding_text(markdown: str) -> str:
-    """``markdown`` with each inline link or image replaced by its label (alt text)."""
-    if "](" not in markdown:
-        return markdown
-    return _LINK.sub(r"\1", markdown)
+    """``markdown`` with each inline link or image replaced by its label (alt text) and
+    link reference definitions dropped."""
+    if "](" in markdown:
+        markdown = _LINK.sub(r"\1", markdown)
+    if "]:" in markdown:
+        markdown = _DEFINITION.sub("", markdown)
+    return markdown
