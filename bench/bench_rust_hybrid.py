@@ -1,0 +1,98 @@
+"""Every retrieval mode on the Rust book with a real small dense model: a second corpus
+for the ranking choices tuned on the Python docs dev set (bench_ranking.py).
+
+The book is ingested with ``kbctl ingest files`` and the OpenAI-compatible provider against
+the shared all-MiniLM-L6-v2 server (``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL,
+default http://127.0.0.1:8799/v1; ~950 chunks, about a minute), then the 60 hand-written
+questions of bench/suites/rust-book.yaml run in-process per mode: hit@5 and MRR@5, where a
+hit is a result whose source matches the case's ``sourceIncludes``.
+
+    python bench/bench_rust_hybrid.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import KBCTL, ROOT, RUST_BOOK, require, temp_dir  # noqa: E402
+
+SUITE = ROOT / "bench" / "suites" / "rust-book.yaml"
+MODEL = "all-minilm-l6-v2"
+MODES: list[tuple[str, dict[str, Any]]] = [
+    ("lexical (no embedder)", {"lexical": True}),
+    ("vector only (w=1.0)", {"vector_weight": 1.0}),
+    ("hybrid (default w=0.7)", {}),
+    ("hybrid w=0.5", {"vector_weight": 0.5}),
+    ("hybrid rrf", {"fusion": "rrf"}),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", type=Path, help="build the KB here and keep it; a later "
+                        "run with the same --keep only queries")
+    args = parser.parse_args()
+    require(RUST_BOOK, "the Rust book corpus")
+    base_url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:8799/v1")
+
+    from kbctl.config import Settings
+    from kbctl.linefile import load_yaml
+    from kbctl.pipeline.query import retrieve
+    from kbctl.wiring import open_store, resolve_embedder
+
+    cases = load_yaml(SUITE.read_text(encoding="utf-8"))["cases"]
+    with ExitStack() as stack:
+        data = args.keep or stack.enter_context(temp_dir())
+        data.mkdir(parents=True, exist_ok=True)
+        data.chmod(0o755)  # the embedded server runs as another user when we are root
+        if not (data / "built").exists():
+            proc = subprocess.run(
+                [*KBCTL, "ingest", "files", str(RUST_BOOK), "--data-dir", str(data),
+                 "--embedder", f"openai:{MODEL}", "--embedder-base-url", base_url, "--json"],
+                capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise SystemExit(f"ingest failed ({proc.returncode}): {proc.stderr}")
+            report = json.loads(proc.stdout)
+            print(f"ingest: {report['added']} files, {report['chunksWritten']} chunks, "
+                  f"{report['embedded']} embedded")
+            (data / "built").write_text("ok\n")
+        store = stack.enter_context(open_store(Settings(data_dir=data)))
+        embedder = resolve_embedder(store, Settings(embedder_base_url=base_url), writing=False)
+        assert embedder is not None, "the KB has no embedder"
+        vectors = {c["question"]: embedder.embed_query(c["question"]) for c in cases}
+
+        class Remembered:
+            identity, dimensions = embedder.identity, embedder.dimensions
+
+            def embed_query(self, text: str) -> list[float]:
+                return vectors[text]
+
+        print(f"{len(cases)} questions ({SUITE.relative_to(ROOT)}), top 5")
+        print(f"{'mode':<24}{'hit@5':>8}{'MRR@5':>8}")
+        for label, options in MODES:
+            options = dict(options)
+            lexical = options.pop("lexical", False)
+            hits, reciprocal = 0, 0.0
+            for case in cases:
+                want = case["expect"]["sourceIncludes"]
+                want = [want] if isinstance(want, str) else want
+                result = retrieve(store, case["question"], namespace="default", k=5,
+                                  embedder=None if lexical else Remembered(), **options)
+                rank = next((h.rank for h in result.hits
+                             if any(w in h.source_ref for w in want)), None)
+                hits += rank is not None
+                reciprocal += 1 / rank if rank else 0.0
+            print(f"{label:<24}{hits / len(cases):>8.3f}{reciprocal / len(cases):>8.3f}")
+
+
+if __name__ == "__main__":
+    main()
