@@ -520,6 +520,22 @@ def test_load_baseline_round_trip(tmp_path: Path) -> None:
     assert diff.regressions[0].reasons == ("first match rank 1 → 3 (tolerance 1)",)
 
 
+def test_a_baseline_larger_than_a_suite_may_be_is_still_read(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A report kbctl saved for a large suite outgrows the hand-written files' cap; its own
+    (larger) cap still refuses an endless file."""
+    c = case(expect=TARGET)
+    data = baseline_from([c], {c.question: ranked(1)})
+    data["padding"] = "x" * (5 * 1024 * 1024)  # over the 4 MiB cap of suites and configs
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(data))
+    assert len(load_baseline(path).cases) == 1
+    monkeypatch.setattr("kbctl.evals.baseline.MAX_BASELINE_BYTES", 1024 * 1024)
+    with pytest.raises(InputError, match="byte limit"):
+        load_baseline(path)
+
+
 def _mutations() -> list[tuple[str, Callable[[dict], None], str]]:
     def drop_passed(d: dict) -> None:
         del d["cases"][0]["passed"]

@@ -95,11 +95,16 @@ class Baseline:
     embedder: Any = None
 
 
+# A baseline is a report kbctl wrote itself (about 5 KB per case at topK 10), so it may be
+# far larger than a hand-written suite or config, but still bounded.
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+
+
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline report; every problem names the file."""
     label = Path(path).as_posix()
     try:
-        text = read_capped(Path(path))
+        text = read_capped(Path(path), MAX_BASELINE_BYTES)
     except FileNotFoundError:
         raise InputError(f"{label}: baseline file not found", hint=_HINT) from None
     except OSError as exc:
