@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbctl.errors import SuiteError
+from kbctl.evals import metrics
 from kbctl.evals.checks.base import Retrieved
 from kbctl.evals.metrics import case_gains, compute_metrics
 from kbctl.evals.model import Case, Expect
@@ -67,6 +68,19 @@ def test_suite_metrics_are_means_and_per_tag() -> None:
     assert tags["howto"].hit_rate == 1.0 and tags["howto"].mrr == pytest.approx(0.75)
     assert tags["api"].hit_rate == 0.5 and tags["api"].ndcg == pytest.approx(dcg(2) / 2)
     assert tags["api"].by_tag == ()
+
+
+def test_each_case_is_judged_once_however_many_tags_it_carries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A suite of a few cases with thousands of tags each must not cost cases x tags
+    judgements (it did: every tag re-judged every case)."""
+    judged: list[object] = []
+    monkeypatch.setattr(metrics, "case_gains", lambda r: judged.append(r) or (1.0, 1.0))
+    tags = tuple(f"t{i}" for i in range(2000))
+    results = [result(["/a"], ("/a",), tags=tags) for _ in range(10)]
+    m = compute_metrics(results)
+    assert len(judged) == 10
+    assert len(m.by_tag) == 2000 and all(t.scored == 10 for _, t in m.by_tag)
 
 
 SUITE = """\
