@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from ..memory.model import MemorySearchResult
 from ..results import Hit
 
 PREAMBLE = (
@@ -30,6 +31,15 @@ MIN_TRUNCATED_CHARS = 40  # a shorter tail of a passage is noise, not context
 
 def _attr(value: str) -> str:
     return html.escape(value, quote=True).replace("\n", " ")
+
+
+def memory_hits(result: MemorySearchResult, *, citations: bool = True) -> list[Hit]:
+    """Memory hits as retrieval ``Hit``s, so the KB's spotlighting renders them too."""
+    return [Hit(rank=i, score=h.score, title=f"{h.tier} memory", url=h.path,
+                citation=h.citation if citations else h.path, anchor=None, heading_path=(),
+                text=h.content, source_ref=h.path,
+                namespace=f"memory:{result.scope.agent_id}")
+            for i, h in enumerate(result.hits, start=1)]
 
 
 def render_context(hits: Sequence[Hit], *, nonce: str | None = None,

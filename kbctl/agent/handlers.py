@@ -22,6 +22,7 @@ from .arguments import ToolArgumentError
 from .context import (
     MEMORY_PREAMBLE,
     PREAMBLE,
+    memory_hits,
     render_context,
     sources_block,
     with_notes,
@@ -124,10 +125,7 @@ def memory_search(ctx: CallContext, args: dict[str, Any]) -> Reply:
     result = backend.search(scope, args["query"],
                             SearchOptions.from_settings(defaults, max_results=k))
     notes += result.notes
-    hits = [Hit(rank=i, score=h.score, title=f"{h.tier} memory", url=h.path,
-                citation=h.citation, anchor=None, heading_path=(), text=h.content,
-                source_ref=h.path, namespace=f"memory:{scope.agent_id}")
-            for i, h in enumerate(result.hits, start=1)]
+    hits = memory_hits(result)
     hits, cut = fit(hits, min(ctx.limits.max_chars,
                               defaults.max_injected_chars or ctx.limits.max_chars), notes)
     data = {

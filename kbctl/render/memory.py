@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ..agent.context import MEMORY_PREAMBLE, render_context
+from ..agent.context import MEMORY_PREAMBLE, memory_hits, render_context
 from ..errors import InputError
 from ..memory.model import (
     DeleteResult,
@@ -21,7 +21,6 @@ from ..memory.model import (
     WriteResult,
 )
 from ..memory_config import CITATION_MODES, settings_json
-from ..results import Hit
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
 
@@ -117,24 +116,15 @@ def import_json(r: ImportReport, **options: Any) -> dict[str, Any]:
 # --- the prompt block --------------------------------------------------------------------
 
 
-def context_hits(result: MemorySearchResult, *, citations: bool) -> list[Hit]:
-    """Memory hits as retrieval ``Hit``s, so the KB's spotlighting renders them."""
-    return [Hit(rank=i, score=h.score, title=f"{h.tier} memory", url=h.path,
-                citation=h.citation if citations else h.path, anchor=None, heading_path=(),
-                text=h.content, source_ref=h.path,
-                namespace=f"memory:{result.scope.agent_id}")
-            for i, h in enumerate(result.hits, start=1)]
-
-
 def memory_context(result: MemorySearchResult, *, citations: bool,
                    max_chars: int | None = None) -> str:
     """The delimited, untrusted-data block, never longer than ``max_chars``."""
-    hits = context_hits(result, citations=citations)
+    hits = memory_hits(result, citations=citations)
     if max_chars is not None:
         floor = len(render_context([], nonce="0" * 16, preamble=MEMORY_PREAMBLE))
         if max_chars < floor:
-            raise InputError(f"--max-chars must be at least {floor} (the block's fixed "
-                             f"preamble)")
+            raise InputError(f"--max-chars (memory.max_injected_chars) must be at least "
+                             f"{floor}: the block's fixed preamble")
     return render_context(hits, max_chars=max_chars, preamble=MEMORY_PREAMBLE)
 
 
