@@ -16,8 +16,9 @@ from .errors import ConfigError, InputError
 from .hygiene import require_clean
 from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
+from .rerank.base import DEFAULT_TOP_N
+from .results import MAX_K, MIN_K
 from .sources.base import SourceSpec
-from .sources.registry import KINDS, source_spec
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"
@@ -37,7 +38,7 @@ class Settings:
     vector_weight: float = 0.7
     rerank: str | None = None
     rerank_base_url: str | None = None
-    rerank_top: int = 50
+    rerank_top: int = DEFAULT_TOP_N
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
@@ -216,6 +217,10 @@ def _memory(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
 
 
 def _sources(path: Path, parent: LineDict, value: Any) -> list[SourceSpec]:
+    # imported here: the registry loads every source kind (and httpx), which only a config
+    # with a sources: section needs; a library or MCP user settles settings without it
+    from .sources.registry import KINDS
+
     if not isinstance(value, list):
         raise ConfigError(f"{_at(path, parent, 'sources')}: 'sources' must be a list")
     specs = []
@@ -239,6 +244,8 @@ def _sources(path: Path, parent: LineDict, value: Any) -> list[SourceSpec]:
 def _source(path: Path, item: LineDict, i: int, kind: str, target: str,
             options: dict[str, Any]) -> SourceSpec:
     """The entry's options checked by its kind; a message names the file and line."""
+    from .sources.registry import source_spec
+
     try:
         return source_spec(kind, target, options,
                            where=lambda key: f"{_at(path, item, key)}: sources[{i}].{key}")
@@ -251,8 +258,9 @@ def _check(s: Settings) -> None:
         raise ConfigError("namespace must not be empty")
     if not 0.0 <= s.vector_weight <= 1.0:
         raise ConfigError(f"vector_weight must be within 0..1, got {s.vector_weight}")
-    if not 1 <= s.rerank_top <= 50:
-        raise ConfigError(f"rerank_top must be within 1..50, got {s.rerank_top}")
+    if not MIN_K <= s.rerank_top <= MAX_K:
+        raise ConfigError(f"rerank_top (--rerank-top) must be within {MIN_K}..{MAX_K}, "
+                          f"got {s.rerank_top}")
     if s.max_tokens < 16:
         raise ConfigError(f"chunking.max_tokens must be at least 16, got {s.max_tokens}")
     if s.overlap_tokens >= s.max_tokens:
