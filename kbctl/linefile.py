@@ -120,7 +120,7 @@ def load_yaml(text: str) -> Any:
             node = loader.get_single_node()
             if node is None:
                 return None
-            _refuse_bombs(node)
+            refuse_bombs(node)
             data = loader.construct_document(node)
         finally:
             loader.dispose()
@@ -137,7 +137,7 @@ def load_yaml(text: str) -> Any:
     return data
 
 
-def _refuse_bombs(root: yaml.Node) -> None:
+def refuse_bombs(root: yaml.Node) -> None:
     """Refuse a node graph that expands past ``MAX_YAML_NODES`` nodes, or refers to itself."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
@@ -231,7 +231,13 @@ def _object_positions(text: str) -> list[tuple[int, list[int]]]:
 
 
 def load_json(text: str) -> Any:
-    """Parse JSON; objects come back as LineDicts."""
+    """Parse JSON; objects come back as LineDicts.
+
+    The text is first checked by the plain parser: locating objects and keys scans for
+    strings, which on malformed input (an unterminated string after thousands of escaped
+    quotes) takes quadratic time, so it only ever sees valid JSON.
+    """
+    _parse_json(text)
     newlines = [match.start() for match in _NEWLINE.finditer(text)]
 
     def line_at(pos: int) -> int:
@@ -252,11 +258,16 @@ def load_json(text: str) -> Any:
             data.key_lines[key] = line
         return data
 
+    data = _parse_json(text, object_pairs_hook=make_object)
+    _refuse_bad_strings(data, text)
+    return data
+
+
+def _parse_json(text: str, **hooks: Any) -> Any:
+    """``json.loads`` with its failures as ``LoadError``s."""
     try:
-        data = json.loads(text, object_pairs_hook=make_object)
+        return json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
         raise LoadError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
         raise LoadError("invalid JSON: nested too deeply", None) from None
-    _refuse_bad_strings(data, text)
-    return data

@@ -14,7 +14,9 @@ import re
 from ..chunk.headings import block_tokens, normalize_source
 
 _ESM = re.compile(r"(?:import|export)\b")
-_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s+(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
+# After the name, one whitespace character opens the attributes, whose alternatives each
+# start on a different character: a hostile line costs linear time.
+_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
 _COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
 _ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[[^\]]*\])?\s*(.*?)\s*$")
 _ADMONITION_CLOSE = re.compile(r"^\s*:::+\s*$")

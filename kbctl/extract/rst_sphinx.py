@@ -44,8 +44,11 @@ LABELLED_DIRECTIVES: dict[str, tuple[str, bool]] = {
     "versionadded-removed": ("Added in version", True),
 }
 
-_PY_SIG = re.compile(r"^\s*([\w.]*\.)?(\w+)\s*(?:\[\s*(.*)\s*\])?\s*(?:\((.*)\)"
-                     r"(?:\s*->\s*(.*))?)?\s*$", re.DOTALL)
+# (module or class prefix, name), then optional type parameters, arguments and return
+# annotation, matched but not captured; no two neighbouring parts can take the same
+# characters, so a hostile signature costs linear time.
+_PY_SIG = re.compile(r"^\s*([\w.]*\.)?(\w+)\s*(?:\[[^\]]*\])?\s*(?:\(.*\)(?:\s*->.*)?)?\s*$",
+                     re.DOTALL)
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9._]+")
 _ID_ENDS = re.compile(r"^[-0-9._]+|-+$")
 _XREF_ROLES = frozenset({

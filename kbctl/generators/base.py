@@ -9,6 +9,7 @@ that site answers two questions: the page of a file, and the ids of a page's hea
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -88,6 +89,7 @@ class CountingIds:
         self.honours_explicit = self._honour = honour_explicit
         self._reserve = reserve_explicit
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}
 
     def __call__(self, text: str, explicit: str | None = None) -> str:
         if explicit is not None and self._honour:
@@ -95,20 +97,28 @@ class CountingIds:
                 self._used.add(explicit)
             return explicit
         base = self._slug(text) or self._empty
-        candidate, n = base, 0
+        # the search for a free suffix resumes where the last one for this base stopped
+        # (ids are only ever added), so k equal headings cost O(k), not O(k²)
+        n = self._next.get(base, 0)
+        candidate = f"{base}-{n}" if n else base
         while candidate in self._used:
             n += 1
             candidate = f"{base}-{n}"
+        self._next[base] = n + 1
         self._used.add(candidate)
         return candidate
 
 
 def read_config_text(path: Path) -> str | None:
-    """A generator's config file as text, or None when unreadable or oversized."""
+    """A generator's config file as text, or None when unreadable, oversized or not a
+    regular file (reading a FIFO or a device named ``SUMMARY.md`` would block or never
+    end)."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_CONFIG_BYTES:
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:  # at most the cap, should the file grow meanwhile
+            return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
 

@@ -49,7 +49,7 @@ def _load(path: Path) -> dict[str, Any]:
     if path.suffix == ".json":
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         return data if isinstance(data, dict) else {}
     return load_yaml_config(text)
@@ -61,6 +61,15 @@ def _lower_keys(value: Any) -> Any:
     return value
 
 
+def _config(path: Path) -> dict[str, Any]:
+    """The config at ``path`` with its keys lower-cased (Hugo's keys are case-insensitive);
+    one nested too deeply to walk counts as empty, like one that does not parse."""
+    try:
+        return _lower_keys(_load(path))
+    except RecursionError:
+        return {}
+
+
 class Hugo:
     name = "hugo"
     markers = _CONFIGS + _LEGACY
@@ -70,7 +79,7 @@ class Hugo:
             marker = folder / name
             if not marker.is_file():
                 continue
-            config = _lower_keys(_load(marker))
+            config = _config(marker)
             if name in _LEGACY and not ((folder / "content").is_dir() or "contentdir" in config
                                         or "baseurl" in config):
                 continue  # a config.toml that is not Hugo's

@@ -77,15 +77,20 @@ class TocIds:
         self.reads_source = False
         self.honours_explicit = self._honour = honour_explicit
         self._used: set[str] = set()
+        self._last: dict[str, str] = {}
 
     def __call__(self, text: str, explicit: str | None = None) -> str:
         if explicit is not None and self._honour:
             self._used.add(explicit)
             return explicit
-        candidate = self._slug(text)
+        start = candidate = self._slug(text)
+        # resume this slug's chain of suffixes where it last stopped (ids are only ever
+        # added), so k equal headings cost O(k), not O(k²)
+        candidate = self._last.get(start, candidate)
         while candidate in self._used or not candidate:
             m = _UNIQUE_SUFFIX.match(candidate)
             candidate = f"{m.group(1)}_{int(m.group(2)) + 1}" if m else f"{candidate}_1"
+        self._last[start] = candidate
         self._used.add(candidate)
         return candidate
 

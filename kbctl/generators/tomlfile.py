@@ -15,6 +15,6 @@ else:  # pragma: no cover - Python 3.10
 def load_toml(text: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError):
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from ..linefile import LoadError, refuse_bombs
+
 
 @dataclass(frozen=True)
 class Tagged:
@@ -41,9 +43,18 @@ _Loader.add_multi_constructor("!", _tagged)
 
 
 def load_yaml_config(text: str) -> dict[str, Any]:
-    """The mapping in ``text``; anything unparsable or not a mapping counts as empty."""
+    """The mapping in ``text``; anything unparsable, too deep, expanding past the limits
+    of ``linefile.refuse_bombs`` (an alias bomb), or not a mapping counts as empty."""
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
-    except yaml.YAMLError:
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return {}
+            refuse_bombs(node)
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, LoadError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

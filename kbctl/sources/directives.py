@@ -21,7 +21,9 @@ _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
 #: How much of a page is searched for the end of its head.
 HEAD_LIMIT = 256 * 1024
-_LINK = re.compile(r"<\s*([^>]*)\s*>((?:\s*;\s*[^;,]*)*)")
+# Each part has one way to match (the target holds no ``<`` or ``>``; a parameter starts at its
+# ``;``), so a hostile header costs linear time.
+_LINK = re.compile(r"<([^<>]*)>((?:\s*;[^;,]*)*)")
 _REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""", re.IGNORECASE)
 _ROBOT_NAMES = ("robots", "kbctl")
 _HEAD_LINKS = etree.XPath("//link[@rel][@href]")
@@ -53,7 +55,7 @@ def _header_canonical(result: FetchResult) -> str | None:
         for rel in _REL.finditer(match.group(2)):
             values = (rel.group(1) or rel.group(2) or "").lower().split()
             if "canonical" in values:
-                return normalize_url(match.group(1), result.url)
+                return normalize_url(match.group(1).strip(), result.url)
     return None
 
 
