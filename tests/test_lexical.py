@@ -143,3 +143,16 @@ def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
         rebuild_postings(store.conn)
     assert [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)] == before
     assert rows(db_url, "SELECT * FROM namespace_stats") == stats
+
+
+def test_a_hostile_dotted_name_gives_a_bounded_number_of_lexemes() -> None:
+    """p parts used to give p²/2 spans of total size p³: 2.4 KB of ``ab.ab.…`` made 320k
+    lexemes. Now spans stop at MAX_SPAN_PARTS parts, and over-long ones are dropped."""
+    parts = 1000
+    exact = lexical.analyse("ab." * parts + "ab").exact
+    assert len(exact) <= lexical.MAX_SPAN_PARTS * (parts + 1)
+    assert all(len(e) <= lexical.MAX_EXACT_CHARS for e in exact)
+    assert "ab.ab.ab.ab" in exact
+    long_name = "x.y.z.w.v"  # five parts: its spans of four and the whole name
+    assert {"x.y.z.w", "y.z.w.v", "x.y.z.w.v"} <= set(lexical.analyse(long_name).exact)
+    assert lexical.analyse("a_" * 100 + "b").exact == ()

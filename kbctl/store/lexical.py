@@ -45,6 +45,12 @@ _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _SNAKE = re.compile(r"(?<![\w.])\w*[A-Za-z0-9]_\w*|(?<![\w.])_+[A-Za-z0-9]\w*")
 _CAMEL = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# A dotted name gives its spans of up to this many parts, and itself whole: a hostile
+# ``a.a.a.…`` of p parts would otherwise give p²/2 lexemes of total size p³.
+MAX_SPAN_PARTS = 4
+# Longer exact lexemes are dropped: they match nothing a person types, and an index entry
+# has a size limit (PostgreSQL's own parser drops words over 2047 characters).
+MAX_EXACT_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,9 @@ def analyse(text: str) -> Analysed:
         parts = match.group(0).split(".")
         lowered = [p.lower() for p in parts]
         exact.extend(".".join(lowered[i:j]) for i in range(len(parts))
-                     for j in range(i + 2, len(parts) + 1))
+                     for j in range(i + 2, min(i + MAX_SPAN_PARTS, len(parts)) + 1))
+        if len(parts) > MAX_SPAN_PARTS:
+            exact.append(".".join(lowered))
         return " ".join(parts)
 
     split = _DOTTED.sub(dotted, text)
@@ -78,7 +86,7 @@ def analyse(text: str) -> Analysed:
     camel = [" ".join(_CAMEL_PART.findall(m.group(0))) for m in _CAMEL.finditer(split)]
     if camel:
         split = split + "\n" + " ".join(camel)
-    return Analysed(split, tuple(exact))
+    return Analysed(split, tuple(e for e in exact if len(e) <= MAX_EXACT_CHARS))
 
 
 @dataclass(frozen=True)
