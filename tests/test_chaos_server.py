@@ -313,6 +313,21 @@ def test_doctor_shows_and_repairs_dead_handles(box: Box) -> None:
     assert box.handles() == []
 
 
+@pytest.mark.parametrize("garbage", ["[123, 45", "5", '{"pids": [1]}'])
+def test_a_garbled_handle_list_is_repaired_and_never_reads_as_no_users(
+        box: Box, garbage: str) -> None:
+    """A write cut short (or foreign content) in the handle list: doctor names it, no
+    command tracebacks, and the next command rewrites the list and says so."""
+    ok(box.run("status", linger=60))
+    (box.pgdata / ".handle_pids.json").write_text(garbage)
+    check = box.run("doctor", "--check", "--json")
+    assert check.returncode == 1, check.stderr
+    assert any("not a list of pids" in p for p in json.loads(check.stdout)["remaining"])
+    status = ok(box.run("status", "--json"))
+    assert "which was not a list of pids" in status.stderr
+    assert box.handles() == []  # rewritten; the command's own handle came and went
+
+
 def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
     shutil.rmtree(box.pgdata)
     # what initdb has made when it is killed before its bootstrap

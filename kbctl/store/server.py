@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ class ServerState:
     leftovers: list[int] = field(default_factory=list)
     handles: list[int] = field(default_factory=list)
     dead_handles: list[int] = field(default_factory=list)
+    unreadable_handles: bool = False  # its users are unknown: never stop for want of them
     watchdog: int | None = None
     incomplete: bool = False
 
@@ -155,6 +157,9 @@ class ServerState:
         if self.dead_handles:
             out.append(f"{len(self.dead_handles)} handle(s) of exited processes "
                        f"(pids {_pids(self.dead_handles)})")
+        if self.unreadable_handles:
+            out.append(f"{HANDLES_FILE} is not a list of pids (a write cut short?): the "
+                       f"server's users are unknown")
         if self.running and self.watchdog is None:
             out.append("no watchdog: the server would not stop once its users are gone")
         return out
@@ -188,7 +193,7 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
                                  if p.pid not in postmasters and _ppid(p) not in postmasters)
     state.stale_pid_file = (pgdata / PID_FILE).exists() and state.postmaster is None
     state.incomplete = state.postmaster is None and not state.orphans and _incomplete(pgdata)
-    state.handles, state.dead_handles = split_handles(pgdata)
+    read_split(state)
     state.watchdog = watchdog_pid(state.data_dir)
     return state
 
@@ -275,28 +280,57 @@ def _ppid(proc: psutil.Process) -> int | None:
         return None
 
 
-def handle_list(pgdata: Path) -> Any:
-    return _pgserver().utils.DiskList(pgdata / HANDLES_FILE)
+# At most this much of the handle list is read: a list of pids is tiny.
+MAX_HANDLES_BYTES = 1024 * 1024
 
 
-def split_handles(pgdata: Path) -> tuple[list[int], list[int]]:
-    """(live, dead) pids in the handle list."""
-    path = pgdata / HANDLES_FILE
+def read_handles(pgdata: Path) -> list[int] | None:
+    """The pids in the handle list: [] when there is none, None when it is not a list of
+    pids (a write cut short, or something else's content)."""
     try:
-        pids = handle_list(pgdata)._get()
-        written = path.stat().st_mtime if path.exists() else time.time()
-    except (OSError, ValueError):
-        return [], []
-    pids = [p for p in pids if isinstance(p, int)]
-    live = [p for p in pids if _alive_since(p, written)]
-    return live, [p for p in pids if p not in live]
+        with open(pgdata / HANDLES_FILE, "rb") as handle:
+            raw = handle.read(MAX_HANDLES_BYTES + 1)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    if not raw.strip():
+        return []
+    try:
+        pids = json.loads(raw) if len(raw) <= MAX_HANDLES_BYTES else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(pids, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in pids):
+        return None
+    return pids
 
 
-def drop_handles(pgdata: Path, pids: list[int]) -> None:
-    """Remove ``pids`` from the handle list (under ``server_lock``)."""
-    handles = handle_list(pgdata)
-    for pid in pids:
-        handles.get_and_remove(pid)
+def change_handles(pgdata: Path, *, add: Sequence[int] = (), drop: Sequence[int] = ()
+                   ) -> None:
+    """Add and drop pids in the handle list (under ``server_lock``). The file is replaced
+    whole, so a crash mid-write leaves the old list; an unreadable one starts afresh."""
+    current = read_handles(pgdata)
+    pids = current or []
+    changed = [p for p in pids if p not in drop] + [p for p in add if p not in pids]
+    if changed == current:
+        return
+    temporary = pgdata / f"{HANDLES_FILE}.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps(changed))
+    os.replace(temporary, pgdata / HANDLES_FILE)
+
+
+def read_split(state: ServerState) -> None:
+    """Fill ``state``'s live and dead handles, or mark its handle list unreadable."""
+    pids = read_handles(state.pgdata)
+    state.unreadable_handles = pids is None
+    path = state.pgdata / HANDLES_FILE
+    try:
+        written = path.stat().st_mtime
+    except OSError:
+        written = time.time()
+    state.handles = [p for p in pids or [] if _alive_since(p, written)]
+    state.dead_handles = [p for p in pids or [] if p not in state.handles]
 
 
 def _alive_since(pid: int, written: float) -> bool:
@@ -346,8 +380,12 @@ def repair(state: ServerState, say: Say = say_on_stderr) -> list[str]:
         if removed:
             note(f"removed the stale {' and '.join(removed)} of a server that is gone"
                  + (f" (pid {state.pid_file_pid})" if state.pid_file_pid else ""))
+    if state.unreadable_handles:
+        change_handles(state.pgdata)
+        note(f"rewrote {HANDLES_FILE}, which was not a list of pids; processes still using "
+             f"the server reconnect if it stops under them")
     if state.dead_handles:
-        drop_handles(state.pgdata, state.dead_handles)
+        change_handles(state.pgdata, drop=state.dead_handles)
         note(f"dropped {len(state.dead_handles)} handle(s) of exited processes "
              f"(pids {_pids(state.dead_handles)})")
     return done
@@ -455,7 +493,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
                 "starting it again")
         repair(state, say)
         server = _start(pgserver, pgdata)
-        handle_list(pgdata).get_and_add(os.getpid())
+        change_handles(pgdata, add=[os.getpid()])
         if watchdog_pid(pgdata.parent) is None:
             with contextlib.suppress(OSError):  # without one, the last user stops it
                 spawn_watchdog(pgdata.parent)
@@ -504,9 +542,11 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
     pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
     with server_lock(pgdata.parent):
-        handle_list(pgdata).get_and_remove(os.getpid())
+        if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
+            change_handles(pgdata, drop=[os.getpid()])
         state = inspect(pgdata.parent, thorough=False)
-        if state.running and not state.handles and (stop or state.watchdog is None):
+        if (state.running and not state.handles and not state.unreadable_handles
+                and (stop or state.watchdog is None)):
             stop_server(state)
 
 

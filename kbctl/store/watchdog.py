@@ -32,12 +32,12 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
             if state.postmaster is None:
                 _retire(data_dir)
                 return "server gone"
-            if state.handles:
+            if state.handles or state.unreadable_handles:
                 idle_since = None
             elif idle_since is None:
                 idle_since = time.monotonic()
             if idle_since is not None and time.monotonic() - idle_since >= linger:
-                server.drop_handles(state.pgdata, state.dead_handles)
+                server.change_handles(state.pgdata, drop=state.dead_handles)
                 server.stop_server(state)
                 _retire(data_dir)
                 return "stopped"
@@ -51,7 +51,7 @@ def _light_state(data_dir: Path) -> server.ServerState:
     pid = server.pid_file_pid(pgdata)
     if pid is not None and server.serving_process(pid, pgdata) is not None:
         state.postmaster = pid
-    state.handles, state.dead_handles = server.split_handles(pgdata)
+    server.read_split(state)
     return state
 
 
