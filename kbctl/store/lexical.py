@@ -163,9 +163,14 @@ def insert_postings_sql(table: str, scope: Mapping[str, str], *, chunks: str, on
         FROM lex JOIN {chunks} ON {on}"""
 
 
+def idf_sql(df: str) -> str:
+    """BM25's inverse document frequency of a lexeme in ``df`` chunks; needs ``st``."""
+    return f"ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5))"
+
+
 def bm25_term_sql(df: str, tf: str, dl: str) -> str:
     """One lexeme's BM25 contribution; needs ``st`` (``n``, ``avgdl``) in scope."""
-    return (f"ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5)) * {tf} * ({K1} + 1) "
+    return (f"{idf_sql(df)} * {tf} * ({K1} + 1) "
             f"/ ({tf} + {K1} * (1 - {B} + {B} * {dl} / st.avgdl))")
 
 

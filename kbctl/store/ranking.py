@@ -99,7 +99,7 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
             LEFT JOIN lex ON lex.chunk_id = ids.chunk_id),
         ceiling AS (
             SELECT ({lexical.K1} + 1)
-                   * coalesce(sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))), 0) AS r
+                   * coalesce(sum({lexical.idf_sql("df.df")}), 0) AS r
             FROM df CROSS JOIN st WHERE df.df > 0),
         tops AS (SELECT min(r) AS r_low, max(r) AS r_top, min(cos) AS c_low,
                         max(cos) AS c_top FROM exact),
