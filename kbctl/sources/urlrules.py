@@ -147,9 +147,6 @@ class UrlRules:
                 return rule.label
         return None
 
-    def allows(self, url: str) -> bool:
-        return self.verdict(url) is None
-
     def split(self, urls: Sequence[str]) -> tuple[list[str], dict[str, int]]:
         """The URLs kept (in order) and how many each rule dropped (rules that dropped
         nothing included, so a report shows a rule that never matched)."""
