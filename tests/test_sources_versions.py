@@ -106,3 +106,13 @@ def test_preferred_version_order() -> None:
     assert preferred_version(["latest", "stable", "3.1"]) == "stable"
     assert preferred_version(["latest", "2.x", "3.1", "3.10"]) == "3.10"
     assert preferred_version(["latest", "dev"]) == "latest"
+
+
+def test_each_choice_keeps_its_own_reason() -> None:
+    urls = site("/en/stable", "/en/latest", "/fr/stable", "/fr/latest")
+    chosen = select(urls, detect(urls), lang="fr")
+    assert (chosen.version, chosen.lang) == ("stable", "fr")
+    assert "language: chosen with a flag" in chosen.reason
+    assert "version: no signal from the site" in chosen.reason
+    both = select(urls, detect(urls), lang="fr", version="latest")
+    assert both.reason == "chosen with a flag"

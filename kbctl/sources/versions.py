@@ -237,7 +237,11 @@ def select(urls: Sequence[str], layout: Layout, *, version: str | None = None,
                               site_reason)
         parsed, selection.dropped_versions = _pick(parsed, "version", "version_at", chosen)
         selection.version = chosen
-        selection.reason = why
+        # both chosen for different reasons: say each (the language's is not overwritten)
+        if selection.reason and why != selection.reason:
+            selection.reason = f"version: {why}; language: {selection.reason}"
+        else:
+            selection.reason = why
     selection.kept = [p.url for p in parsed]
     return selection
 
