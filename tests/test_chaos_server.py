@@ -345,3 +345,29 @@ def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
     refused = box.run("status")
     assert refused.returncode == 3 and (box.pgdata / "notes.txt").read_text() == "mine"
     assert f"could not start the embedded PostgreSQL in {box.pgdata}" in refused.stderr
+
+
+def test_a_lock_held_for_good_fails_after_the_wait(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder stuck for ever (another process's start that never ends) must not hang
+    every other process: the wait ends with an environment error naming the directory."""
+    from kbctl.errors import DatabaseError
+    from kbctl.store import server
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; "
+         f"fd = os.open({str(tmp_path / server.LOCK_FILE)!r}, os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(server, "LOCK_WAIT_S", 0.5)
+        with (pytest.raises(DatabaseError, match="held the server lock") as info,
+              server.server_lock(tmp_path)):
+            pass
+        assert info.value.exit_code == 3 and str(tmp_path) in str(info.value)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    with server.server_lock(tmp_path):  # free again once the holder is gone
+        pass

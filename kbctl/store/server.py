@@ -46,6 +46,10 @@ from ..errors import DatabaseError
 PG_DIR = "pg"
 PID_FILE = "postmaster.pid"
 HANDLES_FILE = ".handle_pids.json"
+# How long a process waits for another to finish starting, repairing or stopping the
+# server (an initdb on a slow disk takes seconds), and how often it looks.
+LOCK_WAIT_S = 300.0
+LOCK_POLL_S = 0.05
 WATCHDOG_FILE = "watchdog.pid"
 LINGER_ENV = "KBCTL_SERVER_LINGER"
 DEFAULT_LINGER_S = 5.0
@@ -110,10 +114,28 @@ def server_lock(data_dir: Path) -> Iterator[None]:
         except OSError as exc:
             raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _flock_within(fd, data_dir, LOCK_WAIT_S)
             yield
         finally:
             os.close(fd)
+
+
+def _flock_within(fd: int, data_dir: Path, seconds: float) -> None:
+    """Take the file lock, or fail after ``seconds``: a holder stuck for good (pgserver
+    waits without limit for a server that died while starting) must not hang every other
+    process, the watchdog and each one's exit for ever."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise DatabaseError(
+                    f"another process has held the server lock of {data_dir} for over "
+                    f"{seconds:.0f}s", hint="run `kbctl doctor` to see which processes "
+                    "use the data directory") from None
+            time.sleep(LOCK_POLL_S)
 
 
 # --- what is there -------------------------------------------------------------------------
