@@ -176,15 +176,3 @@ def _parse_env(raw: str, default: Any) -> Any:
         except ValueError:
             continue
     return text
-
-
-def settings_json(m: MemorySettings) -> dict[str, Any]:
-    """camelCase view for ``memory health --json``."""
-    return {"maxResults": m.max_results, "minScore": m.min_score, "mmr": m.mmr,
-            "mmrLambda": m.mmr_lambda, "decay": m.decay, "halfLifeDays": m.half_life_days,
-            "maxInjectedChars": m.max_injected_chars, "citations": m.citations,
-            "track": m.track,
-            "flush": {"enabled": m.flush.enabled,
-                      "softThresholdTokens": m.flush.soft_threshold_tokens,
-                      "reserveFloorTokens": m.flush.reserve_floor_tokens,
-                      "contextWindow": m.flush.context_window}}

@@ -20,8 +20,9 @@ from ..memory.model import (
     MemoryText,
     WriteResult,
 )
-from ..memory_config import CITATION_MODES, settings_json
+from ..memory_config import CITATION_MODES
 from .formats import Formats, Rendered, as_json
+from .jsonable import to_jsonable
 from .text import plain, shown, styled
 
 
@@ -90,7 +91,7 @@ def delete_json(r: DeleteResult, **options: Any) -> dict[str, Any]:
 def health_json(r: Health, **options: Any) -> dict[str, Any]:
     out = {"kind": r.kind, "ok": r.ok, "error": r.error, "details": r.details}
     if r.settings is not None:
-        out["settings"] = settings_json(r.settings)
+        out["settings"] = to_jsonable(r.settings)
     return out
 
 
