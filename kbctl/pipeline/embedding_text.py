@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 
 # An inline link or image: the label (one level of nested brackets, backslash escapes),
-# then the destination (``<…>`` or balanced one level of parentheses) and an optional
-# title. Each repetition starts on a different character, so matching stays linear.
+# then the destination (``<…>`` or balanced one level of parentheses), if any, and an
+# optional title. No two neighbouring parts can take the same characters (a destination
+# starts on a non-blank, blanks before it belong to the opening), so matching stays linear
+# even on a long run of blanks.
 _LABEL = r"\[((?:[^\[\]\\\n]|\\.|\[(?:[^\[\]\\\n]|\\.)*\])*)\]"
-_DESTINATION = (r"\(\s*(?:<[^<>\n]*>|(?:[^()\s]|\([^()\s]*\))*)"
-                r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)")
+_DESTINATION = (r"\(\s*(?:(?:<[^<>\n]*>|(?:[^()\s]|\([^()\s]*\))+)"
+                r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*)?\)")
 _LINK = re.compile(r"!?" + _LABEL + _DESTINATION)
 # A link reference definition line (``[vec]: ../std/vec/struct.Vec.html "Vec"``), as mdBook
 # chapters end with; a footnote (``[^1]: text``) is prose and stays.
