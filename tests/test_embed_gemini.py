@@ -239,8 +239,9 @@ def test_malformed_responses_are_embedder_errors(payload: dict) -> None:
         make(rec, dimensions=2).embed(["x"])
 
 
-def test_non_json_body_is_an_embedder_error() -> None:
-    rec = Recorder(lambda r: httpx.Response(200, text="<html>proxy</html>"))
+@pytest.mark.parametrize("body", ["<html>proxy</html>", "[" * 200_000])
+def test_non_json_body_is_an_embedder_error(body: str) -> None:
+    rec = Recorder(lambda r: httpx.Response(200, text=body))
     with pytest.raises(EmbedderError, match="not JSON"):
         make(rec, dimensions=2).embed_query("x")
 

@@ -170,8 +170,10 @@ def test_malformed_answers_are_errors(payload: dict, message: str) -> None:
             rr.score(QUERY, DOCS)
 
 
-def test_non_json_answer_is_an_error() -> None:
-    with LocalServer({"/rerank": ok("<html>gateway</html>", "text/html")}) as server:
+@pytest.mark.parametrize("body", ["<html>gateway</html>", "[" * 200_000])
+def test_non_json_answer_is_an_error(body: str) -> None:
+    """Not JSON, or nested past the parser's depth: an error, never a traceback."""
+    with LocalServer({"/rerank": ok(body, "text/html")}) as server:
         rr = create_reranker("cohere:m", base_url=server.url(), env={})
         with pytest.raises(RerankerError, match="not JSON"):
             rr.score(QUERY, DOCS)

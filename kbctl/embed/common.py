@@ -49,15 +49,6 @@ def checked_vector(values: Any, expected: int | None, *, what: str) -> list[floa
     return l2_normalize(values, what=what)
 
 
-def read_json(response: httpx.Response, *, what: str) -> Any:
-    try:
-        return response.json()
-    except ValueError as exc:
-        raise EmbedderError(
-            f"{what}: HTTP {response.status_code} with a body that is not JSON"
-        ) from exc
-
-
 def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int) -> list[R]:
     """``[fn(x) for x in items]`` with at most ``concurrency`` calls running at once.
 

@@ -27,11 +27,10 @@ from kbctl.embed.common import (
     LazyClient,
     checked_vector,
     map_bounded,
-    read_json,
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json
 
 DEFAULT_MODEL = "gemini-embedding-2"
 FALLBACK_MODEL = "gemini-embedding-001"
@@ -182,7 +181,8 @@ class GeminiEmbedder:
             )
         if not response.is_success:
             raise EmbedderError(f"{what}: HTTP {response.status_code}: {_error_message(response)}")
-        return checked_vector(_values(read_json(response, what=what)), self._dimensions, what=what)
+        payload = read_json(response, what=what, error=EmbedderError)
+        return checked_vector(_values(payload), self._dimensions, what=what)
 
     def _key(self) -> tuple[str, str]:
         """The key and where it came from, so an auth error can name what to fix."""

@@ -26,11 +26,10 @@ from kbctl.embed.common import (
     LazyClient,
     checked_vector,
     map_bounded,
-    read_json,
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -171,7 +170,8 @@ class OpenAIEmbedder:
             raise EmbedderError(
                 f"{what}: HTTP {response.status_code}: {_error_message(response)}"
             )
-        raw = _ordered_embeddings(read_json(response, what=what), len(batch), what=what)
+        payload = read_json(response, what=what, error=EmbedderError)
+        raw = _ordered_embeddings(payload, len(batch), what=what)
         with self._lock:
             if self._dimensions is None:
                 first = raw[0]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timezone
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 
@@ -123,7 +124,7 @@ class RetryPolicy:
                 if attempt >= self.max_retries:
                     raise error(
                         f"{what}: HTTP {response.status_code} after {attempt + 1} attempts: "
-                        f"{_snippet(response)}",
+                        f"{snippet(response)}",
                         hint="the provider is rate-limiting or failing; retry later",
                     )
                 retry_after = response.headers.get("retry-after")
@@ -139,7 +140,18 @@ class RetryPolicy:
             attempt += 1
 
 
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
+def read_json(response: httpx.Response, *, what: str, error: type[KbctlError]) -> Any:
+    """A provider's JSON answer; a body that is not JSON, or nested past the parser's
+    depth, is ``error`` naming ``what`` (never a traceback)."""
+    try:
+        return response.json()
+    except (ValueError, RecursionError) as exc:
+        raise error(f"{what}: HTTP {response.status_code} with a body that is not JSON "
+                    "(or nests too deeply)") from exc
+
+
+def snippet(response: httpx.Response, limit: int = 200) -> str:
+    """The start of a response's body on one line, for an error message."""
     try:
         text = response.text
     except Exception:  # an unreadable body must not hide the status

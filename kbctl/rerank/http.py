@@ -15,7 +15,7 @@ import httpx
 
 from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json, snippet
 from kbctl.rerank.base import RerankerIdentity
 
 
@@ -97,12 +97,8 @@ class HttpReranker:
                 if self.key_variables else "check the server's access settings")
         if not response.is_success:
             raise RerankerError(f"{what}: HTTP {response.status_code}: "
-                                f"{_snippet(response)}")
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise RerankerError(f"{what}: HTTP {response.status_code} with a body that is "
-                                "not JSON") from exc
+                                f"{snippet(response)}")
+        payload = read_json(response, what=what, error=RerankerError)
         return ordered_scores(self.pairs(payload), len(documents), self.score_field,
                               what=what)
 
@@ -145,11 +141,3 @@ def ordered_scores(items: Any, count: int, field: str, *, what: str) -> list[flo
         raise RerankerError(f"{what}: {len(missing)} of {count} documents came back "
                             "without a score")
     return [s for s in scores if s is not None]
-
-
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
-    try:
-        text = " ".join(response.text.split())
-    except Exception:  # an unreadable body must not hide the status
-        return ""
-    return text[:limit] + ("…" if len(text) > limit else "")
