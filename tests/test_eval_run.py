@@ -502,6 +502,19 @@ def test_identity_mismatch_is_warned() -> None:
         "the baseline was run with embedder 'other/model@3', this run with 'fake/model@8'",)
 
 
+def test_a_reranker_change_is_warned_and_an_older_baseline_is_not() -> None:
+    c = case()
+    base = baseline_from([c], {})
+    assert base["reranker"] == "none"
+    reranked = run_suites([suite_of(c)], FakeRetriever({}), namespace="docs",
+                          embedder="fake/model@8", reranker="tei/bge-reranker")
+    diff = compare_with_baseline(reranked, base)
+    assert diff.warnings == (
+        "the baseline was run with reranker 'none', this run with 'tei/bge-reranker'",)
+    del base["reranker"]  # a report written before reports named the reranker
+    assert compare_with_baseline(reranked, base).warnings == ()
+
+
 def test_baseline_metrics_and_counts_are_kept() -> None:
     c = case(expect=TARGET)
     base = baseline_from([c], {c.question: ranked(2)})

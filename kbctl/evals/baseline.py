@@ -93,6 +93,7 @@ class Baseline:
     metrics: dict[str, Any]
     namespace: Any = None  # as recorded; compared only when a string
     embedder: Any = None
+    reranker: Any = None  # absent from reports of earlier versions: then not compared
 
 
 # A baseline is a report kbctl wrote itself (about 5 KB per case at topK 10), so it may be
@@ -179,7 +180,8 @@ def parse_baseline(data: Any, source: str) -> Baseline:
     for key in ("hitRate", "mrr"):
         if not _optional_number(metrics.get(key)):
             raise _bad(source, f"metrics.{key}", "expected a number or null")
-    return Baseline(source, tuple(past), metrics, data.get("namespace"), data.get("embedder"))
+    return Baseline(source, tuple(past), metrics, data.get("namespace"), data.get("embedder"),
+                    data.get("reranker"))
 
 
 # --- comparison ------------------------------------------------------------------------
@@ -239,7 +241,8 @@ def compare_with_baseline(
                if key_of(item.suite, item.id) in remaining]
 
     warnings = []
-    for key, now in (("namespace", report.namespace), ("embedder", report.embedder)):
+    for key, now in (("namespace", report.namespace), ("embedder", report.embedder),
+                     ("reranker", report.reranker)):
         then = getattr(baseline, key)
         if isinstance(then, str) and then != now:
             warnings.append(f"the baseline was run with {key} '{then}', this run with '{now}'")

@@ -37,11 +37,11 @@ def plan_eval(paths: Sequence[str | Path], *, baseline: str | Path | None = None
 
 
 def run_plan(plan: EvalPlan, retriever: Retriever, *, namespace: str, embedder: object,
-             clock: Callable[[], float] = time.perf_counter,
+             reranker: object = "none", clock: Callable[[], float] = time.perf_counter,
              on_result: Callable[[CaseResult], None] | None = None) -> EvalOutcome:
     """Run the planned suites, compare with the baseline, judge once."""
     report = run_suites(plan.suites, retriever, namespace=namespace, embedder=embedder,
-                        clock=clock, on_result=on_result)
+                        reranker=reranker, clock=clock, on_result=on_result)
     diff = None
     if plan.baseline is not None:
         diff = compare_with_baseline(report, plan.baseline, rank_tolerance=plan.rank_tolerance,

@@ -7,6 +7,7 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
     kbctlVersion                the kbctl that wrote it
     startedAt, durationMs       ISO-8601 UTC start, wall time of the whole run
     namespace, embedder         the KB namespace and the embedder identity string
+    reranker                    the reranker identity string, "none" without one
     suites                      [{path, name, cases}] in run order (name = file stem)
     totals                      {total, passed, failed}; passed + failed == total
     metrics                     {hitRate, mrr, ndcg, recall, scoredCases, hits, byTag}:
@@ -131,6 +132,7 @@ def report_to_json(report: EvalReport, diff: BaselineDiff | None,
         "durationMs": _ms(report.duration_ms),
         "namespace": report.namespace,
         "embedder": report.embedder,
+        "reranker": report.reranker,
         "suites": [{"path": path, "name": PurePosixPath(path).stem, "cases": counts.get(path, 0)}
                    for path in report.suites],
         "totals": {"total": report.total, "passed": report.passed, "failed": report.failed},

@@ -65,6 +65,7 @@ class EvalReport:
     duration_ms: float
     results: tuple[CaseResult, ...]
     metrics: Metrics
+    reranker: str = "none"
 
     @property
     def total(self) -> int:
@@ -93,13 +94,15 @@ def run_suites(
     *,
     namespace: str,
     embedder: object,
+    reranker: object = "none",
     clock: Callable[[], float] = time.perf_counter,
     now: Callable[[], datetime] = _utcnow,
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> EvalReport:
     """Run every case of every suite, one after another, in input order.
 
-    ``embedder`` is recorded by its ``str()`` (an identity string or object); ``on_result``
+    ``embedder`` and ``reranker`` are recorded by their ``str()`` (an identity string or
+    object): a score means something else under another of either; ``on_result``
     is called after each case (progress display).
     """
     started_at = now().isoformat(timespec="seconds")
@@ -120,6 +123,7 @@ def run_suites(
         duration_ms=(clock() - run_start) * 1000.0,
         results=tuple(results),
         metrics=compute_metrics(results),
+        reranker=str(reranker),
     )
 
 

@@ -147,6 +147,7 @@ def evaluate(
             return run_plan(
                 plan, retriever, namespace=settings.namespace,
                 embedder=embedder.identity if embedder is not None else "none",
+                reranker=reranker.identity if reranker is not None else "none",
                 on_result=on_result,
             )
         except _BrokenFromStart as broken:
