@@ -30,7 +30,8 @@ from kbctl.embed.common import (
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json
+from kbctl.net.api import post_json, read_json
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "gemini-embedding-2"
 FALLBACK_MODEL = "gemini-embedding-001"
@@ -164,7 +165,8 @@ class GeminiEmbedder:
         client = self._http()
         what = f"gemini model {self.model}"
         response = self.retry.send(
-            lambda: client.post(self.url, json=body, headers={"x-goog-api-key": secret}),
+            lambda: post_json(client, self.url, body=body, headers={"x-goog-api-key": secret},
+                              what=what, error=EmbedderError),
             what=what, error=EmbedderError,
         )
         if response.status_code in (401, 403) or _is_invalid_key(response):

@@ -29,7 +29,8 @@ from kbctl.embed.common import (
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json
+from kbctl.net.api import post_json, read_json
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -158,8 +159,9 @@ class OpenAIEmbedder:
         client = self._http()
         what = f"openai-compatible model {self.model} at {self.base_url}"
         response = self.retry.send(
-            lambda: client.post(self.url, json=body, headers=headers), what=what,
-            error=EmbedderError,
+            lambda: post_json(client, self.url, body=body, headers=headers, what=what,
+                              error=EmbedderError),
+            what=what, error=EmbedderError,
         )
         if response.status_code in (401, 403):
             raise AuthError(

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 import httpx
 
 from kbctl.errors import KbctlError
+from kbctl.net.api import snippet
 
 DEFAULT_MAX_RETRIES = 4
 # Content servers: a 500 on a page is usually the page's own fault, so only "try later"
@@ -138,23 +138,3 @@ class RetryPolicy:
                 ) from None
             self.sleep(delay)
             attempt += 1
-
-
-def read_json(response: httpx.Response, *, what: str, error: type[KbctlError]) -> Any:
-    """A provider's JSON answer; a body that is not JSON, or nested past the parser's
-    depth, is ``error`` naming ``what`` (never a traceback)."""
-    try:
-        return response.json()
-    except (ValueError, RecursionError) as exc:
-        raise error(f"{what}: HTTP {response.status_code} with a body that is not JSON "
-                    "(or nests too deeply)") from exc
-
-
-def snippet(response: httpx.Response, limit: int = 200) -> str:
-    """The start of a response's body on one line, for an error message."""
-    try:
-        text = response.text
-    except Exception:  # an unreadable body must not hide the status
-        return ""
-    text = " ".join(text.split())
-    return text[:limit] + ("…" if len(text) > limit else "")

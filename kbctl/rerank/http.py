@@ -15,7 +15,8 @@ import httpx
 
 from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
-from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy, read_json, snippet
+from kbctl.net.api import post_json, read_json, snippet
+from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.rerank.base import RerankerIdentity
 
 
@@ -88,8 +89,10 @@ class HttpReranker:
         body = self.body(query, list(documents))
         headers = self._headers()
         client = self._clients.get()
-        response = self.retry.send(lambda: client.post(self.url, json=body, headers=headers),
-                                   what=what, error=RerankerError)
+        response = self.retry.send(
+            lambda: post_json(client, self.url, body=body, headers=headers, what=what,
+                              error=RerankerError),
+            what=what, error=RerankerError)
         if response.status_code in (401, 403):
             raise RerankerError(
                 f"{what} refused the request (HTTP {response.status_code})",

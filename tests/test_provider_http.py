@@ -1,0 +1,104 @@
+"""Provider answers are read under a whole-request deadline and a byte cap, against real
+loopback servers: one that trickles its answer, one that sends too much, and gzip bombs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import httpx
+import pytest
+
+from kbctl.embed.openai import OpenAIEmbedder
+from kbctl.errors import EmbedderError, RerankerError
+from kbctl.net import api
+from kbctl.net.api import post_json
+from kbctl.net.retry import RetryPolicy
+from kbctl.rerank.registry import create_reranker
+from tests.http_server import LocalServer, Response, ok
+
+NO_RETRY = RetryPolicy(max_retries=0, sleep=lambda s: None)
+
+
+def _embeddings(count: int = 1) -> bytes:
+    return json.dumps({"data": [{"index": i, "embedding": [1.0, 0.0]}
+                                for i in range(count)]}).encode()
+
+
+def trickle(body: bytes, pause: float) -> Response:
+    """A valid answer sent a few bytes at a time: no single read ever times out."""
+    pieces = [body[i:i + 4] for i in range(0, len(body), 4)]
+    return ok(pieces, "application/json", chunk_delay=pause)
+
+
+def _post(server: LocalServer, **limits: float) -> httpx.Response:
+    with httpx.Client(timeout=5.0) as client:
+        return post_json(client, server.url("/v1/embeddings"), body={"input": ["x"]},
+                         headers={}, what="test provider", error=EmbedderError, **limits)
+
+
+def test_a_plain_answer_is_read_whole() -> None:
+    with LocalServer({"/v1/embeddings": ok(_embeddings(), "application/json")}) as server:
+        response = _post(server)
+    assert response.status_code == 200
+    assert response.json()["data"][0]["embedding"] == [1.0, 0.0]
+
+
+def test_a_gzipped_answer_is_decoded() -> None:
+    route = ok(gzip.compress(_embeddings(3)), "application/json",
+               headers={"Content-Encoding": "gzip"})
+    with LocalServer({"/v1/embeddings": route}) as server:
+        response = _post(server)
+    assert [d["index"] for d in response.json()["data"]] == [0, 1, 2]
+
+
+def test_a_trickling_answer_stops_at_the_deadline() -> None:
+    with LocalServer({"/v1/embeddings": trickle(_embeddings(20), 0.05)}) as server:
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout, match="still arriving after 0.5 s"):
+            _post(server, deadline=0.5)
+    assert time.monotonic() - started < 3.0
+
+
+def test_an_oversized_answer_is_refused_at_the_cap() -> None:
+    with LocalServer({"/v1/embeddings": ok(b"[" + b"0," * 50_000 + b"0]")}) as server:
+        with pytest.raises(EmbedderError, match="larger than 1000 bytes"):
+            _post(server, max_bytes=1000)
+
+
+def test_a_gzip_bomb_costs_the_cap_not_its_inflated_size() -> None:
+    bomb = gzip.compress(b" " * 50_000_000)  # 50 MB of blanks in ~50 KB
+    route = ok(bomb, "application/json", headers={"Content-Encoding": "gzip"})
+    with LocalServer({"/v1/embeddings": route}) as server:
+        with pytest.raises(EmbedderError, match="larger than 100000 bytes"):
+            _post(server, max_bytes=100_000)
+
+
+def test_a_truncated_gzip_answer_is_an_error() -> None:
+    cut = gzip.compress(_embeddings(50))[:-20]
+    route = ok(cut, "application/json", headers={"Content-Encoding": "gzip"})
+    with LocalServer({"/v1/embeddings": route}) as server:
+        with pytest.raises(EmbedderError, match="truncated compressed body"):
+            _post(server)
+
+
+def test_an_embedder_behind_a_trickling_server_fails_within_bounds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "DEADLINE_S", 0.5)
+    with LocalServer({"/v1/embeddings": trickle(_embeddings(20), 0.05)}) as server:
+        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={}, retry=NO_RETRY)
+        started = time.monotonic()
+        with pytest.raises(EmbedderError, match="request failed after 1 attempts"):
+            embedder.embed(["hello"])
+        embedder.close()
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_reranker_refuses_an_oversized_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "MAX_BYTES", 10_000)
+    huge = json.dumps({"results": [{"index": 0, "relevance_score": 0.5}] * 2000})
+    with LocalServer({"/rerank": ok(huge, "application/json")}) as server:
+        reranker = create_reranker("tei:m", base_url=server.url(), env={}, retry=NO_RETRY)
+        with pytest.raises(RerankerError, match="larger than 10000 bytes"):
+            reranker.score("q", ["a"])
