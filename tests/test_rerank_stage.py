@@ -95,6 +95,36 @@ def test_scores_are_cached_per_reranker_and_pair(kb: KnowledgeStore, db_url: str
     assert rows(db_url, "SELECT count(DISTINCT identity) FROM rerank_cache") == [(2,)]
 
 
+def test_old_cached_scores_are_pruned_when_new_ones_are_written(
+        kb: KnowledgeStore, db_url: str) -> None:
+    seen: list[dict] = []
+    with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
+        rr = CachedReranker(create_reranker("tei:m", base_url=server.url(), env={}), kb)
+        retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        first = rows(db_url, "SELECT count(*) FROM rerank_cache")[0][0]
+        kb.conn.execute("UPDATE rerank_cache SET created_at = now() - interval '31 days'")
+        retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)  # all cached
+        assert rows(db_url, "SELECT count(*) FROM rerank_cache") == [(first,)]
+        retrieve(kb, "walk a tree", namespace="ns", k=3, reranker=rr)
+    fresh = rows(db_url, "SELECT count(*), min(created_at) > now() - interval '1 day' "
+                         "FROM rerank_cache")
+    # only the new question's pairs remain
+    assert first > 0 and fresh == [(len(seen[-1]["texts"]), True)]
+
+
+def test_the_reranker_reads_link_labels_not_urls(kb: KnowledgeStore) -> None:
+    body = ("see [the glob module](https://docs.example.com/library/glob.html#module-glob)"
+            " for patterns")
+    ingest(kb, [source_spec("text", "links", {"body": body, "title": "links"})],
+           namespace="links")
+    seen: list[dict] = []
+    with LocalServer({"/rerank": tei_server("glob", seen)}) as server:
+        rr = create_reranker("tei:m", base_url=server.url(), env={})
+        retrieve(kb, "glob patterns", namespace="links", reranker=rr)
+    assert seen and all("https://" not in t for t in seen[0]["texts"])
+    assert any("the glob module" in t for t in seen[0]["texts"])
+
+
 def test_provider_failure_is_an_environment_failure(kb: KnowledgeStore) -> None:
     with LocalServer({"/rerank": ok("down", status=503)}) as server:
         rr = create_reranker("tei:m", base_url=server.url(), env={},

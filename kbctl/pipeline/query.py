@@ -12,6 +12,7 @@ from ..rerank.base import DEFAULT_TOP_N, Reranker
 from ..results import MAX_K, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
+from .embedding_text import embedding_text
 
 
 def clamp_k(k: int) -> int:
@@ -73,8 +74,9 @@ def retrieve(
 
 def rerank(reranker: Reranker, question: str, rows: Sequence[ScoredChunk]
            ) -> list[ScoredChunk]:
-    """Re-score ``rows`` with the cross-encoder; ties keep the fused order."""
-    scores = reranker.score(question, [r.text for r in rows])
+    """Re-score ``rows`` with the cross-encoder; ties keep the fused order. It reads what
+    the embedder reads: a cross-encoder's window is as small, and URLs waste it."""
+    scores = reranker.score(question, [embedding_text(r.text) for r in rows])
     order = sorted(range(len(rows)), key=lambda i: -scores[i])
     return [replace(rows[i], score=scores[i], fused_score=rows[i].score) for i in order]
 

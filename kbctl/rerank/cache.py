@@ -2,6 +2,8 @@
 
 The key is (reranker identity, sha256 of the query and the passage), so re-running an eval
 suite, or asking the same question again, costs no provider call for pairs already scored.
+Every new question adds its pairs, so a long-lived server would grow the cache without end:
+each write also drops pairs older than ``KEEP_DAYS`` (scored again if asked again).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 
 from ..store.knowledge import KnowledgeStore
 from .base import Reranker, RerankerIdentity
+
+KEEP_DAYS = 30.0
 
 
 def pair_hash(query: str, passage: str) -> bytes:
@@ -47,6 +51,7 @@ class CachedReranker:
             scores = self.inner.score(query, [documents[i] for i in order])
             fresh = {keys[i]: s for i, s in zip(order, scores, strict=True)}
             self.store.cache_rerank_scores(ident, fresh)
+            self.store.prune_rerank_cache(KEEP_DAYS)
             found.update(fresh)
             self.provider_pairs += len(order)
         self.cache_hits += sum(1 for k in keys if k not in first)

@@ -331,6 +331,13 @@ class KnowledgeStore:
             (identity, [k for k, _ in items], [v for _, v in items]),
         )
 
+    def prune_rerank_cache(self, older_than_days: float) -> int:
+        """Drop cached rerank scores written more than ``older_than_days`` ago; how many."""
+        cursor = self.conn.execute(
+            "DELETE FROM rerank_cache WHERE created_at < now() - make_interval(secs => %s)",
+            (older_than_days * 86400.0,))
+        return cursor.rowcount
+
     def chunk_texts(self, after_id: int, limit: int, *, table: str = "chunks"
                     ) -> list[tuple[int, str, str]]:
         """(id, text, title) of chunks in id order, for re-embedding in batches.

@@ -186,6 +186,15 @@ MIGRATIONS: list[Migration] = [
         """,
     ),
     (5, "identifier-aware, field-weighted postings", rebuild_postings),
+    (
+        6,
+        "rerank cache age index",
+        """
+        -- The rerank cache grows with every new question; rows past their age are pruned
+        -- on each write, which this index keeps cheap.
+        CREATE INDEX rerank_cache_created ON rerank_cache (created_at);
+        """,
+    ),
 ]
 
 
