@@ -62,25 +62,26 @@ def test_a_trickling_answer_stops_at_the_deadline() -> None:
 
 
 def test_an_oversized_answer_is_refused_at_the_cap() -> None:
-    with LocalServer({"/v1/embeddings": ok(b"[" + b"0," * 50_000 + b"0]")}) as server:
-        with pytest.raises(EmbedderError, match="larger than 1000 bytes"):
-            _post(server, max_bytes=1000)
+    route = ok(b"[" + b"0," * 50_000 + b"0]", "application/json")
+    with LocalServer({"/v1/embeddings": route}) as server, \
+            pytest.raises(EmbedderError, match="larger than 1000 bytes"):
+        _post(server, max_bytes=1000)
 
 
 def test_a_gzip_bomb_costs_the_cap_not_its_inflated_size() -> None:
     bomb = gzip.compress(b" " * 50_000_000)  # 50 MB of blanks in ~50 KB
     route = ok(bomb, "application/json", headers={"Content-Encoding": "gzip"})
-    with LocalServer({"/v1/embeddings": route}) as server:
-        with pytest.raises(EmbedderError, match="larger than 100000 bytes"):
-            _post(server, max_bytes=100_000)
+    with LocalServer({"/v1/embeddings": route}) as server, \
+            pytest.raises(EmbedderError, match="larger than 100000 bytes"):
+        _post(server, max_bytes=100_000)
 
 
 def test_a_truncated_gzip_answer_is_an_error() -> None:
     cut = gzip.compress(_embeddings(50))[:-20]
     route = ok(cut, "application/json", headers={"Content-Encoding": "gzip"})
-    with LocalServer({"/v1/embeddings": route}) as server:
-        with pytest.raises(EmbedderError, match="truncated compressed body"):
-            _post(server)
+    with LocalServer({"/v1/embeddings": route}) as server, \
+            pytest.raises(EmbedderError, match="truncated compressed body"):
+        _post(server)
 
 
 def test_an_embedder_behind_a_trickling_server_fails_within_bounds(

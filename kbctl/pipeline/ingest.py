@@ -291,6 +291,7 @@ class _Writer:
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
         self.touches: list[tuple[str, dict[str, Any]]] = []
+        self._dropped: dict[str, int] = {}  # the pages this writer dropped, per reason
         self._stores: queue.SimpleQueue[KnowledgeStore] = queue.SimpleQueue()
         for writer_store in writer_stores or [store]:
             self._stores.put(writer_store)
@@ -310,17 +311,20 @@ class _Writer:
 
     def drop(self, why: str, ref: str, note: str) -> None:
         """A page left out on purpose: counted, and named in the notes (the first few)."""
-        count = self.report.dropped.get(why, 0) + 1
-        self.report.dropped[why] = count
+        self.report.dropped[why] = self.report.dropped.get(why, 0) + 1
+        count = self._dropped[why] = self._dropped.get(why, 0) + 1
         if count <= DROP_NOTES and note:
             self.report.notes.append(note)
         self.progress(ProgressEvent("skipped", ref=ref, message=note))
 
     def summarise_drops(self) -> None:
-        for why, count in self.report.dropped.items():
+        """One note per reason for the drops past the named few. Only this writer's: an
+        expansion (URL rules, versions) writes its own summary of what it dropped."""
+        for why, count in self._dropped.items():
             if count > DROP_NOTES:
-                self.report.notes.append(f"… and {count - DROP_NOTES} more pages dropped "
-                                         f"({why})")
+                more = count - DROP_NOTES
+                self.report.notes.append(
+                    f"… and {more} more {'page' if more == 1 else 'pages'} dropped ({why})")
 
     def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None) -> bool:
         """True when another URL of the namespace already has this cleaned text."""
