@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Hashable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -56,18 +56,22 @@ class LoadError(ValueError):
 
 def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of ``path``, refused (``LoadError``) when over ``limit`` bytes.
-
-    At most ``limit + 1`` bytes are read, so a huge file or an endless stream costs
-    nothing. ``OSError`` passes through for the caller to word.
-    """
+    ``OSError`` passes through for the caller to word."""
     with open(path, "rb") as handle:
-        data = handle.read(limit + 1)
+        return decode_capped(handle, limit, what="the file")
+
+
+def decode_capped(handle: BinaryIO, limit: int = MAX_FILE_BYTES, *, what: str) -> str:
+    """The UTF-8 text read from ``handle`` (a file, a pipe), refused (``LoadError``) when
+    over ``limit`` bytes. At most ``limit + 1`` bytes are read, so a huge file or an
+    endless stream costs nothing."""
+    data = handle.read(limit + 1)
     if len(data) > limit:
-        raise LoadError(f"file is over the {limit} byte limit for this kind of file", None)
+        raise LoadError(f"{what} is over the {limit} byte limit", None)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise LoadError(f"not UTF-8 text (byte {exc.start})", None) from None
+        raise LoadError(f"{what} is not UTF-8 text (byte {exc.start})", None) from None
 
 
 # --- YAML ------------------------------------------------------------------------------

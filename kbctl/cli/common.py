@@ -15,6 +15,7 @@ import typer
 from ..config import Settings, resolve_settings
 from ..errors import InputError, KbctlError
 from ..hygiene import require_clean
+from ..linefile import LoadError, decode_capped
 from ..render import Output
 from ..sources.files import MAX_FILE_BYTES
 
@@ -96,18 +97,11 @@ def _labels(fn: Callable[..., Any]) -> dict[str, str]:
 
 
 def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
-    """Standard input as UTF-8 text, refused past ``limit`` bytes (the per-file cap).
-
-    At most ``limit + 1`` bytes are read, so an endless pipe costs nothing.
-    """
-    data = sys.stdin.buffer.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(f"{what} from stdin is over the {limit} byte limit; split it or "
-                         f"ingest it as files")
+    """Standard input as UTF-8 text, refused past ``limit`` bytes (the per-file cap)."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} from stdin is not UTF-8 text (byte {exc.start})") from None
+        return decode_capped(sys.stdin.buffer, limit, what=f"{what} from stdin")
+    except LoadError as exc:
+        raise InputError(exc.message) from None
 
 
 def exit_with(code: int) -> None:
