@@ -9,7 +9,6 @@ import typer
 
 from ..config import Settings
 from ..errors import InputError
-from ..hygiene import require_clean
 from ..memory import api
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
@@ -66,7 +65,6 @@ def append(
     """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
     body = read_stdin("the text") if text in (None, "-") else text
-    require_clean("the text", body)
     out = Output(json_output)
     _emit(api.append(settings, path, body, announce=out.note), json_output)
 

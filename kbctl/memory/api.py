@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import InputError, KbctlError
-from ..hygiene import describe_bad_char
+from ..hygiene import describe_bad_char, require_clean
 from ..wiring import open_store, resolve_embedder
 from .model import (
     DeleteResult,
@@ -56,6 +56,7 @@ def append(settings: Settings, path: str, text: str, *, scope: MemoryScope | Non
            announce: Announce = lambda _m: None) -> WriteResult:
     scope = scope or scope_for(settings)
     parse_path(path).owner(scope)
+    require_clean("the text", text)  # before the store is opened: a NUL is bad input
     with open_backend(settings, writing=True, announce=announce) as backend:
         return backend.append(scope, path, text)
 
