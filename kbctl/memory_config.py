@@ -94,6 +94,14 @@ _SEARCH_RULES: dict[str, Rule] = {
     "citations": (lambda v: v in CITATION_MODES, f"one of {', '.join(CITATION_MODES)}"),
     "track": (lambda v: isinstance(v, bool), "true or false"),
 }
+
+
+def search_problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the search setting ``name``, or None: the one
+    range check for config files, the CLI, the MCP tools and the library."""
+    return _problem(name, value, _SEARCH_RULES)
+
+
 _FLUSH_RULES: dict[str, Rule] = {
     "enabled": (lambda v: isinstance(v, bool), "true or false"),
     "soft_threshold_tokens": (lambda v: _int(v) and v >= 0, "a non-negative integer"),

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..memory.model import DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT
+from ..memory.model import DEFAULT_MAX_RESULTS
+from ..memory_config import MAX_RESULTS_LIMIT
 from ..results import MAX_K
 
 SEARCH_KNOWLEDGE = "search_knowledge"

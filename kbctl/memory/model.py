@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from ..errors import InputError
-from ..memory_config import MAX_RESULTS_LIMIT, MIN_HALF_LIFE_DAYS, MemorySettings
+from ..memory_config import MemorySettings, search_problem
 from .paths import MemoryScope
 
 _DEFAULTS = MemorySettings()
@@ -44,17 +43,10 @@ class SearchOptions:
         return cls(**{**base, **overrides})
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_results <= MAX_RESULTS_LIMIT:
-            raise InputError(f"--max-results must be within 1..{MAX_RESULTS_LIMIT}, "
-                             f"got {self.max_results}")
-        if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
-            raise InputError(f"--min-score must be within 0..1, got {self.min_score}")
-        if not 0.0 <= self.mmr_lambda <= 1.0:
-            raise InputError(f"--mmr-lambda must be within 0..1, got {self.mmr_lambda}")
-        if not (math.isfinite(self.half_life_days)
-                and self.half_life_days >= MIN_HALF_LIFE_DAYS):
-            raise InputError(f"--half-life-days must be a finite number of days, at least "
-                             f"{MIN_HALF_LIFE_DAYS}, got {self.half_life_days}")
+        for name in ("max_results", "min_score", "mmr_lambda", "half_life_days"):
+            problem = search_problem(name, getattr(self, name))
+            if problem:
+                raise InputError(f"--{name.replace('_', '-')} {problem}")
 
 
 @dataclass(frozen=True)
