@@ -8,6 +8,7 @@ means "crawl anything".
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -60,8 +61,7 @@ def pattern_matches(pattern: str, path: str) -> bool:
     so this never backtracks and does at most one substring search per piece. A regex or
     ``fnmatch`` translation backtracks, and a pattern of many stars never ends.
     """
-    anchored = pattern.endswith("$")
-    pieces = (pattern[:-1] if anchored else pattern).split("*")
+    anchored, pieces = _pieces(pattern)
     first, last = pieces[0], pieces[-1]
     if not path.startswith(first):
         return False
@@ -77,6 +77,13 @@ def pattern_matches(pattern: str, path: str) -> bool:
     if not anchored:
         return path.find(last, pos) >= 0
     return len(path) - len(last) >= pos and path.endswith(last)
+
+
+@functools.lru_cache(maxsize=MAX_RULES)
+def _pieces(pattern: str) -> tuple[bool, tuple[str, ...]]:
+    """A pattern split once, not once per URL: (ends with ``$``, the pieces between stars)."""
+    anchored = pattern.endswith("$")
+    return anchored, tuple((pattern[:-1] if anchored else pattern).split("*"))
 
 
 def parse_robots(text: str, agent: str = AGENT_TOKEN) -> Robots:
