@@ -1,7 +1,10 @@
 """An Embedder wrapper that asks the KB's embedding cache before the provider.
 
 The key is (embedder identity, sha256 of the exact input: title and text), so a chunk whose
-text did not change is never embedded twice, across ingests, resyncs and re-embeds.
+text did not change is never embedded twice, across ingests, resyncs and re-embeds. A
+resync of a changing site adds vectors every night, so the cache would grow for ever: a
+vector not used for ``KEEP_DAYS`` is dropped on the next write (and embedded again if that
+text ever comes back).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Sequence
 
 from ..embed.base import Embedder, EmbedderIdentity
 from ..store.knowledge import KnowledgeStore
+
+KEEP_DAYS = 90.0
 
 
 def input_hash(text: str, title: str | None) -> bytes:
@@ -54,6 +59,7 @@ class CachedEmbedder:
             vectors = self.inner.embed([texts[i] for i in order], [titles[i] for i in order])
             fresh = {keys[i]: v for i, v in zip(order, vectors, strict=True)}
             self.store.cache_embeddings(ident, fresh)
+            self.store.prune_cache("embedding_cache", KEEP_DAYS)
             found.update(fresh)
             self.provider_texts += len(order)
         self.cache_hits += len(keys) - len(missing)

@@ -51,7 +51,7 @@ class CachedReranker:
             scores = self.inner.score(query, [documents[i] for i in order])
             fresh = {keys[i]: s for i, s in zip(order, scores, strict=True)}
             self.store.cache_rerank_scores(ident, fresh)
-            self.store.prune_rerank_cache(KEEP_DAYS)
+            self.store.prune_cache("rerank_cache", KEEP_DAYS)
             found.update(fresh)
             self.provider_pairs += len(order)
         self.cache_hits += sum(1 for k in keys if k not in first)

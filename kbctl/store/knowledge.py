@@ -18,6 +18,8 @@ from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, Sourc
 from .vectors import as_floats, vector_text
 
 _EMBEDDER_KEY = "embedder"
+# Each cache's age column: a vector ages from its last use, a rerank score from its write.
+_CACHE_AGE = {"embedding_cache": "used_at", "rerank_cache": "created_at"}
 
 
 class KnowledgeStore:
@@ -293,9 +295,17 @@ class KnowledgeStore:
         if not keys:
             return {}
         rows = self.conn.execute(
-            "SELECT input_hash, embedding FROM embedding_cache "
-            "WHERE identity = %s AND input_hash = ANY(%s)",
-            (identity, list(keys)),
+            # renewing never waits on a row another writer holds (no deadlock between
+            # concurrent ingests): that row was just used anyway
+            """WITH stale AS (SELECT input_hash FROM embedding_cache
+                              WHERE identity = %(id)s AND input_hash = ANY(%(keys)s)
+                                AND used_at < now() - interval '1 day'
+                              FOR UPDATE SKIP LOCKED),
+                    renewed AS (UPDATE embedding_cache e SET used_at = now() FROM stale
+                                WHERE e.identity = %(id)s AND e.input_hash = stale.input_hash)
+               SELECT input_hash, embedding FROM embedding_cache
+               WHERE identity = %(id)s AND input_hash = ANY(%(keys)s)""",
+            {"id": identity, "keys": list(keys)},
         ).fetchall()
         return {bytes(k): as_floats(v) for k, v in rows}
 
@@ -331,10 +341,12 @@ class KnowledgeStore:
             (identity, [k for k, _ in items], [v for _, v in items]),
         )
 
-    def prune_rerank_cache(self, older_than_days: float) -> int:
-        """Drop cached rerank scores written more than ``older_than_days`` ago; how many."""
+    def prune_cache(self, table: str, older_than_days: float) -> int:
+        """Drop rows of a cache (``embedding_cache``: last used; ``rerank_cache``: written)
+        more than ``older_than_days`` ago; how many."""
+        column = _CACHE_AGE[table]
         cursor = self.conn.execute(
-            "DELETE FROM rerank_cache WHERE created_at < now() - make_interval(secs => %s)",
+            f"DELETE FROM {table} WHERE {column} < now() - make_interval(secs => %s)",
             (older_than_days * 86400.0,))
         return cursor.rowcount
 

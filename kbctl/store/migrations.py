@@ -195,6 +195,16 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX rerank_cache_created ON rerank_cache (created_at);
         """,
     ),
+    (
+        7,
+        "embedding cache last use",
+        """
+        -- Cached vectors are kept while they are used: each hit renews used_at (at most
+        -- daily), and rows unused past their age are pruned on each write.
+        ALTER TABLE embedding_cache ADD COLUMN used_at timestamptz NOT NULL DEFAULT now();
+        CREATE INDEX embedding_cache_used ON embedding_cache (used_at);
+        """,
+    ),
 ]
 
 
