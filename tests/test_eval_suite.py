@@ -288,7 +288,7 @@ def test_json_nan_score_is_refused(tmp_path: Path) -> None:
 def test_non_utf8_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latin.yaml"
     path.write_bytes(b"version: 1\ncases:\n  - {id: caf\xe9, question: q}\n")
-    with pytest.raises(SuiteError, match="latin.yaml: not UTF-8"):
+    with pytest.raises(SuiteError, match="latin.yaml: the file is not UTF-8"):
         load_suites([path])
 
 
