@@ -21,7 +21,7 @@ from typing import Any
 
 from kbctl.embed.base import EmbedderIdentity
 from kbctl.embed.common import l2_normalize, require_positive
-from kbctl.errors import ConfigError, EmbedderError
+from kbctl.errors import ConfigError, EmbedderError, KbctlError
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 INSTALL_HINT = "pip install 'kbctl[local]'"
@@ -218,7 +218,10 @@ def load_options(cache_dir: str | None, threads: int | None, offline: bool) -> d
     return options
 
 
-def find_onnx(folder: Path) -> str:
+def find_onnx(folder: Path, *, what: str = "local model",
+              error: type[KbctlError] = EmbedderError) -> str:
+    """The one ONNX file of an exported model folder, relative to it; ``error`` naming
+    ``what`` (an embedder's or a reranker's folder) when there is none or a choice."""
     for candidate in ("onnx/model.onnx", "model.onnx"):
         if (folder / candidate).is_file():
             return candidate
@@ -226,11 +229,9 @@ def find_onnx(folder: Path) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise EmbedderError(f"local model folder {folder} holds no .onnx file")
-    raise EmbedderError(
-        f"local model folder {folder} holds several .onnx files ({', '.join(found)}); "
-        "keep one as onnx/model.onnx"
-    )
+        raise error(f"{what} folder {folder} holds no .onnx file")
+    raise error(f"{what} folder {folder} holds several .onnx files ({', '.join(found)}); "
+                "keep one as onnx/model.onnx")
 
 
 def _folder_pooling(folder: Path) -> str:

@@ -21,7 +21,7 @@ from kbctl.embed.local import (
     load_options,
     looks_like_path,
 )
-from kbctl.errors import ConfigError, EmbedderError, RerankerError
+from kbctl.errors import ConfigError, RerankerError
 from kbctl.rerank.base import RerankerIdentity, sigmoid
 
 DEFAULT_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
@@ -112,10 +112,7 @@ class LocalReranker:
 
         assert self.folder is not None
         folder = self.folder.resolve()
-        try:
-            model_file = find_onnx(folder)
-        except EmbedderError as exc:
-            raise RerankerError(exc.message.replace("local model", "local reranker")) from exc
+        model_file = find_onnx(folder, what="local reranker", error=RerankerError)
         if not (folder / "tokenizer.json").is_file():
             raise RerankerError(f"local reranker folder {folder} has no tokenizer.json")
         name = "kbctl-rerank/" + hashlib.sha256(
