@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from kbctl.chunk.markdown import chunk_markdown
 from kbctl.errors import ExtractError
 from kbctl.extract.html import ExtractedPage, extract_html, trim_site_suffix
 from kbctl.extract.html_container import find_container
@@ -313,6 +314,20 @@ def test_line_leading_markers_in_text_are_escaped() -> None:
     assert "\\# not a heading" in markdown
     assert "1\\. not a list" in markdown
     assert "\\- nor this" in markdown
+
+
+def test_a_term_that_looks_like_a_tag_does_not_swallow_later_sections() -> None:
+    """``<script>`` at a line's start opens an HTML block running to ``</script>``: every
+    later option of a command-line reference would be cut as one section."""
+    html = ("<main><h2 id='opts'>Options</h2><dl><dt>&lt;script&gt;</dt><dd><p>Run a file."
+            "</p></dd></dl><dl><dt id='cmdoption-u'>-u</dt><dd><p>Unbuffered output.</p>"
+            "</dd></dl><dl><dt id='cmdoption-m'>-m &lt;module-name&gt;</dt><dd><p>Run a "
+            "module.</p></dd></dl></main>")
+    markdown = extract_html(html).markdown
+    assert "\\<script>\n: Run a file." in markdown
+    chunks = chunk_markdown(markdown)
+    assert [(c.anchor, c.heading_path[-1]) for c in chunks] == [
+        ("opts", "Options"), ("cmdoption-u", "-u"), ("cmdoption-m", "-m <module-name>")]
 
 
 def test_nested_and_ordered_lists() -> None:

@@ -46,8 +46,14 @@ _SPACES = re.compile(r"[ \t\f\v\r]+")
 _BACKTICKS = re.compile(r"`+")
 _VALID_ID = re.compile(r"[^\s{}]+")
 # Line starts that would turn a paragraph line into structure: headings, quotes, list
-# items, setext underlines, fences. Backticks and asterisks are already escaped in text.
-_LINE_START = re.compile(r"^(?=#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-+\s*$|~~~)", re.M)
+# items, setext underlines, fences, and HTML blocks (a term such as ``<script>`` at a line's
+# start opens one that runs to ``</script>``, swallowing every later heading of the page).
+# Backticks and asterisks are already escaped in text.
+_LINE_START = re.compile(
+    r"^(?=#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-+\s*$|~~~|<[A-Za-z/!?])", re.M)
+# A tag-like ``<name>`` in a heading is inline HTML to a markdown parser, dropped from the
+# heading's title (``-m <module-name>`` would read ``-m``).
+_TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
 # "1. " opens a list; CommonMark escapes it as "1\. " (a backslash before a digit is literal).
 _ORDERED_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)", re.M)
 _LIST_BLOCK = re.compile(r"(?:- |\d{1,9}\. )")
@@ -307,6 +313,8 @@ def _indent(text: str, prefix: str) -> str:
 
 
 def _heading_line(level: int, text: str, anchor: str | None) -> str:
+    if "<" in text:
+        text = _TAG_LIKE.sub(r"\\<", text)
     if text.endswith("#"):
         text = text[:-1] + "\\#"
     if anchor:
