@@ -28,6 +28,9 @@ from .progress import Progress, ProgressEvent, no_progress
 EMBED_BATCH = 64
 #: Pages named one by one in the notes per reason they were dropped; the rest are counted.
 DROP_NOTES = 5
+# Batches in a row whose embedding failed after the retry policy gave up: past this, the
+# provider is down or stalled, not unlucky, and every later batch would cost the same wait.
+PROVIDER_FAILURES_TO_STOP = 2
 TEXT_HASH = "text_sha256"  # source meta: sha256 of the cleaned text, for duplicates
 
 
@@ -266,6 +269,8 @@ class _BatchResult:
     written: int = 0
     counted: list[tuple[str, bool]] = field(default_factory=list)
     failures: list[tuple[str, KbctlError, SourceSpec | None]] = field(default_factory=list)
+    provider_error: EmbedderError | None = None  # the embedding itself failed
+    embedded: bool = False
 
 
 class _Writer:
@@ -292,6 +297,8 @@ class _Writer:
         self.pending_chunks = 0
         self.touches: list[tuple[str, dict[str, Any]]] = []
         self._dropped: dict[str, int] = {}  # the pages this writer dropped, per reason
+        self._provider_failures = 0  # batches in a row whose embedding failed
+        self._stopped = False  # a batch raised: hand nothing more to the writer threads
         self._stores: queue.SimpleQueue[KnowledgeStore] = queue.SimpleQueue()
         for writer_store in writer_stores or [store]:
             self._stores.put(writer_store)
@@ -408,18 +415,34 @@ class _Writer:
 
     def close(self) -> None:
         try:
-            self.drain()
+            if not self._stopped:
+                self.drain()
         finally:
             self._pool.shutdown(wait=True)
 
     def _collect_one(self) -> None:
         future, _ = self._inflight.popleft()
-        result = future.result()  # re-raises AuthError and database failures here
+        try:
+            result = future.result()  # re-raises AuthError and database failures here
+        except BaseException:
+            self._stopped = True
+            raise
         self.report.chunks_written += result.written
         for ref, existed in result.counted:
             self._count(ref, existed=existed)
         for ref, exc, spec in result.failures:
             self._fail(ref, exc, spec)
+        if result.provider_error is not None:
+            self._provider_failures += 1
+            if self._provider_failures >= PROVIDER_FAILURES_TO_STOP:
+                self._stopped = True
+                raise EmbedderError(
+                    f"{result.provider_error.message} (stopped: {self._provider_failures} "
+                    "batches in a row failed to embed)",
+                    hint="the embedding provider is down or stalled; what was written stays, "
+                         "and the next run embeds the rest")
+        elif result.embedded:
+            self._provider_failures = 0
 
     def _write(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
                ) -> _BatchResult:
@@ -448,7 +471,9 @@ class _Writer:
                 raise  # no key, or a rejected one: every later batch would fail the same way
             except EmbedderError as exc:
                 result.failures += [(p.source.ref, exc, p.spec) for p in batch]
+                result.provider_error = exc
                 return result
+            result.embedded = True
         items: dict[str, tuple[SourceRecord, list[ChunkRecord]]] = {}
         existed: dict[str, bool] = {}
         i = 0
