@@ -119,15 +119,7 @@ def load_yaml(text: str) -> Any:
     constructed.
     """
     try:
-        loader = _LineLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            refuse_bombs(node)
-            data = loader.construct_document(node)
-        finally:
-            loader.dispose()
+        data = construct_bounded(_LineLoader(text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -141,7 +133,21 @@ def load_yaml(text: str) -> Any:
     return data
 
 
-def refuse_bombs(root: yaml.Node) -> None:
+def construct_bounded(loader: yaml.BaseLoader) -> Any:
+    """The one document ``loader`` holds (None when empty), composed into its node graph,
+    refused by ``_refuse_bombs`` when it would expand too far, and only then constructed;
+    the loader is disposed of. YAML and ``LoadError``s pass through."""
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_bombs(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _refuse_bombs(root: yaml.Node) -> None:
     """Refuse a node graph that expands past ``MAX_YAML_NODES`` nodes, or refers to itself."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()

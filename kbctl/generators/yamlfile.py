@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..linefile import LoadError, refuse_bombs
+from ..linefile import LoadError, construct_bounded
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,9 @@ _Loader.add_multi_constructor("!", _tagged)
 
 def load_yaml_config(text: str) -> dict[str, Any]:
     """The mapping in ``text``; anything unparsable, too deep, expanding past the limits
-    of ``linefile.refuse_bombs`` (an alias bomb), or not a mapping counts as empty."""
+    of ``linefile.construct_bounded`` (an alias bomb), or not a mapping counts as empty."""
     try:
-        loader = _Loader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return {}
-            refuse_bombs(node)
-            data = loader.construct_document(node)
-        finally:
-            loader.dispose()
+        data = construct_bounded(_Loader(text))
     except (yaml.YAMLError, LoadError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
