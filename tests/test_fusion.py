@@ -12,7 +12,7 @@ from kbctl.pipeline.query import retrieve
 from kbctl.sources.registry import source_spec
 from kbctl.store import ranking
 from kbctl.store.knowledge import KnowledgeStore
-from kbctl.store.records import ScoredChunk
+from kbctl.store.records import ChunkRecord, ScoredChunk, SourceRecord
 
 from .embedders import HashingEmbedder
 
@@ -132,3 +132,31 @@ def test_hybrid_results_reach_past_a_page_that_repeats_itself(
     assert top_refs() == ["kb://text/mailbox"] * 4  # lexical ranking is not crowded
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
     assert top_refs(embedder=emb) == ["kb://text/mailbox"] * 4
+
+
+def test_a_chunk_ranks_with_its_page(store: KnowledgeStore,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pages hold the same passage; the one whose other sections are about the
+    question ranks its copy first. Without the page's share the copies tie, and the first
+    written (the off-topic page) wins."""
+    emb = HashingEmbedder(dimensions=64)
+    store.bind_embedder(emb.identity)
+    passage = "Remove it with the function below."
+    pages = {"mailbox": [passage, "Parse a mail message and read its headers."],
+             "shutil": [passage, "Delete a directory tree and every file in the folder."]}
+    for ref, texts in pages.items():  # mailbox first: the smaller ids
+        store.replace_source(
+            SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}",
+                         title="", content_hash=ref),
+            [ChunkRecord(i, t, {}, v)
+             for i, (t, v) in enumerate(zip(texts, emb.embed(texts), strict=True))])
+    monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
+    question = "remove the folder tree"
+
+    def copies_in_order() -> list[str]:
+        hits = store.search("ns", question, k=4, query_vector=emb.embed_query(question))
+        return [h.source_ref for h in hits if h.text == passage]
+
+    assert copies_in_order() == ["shutil", "mailbox"]
+    monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
+    assert copies_in_order() == ["mailbox", "shutil"]

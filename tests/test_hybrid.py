@@ -125,6 +125,45 @@ def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
     assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(24,)]
     assert store.search("ns", "body 3", k=1, query_vector=new.embed_query("body 3"))
     assert reembed(store, new).changed is False
+    # page vectors follow the swap: each page's is its (single) chunk's new vector
+    assert rows(db_url, """SELECT count(*) FROM sources s JOIN chunks c
+                           ON c.namespace = s.namespace AND c.source_ref = s.ref
+                           WHERE s.embedding = c.embedding""") == [(5,)]
+
+
+def _page(store: KnowledgeStore, ref: str, *vectors: list[float]) -> None:
+    store.replace_source(
+        SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
+                     content_hash=str(vectors)),
+        [ChunkRecord(i, f"chunk {i}", {}, v) for i, v in enumerate(vectors)])
+
+
+def _page_vectors(db_url: str) -> dict[str, str | None]:
+    return dict(rows(db_url, "SELECT ref, embedding::text FROM sources ORDER BY ref"))
+
+
+def test_a_pages_vector_is_the_mean_of_its_chunks_and_kept_in_step(
+        store: KnowledgeStore, db_url: str) -> None:
+    store.bind_embedder(HashingEmbedder(dimensions=4).identity)
+    _page(store, "a", [1, 0, 0, 0], [0, 1, 0, 0])
+    _page(store, "b", [0, 0, 1, 0])
+    assert _page_vectors(db_url) == {"a": "[0.5,0.5,0,0]", "b": "[0,0,1,0]"}
+    _page(store, "a", [0, 0, 0, 1])  # a new, shorter version
+    assert _page_vectors(db_url) == {"a": "[0,0,0,1]", "b": "[0,0,1,0]"}
+    _page(store, "c")  # a page without chunks has no vector
+    assert _page_vectors(db_url)["c"] is None
+
+
+def test_a_knowledge_base_from_before_page_vectors_gets_them_on_open(
+        store: KnowledgeStore, db_url: str) -> None:
+    from kbctl.store.migrations import migrate
+
+    store.bind_embedder(HashingEmbedder(dimensions=4).identity)
+    _page(store, "a", [1, 0, 0, 0], [0, 0, 1, 0])
+    store.conn.execute("ALTER TABLE sources DROP COLUMN embedding")
+    store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 8")
+    migrate(store.conn)
+    assert _page_vectors(db_url) == {"a": "[0.5,0,0.5,0]"}
 
 
 # --- the CLI against a real OpenAI-compatible HTTP server on loopback ----------------------

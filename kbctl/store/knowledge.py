@@ -173,6 +173,7 @@ class KnowledgeStore:
                  [json.dumps(s.meta, default=str) for s, _ in items]),
             )
             written, new_len = self._insert_chunks(namespace, items)
+            self._set_page_vectors(namespace, refs)
             self.conn.execute(
                 """UPDATE namespace_stats
                    SET chunk_count = chunk_count + %s, total_len = total_len + %s
@@ -228,6 +229,18 @@ class KnowledgeStore:
         assert row is not None
         return int(row[0]), int(row[1])
 
+    def _set_page_vectors(self, namespace: str | None = None,
+                          refs: Sequence[str] | None = None) -> None:
+        """Each source's vector: the mean of its chunks' (NULL without any), for the sources
+        ``refs`` of ``namespace``, or for every source."""
+        self.conn.execute(
+            """UPDATE sources s SET embedding = (
+                   SELECT avg(c.embedding) FROM chunks c
+                   WHERE c.namespace = s.namespace AND c.source_ref = s.ref)
+               WHERE (%(ns)s::text IS NULL OR s.namespace = %(ns)s)
+                 AND (%(refs)s::text[] IS NULL OR s.ref = ANY(%(refs)s))""",
+            {"ns": namespace, "refs": None if refs is None else list(refs)})
+
     def _insert_chunks(self, namespace: str,
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]
                        ) -> tuple[int, int]:
@@ -275,6 +288,7 @@ class KnowledgeStore:
         # keep vectors in the row (a 1536-d vector would otherwise be TOASTed, and an
         # exact cosine scan would pay a detour per row)
         self.conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
+        self.conn.execute("UPDATE sources SET embedding = NULL WHERE embedding IS NOT NULL")
 
     def ensure_vector_index(self) -> bool:
         """Build the HNSW index once vectors exist (after a bulk load, where it is cheapest
@@ -411,6 +425,7 @@ class KnowledgeStore:
             else:
                 self.conn.execute(
                     "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector USING NULL")
+            self._set_page_vectors()
             self.conn.execute(
                 "UPDATE kb_meta SET value = %s WHERE key = %s",
                 (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))

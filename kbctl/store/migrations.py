@@ -205,6 +205,19 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX embedding_cache_used ON embedding_cache (used_at);
         """,
     ),
+    (
+        8,
+        "page vectors",
+        """
+        -- A page's vector is the mean of its chunks' vectors (its centroid): hybrid search
+        -- blends it into each chunk's similarity. Kept in step with the chunks on every write.
+        ALTER TABLE sources ADD COLUMN embedding vector;
+        UPDATE sources s SET embedding = c.centroid
+        FROM (SELECT namespace, source_ref, avg(embedding) AS centroid FROM chunks
+              WHERE embedding IS NOT NULL GROUP BY namespace, source_ref) c
+        WHERE s.namespace = c.namespace AND s.ref = c.source_ref;
+        """,
+    ),
 ]
 
 
