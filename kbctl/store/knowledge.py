@@ -230,16 +230,17 @@ class KnowledgeStore:
         return int(row[0]), int(row[1])
 
     def _set_page_vectors(self, namespace: str | None = None,
-                          refs: Sequence[str] | None = None) -> None:
+                          refs: Sequence[str] = ()) -> None:
         """Each source's vector: the mean of its chunks' (NULL without any), for the sources
-        ``refs`` of ``namespace``, or for every source."""
-        self.conn.execute(
-            """UPDATE sources s SET embedding = (
-                   SELECT avg(c.embedding) FROM chunks c
-                   WHERE c.namespace = s.namespace AND c.source_ref = s.ref)
-               WHERE (%(ns)s::text IS NULL OR s.namespace = %(ns)s)
-                 AND (%(refs)s::text[] IS NULL OR s.ref = ANY(%(refs)s))""",
-            {"ns": namespace, "refs": None if refs is None else list(refs)})
+        ``refs`` of ``namespace``, or for every source when no namespace is given."""
+        mean = """UPDATE sources s SET embedding = (
+                      SELECT avg(c.embedding) FROM chunks c
+                      WHERE c.namespace = s.namespace AND c.source_ref = s.ref)"""
+        if namespace is None:
+            self.conn.execute(mean)
+        else:
+            self.conn.execute(mean + " WHERE s.namespace = %s AND s.ref = ANY(%s)",
+                              (namespace, list(refs)))
 
     def _insert_chunks(self, namespace: str,
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]
