@@ -91,3 +91,26 @@ def test_content_fetches_retry_only_try_later_answers_without_jitter() -> None:
     assert [s for s in (429, 500, 502, 503, 504) if policy.retryable(s)] == [429, 503]
     assert policy.max_retries == 2
     assert [policy.backoff(n) for n in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+def test_a_question_retries_a_timeout_once_and_other_failures_as_usual() -> None:
+    policy = RetryPolicy(max_retries=4, sleep=FakeClock().sleep)
+
+    def failing(exc: Exception) -> tuple[list[int], object]:
+        calls: list[int] = []
+
+        def call() -> httpx.Response:
+            calls.append(1)
+            raise exc
+        return calls, call
+
+    timeout = httpx.ReadTimeout("stalled")
+    refused = httpx.ConnectError("refused")
+    for chosen, exc, attempts in ((policy.for_question(), timeout, 2),
+                                  (policy.for_question(), refused, 5),
+                                  (policy, timeout, 5)):
+        calls, call = failing(exc)
+        with pytest.raises(EmbedderError, match=f"after {attempts} attempts"):
+            chosen.send(call, what="m", error=EmbedderError)
+        assert len(calls) == attempts
+    assert policy.for_question().max_retries == 4

@@ -103,3 +103,49 @@ def test_a_reranker_refuses_an_oversized_answer(monkeypatch: pytest.MonkeyPatch)
         reranker = create_reranker("tei:m", base_url=server.url(), env={}, retry=NO_RETRY)
         with pytest.raises(RerankerError, match="larger than 10000 bytes"):
             reranker.score("q", ["a"])
+
+
+def test_a_silent_server_times_out_at_the_deadline_not_the_clients_read_timeout() -> None:
+    # the client would wait 60 s for a read; the deadline holds each read to 0.5 s
+    with LocalServer({"/v1/embeddings": ok(_embeddings(), "application/json",
+                                           delay=1.5)}) as server:
+        started = time.monotonic()
+        with httpx.Client(timeout=60.0) as client, pytest.raises(httpx.ReadTimeout):
+            post_json(client, server.url("/v1/embeddings"), body={"input": ["x"]},
+                      headers={}, what="test provider", error=EmbedderError, deadline=0.5)
+        assert time.monotonic() - started < 1.4
+
+
+def test_a_question_to_a_stalled_provider_times_out_twice_at_most(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question's attempt gets the short deadline and one retry after a timeout, where
+    an ingest batch would get 300 s and four."""
+    monkeypatch.setattr(api, "QUESTION_DEADLINE_S", 0.3)
+    patient = RetryPolicy(max_retries=4, sleep=lambda s: None)
+    stalled = {"/v1/embeddings": ok(_embeddings(), "application/json", delay=1.0),
+               "/rerank": ok("[]", "application/json", delay=1.0)}
+    with LocalServer(stalled) as server:
+        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={}, retry=patient)
+        with pytest.raises(EmbedderError, match="request failed after 2 attempts"):
+            embedder.embed_query("hello")
+        embedder.close()
+        reranker = create_reranker("tei:m", base_url=server.url(), env={}, retry=patient)
+        with pytest.raises(RerankerError, match="request failed after 2 attempts"):
+            reranker.score("q", ["a"])
+        assert server.hits("/v1/embeddings") == 2 and server.hits("/rerank") == 2
+
+
+def test_a_question_still_rides_out_quick_failures() -> None:
+    answers = iter([503, 503, 200])
+
+    def flaky(request: object) -> Response:
+        status = next(answers)
+        return Response(status, _embeddings() if status == 200 else b"busy",
+                        {"Content-Type": "application/json"})
+
+    with LocalServer({"/v1/embeddings": flaky}) as server:
+        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={},
+                                  retry=RetryPolicy(max_retries=4, sleep=lambda s: None))
+        assert embedder.embed_query("hello") == [1.0, 0.0]
+        embedder.close()
+        assert server.hits("/v1/embeddings") == 3

@@ -30,7 +30,7 @@ from kbctl.embed.common import (
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.api import post_json, read_json
+from kbctl.net.api import read_json, send_json
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "gemini-embedding-2"
@@ -116,7 +116,7 @@ class GeminiEmbedder:
         return map_bounded(lambda body: self._post(body, key), bodies, self.concurrency)
 
     def embed_query(self, text: str) -> list[float]:
-        return self._post(self._query_body(text), self._key())
+        return self._post(self._query_body(text), self._key(), question=True)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -160,15 +160,13 @@ class GeminiEmbedder:
     def _http(self) -> httpx.Client:
         return self._clients.get()
 
-    def _post(self, body: dict[str, Any], key: tuple[str, str]) -> list[float]:
+    def _post(self, body: dict[str, Any], key: tuple[str, str], *,
+              question: bool = False) -> list[float]:
         secret, source = key
-        client = self._http()
         what = f"gemini model {self.model}"
-        response = self.retry.send(
-            lambda: post_json(client, self.url, body=body, headers={"x-goog-api-key": secret},
-                              what=what, error=EmbedderError),
-            what=what, error=EmbedderError,
-        )
+        response = send_json(self.retry, self._http(), self.url, body=body,
+                             headers={"x-goog-api-key": secret}, what=what,
+                             error=EmbedderError, question=question)
         if response.status_code in (401, 403) or _is_invalid_key(response):
             raise AuthError(
                 f"Gemini refused the API key from {source} (HTTP {response.status_code}) "

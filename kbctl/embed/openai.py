@@ -29,7 +29,7 @@ from kbctl.embed.common import (
     require_positive,
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
-from kbctl.net.api import post_json, read_json
+from kbctl.net.api import read_json, send_json
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -125,7 +125,7 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         """No query mode in this API: a query is embedded like a one-item document."""
-        return self.embed([text])[0]
+        return self._post_batch([text], question=True)[0]
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -151,18 +151,14 @@ class OpenAIEmbedder:
         key = self._key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def _post_batch(self, batch: list[str]) -> list[list[float]]:
+    def _post_batch(self, batch: list[str], *, question: bool = False) -> list[list[float]]:
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self.requested_dimensions is not None:
             body["dimensions"] = self.requested_dimensions
-        headers = self._headers()
-        client = self._http()
         what = f"openai-compatible model {self.model} at {self.base_url}"
-        response = self.retry.send(
-            lambda: post_json(client, self.url, body=body, headers=headers, what=what,
-                              error=EmbedderError),
-            what=what, error=EmbedderError,
-        )
+        response = send_json(self.retry, self._http(), self.url, body=body,
+                             headers=self._headers(), what=what, error=EmbedderError,
+                             question=question)
         if response.status_code in (401, 403):
             raise AuthError(
                 f"{what} refused the request (HTTP {response.status_code})",

@@ -12,16 +12,48 @@ from __future__ import annotations
 
 import time
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from kbctl.errors import KbctlError
 from kbctl.net.decode import ACCEPT_ENCODING, BoundedDecoder, TooLarge
 
+if TYPE_CHECKING:
+    from kbctl.net.retry import RetryPolicy
+
 #: One answer may take this long in all (connect, wait, and read), and be this large.
 DEADLINE_S = 300.0
 MAX_BYTES = 64 * 1024 * 1024
+#: An answer someone is waiting on (a question's embedding, a rerank) may take this long.
+QUESTION_DEADLINE_S = 30.0
+
+
+def send_json(retry: RetryPolicy, client: httpx.Client, url: str, *, body: Any,
+              headers: dict[str, str], what: str, error: type[KbctlError],
+              question: bool = False) -> httpx.Response:
+    """``post_json`` under the retry policy: the one way a provider is called.
+
+    A ``question`` is a call someone waits on (a query, an eval case, an agent's tool
+    call): each attempt gets ``QUESTION_DEADLINE_S`` and a timed-out attempt is retried
+    once (``RetryPolicy.for_question``), so a stalled provider costs a question about a
+    minute, not the ~25 an ingest batch may wait. An ingest keeps the long budget: waiting
+    out a slow provider is cheaper there than failing the batch.
+    """
+    policy = retry.for_question() if question else retry
+    deadline = QUESTION_DEADLINE_S if question else DEADLINE_S
+    return policy.send(
+        lambda: post_json(client, url, body=body, headers=headers, what=what, error=error,
+                          deadline=deadline),
+        what=what, error=error)
+
+
+def _within(timeout: httpx.Timeout, deadline: float) -> httpx.Timeout:
+    """The client's per-operation timeouts, none longer than ``deadline``."""
+    def cap(value: float | None) -> float:
+        return deadline if value is None else min(value, deadline)
+    return httpx.Timeout(connect=cap(timeout.connect), read=cap(timeout.read),
+                         write=cap(timeout.write), pool=cap(timeout.pool))
 
 
 def post_json(client: httpx.Client, url: str, *, body: Any, headers: dict[str, str],
@@ -33,13 +65,15 @@ def post_json(client: httpx.Client, url: str, *, body: Any, headers: dict[str, s
     A body past the cap is ``error`` naming ``what``; a body still arriving at the deadline
     raises ``httpx.ReadTimeout``, a transport failure the retry policy tries again. The
     deadline is checked between reads, so one call ends within the deadline plus the
-    client's per-read timeout.
+    client's per-read timeout, itself held to the deadline (a server that answers nothing
+    at all times out at the deadline).
     """
     deadline = DEADLINE_S if deadline is None else deadline
     limit = MAX_BYTES if max_bytes is None else max_bytes
     started = time.monotonic()
     request = client.build_request("POST", url, json=body,
-                                   headers={"Accept-Encoding": ACCEPT_ENCODING, **headers})
+                                   headers={"Accept-Encoding": ACCEPT_ENCODING, **headers},
+                                   timeout=_within(client.timeout, deadline))
     response = client.send(request, stream=True)
     try:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random as _random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 
@@ -25,6 +25,10 @@ DEFAULT_MAX_RETRIES = 4
 # answers are retried. Provider APIs: every 5xx is worth another try.
 CONTENT_STATUSES = frozenset({429, 503})
 API_STATUSES = frozenset({429, *range(500, 600)})
+# A call someone is waiting on (``RetryPolicy.for_question``) is tried again after at most
+# this many timed-out attempts: a refused connection or a 503 costs a retry a second or
+# two, a stalled server costs the whole attempt's deadline.
+QUESTION_TIMEOUTS = 1
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -73,12 +77,23 @@ class RetryPolicy:
     max_retry_after: float = 300.0
     give_up_after: float | None = 300.0
     statuses: frozenset[int] = API_STATUSES
+    # timed-out attempts retried at most this often (None: like any transport error)
+    max_timeouts: int | None = None
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     random: Callable[[], float] = field(default=_random.random, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+
+    def for_question(self) -> RetryPolicy:
+        """This policy for a call someone is waiting on: a timed-out attempt is retried at
+        most ``QUESTION_TIMEOUTS`` times. Quick failures and a server's ``Retry-After``
+        are handled as before: they cost little, and an eval run in CI would rather wait
+        out a rate limit than fail its cases."""
+        limit = QUESTION_TIMEOUTS if self.max_timeouts is None \
+            else min(self.max_timeouts, QUESTION_TIMEOUTS)
+        return replace(self, max_timeouts=limit)
 
     def retryable(self, status: int) -> bool:
         return status in self.statuses
@@ -105,15 +120,18 @@ class RetryPolicy:
         Returns the first response whose status is not retryable (success or a final error
         for the caller to map). Raises ``error`` naming ``what`` (provider and model) and the
         last status once ``max_retries`` retries have failed; transport errors (refused
-        connection, timeout) are retried the same way.
+        connection, timeout) are retried the same way, timeouts at most ``max_timeouts``
+        times.
         """
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             retry_after: str | None = None
             try:
                 response = call()
             except httpx.TransportError as exc:
-                if attempt >= self.max_retries:
+                timeouts += isinstance(exc, httpx.TimeoutException)
+                if attempt >= self.max_retries or (
+                        self.max_timeouts is not None and timeouts > self.max_timeouts):
                     raise error(
                         f"{what}: request failed after {attempt + 1} attempts: {exc!r}",
                         hint="check the service's base URL and network",

@@ -15,7 +15,7 @@ import httpx
 
 from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
-from kbctl.net.api import post_json, read_json, snippet
+from kbctl.net.api import read_json, send_json, snippet
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.rerank.base import RerankerIdentity
 
@@ -87,12 +87,10 @@ class HttpReranker:
             return []
         what = f"{self.provider} reranker {self.model} at {self.base_url}"
         body = self.body(query, list(documents))
-        headers = self._headers()
-        client = self._clients.get()
-        response = self.retry.send(
-            lambda: post_json(client, self.url, body=body, headers=headers, what=what,
-                              error=RerankerError),
-            what=what, error=RerankerError)
+        # a rerank only ever serves a question
+        response = send_json(self.retry, self._clients.get(), self.url, body=body,
+                             headers=self._headers(), what=what, error=RerankerError,
+                             question=True)
         if response.status_code in (401, 403):
             raise RerankerError(
                 f"{what} refused the request (HTTP {response.status_code})",
