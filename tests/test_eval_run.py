@@ -295,6 +295,22 @@ def test_retriever_error_fails_that_case_only() -> None:
     assert (report.passed, report.failed, report.total) == (2, 1, 3)
 
 
+def test_a_service_that_stays_down_stops_the_run_with_its_error() -> None:
+    """Two cases in a row that the environment failed (not the retrieval) stop the run,
+    exit 3, instead of failing every later case after the same wait; a failure between
+    successes, or one that is not the environment's, fails its case only."""
+    cases = [case(c, expect=FULL, index=i) for i, c in enumerate("abcde")]
+    down = EmbedderError("provider at http://127.0.0.1:9/v1: request failed after 2 attempts")
+    retriever = FakeRetriever({c.question: down for c in cases[1:]})
+    with pytest.raises(EmbedderError, match="stopped: 2 cases in a row") as caught:
+        run_suites([suite_of(*cases)], retriever, namespace="docs", embedder="e")
+    assert len(retriever.calls) == 3 and caught.value.exit_code == 3
+    flaky = FakeRetriever({cases[1].question: down, cases[2].question: ValueError("bug"),
+                           cases[3].question: down})
+    report = run_suites([suite_of(*cases)], flaky, namespace="docs", embedder="e")
+    assert len(flaky.calls) == 5 and report.failed == 5
+
+
 def test_retriever_returning_garbage_is_that_case_failing() -> None:
     def broken(q: str, k: int, m: float | None, f: dict[str, str]) -> list[Hit]:
         return [object()]  # type: ignore[list-item]

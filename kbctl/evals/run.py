@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from kbctl import __version__
-from kbctl.errors import KbctlError
+from kbctl.errors import EnvironmentFailure, KbctlError
 from kbctl.evals.checks import CHECKS, CheckResult, Retrieved
 from kbctl.evals.checks.min_score import format_pair
 from kbctl.evals.checks.source_includes import first_match_rank
@@ -24,6 +24,11 @@ Retriever = Callable[[str, int, float | None, dict[str, str]], list[Hit]]
 """(question, top_k, min_score, filter) -> hits, best first. May raise anything."""
 
 RETRIEVAL_CHECK = "retrieval"
+# Cases in a row whose retrieval failed for the environment (the database, the embedding or
+# rerank provider): past this the service is down, not unlucky, and the run stops with
+# that error (exit 3) instead of failing every later case after the same wait, which
+# would read as a retrieval regression.
+ENVIRONMENT_FAILURES_TO_STOP = 2
 
 __all__ = ["RETRIEVAL_CHECK", "CaseResult", "CheckResult", "EvalReport", "Metrics",
            "Retrieved", "Retriever", "compute_metrics", "evaluate_checks", "format_pair",
@@ -108,9 +113,16 @@ def run_suites(
     started_at = now().isoformat(timespec="seconds")
     run_start = clock()
     results: list[CaseResult] = []
+    down = 0  # environment failures in a row
     for suite in suites:
         for case in suite.cases:
-            result = run_case(case, retriever, clock=clock)
+            result, exc = _run_case(case, retriever, clock)
+            down = down + 1 if isinstance(exc, EnvironmentFailure) else 0
+            if isinstance(exc, EnvironmentFailure) and down >= ENVIRONMENT_FAILURES_TO_STOP:
+                raise type(exc)(
+                    f"{exc.message} (stopped: {down} cases in a row could not be retrieved)",
+                    hint=exc.hint or "a service the knowledge base needs is down; "
+                                     "nothing was judged, retry when it is back") from exc
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -130,6 +142,12 @@ def run_suites(
 def run_case(case: Case, retriever: Retriever,
              *, clock: Callable[[], float] = time.perf_counter) -> CaseResult:
     """Retrieve for one case and judge it; a retriever failure fails this case only."""
+    return _run_case(case, retriever, clock)[0]
+
+
+def _run_case(case: Case, retriever: Retriever, clock: Callable[[], float]
+              ) -> tuple[CaseResult, Exception | None]:
+    """``run_case``, and the retriever's exception when it raised one."""
     start = clock()
     try:
         hits = list(retriever(case.question, case.top_k, case.min_score, dict(case.filter)))
@@ -141,7 +159,7 @@ def run_case(case: Case, retriever: Retriever,
         check = CheckResult(RETRIEVAL_CHECK, False, f"retriever failed: {error}")
         return CaseResult(case=case, passed=False, checks=(check,), retrieved=(),
                           first_match_rank=None, top_score=None,
-                          duration_ms=(clock() - start) * 1000.0, error=error)
+                          duration_ms=(clock() - start) * 1000.0, error=error), exc
     checks, first_rank = evaluate_checks(case, retrieved)
     return CaseResult(
         case=case,
@@ -151,7 +169,7 @@ def run_case(case: Case, retriever: Retriever,
         first_match_rank=first_rank,
         top_score=max((chunk.score for chunk in retrieved), default=None),
         duration_ms=(clock() - start) * 1000.0,
-    )
+    ), None
 
 
 def _keep(position: int, hit: Hit) -> Retrieved:
