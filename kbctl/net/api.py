@@ -37,8 +37,8 @@ def send_json(retry: RetryPolicy, client: httpx.Client, url: str, *, body: Any,
     A ``question`` is a call someone waits on (a query, an eval case, an agent's tool
     call): each attempt gets ``QUESTION_DEADLINE_S`` and a timed-out attempt is retried
     once (``RetryPolicy.for_question``), so a stalled provider costs a question about a
-    minute, not the ~25 an ingest batch may wait. An ingest keeps the long budget: waiting
-    out a slow provider is cheaper there than failing the batch.
+    minute, not the ~25 minutes an ingest batch may wait. An ingest keeps the long budget:
+    waiting out a slow provider is cheaper there than failing the batch.
     """
     policy = retry.for_question() if question else retry
     deadline = QUESTION_DEADLINE_S if question else DEADLINE_S

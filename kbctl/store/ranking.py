@@ -86,9 +86,8 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
     - calibrated: both are multiplied by the query's match strength, ``w * best cosine
       (a chunk's own, without its page's) + (1 - w) * best BM25 / the query's BM25
       ceiling`` (the score of a chunk holding every query term with unbounded
-      frequency). The ranking is the relative mix; the scale
-      says how well the knowledge base answers the question at all, so one ``minScore``
-      works across queries.
+      frequency). The ranking is the relative mix; the scale says how well the knowledge
+      base answers the question at all, so one ``minScore`` works across queries.
 
     ``score = w * vector + (1 - w) * text`` holds for the reported components.
     ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
