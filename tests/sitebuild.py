@@ -58,7 +58,7 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
             failed.append(f"{loaded.leaf.ref}: {loaded.error}")
             continue
         doc = loaded.document
-        for chunk in chunk_markdown(doc.body):
+        for chunk in chunk_markdown(doc.body, slug_headings=doc.slug_headings):
             out.append((doc.url, chunk.anchor))
     return out, str(expansion.info.get("generator")), failed
 
@@ -99,7 +99,9 @@ def page_file(site_dir: Path, url: str, base_url: str = BASE_URL) -> Path | None
 
 def page_ids(file: Path) -> set[str]:
     """Every fragment a browser can scroll to on a page: element ids and ``<a name>``."""
-    tree = lxml_html.fromstring(file.read_text(encoding="utf-8", errors="replace"))
+    # bytes, not text: XHTML opens with an XML declaration, which lxml refuses in a str
+    tree = lxml_html.fromstring(file.read_bytes(),
+                                parser=lxml_html.HTMLParser(encoding="utf-8"))
     ids = {el.get("id") for el in tree.iter() if isinstance(el.tag, str) and el.get("id")}
     ids |= {el.get("name") for el in tree.iter("a") if el.get("name")}
     return ids

@@ -198,6 +198,16 @@ def test_breadcrumbs_paths_and_anchors() -> None:
     assert all(c.token_count == estimate_tokens(c.text) for c in chunks)
 
 
+def test_without_slugs_only_written_ids_anchor_and_the_rest_cite_their_section() -> None:
+    doc = ("# Guide\n\nIntro body.\n\n## Install {#setup}\n\nInstall body.\n\n"
+           "### On Linux\n\nLinux body.\n\n#### Debian {#deb}\n\nDebian body.\n\n"
+           "## Use it\n\nUse body.\n")
+    chunks = chunk_markdown(doc, slug_headings=False)
+    assert [(c.anchor, c.heading_path[-1]) for c in chunks] == [
+        (None, "Guide"), ("setup", "Install"), ("setup", "On Linux"), ("deb", "Debian"),
+        (None, "Use it")]
+
+
 def test_text_before_first_heading_has_no_breadcrumb() -> None:
     chunks = chunk_markdown("Preamble line.\n\n# Title\n\nBody.\n")
     assert chunks[0].text == "Preamble line."

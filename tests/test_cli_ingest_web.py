@@ -12,6 +12,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from lxml import etree
 
@@ -92,6 +93,44 @@ def test_sitemap_ingest_writes_pages_whose_anchors_are_real_ids(cli: Cli,
     again = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
     assert (again["notModified"], again["chunksWritten"], again["failed"]) == (2, 0, 0)
     assert site.requests[-1].headers.get("if-none-match") in ('"i1"', '"c1"')
+
+
+def test_headings_the_page_gave_no_id_cite_their_section_not_a_made_up_slug(
+        cli: Cli, site: LocalServer) -> None:
+    words = "<p>" + "Plenty of ordinary words in a paragraph of this page. " * 12 + "</p>"
+    body = (f"<html><head><title>Plain</title></head><body><main>"
+            f"<section id='setup'><h2>Setup</h2>{words}<h3>Details</h3>{words}</section>"
+            f"<h2>Loose end</h2>{words}</main></body></html>")
+    generic = (f"<html><head><title>Blog</title></head><body><div class='post'>"
+               f"<div id='first'><h2>First steps</h2>{words}</div><h2>Aside</h2>{words}"
+               f"</div></body></html>")
+    site.routes["/plain.html"] = html(body)
+    site.routes["/blog.html"] = html(generic)
+    for path in ("/plain.html", "/blog.html"):
+        cli.json("ingest", "url", site.url(path), PRIVATE)
+    anchors = {(ref.rsplit("/", 1)[1], m["anchor"]) for ref, m in rows(
+        cli.db_url, "SELECT source_ref, meta FROM chunks")}
+    # "Details" lives in the setup section; "Loose end" and "Aside" have no id to cite
+    assert anchors == {("plain.html", "setup"), ("plain.html", None),
+                       ("blog.html", "first"), ("blog.html", None)}
+
+
+def test_a_page_stored_by_an_older_reader_is_read_again_despite_its_etag(
+        cli: Cli, site: LocalServer) -> None:
+    url = site.url("/guide/config.html")
+    cli.json("ingest", "url", url, PRIVATE)
+    with psycopg.connect(cli.db_url, autocommit=True) as conn:  # as the last version left it
+        conn.execute("""UPDATE sources SET content_hash = 'older', meta = meta - 'reader'
+                                || '{"body_sha256": "older"}'""")
+        conn.execute("""UPDATE chunks SET meta = jsonb_set(meta, '{anchor}', '"made-up"')""")
+    report = cli.json("ingest", "url", url, PRIVATE)
+    assert report["updated"] == 1
+    assert site.requests[-1].headers.get("if-none-match") is None
+    anchors = {m["anchor"] for (m,) in rows(cli.db_url, "SELECT meta FROM chunks")}
+    assert anchors == {"options", "files"}
+    again = cli.json("ingest", "url", url, PRIVATE)
+    assert again["notModified"] == 1
+    assert site.requests[-1].headers.get("if-none-match") == '"c1"'
 
 
 def test_the_same_server_is_refused_without_the_opt_in(cli: Cli, site: LocalServer) -> None:

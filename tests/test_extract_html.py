@@ -79,6 +79,15 @@ def pre_text(pre: etree._Element) -> str:
 # --- one table of expectations per generator ------------------------------------------
 
 CASES = {
+    "docbook": {  # DocBook XSL: ids on the division around the heading's title page
+        "rule": "docbook",
+        "anchors": ["ARCHIVE-RETENTION", "ARCHIVE-RETENTION-DAYS", "id-1.4.5.3.4.3"],
+        "langs": [""],
+        "present": ["**Note**", "Windows shorter than one day", "### Legacy Settings",
+                    "Leap seconds are ignored"],
+        "absent": ["Prev", "Next", "Home", "4.3. Restoring", "Navigation header",
+                   "### Note", "Table of Contents"],
+    },
     "sphinx": {
         "rule": "sphinx",
         "anchors": [
@@ -374,6 +383,39 @@ def test_headings_never_get_an_id_with_whitespace_or_braces() -> None:
     assert HEADING.findall(markdown) == [
         ("##", "A"), ("##", "B"), ("##", "C {#ok-section}"), ("###", "D"),
     ]
+
+
+def test_an_id_on_the_element_a_heading_opens_is_the_headings_id() -> None:
+    html = (
+        "<main><div id='wrap'><span></span><div class='titlepage'><div><h2>Opens</h2>"
+        "</div></div><p>x</p></div>"
+        "<div id='late'>Lead text.<h2>Inside</h2></div>"
+        "<div id='far'><div><div><div><div><h2>Too deep</h2></div></div></div></div></div>"
+        "</main>"
+    )
+    assert HEADING.findall(extract_html(html).markdown) == [
+        ("##", "Opens {#wrap}"), ("##", "Inside"), ("##", "Too deep")]
+
+
+def test_a_docbook_admonition_title_is_not_a_section() -> None:
+    html = ("<main><h2 id='a'>A</h2><div class='warning'><h3 class='title'>Warning</h3>"
+            "<p>Careful.</p></div><p>Still A.</p></main>")
+    markdown = extract_html(html).markdown
+    assert HEADING.findall(markdown) == [("##", "A {#a}")]
+    assert "**Warning**" in markdown
+
+
+def test_the_generic_fallback_keeps_the_pages_ids_in_page_order() -> None:
+    words = "<p>" + "Ordinary words that make a paragraph worth keeping here. " * 10 + "</p>"
+    html = (f"<html><body><div class='post'><h1 id='top'>Guide</h1>{words}"
+            f"<h2 id='ex-1'>Example</h2>{words}<h2>Example</h2>{words}"
+            f"<div id='ex-3'><h2>Example</h2>{words}</div><h2>Unknown</h2>{words}"
+            f"</div></body></html>")
+    page = extract_html(html)
+    assert page.used_fallback
+    assert HEADING.findall(page.markdown) == [
+        ("#", "Guide {#top}"), ("##", "Example {#ex-1}"), ("##", "Example"),
+        ("##", "Example {#ex-3}"), ("##", "Unknown")]
 
 
 def test_header_link_target_must_exist_in_the_page() -> None:

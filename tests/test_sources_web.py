@@ -23,8 +23,10 @@ from kbctl.errors import (
     InputError,
     SourceError,
 )
+from kbctl.extract import HTML_READER
 from kbctl.net import NetPolicy
 from kbctl.sources.base import Expansion, Loaded, SourceSpec
+from kbctl.sources.fetchpage import READER
 from kbctl.sources.registry import source_spec
 from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect
@@ -164,8 +166,9 @@ def test_sitemap_lastmod_not_newer_than_the_last_fetch_skips_the_request(
         f"<url><loc>{site.url('/b')}</loc><lastmod>2024-05-03T12:00:00+02:00</lastmod></url>"
         "</urlset>", "application/xml")
     spec = source_spec("sitemap", site.url("/sitemap.xml"))
-    stored = {site.url("/a"): {"fetched_at": "2024-05-02T00:00:00+00:00"},
-              site.url("/b"): {"fetched_at": "2024-05-03T09:00:00+00:00"}}
+    read = {READER: HTML_READER}  # stored by this version's reader
+    stored = {site.url("/a"): {"fetched_at": "2024-05-02T00:00:00+00:00"} | read,
+              site.url("/b"): {"fetched_at": "2024-05-03T09:00:00+00:00"} | read}
     _, loaded = run(spec, previous=stored.get)
     results = by_ref(loaded)
     assert results[site.url("/a")].not_modified
@@ -174,6 +177,9 @@ def test_sitemap_lastmod_not_newer_than_the_last_fetch_skips_the_request(
     assert results[site.url("/b")].document is not None  # changed 10:00 UTC, after 09:00
     _, loaded = run(spec, previous=stored.get, full=True)
     assert by_ref(loaded)[site.url("/a")].document is not None and site.hits("/a") == 1
+    older = {site.url("/a"): {"fetched_at": "2024-05-02T00:00:00+00:00"}}  # an older reader
+    _, loaded = run(spec, previous=older.get)
+    assert by_ref(loaded)[site.url("/a")].document is not None and site.hits("/a") == 2
 
 
 @pytest.mark.parametrize("kind", ["sitemap", "crawl"])

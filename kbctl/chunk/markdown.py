@@ -11,6 +11,10 @@ verbatim. Other headings get GitHub slugs, deduplicated per document. An explici
 reserved (a later slug equal to it gets a suffix) but its heading's text is not counted
 as an occurrence of that text's slug, so ``## f {#x}`` followed by ``## f`` yields
 ``x`` and ``f``, exactly the anchors a renderer honouring the attribute would produce.
+
+Markdown converted from a web page is chunked with ``slug_headings=False``: its ids are the
+page's own, written as ``{#id}``, and a heading the page gave no id is cited by its
+enclosing section's id (or the page), since a slug of it would name nothing on the page.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ class _Source:
 
 
 def chunk_markdown(markdown: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-                   overlap_tokens: int = DEFAULT_OVERLAP_TOKENS) -> list[Chunk]:
+                   overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+                   slug_headings: bool = True) -> list[Chunk]:
     """Chunk a markdown document along its headings.
 
     Every chunk stays within ``max_tokens`` (breadcrumb included) except a piece of a
@@ -83,6 +88,7 @@ def chunk_markdown(markdown: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
     fence alone exceeds the budget, and then only at line boundaries, each piece
     re-opened with the same info string and closed. Overlap never crosses a heading.
     A document with no headings and no fences is chunked exactly as ``chunk_text`` does.
+    ``slug_headings=False`` anchors only headings with an explicit ``{#id}`` (see above).
     """
     budget, overlap = budget_chars(max_tokens, overlap_tokens)
     src = _Source(normalize_source(markdown))
@@ -90,7 +96,7 @@ def chunk_markdown(markdown: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
     if not any(t.type in ("heading_open", "fence") for t in tokens):
         return chunk_text(markdown, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
 
-    sections, fences = _sections(src, tokens)
+    sections, fences = _sections(src, tokens, slug_headings)
     bounds = Boundaries(src.text, line_starts_are_sentences=True, protected=fences)
     chunks: list[Chunk] = []
     for section in sections:
@@ -120,11 +126,12 @@ def _prefix(path: tuple[str, ...], budget: int) -> str:
     return crumb + "\n\n"
 
 
-def _sections(src: _Source, tokens: list[Token]) -> tuple[list[_Section], list[Span]]:
+def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
+              ) -> tuple[list[_Section], list[Span]]:
     """Split the token stream into sections; also return every fence's character span."""
     slugger = Slugger()
     sections = [_Section(anchor=None, path=())]
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str, str | None]] = []  # (level, title, anchor) of open headings
     fences: list[Span] = []
     covered = 0  # first line not yet assigned to a block or heading
     current: _Block | None = None
@@ -150,13 +157,16 @@ def _sections(src: _Source, tokens: list[Token]) -> tuple[list[_Section], list[S
             level = int(tok.tag[1:])
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, title))
+            anchor: str | None
             if explicit is not None:
                 slugger.reserve(explicit)
                 anchor = explicit
-            else:
+            elif slug_headings:
                 anchor = slugger.dedupe(slug_plain(plain))
-            sections.append(_Section(anchor=anchor, path=tuple(t for _, t in stack)))
+            else:
+                anchor = next((a for _, _, a in reversed(stack) if a is not None), None)
+            stack.append((level, title, anchor))
+            sections.append(_Section(anchor=anchor, path=tuple(t for _, t, _ in stack)))
             continue
         kind = {"paragraph_open": "paragraph", "fence": "fence"}.get(tok.type, "other")
         current = _Block(first, end, kind, token=tok)

@@ -1,0 +1,6 @@
+"""Extractors: HTML, markdown, reStructuredText and text into what the chunkers read."""
+
+#: Bumped when the HTML reading changes what a stored page yields (its text, its heading
+#: ids), so a resync reads every stored page again even where the server says unchanged.
+#: 2: section wrapper ids, DocBook divisions, no made-up heading ids.
+HTML_READER = 2

@@ -18,7 +18,12 @@ from lxml import etree
 from kbctl.errors import ExtractError
 from kbctl.extract.decode import to_utf8
 from kbctl.extract.html_container import find_container
-from kbctl.extract.html_markdown import plain_text, render_markdown
+from kbctl.extract.html_markdown import (
+    heading_key,
+    page_heading_ids,
+    plain_text,
+    render_markdown,
+)
 from kbctl.extract.html_select import remove_matches, select_content
 
 __all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
@@ -122,6 +127,28 @@ def main_content(html: str | bytes, *, url: str | None = None, markdown: bool = 
     return (text or "").strip()
 
 
+class _PageIds:
+    """Heading ids for markdown another converter made of the page: the id the page gives
+    the heading of that text, taken in page order (two "Example" headings keep theirs)."""
+
+    honours_explicit = False
+    reads_source = False
+
+    def __init__(self, root: etree._Element) -> None:
+        self._ids = page_heading_ids(root)
+
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
+        queue = self._ids.get(heading_key(text))
+        return queue.pop(0) if queue else None
+
+
+def _with_page_ids(markdown: str, root: etree._Element) -> str:
+    """Fallback markdown with ``{#id}`` on each heading the page gives an id."""
+    from kbctl.generators.anchors import with_heading_ids
+
+    return with_heading_ids(markdown, _PageIds(root))
+
+
 def _render(node: etree._Element, root: etree._Element, base: str | None) -> str:
     try:
         return render_markdown(node, root, base).strip()
@@ -156,6 +183,7 @@ def extract_html(html: str | bytes, *, url: str | None = None,
             return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
     markdown = main_content(data, url=url)
     if markdown:
+        markdown = _with_page_ids(markdown, root)
         return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=True)
     if container is None:
         body = root.find("body")

@@ -25,10 +25,20 @@ RULES = (
     "mdbook",  # #content main
     "sphinx",  # div/article[role=main] (classic, Read the Docs, pydata, Furo)
     "sphinx-classic",  # div.body, div.document
+    "docbook",  # the outermost div.chapter, div.sect1, div.refentry … that opens a title page
     "main",  # <main>
     "role-main",  # [role=main]
     "article",  # <article>
 )
+# DocBook XSL's division classes; each division starts with its title page (refentry: its
+# name block), which tells them from a theme's own div.section or div.chapter.
+_DOCBOOK_DIVISIONS = frozenset({
+    "book", "part", "chapter", "appendix", "preface", "article", "reference", "refentry",
+    "sect1", "sect2", "sect3", "sect4", "sect5", "section", "simplesect", "glossary",
+    "bibliography", "index", "colophon", "dedication", "acknowledgements", "set",
+    "setindex", "qandaset",
+})
+_DOCBOOK_OPENERS = frozenset({"titlepage", "refnamediv"})
 _CLASS_RULES = {
     "theme-doc-markdown": 1,
     "vp-doc": 2,
@@ -46,7 +56,7 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
     if role == "main":
         if tag in ("div", "article"):
             matched.append(6)
-        matched.append(9)
+        matched.append(10)
     for token in tokens:
         rule = _CLASS_RULES.get(token)
         if rule is not None:
@@ -55,8 +65,10 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
             matched.append(0)
         elif token in ("body", "document") and tag == "div":
             matched.append(7)
-    if tag == "main":
+    if tag == "div" and not _DOCBOOK_DIVISIONS.isdisjoint(tokens) and _opens_title_page(el):
         matched.append(8)
+    if tag == "main":
+        matched.append(9)
         parent = el.getparent()
         while parent is not None:
             if parent.get("id") == "content":
@@ -64,8 +76,14 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
                 break
             parent = parent.getparent()
     elif tag == "article":
-        matched.append(10)
+        matched.append(11)
     return matched
+
+
+def _opens_title_page(el: etree._Element) -> bool:
+    first = next(el.iterchildren(tag=etree.Element), None)
+    return first is not None and not _DOCBOOK_OPENERS.isdisjoint(
+        (first.get("class") or "").split())
 
 
 def _inside(el: etree._Element, ancestor: etree._Element) -> bool:
@@ -81,7 +99,8 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
     """Return (container, rule name), or (None, None) when no rule matches.
 
     Within the best rule the first match wins, or the innermost match nested in it
-    (pydata-sphinx-theme nests ``article[role=main]`` in ``main[role=main]``).
+    (pydata-sphinx-theme nests ``article[role=main]`` in ``main[role=main]``); a DocBook
+    page is its outermost division, which holds the others.
     """
     found: dict[int, list[etree._Element]] = {}
     for el in root.iter(*_CONTAINER_TAGS):
@@ -92,7 +111,7 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
     rule = min(found)
     matches = found[rule]
     best = matches[0]
-    for candidate in matches[1:]:
+    for candidate in matches[1:] if RULES[rule] != "docbook" else ():
         if _inside(candidate, best):
             best = candidate
     return best, RULES[rule]

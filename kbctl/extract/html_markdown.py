@@ -81,6 +81,51 @@ def valid_id(ident: str | None) -> bool:
     return bool(ident) and _VALID_ID.fullmatch(ident) is not None  # type: ignore[arg-type]
 
 
+#: Levels between a heading and the element it opens: DocBook nests its headings in
+#: ``div.sect2#id > div.titlepage > div > div > h3``; Sphinx and Pandoc write
+#: ``section#id > h2``.
+SECTION_DEPTH = 4
+_SECTION_TAGS = frozenset({"section", "div", "article"})
+
+
+def section_id(heading: etree._Element) -> str | None:
+    """The id of the element ``heading`` opens, when the id sits there and not on the
+    heading: an ancestor (a few levels up at most) whose content starts with the heading,
+    so that a link to it lands on the heading."""
+    node = heading
+    for _ in range(SECTION_DEPTH):
+        parent = node.getparent()
+        if parent is None or parent.tag not in _SECTION_TAGS or _preceded(node, parent):
+            return None
+        ident = parent.get("id")
+        if valid_id(ident):
+            return ident
+        node = parent
+    return None
+
+
+#: DocBook's admonitions: ``div.note > h3.title`` names the box, not a section.
+_ADMONITIONS = frozenset({"note", "tip", "warning", "caution", "important"})
+
+
+def _titles_admonition(heading: etree._Element) -> bool:
+    parent = heading.getparent()
+    return (parent is not None and parent.tag == "div"
+            and not _ADMONITIONS.isdisjoint((parent.get("class") or "").split())
+            and not _preceded(heading, parent))
+
+
+def _preceded(node: etree._Element, parent: etree._Element) -> bool:
+    """True when text or a heading comes before ``node`` inside ``parent`` (nearest
+    sibling first, so a heading in the middle of a section is told at once)."""
+    for sibling in node.itersiblings(preceding=True):
+        if (sibling.tail and not sibling.tail.isspace()) or sibling.tag in HEADING_TAGS:
+            return True
+        if sibling.tag.__class__ is str and any(not t.isspace() for t in sibling.itertext()):
+            return True
+    return bool(parent.text) and not parent.text.isspace()
+
+
 def _text(s: str) -> str:
     if s.isspace():
         return " "
@@ -407,25 +452,21 @@ class MarkdownWriter:
         if self._flat:
             out.append(text)
             return
+        if _titles_admonition(el):
+            out.append(f"**{text}**")  # not a section: the text after it stays in its own
+            return
         level = int(el.tag[1])
         self.level = level
-        out.append(_heading_line(level, text, self._heading_anchor(el)))
+        out.append(_heading_line(level, text, self.heading_anchor(el)))
 
-    def _heading_anchor(self, el: etree._Element) -> str | None:
+    def heading_anchor(self, el: etree._Element) -> str | None:
+        """The id a link to this heading uses on the page, if it has one."""
         ident = el.get("id")
         if valid_id(ident):
             return ident
-        parent = el.getparent()
-        if parent is not None:
-            ptag = parent.tag
-            if ptag == "section" or (
-                ptag == "div" and "section" in (parent.get("class") or "").split()
-            ):
-                pid = parent.get("id")
-                if valid_id(pid) and not any(
-                    s.tag in HEADING_TAGS for s in el.itersiblings(preceding=True)
-                ):
-                    return pid
+        wrapper = section_id(el)
+        if wrapper is not None:
+            return wrapper
         for link in el.iter("a"):
             href = link.get("href")
             if href and len(href) > 1 and href[0] == "#" and self._is_header_link(link):
@@ -745,6 +786,24 @@ _HANDLERS: dict[str, _Handler] = {
     "div": MarkdownWriter._div,
     "hr": lambda _w, _el, _out: None,
 }
+
+
+def heading_key(text: str) -> str:
+    """A heading's text reduced to what two renderings of it agree on."""
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+def page_heading_ids(root: etree._Element) -> dict[str, list[str | None]]:
+    """Each heading text of the page (``heading_key``) with the id of every heading of that
+    text, in page order (None for one without): how markdown from another converter of
+    the same page gets the page's own ids back."""
+    writer = MarkdownWriter(root, None)
+    ids: dict[str, list[str | None]] = {}
+    for heading in root.iter(*HEADING_TAGS):
+        key = heading_key(plain_text(heading))
+        if key:
+            ids.setdefault(key, []).append(writer.heading_anchor(heading))
+    return ids
 
 
 def render_markdown(

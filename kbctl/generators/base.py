@@ -43,9 +43,9 @@ class HeadingIds(Protocol):
     honours_explicit: bool
     reads_source: bool  # slug the heading's markdown source rather than its rendered text
 
-    def __call__(self, text: str, explicit: str | None = None) -> str:
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
         """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
-        ``{#id}`` attribute (None when absent)."""
+        ``{#id}`` attribute (None when absent). None: the heading has no id."""
         ...
 
 

@@ -518,7 +518,7 @@ class _Writer:
         opts = {"max_tokens": self.chunking.max_tokens,
                 "overlap_tokens": self.chunking.overlap_tokens}
         if doc.format == "markdown":
-            return chunk_markdown(body, **opts)
+            return chunk_markdown(body, slug_headings=doc.slug_headings, **opts)
         return chunk_text(body, **opts)
 
     def _fail(self, ref: str, exc: KbctlError, spec: SourceSpec | None) -> None:
@@ -542,9 +542,13 @@ def _without_bad_chars(doc: Document) -> tuple[Document, int]:
 
 
 def content_hash(doc: Document, body: str) -> str:
-    """sha256 over what the chunks are made from: cleaned body, title and citation URL."""
+    """sha256 over what the chunks are made from: cleaned body, title, citation URL and
+    where heading ids come from."""
     h = hashlib.sha256()
-    for part in (doc.title, doc.url, doc.format, body):
+    # a page converted from HTML cites only its own ids: its chunks differ from a slugged
+    # reading of the same markdown (and stored pages read before that rule are redone)
+    how = doc.format if doc.slug_headings else f"{doc.format}+page-ids"
+    for part in (doc.title, doc.url, how, body):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -58,6 +58,8 @@ class Document:
     ``format`` routes it: ``markdown`` goes to the heading-aware chunker, ``text`` to the
     plain one. ``meta`` holds extra scalar fields (front matter, fetch validators) that end
     up in the source row and, for front matter, in each chunk's metadata for filtering.
+    ``slug_headings`` is False for markdown converted from HTML: its headings carry the
+    page's own ids as ``{#id}``, and a slug made up for one without would cite nothing.
     """
 
     ref: str
@@ -68,6 +70,7 @@ class Document:
     format: str = "markdown"
     meta: dict[str, Any] = field(default_factory=dict)
     filterable: dict[str, Any] = field(default_factory=dict)
+    slug_headings: bool = True
 
 
 @dataclass(frozen=True)

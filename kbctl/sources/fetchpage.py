@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import BlockedURL, ExtractError, KbctlError, SourceError
+from ..extract import HTML_READER
 from ..extract.html_select import ContentSelectors
 from ..net import FetchResult, GuardedClient
 from .base import Leaf, Loaded
@@ -34,6 +35,8 @@ from .weburl import normalize_url, origin
 
 #: Source meta: the content selectors a page was extracted with (absent: none).
 SELECTORS = "selectors"
+#: Source meta: the version of the HTML reading a page was extracted with (absent: 1).
+READER = "reader"
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,10 @@ class PageLoader:
             return Fetched(Loaded(leaf=leaf, error=hint.error))
         opts = self.options
         reading = opts.selectors.signature
-        # a page stored with other selectors is read again, whatever the server says
-        same_reading = prev is None or prev.get(SELECTORS) == reading
+        # a page stored with other selectors, or by an older reader, is read again,
+        # whatever the server says
+        same_reading = prev is None or (prev.get(SELECTORS) == reading
+                                        and prev.get(READER, 1) == HTML_READER)
         if (not opts.full and not want_links and same_reading
                 and unchanged_since(hint.lastmod, prev)):
             return Fetched(Loaded(leaf=leaf, not_modified=True,
@@ -137,7 +142,8 @@ class PageLoader:
         if final != leaf.ref:
             leaf = Leaf(ref=final, url=final, hint=hint)
         meta = _meta(etag=result.etag, last_modified=result.last_modified,
-                     lastmod=hint.lastmod, fetched_at=now_iso(), **{SELECTORS: reading})
+                     lastmod=hint.lastmod, fetched_at=now_iso(),
+                     **{SELECTORS: reading, READER: HTML_READER})
         if result.not_modified:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
         drop = self._drop(leaf, result, honor_canonical)
@@ -179,7 +185,8 @@ class PageLoader:
     def _digest(self, result: FetchResult, hint: WebHint) -> str:
         h = hashlib.sha256()
         # How the body is read is part of what was extracted from it.
-        h.update(f"{int(self.options.docs_mode)}{int(hint.prefer_markdown)}\0".encode())
+        h.update(f"{int(self.options.docs_mode)}{int(hint.prefer_markdown)}{HTML_READER}\0"
+                 .encode())
         reading = self.options.selectors.signature
         if reading is not None:  # other selectors, other text
             h.update(f"{reading}\0".encode())

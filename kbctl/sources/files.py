@@ -224,7 +224,8 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
 
         page = extract_html(text, url=leaf.url if "://" in leaf.url else None)
         return Document(ref=leaf.ref, url=leaf.url, kind="files", title=page.title or path.stem,
-                        body=page.markdown, format="markdown", meta=dict(stamp))
+                        body=page.markdown, format="markdown", meta=dict(stamp),
+                        slug_headings=False)
     if fmt == "text":
         return Document(ref=leaf.ref, url=leaf.url, kind="files", title=path.stem, body=text,
                         format="text", meta=dict(stamp))

@@ -78,7 +78,7 @@ def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool,
     title = page.title or _url_title(ref)
     if docs_mode:
         return Document(ref=ref, url=ref, kind=kind, title=title, body=page.markdown,
-                        format="markdown")
+                        format="markdown", slug_headings=False)
     text = main_content(source, markdown=False) or page.markdown
     return Document(ref=ref, url=ref, kind=kind, title=title, body=text, format="text")
 
