@@ -4,9 +4,10 @@ chunk's ``url#anchor`` looked up in the page it cites.
 Each page (Sphinx's ``_sources/`` copies are left out) is read as the ``files`` source
 reads it (the same extraction a sitemap or crawl of the served site uses) and chunked as
 the pipeline chunks it; a citation counts as resolved when its page exists and its anchor
-(if any) is an id on it. Printed per folder: pages, pages read by the generic fallback
-(no known content container), chunks, the share of chunks citing a section (an anchor)
-and the share whose citation resolves. Default folder: the docs site's HTML (``docs-site prepare``).
+(if any) is an id on it. Printed per folder: pages (redirect pages are skipped), pages
+read by the generic fallback (no known content container), chunks, the share of chunks
+citing a section (an anchor) and the share whose citation resolves. Default folder: the
+docs site's HTML (``docs-site prepare``).
 
     python bench/bench_html_citations.py [DIR ...]
 """
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kbctl.extract.html import extract_html  # noqa: E402
+from kbctl.sources.directives import refresh_target  # noqa: E402
 from tests.sitebuild import check, citations  # noqa: E402
 
 DOCS_SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
@@ -29,8 +31,9 @@ BASE = "https://docs.example.com/"
 
 
 def fallback_pages(site: Path) -> int:
-    pages = [p for p in site.rglob("*.html") if "_static" not in p.parts]
-    return sum(extract_html(p.read_bytes(), url=BASE).used_fallback for p in pages)
+    pages = [p.read_bytes() for p in site.rglob("*.html") if "_static" not in p.parts]
+    return sum(extract_html(page, url=BASE).used_fallback for page in pages
+               if refresh_target(page) is None)  # redirect pages are not read
 
 
 def main() -> None:

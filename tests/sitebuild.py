@@ -55,7 +55,8 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
     failed: list[str] = []
     for loaded in source.load(expansion.leaves, lambda ref: None):
         if loaded.document is None:
-            failed.append(f"{loaded.leaf.ref}: {loaded.error}")
+            if loaded.dropped is None:  # a redirect page is left out on purpose
+                failed.append(f"{loaded.leaf.ref}: {loaded.error}")
             continue
         doc = loaded.document
         for chunk in chunk_markdown(doc.body, slug_headings=doc.slug_headings):

@@ -133,6 +133,26 @@ def test_a_page_stored_by_an_older_reader_is_read_again_despite_its_etag(
     assert site.requests[-1].headers.get("if-none-match") == '"c1"'
 
 
+def test_a_redirect_page_is_dropped_for_its_target_in_a_listing_and_a_crawl(
+        cli: Cli, site: LocalServer) -> None:
+    stub = ("<html><head><meta http-equiv='refresh' content='0;URL=guide/config.html'>"
+            "</head><body><p>Redirecting to <a href='guide/config.html'>the page</a>"
+            "</p></body></html>")
+    site.routes["/old.html"] = html(stub)
+    site.routes["/listed.xml"] = urlset(site.url("/old.html"), site.url("/guide/config.html"))
+    report = cli.json("ingest", "sitemap", site.url("/listed.xml"), PRIVATE, "--no-llms-txt")
+    assert report["dropped"] == {"redirect": 1}
+    assert report["notes"] == [f"{site.url('/old.html')}: a redirect to "
+                               f"{site.url('/guide/config.html')}, stored there"]
+    crawl = cli.json("ingest", "crawl", site.url("/old.html"), PRIVATE, "--no-llms-txt",
+                     "-n", "crawled")
+    assert crawl["added"] == 1
+    assert rows(cli.db_url, "SELECT ref FROM sources WHERE namespace = 'crawled'") == [
+        (site.url("/guide/config.html"),)]
+    assert "Redirecting" not in " ".join(t for (t,) in rows(cli.db_url,
+                                                             "SELECT text FROM chunks"))
+
+
 def test_the_same_server_is_refused_without_the_opt_in(cli: Cli, site: LocalServer) -> None:
     report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), code=1)
     assert report["failed"] == 1 and report["added"] == 0

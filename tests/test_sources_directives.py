@@ -50,6 +50,27 @@ def test_x_robots_tag_header(value: str, noindex: bool) -> None:
     assert (found.noindex is not None) is noindex
 
 
+@pytest.mark.parametrize(("content", "target"), [
+    ("0;URL=../../b/enum.Kind.html", "https://docs.test/b/enum.Kind.html"),
+    ("0; url='/moved/'", "https://docs.test/moved/"),
+    ("1, URL=next.html", "https://docs.test/a/next.html"),
+    ("0.5;url=https://docs.test/x", "https://docs.test/x"),
+    ("5; url=/later", None),  # time to read the page: not a redirect
+    ("0", None),  # reloads itself
+    ("soon; url=/x", None),
+])
+def test_an_immediate_refresh_names_its_target_like_a_canonical_link(
+        content: str, target: str | None) -> None:
+    found = read_directives(result(head(f"<meta http-equiv='Refresh' content=\"{content}\">")))
+    assert (found.canonical, found.redirect) == (target, target is not None)
+
+
+def test_a_canonical_link_wins_over_a_refresh() -> None:
+    found = read_directives(result(head(
+        "<meta http-equiv='refresh' content='0; url=/b'><link rel='canonical' href='/c'>")))
+    assert (found.canonical, found.redirect) == ("https://docs.test/c", False)
+
+
 def test_tags_in_the_body_or_for_other_bots_do_not_count() -> None:
     page = head("<meta name='googlebot' content='noindex'>",
                 body="<meta name='robots' content='noindex'><link rel='canonical' href='/x'>")

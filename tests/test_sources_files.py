@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kbctl.sources.base import Loaded
+from kbctl.extract import HTML_READER
+from kbctl.sources.base import READER, Loaded
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 
@@ -189,3 +190,31 @@ def test_a_file_name_that_is_not_utf8_is_skipped_with_a_readable_note(docs: Path
     assert _names(loaded) == {"good.md", "more.md"}
     assert notes == [f"skipped {docs}/caf\\udce9.md: the name is not UTF-8"]
     notes[0].encode("utf-8")  # printable and storable as is
+
+
+def test_an_html_redirect_page_is_skipped_with_a_note(docs: Path) -> None:
+    _write(docs, "moved.html", "<html><head><meta http-equiv='refresh' content='0; "
+                               "url=guide/more.html'></head><body>Redirecting…</body></html>")
+    _write(docs, "page.html", "<html><head><title>Page</title></head><body><main><h2 id='a'>"
+                              "A</h2><p>Kept.</p></main></body></html>")
+    _, loaded = _run(docs)
+    [stub] = [item for item in loaded if item.leaf.ref.endswith("moved.html")]
+    assert (stub.dropped, stub.document) == ("redirect", None)
+    assert stub.note.endswith("moved.html: a redirect page to guide/more.html, skipped")
+    assert _names(loaded) == {"good.md", "more.md", "page.html"}
+
+
+def test_an_html_file_stored_by_an_older_reading_is_read_again(docs: Path) -> None:
+    _write(docs, "page.html", "<html><body><main><h2 id='a'>A</h2><p>Kept.</p></main></body>"
+                              "</html>")
+    source = FilesSource()
+    leaves = source.expand(source_spec("files", str(docs), {})).leaves
+    stamps = {leaf.ref: {"size": leaf.hint[0].stat().st_size,
+                         "mtime_ns": leaf.hint[0].stat().st_mtime_ns} for leaf in leaves}
+    older = {ref: dict(stamp) for ref, stamp in stamps.items()}  # no reader: the first one
+    now = {ref: stamp | {READER: HTML_READER} for ref, stamp in stamps.items()}
+    assert all(item.not_modified for item in source.load(leaves, now.get))
+    again = {item.leaf.ref.rsplit("/", 1)[-1]: item for item in source.load(leaves, older.get)}
+    assert again["page.html"].document is not None
+    assert again["page.html"].meta[READER] == HTML_READER
+    assert again["good.md"].not_modified and again["more.md"].not_modified

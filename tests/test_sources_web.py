@@ -25,8 +25,7 @@ from kbctl.errors import (
 )
 from kbctl.extract import HTML_READER
 from kbctl.net import NetPolicy
-from kbctl.sources.base import Expansion, Loaded, SourceSpec
-from kbctl.sources.fetchpage import READER
+from kbctl.sources.base import READER, Expansion, Loaded, SourceSpec
 from kbctl.sources.registry import source_spec
 from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect

@@ -64,6 +64,11 @@ def site() -> Iterator[LocalServer]:
             f"{base}/mirror.html": html(doc_page(
                 "Mirror", "The mirrored quokka reference.",
                 "<link rel='canonical' href='https://elsewhere.example/mirror.html'>")),
+            # a stub left where a page moved: its target is fetched and stored instead
+            f"{base}/old-name.html": html(
+                "<html><head><meta http-equiv='refresh' content='0; url=relocated.html'>"
+                "<title>Redirecting</title></head><body><p>Redirecting to <a "
+                "href='relocated.html'>relocated.html</a></p></body></html>"),
             # the same content as a listed page under a second URL
             f"{base}/index-copy.html": html(copy_of_index),
             f"{base}/custom.html": html(CUSTOM),
@@ -77,6 +82,8 @@ def site() -> Iterator[LocalServer]:
         listed += list(extra)
         routes[f"{base}/new-home.html"] = html(doc_page(
             "New home", "The mover page now lives here with a zeppelin."))
+        routes[f"{base}/relocated.html"] = html(doc_page(
+            "Relocated", "The relocated walrus reference."))
         routes["/"] = redirect("/en/stable/index.html")
         items = "".join(f"<url><loc>{server.url(p)}</loc></url>" for p in listed)
         routes["/sitemap.xml"] = ok(f'<?xml version="1.0"?><urlset {NS}>{items}</urlset>',
@@ -110,7 +117,7 @@ def test_sitemap_keeps_one_copy_of_each_page_on_its_canonical_url(cli: Cli,
     base = site.url("/en/stable/")
     copies = {base + "index.html", base + "index-copy.html"}
     assert set(refs) - copies == {base + p for p in (
-        "guide.html", "new-home.html", "mirror.html", "custom.html")} | {
+        "guide.html", "new-home.html", "mirror.html", "custom.html", "relocated.html")} | {
         site.url("/blog/post-3.html")}
     assert len(set(refs) & copies) == 1  # the same text under two URLs: stored once
     assert report["dropped"] == {"other languages": 4, "other versions": 2, "noindex": 2,
@@ -120,6 +127,7 @@ def test_sitemap_keeps_one_copy_of_each_page_on_its_canonical_url(cli: Cli,
     assert "kept version 'stable'" in notes and "language 'en'" in notes
     assert "root redirects to" in notes
     assert f"{base}guide-print.html: a copy of {base}guide.html" in notes
+    assert "walrus" in texts(cli, base + "relocated.html")  # in place of its redirect page
     assert "same content as" in notes and "index-copy.html" in notes
     assert "marked noindex" in notes
     # the moved page is cited on its canonical URL, with the canonical page's text

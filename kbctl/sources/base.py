@@ -18,6 +18,10 @@ from typing import Any, Protocol
 from ..errors import DefinitionError, KbctlError
 from .options import SourceOptions
 
+#: Source meta: the version of the HTML reading a page was extracted with (absent: 1), so
+#: pages read by an older one are read again (``kbctl.extract.HTML_READER``).
+READER = "reader"
+
 
 @dataclass(frozen=True)
 class SourceSpec:

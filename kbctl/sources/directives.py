@@ -2,9 +2,11 @@
 
 Two places carry it: the response headers (``Link: <…>; rel="canonical"``,
 ``X-Robots-Tag: noindex``) and the page's ``<head>`` (``<link rel="canonical">``,
-``<meta name="robots" content="noindex">``). Only the head is parsed, not the page, so
-reading the directives costs a fraction of extracting the page and a noindex page or a
-copy of another page is dropped before extraction.
+``<meta name="robots" content="noindex">``). A page that only sends the browser on at once
+(``<meta http-equiv="refresh" content="0; url=…">``: the stubs generators leave where a
+page moved) names its target the way a canonical link does, and is dropped for it. Only
+the head is parsed, not the page, so reading the directives costs a fraction of extracting
+the page and a noindex page or a copy of another page is dropped before extraction.
 """
 
 from __future__ import annotations
@@ -28,23 +30,31 @@ _REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""", re.IGNORECASE)
 _ROBOT_NAMES = ("robots", "kbctl")
 _HEAD_LINKS = etree.XPath("//link[@rel][@href]")
 _HEAD_METAS = etree.XPath("//meta[@name][@content]")
+_HEAD_REFRESH = etree.XPath("//meta[@http-equiv][@content]")
+#: A refresh this many seconds or sooner is a redirect; a later one leaves time to read.
+REFRESH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
 class PageDirectives:
     canonical: str | None = None  # normalised, absolute; None when absent or unusable
     noindex: str | None = None  # where the noindex came from, for the note
+    redirect: bool = False  # the canonical URL is where an immediate refresh sends you
 
 
 def read_directives(result: FetchResult) -> PageDirectives:
     """The directives of one response (headers first, then the HTML head)."""
     canonical = _header_canonical(result)
     noindex = _header_noindex(result.headers.get("x-robots-tag", ""))
+    redirect = False
     if result.content_type in _HTML_TYPES:
-        head_canonical, head_noindex = _head(result)
+        head_canonical, head_noindex, refresh = _head(result.content, result.url)
         canonical = canonical or head_canonical
         noindex = noindex or head_noindex
-    return PageDirectives(canonical, noindex)
+        target = normalize_url(refresh, result.url) if refresh else None
+        if canonical is None and target is not None:
+            canonical, redirect = target, True
+    return PageDirectives(canonical, noindex, redirect)
 
 
 def _header_canonical(result: FetchResult) -> str | None:
@@ -71,23 +81,31 @@ def _header_noindex(value: str) -> str | None:
     return None
 
 
-def _head(result: FetchResult) -> tuple[str | None, str | None]:
-    data = result.content[:HEAD_LIMIT]
+def refresh_target(content: bytes) -> str | None:
+    """Where an HTML page sends the browser at once (an immediate ``refresh``), as written:
+    such a page is a stub left where another one moved."""
+    return _head(content, "")[2]
+
+
+def _head(content: bytes, url: str) -> tuple[str | None, str | None, str | None]:
+    """(canonical URL, where a noindex came from, target of an immediate refresh as
+    written)."""
+    data = content[:HEAD_LIMIT]
     end = _HEAD_END.search(data)
     if end is not None:
         data = data[:end.start()]
     if not data.strip():
-        return None, None
+        return None, None, None
     try:
         root = etree.fromstring(data, etree.HTMLParser(no_network=True, remove_comments=True))
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return None, None
+        return None, None, None
     if root is None:
-        return None, None
-    canonical = noindex = None
+        return None, None, None
+    canonical = noindex = refresh = None
     for link in _HEAD_LINKS(root):
         if "canonical" in (link.get("rel") or "").lower().split():
-            canonical = normalize_url(link.get("href") or "", result.url)
+            canonical = normalize_url(link.get("href") or "", url)
             break
     for meta in _HEAD_METAS(root):
         if (meta.get("name") or "").strip().lower() not in _ROBOT_NAMES:
@@ -96,4 +114,22 @@ def _head(result: FetchResult) -> tuple[str | None, str | None]:
         if rules & {"noindex", "none"}:
             noindex = '<meta name="robots"> tag'
             break
-    return canonical, noindex
+    for meta in _HEAD_REFRESH(root):
+        if (meta.get("http-equiv") or "").strip().lower() == "refresh":
+            refresh = _refresh_target(meta.get("content") or "")
+            break
+    return canonical, noindex, refresh
+
+
+def _refresh_target(content: str) -> str | None:
+    """The URL of a refresh that fires within ``REFRESH_SECONDS`` (``0; url='x'``)."""
+    delay, _, rest = content.replace(",", ";", 1).partition(";")
+    try:
+        if float(delay.strip() or "inf") > REFRESH_SECONDS:
+            return None
+    except ValueError:
+        return None
+    rest = rest.strip()
+    if rest[:4].lower() == "url=":
+        rest = rest[4:].strip()
+    return rest.strip("'\"").strip() or None

@@ -27,7 +27,7 @@ from ..errors import BlockedURL, ExtractError, KbctlError, SourceError
 from ..extract import HTML_READER
 from ..extract.html_select import ContentSelectors
 from ..net import FetchResult, GuardedClient
-from .base import Leaf, Loaded
+from .base import READER, Leaf, Loaded
 from .directives import read_directives
 from .extractpool import ExtractJob, run_job
 from .page import PAGE_CONTENT_TYPES
@@ -35,8 +35,7 @@ from .weburl import normalize_url, origin
 
 #: Source meta: the content selectors a page was extracted with (absent: none).
 SELECTORS = "selectors"
-#: Source meta: the version of the HTML reading a page was extracted with (absent: 1).
-READER = "reader"
+
 
 
 @dataclass(frozen=True)
@@ -177,9 +176,13 @@ class PageLoader:
         canonical = directives.canonical
         if (honor_canonical and canonical and canonical != leaf.ref
                 and origin(canonical) == origin(leaf.ref)):
-            return Fetched(Loaded(leaf=leaf, dropped="canonical", note=(
-                f"{leaf.ref}: a copy of {canonical} (its canonical URL), stored there")),
-                leaf.ref, canonical=canonical)
+            if directives.redirect:
+                why, note = "redirect", f"{leaf.ref}: a redirect to {canonical}, stored there"
+            else:
+                why, note = "canonical", (f"{leaf.ref}: a copy of {canonical} (its canonical "
+                                          f"URL), stored there")
+            return Fetched(Loaded(leaf=leaf, dropped=why, note=note), leaf.ref,
+                           canonical=canonical)
         return None
 
     def _digest(self, result: FetchResult, hint: WebHint) -> str:

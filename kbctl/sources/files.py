@@ -23,12 +23,22 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from ..errors import ExtractError, InputError, SourceError
+from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.markdown import parse_markdown_document
 from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
 from ..generators.anchors import with_heading_ids
 from ..hygiene import describe_bad_char
-from .base import Document, Expansion, Leaf, Loaded, PreviousMeta, SourceKind, SourceSpec
+from .base import (
+    READER,
+    Document,
+    Expansion,
+    Leaf,
+    Loaded,
+    PreviousMeta,
+    SourceKind,
+    SourceSpec,
+)
 from .options import SourceOptions, choice, http_url, option, strings
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
@@ -125,9 +135,12 @@ class FilesSource:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise SourceError(f"{path}: {_kind_of(st.st_mode)}, not a regular file")
-            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            if prev and prev.get("size") == stamp["size"] and prev.get("mtime_ns") == stamp[
-                    "mtime_ns"]:
+            stamp: dict[str, Any] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            html = file_format(path) == "html"
+            if html:  # a page stored by an older HTML reading is read again
+                stamp[READER] = HTML_READER
+            if prev and all(prev.get(key, 1 if key == READER else None) == value
+                            for key, value in stamp.items()):
                 return Loaded(leaf=leaf, not_modified=True, meta=stamp)
             if st.st_size > self.max_bytes:
                 raise SourceError(f"{path}: {st.st_size} bytes is over the "
@@ -138,6 +151,13 @@ class FilesSource:
                 raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         if len(data) > self.max_bytes:
             raise SourceError(f"{path}: over the {self.max_bytes} byte limit for one file")
+        if html:
+            from .directives import refresh_target  # lxml: only when HTML shows up
+
+            target = refresh_target(data)
+        if html and target is not None:
+            return Loaded(leaf=leaf, dropped="redirect",
+                          note=f"{path}: a redirect page to {target}, skipped")
         text = decode_text(data, source=str(path))
         doc = _document(leaf, path, text, stamp, published)
         return Loaded(leaf=leaf, document=doc, meta=stamp)

@@ -370,11 +370,14 @@ async def _site_choice(client: GuardedClient, url: str) -> tuple[str | None, str
     version, lang = versions.signal_of(final)
     if final != root and (version or lang):
         return version, lang, f"the site's root redirects to {final}"
-    canonical = read_directives(result).canonical
+    directives = read_directives(result)
+    canonical = directives.canonical
     if canonical and origin(canonical) == origin(root):
         version, lang = versions.signal_of(canonical)
         if version or lang:
-            return version, lang, f"the site's root names {canonical} canonical"
+            said = (f"sends browsers on to {canonical}" if directives.redirect
+                    else f"names {canonical} canonical")
+            return version, lang, f"the site's root {said}"
     return None, None, ""
 
 
