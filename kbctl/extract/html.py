@@ -136,17 +136,26 @@ class _PageIds:
 
     def __init__(self, root: etree._Element) -> None:
         self._ids = page_heading_ids(root)
+        self._taken: dict[str, int] = {}  # per text, how many of its ids are given out
+
+    def __bool__(self) -> bool:
+        return any(i is not None for ids in self._ids.values() for i in ids)
 
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        queue = self._ids.get(heading_key(text))
-        return queue.pop(0) if queue else None
+        key = heading_key(text)
+        ids = self._ids.get(key, [])
+        n = self._taken[key] = self._taken.get(key, 0) + 1
+        return ids[n - 1] if n <= len(ids) else None
 
 
 def _with_page_ids(markdown: str, root: etree._Element) -> str:
     """Fallback markdown with ``{#id}`` on each heading the page gives an id."""
     from kbctl.generators.anchors import with_heading_ids
 
-    return with_heading_ids(markdown, _PageIds(root))
+    ids = _PageIds(root)
+    if not ids:
+        return markdown  # nothing to give back: skip parsing the markdown
+    return with_heading_ids(markdown, ids)
 
 
 def _render(node: etree._Element, root: etree._Element, base: str | None) -> str:

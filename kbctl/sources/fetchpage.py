@@ -37,7 +37,6 @@ from .weburl import normalize_url, origin
 SELECTORS = "selectors"
 
 
-
 @dataclass(frozen=True)
 class WebHint:
     """What a web leaf carries besides its URL."""

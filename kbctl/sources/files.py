@@ -155,9 +155,9 @@ class FilesSource:
             from .directives import refresh_target  # lxml: only when HTML shows up
 
             target = refresh_target(data)
-        if html and target is not None:
-            return Loaded(leaf=leaf, dropped="redirect",
-                          note=f"{path}: a redirect page to {target}, skipped")
+            if target is not None:
+                return Loaded(leaf=leaf, dropped="redirect",
+                              note=f"{path}: a redirect page to {target}, skipped")
         text = decode_text(data, source=str(path))
         doc = _document(leaf, path, text, stamp, published)
         return Loaded(leaf=leaf, document=doc, meta=stamp)
