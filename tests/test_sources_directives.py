@@ -58,6 +58,9 @@ def test_x_robots_tag_header(value: str, noindex: bool) -> None:
     ("5; url=/later", None),  # time to read the page: not a redirect
     ("0", None),  # reloads itself
     ("soon; url=/x", None),
+    ("0; url=/a,b;c", "https://docs.test/a,b;c"),  # separators inside the URL stay
+    ("nan; url=/x", None),
+    ("-1; url=/x", None),
 ])
 def test_an_immediate_refresh_names_its_target_like_a_canonical_link(
         content: str, target: str | None) -> None:

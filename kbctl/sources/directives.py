@@ -123,13 +123,15 @@ def _head(content: bytes, url: str) -> tuple[str | None, str | None, str | None]
 
 def _refresh_target(content: str) -> str | None:
     """The URL of a refresh that fires within ``REFRESH_SECONDS`` (``0; url='x'``)."""
-    delay, _, rest = content.replace(",", ";", 1).partition(";")
+    cut = min((i for i in (content.find(";"), content.find(",")) if i >= 0),
+              default=len(content))  # the delay ends at the first separator; a URL may hold more
     try:
-        if float(delay.strip() or "inf") > REFRESH_SECONDS:
-            return None
+        delay = float(content[:cut].strip() or "inf")
     except ValueError:
         return None
-    rest = rest.strip()
+    if not 0 <= delay <= REFRESH_SECONDS:  # also refuses nan
+        return None
+    rest = content[cut + 1:].strip()
     if rest[:4].lower() == "url=":
         rest = rest[4:].strip()
     return rest.strip("'\"").strip() or None
