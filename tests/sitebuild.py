@@ -197,3 +197,26 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 def failures(result: CitationCheck) -> Iterator[str]:
     yield from (f"no page: {u}" for u in result.missing_pages[:20])
     yield from (f"no anchor: {u}" for u in result.missing_anchors[:20])
+
+
+def build_javadoc(project: Path, package: str) -> Path:
+    """``javadoc`` of ``package`` under ``project/src`` into ``project/api``."""
+    out = project / "api"
+    run([tool("javadoc") or "javadoc", "-quiet", "-notimestamp", "-d", str(out),
+         "-sourcepath", str(project / "src"), package], cwd=project)
+    return out
+
+
+def build_makeinfo(project: Path, manual: str) -> Path:
+    """``makeinfo --html --no-split`` of ``project/manual`` into ``project/html``."""
+    out = project / "html"
+    out.mkdir(exist_ok=True)
+    run([tool("makeinfo") or "makeinfo", "--html", "--no-split", "-o",
+         str(out / "manual.html"), manual], cwd=project)
+    return out
+
+
+def build_doxygen(project: Path) -> Path:
+    """``doxygen`` with the ``Doxyfile`` in ``project``, HTML into ``project/html``."""
+    run([tool("doxygen") or "doxygen", "Doxyfile"], cwd=project)
+    return project / "html"

@@ -3,4 +3,6 @@
 #: Bumped when the HTML reading changes what a stored page yields (its text, its heading
 #: ids), so a resync reads every stored page again even where the server says unchanged.
 #: 2: section wrapper ids, DocBook divisions, no made-up heading ids.
-HTML_READER = 2
+#: 3: Doxygen, Texinfo, AsciiDoc, gtk-doc and Node.js containers, empty-marker ids before
+#:    headings, ``<a name>`` ids, sections inside lists (Javadoc) kept as sections.
+HTML_READER = 3

@@ -26,10 +26,18 @@ RULES = (
     "sphinx",  # div/article[role=main] (classic, Read the Docs, pydata, Furo)
     "sphinx-classic",  # div.body, div.document
     "docbook",  # the outermost div.chapter, div.sect1, div.refentry … that opens a title page
+    "doxygen",  # div.contents after div.header
+    "node",  # #apicontent (Node.js's API docs)
     "main",  # <main>
     "role-main",  # [role=main]
     "article",  # <article>
+    "page-body",  # <body> of a page whose generator writes no container (see _BODY_GENERATORS)
 )
+_RULE = {name: i for i, name in enumerate(RULES)}
+# Generators whose content is the whole body (chrome dropped element by element), named by
+# the start of their <meta name="generator">: AsciiDoc and Asciidoctor (#header, #content,
+# #footer), Texinfo's makeinfo / texi2any (nodes straight in the body).
+_BODY_GENERATORS = ("asciidoc", "makeinfo", "texi2any")
 # DocBook XSL's division classes; each division starts with its title page (refentry: its
 # name block), which tells them from a theme's own div.section or div.chapter.
 _DOCBOOK_DIVISIONS = frozenset({
@@ -40,11 +48,11 @@ _DOCBOOK_DIVISIONS = frozenset({
 })
 _DOCBOOK_OPENERS = frozenset({"titlepage", "refnamediv"})
 _CLASS_RULES = {
-    "theme-doc-markdown": 1,
-    "vp-doc": 2,
-    "td-content": 3,
-    "markdown-section": 4,
-    "page-inner": 4,
+    "theme-doc-markdown": _RULE["docusaurus"],
+    "vp-doc": _RULE["vitepress"],
+    "td-content": _RULE["docsy"],
+    "markdown-section": _RULE["gitbook"],
+    "page-inner": _RULE["gitbook"],
 }
 
 
@@ -55,35 +63,66 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
     tokens = (el.get("class") or "").split() if "class" in keys else ()
     if role == "main":
         if tag in ("div", "article"):
-            matched.append(6)
-        matched.append(10)
+            matched.append(_RULE["sphinx"])
+        matched.append(_RULE["role-main"])
     for token in tokens:
         rule = _CLASS_RULES.get(token)
         if rule is not None:
             matched.append(rule)
         elif token == "md-content__inner" and tag == "article":
-            matched.append(0)
+            matched.append(_RULE["mkdocs-material"])
         elif token in ("body", "document") and tag == "div":
-            matched.append(7)
-    if tag == "div" and not _DOCBOOK_DIVISIONS.isdisjoint(tokens) and _opens_title_page(el):
-        matched.append(8)
+            matched.append(_RULE["sphinx-classic"])
+        elif token == "contents" and tag == "div" and _follows_header(el):
+            matched.append(_RULE["doxygen"])
+    if tag == "div":
+        if not _DOCBOOK_DIVISIONS.isdisjoint(tokens) and _opens_title_page(el):
+            matched.append(_RULE["docbook"])
+        if "id" in keys and el.get("id") == "apicontent":
+            matched.append(_RULE["node"])
     if tag == "main":
-        matched.append(9)
+        matched.append(_RULE["main"])
         parent = el.getparent()
         while parent is not None:
             if parent.get("id") == "content":
-                matched.append(5)
+                matched.append(_RULE["mdbook"])
                 break
             parent = parent.getparent()
     elif tag == "article":
-        matched.append(11)
+        matched.append(_RULE["article"])
     return matched
 
 
 def _opens_title_page(el: etree._Element) -> bool:
-    first = next(el.iterchildren(tag=etree.Element), None)
-    return first is not None and not _DOCBOOK_OPENERS.isdisjoint(
-        (first.get("class") or "").split())
+    """True when the first child, after empty ``<a name>`` markers (gtk-doc), is a title
+    page or a reference entry's name block."""
+    for child in el.iterchildren(tag=etree.Element):
+        if child.tag == "a" and not len(child) and not (child.text or "").strip():
+            continue
+        return not _DOCBOOK_OPENERS.isdisjoint((child.get("class") or "").split())
+    return False
+
+
+def _follows_header(el: etree._Element) -> bool:
+    """Doxygen's shape: ``div.header`` (the title) right before ``div.contents``."""
+    previous = el.getprevious()
+    while previous is not None and previous.tag.__class__ is not str:
+        previous = previous.getprevious()  # a comment such as <!--header-->
+    return previous is not None and previous.tag == "div" and (
+        "header" in (previous.get("class") or "").split())
+
+
+def _generated_body(root: etree._Element) -> etree._Element | None:
+    """The body, when the page's generator is one that writes its content straight in it."""
+    head = root.find("head")
+    body = root.find("body")
+    if head is None or body is None:
+        return None
+    for meta in head.iterchildren("meta"):
+        if (meta.get("name") or "").lower() == "generator" and (
+                meta.get("content") or "").lower().startswith(_BODY_GENERATORS):
+            return body
+    return None
 
 
 def _inside(el: etree._Element, ancestor: etree._Element) -> bool:
@@ -107,7 +146,8 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
         for rule in _rules_of(el, el.tag):
             found.setdefault(rule, []).append(el)
     if not found:
-        return None, None
+        body = _generated_body(root)
+        return (body, "page-body") if body is not None else (None, None)
     rule = min(found)
     matches = found[rule]
     best = matches[0]
@@ -140,6 +180,9 @@ DROP_CLASSES = frozenset({
     "skip-link", "navbar", "prev-next", "pager", "rst-footer-buttons", "page-nav",
     "vp-doc-footer", "searchbox", "search", "sidebar-toc", "on-this-page", "page-toc",
     "toc-drawer", "toc-container", "toc-list", "toc-tree", "view-this-page",
+    # Texinfo's contents and node navigation; Doxygen's code tooltips
+    "contents_element", "shortcontents_element", "element-contents",
+    "element-shortcontents", "nav-panel", "ttc",
 })
 # Class tokens that mark a header/permalink icon only when they sit on a link.
 LINK_DROP_CLASSES = frozenset({"anchor", "anchor-heading", "header-link", "heading-link"})
@@ -213,6 +256,8 @@ def is_chrome(el: etree._Element, tag: str) -> bool:
             hit = _class_is_chrome(tag == "a", cls)
         if hit:
             return True
+        if cls == "header" and tag == "div" and el.find(".//a[@accesskey]") is not None:
+            return True  # Texinfo's Next / Previous / Up line above each node
         if len(keys) == 1:
             return False
     if "aria-hidden" in keys and get("aria-hidden") == "true":

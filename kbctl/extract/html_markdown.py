@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from copy import deepcopy
 from functools import lru_cache
 from urllib.parse import unquote, urljoin
 
@@ -71,6 +72,9 @@ _HOLDS_ANCHORS = etree.XPath(
     "boolean(.//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
     " or self::dt[@id]])"
 )
+_HOLDS_HEADINGS = etree.XPath(
+    "boolean(.//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6])"
+)
 _PRE_SPECIAL = etree.XPath(
     ".//br | .//*[contains(@class, 'lineno') or contains(concat(' ', @class, ' '), ' ln ')]"
 )
@@ -101,6 +105,34 @@ def section_id(heading: etree._Element) -> str | None:
         if valid_id(ident):
             return ident
         node = parent
+    return None
+
+
+#: Empty elements that mark a place: Texinfo writes ``<span id="Node-1"></span><h3>``, gtk-doc
+#: and Doxygen ``<a name="x"></a><h2>``.
+_MARKER_TAGS = frozenset({"a", "span"})
+
+
+def marker_id(el: etree._Element) -> str | None:
+    """The fragment an empty ``<a>`` or ``<span>`` stands for: its id, or an ``<a>``'s name."""
+    if el.tag not in _MARKER_TAGS or len(el) or (el.text and not el.text.isspace()):
+        return None
+    ident = el.get("id") or (el.get("name") if el.tag == "a" else None)
+    return ident if valid_id(ident) else None
+
+
+def preceding_marker(heading: etree._Element) -> str | None:
+    """The id of an empty marker element right before ``heading`` (only whitespace between),
+    so a link to it lands on the heading."""
+    for sibling in heading.itersiblings(preceding=True):
+        if sibling.tail and not sibling.tail.isspace():
+            return None
+        if sibling.tag.__class__ is not str:
+            continue  # a comment
+        ident = marker_id(sibling)
+        if ident is not None:
+            return ident
+        return None
     return None
 
 
@@ -367,6 +399,28 @@ def _heading_line(level: int, text: str, anchor: str | None) -> str:
     return f"{'#' * level} {text}"
 
 
+_HEADERLINK_MARKS = _HEADERLINK_TEXT - {"", "link", "permalink"}
+
+
+def _is_mark_link(link: etree._Element) -> bool:
+    return (link.get("href") or "").startswith("#") and _normalise_chars(
+        "".join(link.itertext())).strip() in _HEADERLINK_MARKS
+
+
+def _remove_keeping_tail(el: etree._Element) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    tail = el.tail
+    if tail:
+        previous = el.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(el)
+
+
 def _clean_heading(text: str) -> str:
     text = _WS.sub(" ", _normalise_chars(text)).strip(_TRAILING_MARKS)
     if text.endswith(" #"):
@@ -444,7 +498,7 @@ class MarkdownWriter:
     def _heading(self, el: etree._Element, out: list[str]) -> None:
         self._plain += 1
         try:
-            text = _clean_heading(self._inline_children(el))
+            text = _clean_heading(self._inline_children(self._without_self_links(el)))
         finally:
             self._plain -= 1
         if not text:
@@ -459,20 +513,35 @@ class MarkdownWriter:
         self.level = level
         out.append(_heading_line(level, text, self.heading_anchor(el)))
 
+    def _without_self_links(self, el: etree._Element) -> etree._Element:
+        """``el``, or a copy without the permalinks it holds whose text is only a mark such
+        as ``#`` (Node.js's ``a.mark``): a class the chrome rules do not know must not put a
+        stray ``#`` into the heading's text."""
+        if not any(_is_mark_link(a) for a in el.iter("a")):
+            return el
+        copy = deepcopy(el)
+        for link in [a for a in copy.iter("a") if _is_mark_link(a)]:
+            _remove_keeping_tail(link)
+        return copy
+
     def heading_anchor(self, el: etree._Element) -> str | None:
-        """The id a link to this heading uses on the page, if it has one."""
+        """The id a link to this heading uses on the page, if it has one: its own, the one
+        its permalink names, the element it opens, or an empty marker right before it."""
         ident = el.get("id")
         if valid_id(ident):
             return ident
-        wrapper = section_id(el)
-        if wrapper is not None:
-            return wrapper
         for link in el.iter("a"):
             href = link.get("href")
             if href and len(href) > 1 and href[0] == "#" and self._is_header_link(link):
                 target = unquote(href[1:])
                 if valid_id(target) and target in self._page_ids():
                     return target
+        wrapper = section_id(el)
+        if wrapper is not None:
+            return wrapper
+        marker = preceding_marker(el)
+        if marker is not None:
+            return marker
         for link in el.iter("a"):
             ident = link.get("id") or link.get("name")
             if valid_id(ident) and ident in self._page_ids():
@@ -490,12 +559,17 @@ class MarkdownWriter:
         return text in _HEADERLINK_TEXT
 
     def _page_ids(self) -> frozenset[str]:
+        """Every fragment the page answers: element ids and, as browsers still honour them,
+        ``<a name>`` (gtk-doc, Doxygen, older Javadoc)."""
         if self._ids is None:
-            self._ids = frozenset(self.root.xpath("//@id"))
+            self._ids = frozenset(self.root.xpath("//@id | //a/@name"))
         return self._ids
 
     def _pre(self, el: etree._Element, out: list[str], lang: str | None = None) -> None:
-        code = _pre_text(el)
+        self._fence(_pre_text(el), el, out, lang)
+
+    def _fence(self, code: str, el: etree._Element, out: list[str],
+               lang: str | None = None) -> None:
         if "\r" in code:
             code = code.replace("\r\n", "\n").replace("\r", "\n")
         if code.startswith("\n"):
@@ -506,6 +580,12 @@ class MarkdownWriter:
 
     def _div(self, el: etree._Element, out: list[str]) -> None:
         cls = el.get("class")
+        if cls == "fragment":
+            lines = el.findall("div[@class='line']")
+            if lines:  # Doxygen's code: one div.line per line, no <pre>
+                # (a blank line is a no-break space there)
+                self._fence("\n".join(_pre_text(line).rstrip() for line in lines), el, out)
+                return
         if cls:
             lang = _lang_from_class(cls)
             if lang is not None:
@@ -519,6 +599,11 @@ class MarkdownWriter:
         self._into(el, out)
 
     def _list(self, el: etree._Element, out: list[str]) -> None:
+        if _HOLDS_HEADINGS(el):
+            # A list used as layout around sections (Javadoc's member lists): as items, its
+            # headings, and so their anchors, would be lost to the chunker.
+            self._into(el, out)
+            return
         ordered = el.tag == "ol"
         try:
             number = int(el.get("start") or 1)
