@@ -99,6 +99,21 @@ def test_bad_files_are_error_entries_and_the_rest_goes_on(cli: Cli, docs: Path) 
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(4,)]
 
 
+def test_a_stray_nul_in_a_long_page_is_dropped_not_the_page(cli: Cli, docs: Path) -> None:
+    # Javadoc prints a '\0' constant verbatim: one NUL in a page of real text.
+    prose = "<p>Counts characters of every kind in a string.</p>\n" * 40
+    (docs / "chars.html").write_bytes(
+        f"<main><h2 id='nul'>NUL</h2><p>The <code>\x00</code> character.</p>{prose}</main>"
+        .encode())
+    (docs / "dense.html").write_bytes(b"<main>" + b"\x00x" * 50 + b"</main>")
+    report = cli.json("ingest", "files", str(docs), code=1)
+    failed = {e["ref"].rsplit("/", 1)[-1]: e["error"] for e in report["errors"]}
+    assert set(failed) == {"dense.html"} and "binary" in failed["dense.html"]
+    [(text,)] = rows(cli.db_url, "SELECT string_agg(text, ' ') FROM chunks c "
+                     "JOIN sources s ON s.ref = c.source_ref WHERE s.url LIKE '%%chars%%'")
+    assert "character." in text and "\x00" not in text
+
+
 def test_symlink_escaping_the_root_is_refused(cli: Cli, docs: Path, workdir: Path) -> None:
     secret = _write(workdir, "outside/secret.md", "# Secret\n\ntoken 12345\n")
     (docs / "link.md").symlink_to(secret)

@@ -585,6 +585,12 @@ def test_binary_input_is_refused(data: bytes) -> None:
         extract_html(data)
 
 
+def test_a_stray_nul_in_a_long_page_is_dropped() -> None:
+    page = b"<main><p>The <code>\x00</code> constant.</p>" + b"<p>More text.</p>" * 100 + b"</main>"
+    markdown = extract_html(page).markdown
+    assert markdown.startswith("The constant.") and "\x00" not in markdown
+
+
 @pytest.mark.parametrize(
     "html",
     [

@@ -48,6 +48,17 @@ _CHARSET = re.compile(
     re.IGNORECASE,
 )
 
+#: NUL bytes tolerated at the start of a text body: a generator that printed a ``'\0'``
+#: constant (Javadoc's ``CharUtils.NUL``) leaves one or two in a long page, a binary file
+#: many more, or a dense few in a short one. The stray ones are dropped (ingest notes it).
+MAX_STRAY_NULS = 8
+
+
+def _binary_nuls(head: bytes) -> bool:
+    nuls = head.count(b"\x00")
+    return nuls > MAX_STRAY_NULS or nuls * 100 > len(head)
+
+
 # C0 controls other than tab, LF, FF, CR: a few are tolerable noise, many mean binary.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
@@ -63,12 +74,13 @@ def strip_bom(data: bytes) -> tuple[str | None, bytes]:
 def decode_text(data: bytes, charset: str | None = None, *, source: str) -> str:
     """Decode strictly: a BOM wins, then ``charset``, else UTF-8.
 
-    Binary data (NUL bytes in the first 8 KB of a body that is not UTF-16/32) is refused
-    even when it happens to decode. Raises ``ExtractError`` naming ``source``.
+    Binary data (more than ``MAX_STRAY_NULS`` NUL bytes in the first 8 KB of a body that is
+    not UTF-16/32) is refused even when it happens to decode. Raises ``ExtractError``
+    naming ``source``.
     """
     encoding, body = strip_bom(data)
     encoding = encoding or charset or "utf-8"
-    if b"\x00" in body[:8192] and not encoding.lower().startswith(("utf-16", "utf-32")):
+    if _binary_nuls(body[:8192]) and not encoding.lower().startswith(("utf-16", "utf-32")):
         raise ExtractError(f"{source}: the body is binary (NUL bytes), not text",
                            hint="the source is a binary file; exclude it")
     try:
@@ -138,7 +150,7 @@ def to_utf8(data: str | bytes) -> bytes:
                 )
         encoding = _looks_utf16(head)
     if encoding is None:
-        if b"\x00" in head:
+        if _binary_nuls(head):
             raise ExtractError(
                 "input is not text: it contains NUL bytes",
                 hint="the URL probably serves a binary file; exclude it from the source",
@@ -148,6 +160,7 @@ def to_utf8(data: str | bytes) -> bytes:
             # An ASCII-readable declaration cannot be UTF-16/32 (browsers read it as UTF-8).
             encoding = "utf-8"
     if encoding in (None, "utf-8"):
+        raw = raw.replace(b"\x00", b"")  # stray ones only: many were refused above
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
