@@ -74,9 +74,9 @@ def strip_bom(data: bytes) -> tuple[str | None, bytes]:
 def decode_text(data: bytes, charset: str | None = None, *, source: str) -> str:
     """Decode strictly: a BOM wins, then ``charset``, else UTF-8.
 
-    Binary data (more than ``MAX_STRAY_NULS`` NUL bytes in the first 8 KB of a body that is
-    not UTF-16/32) is refused even when it happens to decode. Raises ``ExtractError``
-    naming ``source``.
+    Binary data (NUL bytes beyond a few stray ones in the first 8 KB of a body that is not
+    UTF-16/32, see ``MAX_STRAY_NULS``) is refused even when it happens to decode. Raises
+    ``ExtractError`` naming ``source``.
     """
     encoding, body = strip_bom(data)
     encoding = encoding or charset or "utf-8"
@@ -160,7 +160,8 @@ def to_utf8(data: str | bytes) -> bytes:
             # An ASCII-readable declaration cannot be UTF-16/32 (browsers read it as UTF-8).
             encoding = "utf-8"
     if encoding in (None, "utf-8"):
-        raw = raw.replace(b"\x00", b"")  # stray ones only: many were refused above
+        if b"\x00" in raw:
+            raw = raw.replace(b"\x00", b"")  # stray ones only: many were refused above
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

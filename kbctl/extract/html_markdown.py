@@ -18,6 +18,7 @@ from urllib.parse import unquote, urljoin
 from lxml import etree
 
 from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, is_chrome
+from kbctl.extract.html_select import remove_keeping_tail
 
 INLINE_TAGS = frozenset({
     "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del",
@@ -113,7 +114,7 @@ def section_id(heading: etree._Element) -> str | None:
 _MARKER_TAGS = frozenset({"a", "span"})
 
 
-def marker_id(el: etree._Element) -> str | None:
+def _marker_id(el: etree._Element) -> str | None:
     """The fragment an empty ``<a>`` or ``<span>`` stands for: its id, or an ``<a>``'s name."""
     if el.tag not in _MARKER_TAGS or len(el) or (el.text and not el.text.isspace()):
         return None
@@ -129,7 +130,7 @@ def preceding_marker(heading: etree._Element) -> str | None:
             return None
         if sibling.tag.__class__ is not str:
             continue  # a comment
-        ident = marker_id(sibling)
+        ident = _marker_id(sibling)
         if ident is not None:
             return ident
         return None
@@ -407,18 +408,16 @@ def _is_mark_link(link: etree._Element) -> bool:
         "".join(link.itertext())).strip() in _HEADERLINK_MARKS
 
 
-def _remove_keeping_tail(el: etree._Element) -> None:
-    parent = el.getparent()
-    if parent is None:
-        return
-    tail = el.tail
-    if tail:
-        previous = el.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(el)
+def _without_mark_links(el: etree._Element) -> etree._Element:
+    """``el``, or a copy without the permalinks it holds whose text is only a mark such as
+    ``#`` (Node.js's ``a.mark``): a class the chrome rules do not know must not put a stray
+    ``#`` into a heading's text."""
+    if not any(_is_mark_link(a) for a in el.iter("a")):
+        return el
+    copy = deepcopy(el)
+    for link in [a for a in copy.iter("a") if _is_mark_link(a)]:
+        remove_keeping_tail(link)
+    return copy
 
 
 def _clean_heading(text: str) -> str:
@@ -498,7 +497,7 @@ class MarkdownWriter:
     def _heading(self, el: etree._Element, out: list[str]) -> None:
         self._plain += 1
         try:
-            text = _clean_heading(self._inline_children(self._without_self_links(el)))
+            text = _clean_heading(self._inline_children(_without_mark_links(el)))
         finally:
             self._plain -= 1
         if not text:
@@ -512,17 +511,6 @@ class MarkdownWriter:
         level = int(el.tag[1])
         self.level = level
         out.append(_heading_line(level, text, self.heading_anchor(el)))
-
-    def _without_self_links(self, el: etree._Element) -> etree._Element:
-        """``el``, or a copy without the permalinks it holds whose text is only a mark such
-        as ``#`` (Node.js's ``a.mark``): a class the chrome rules do not know must not put a
-        stray ``#`` into the heading's text."""
-        if not any(_is_mark_link(a) for a in el.iter("a")):
-            return el
-        copy = deepcopy(el)
-        for link in [a for a in copy.iter("a") if _is_mark_link(a)]:
-            _remove_keeping_tail(link)
-        return copy
 
     def heading_anchor(self, el: etree._Element) -> str | None:
         """The id a link to this heading uses on the page, if it has one: its own, the one

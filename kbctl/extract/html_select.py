@@ -44,19 +44,26 @@ def remove_matches(scope: etree._Element, selectors: Sequence[str]) -> int:
         for node in compile_selector(selector)(scope):
             if not isinstance(node, etree._Element) or node is scope:
                 continue
-            parent = node.getparent()
-            if parent is None:
-                continue
-            tail = node.tail
-            if tail:
-                previous = node.getprevious()
-                if previous is not None:
-                    previous.tail = (previous.tail or "") + tail
-                else:
-                    parent.text = (parent.text or "") + tail
-            parent.remove(node)
-            removed += 1
+            if remove_keeping_tail(node):
+                removed += 1
     return removed
+
+
+def remove_keeping_tail(node: etree._Element) -> bool:
+    """Take ``node`` out of its parent, the text after it staying in place; False for the
+    root, which has no parent to leave."""
+    parent = node.getparent()
+    if parent is None:
+        return False
+    tail = node.tail
+    if tail:
+        previous = node.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(node)
+    return True
 
 
 @dataclass(frozen=True)
