@@ -496,6 +496,18 @@ def test_page_without_container_falls_back_to_trafilatura() -> None:
         assert chrome not in page.markdown
 
 
+def test_a_bare_fragment_is_all_content() -> None:
+    # Go's doc/*.html: a template comment, then the content, with no <html> or <body>.
+    fragment = ('<!--{\n "Title": "Memory model"\n}-->\n<h2 id="intro">Introduction</h2>\n'
+                "<p>Reads and writes\nare ordered.</p>\n<h3 id='sync'>Synchronization</h3>"
+                "<p>Locks order them.</p>")
+    page = extract_html(fragment)
+    assert page.used_fallback is False
+    assert HEADING_ID.findall(page.markdown) == ["intro", "sync"]
+    assert "Reads and writes are ordered." in page.markdown
+    assert extract_html(f"<html><body>{fragment}</body></html>").used_fallback is True
+
+
 def test_empty_container_falls_back_to_trafilatura() -> None:
     shell = load("blog").replace(b'<div id="wrapper">', b'<main id="app"></main><div id="wrapper">')
     assert find_container(tree(shell))[1] == "main"

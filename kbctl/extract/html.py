@@ -31,6 +31,8 @@ __all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
 # Separators between a page title and its site name, most specific first.
 _TITLE_SEPARATORS = (" — ", " – ", " | ", " - ", " · ", " :: ", " » ")
 _WS = re.compile(r"\s+")
+# A document with neither tag is a fragment of a page (a template fills in the rest).
+_PAGE_TAG = re.compile(rb"<(?:html|body|head)[\s>/]", re.IGNORECASE)
 _OG_TITLE = etree.XPath("//meta[@property='og:title']/@content | //meta[@name='og:title']/@content")
 
 
@@ -181,6 +183,8 @@ def extract_html(html: str | bytes, *, url: str | None = None,
     container = select_content(root, content_selector) if content_selector else None
     if container is None:
         container, _generator = find_container(root)
+    if container is None and _PAGE_TAG.search(data) is None:
+        container = root.find("body")  # a bare fragment (Go's doc/*.html) is all content
     title = _title(root, container)
     if exclude_selectors:
         remove_matches(container if container is not None else root, exclude_selectors)
