@@ -408,6 +408,19 @@ def _is_mark_link(link: etree._Element) -> bool:
         "".join(link.itertext())).strip() in _HEADERLINK_MARKS
 
 
+_SPACE_BEFORE_PUNCT = re.compile(r" +(?=[(),])|(?<=\() +")
+_COMMA = re.compile(r",(?=\S)")
+
+
+def _code_line(signature: str) -> str:
+    """A signature read from table cells as one code span: ``f(a, b) const``."""
+    text = _WS.sub(" ", _normalise_chars(signature)).strip()
+    text = _COMMA.sub(", ", _SPACE_BEFORE_PUNCT.sub("", text))
+    ticks = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
 def _without_mark_links(el: etree._Element) -> etree._Element:
     """``el``, or a copy without the permalinks it holds whose text is only a mark such as
     ``#`` (Node.js's ``a.mark``): a class the chrome rules do not know must not put a stray
@@ -725,8 +738,17 @@ class MarkdownWriter:
                 rows.extend(r for r in part if r.tag == "tr")
             elif tag == "caption":
                 caption = self._one_line(part)
-        if not rows or el.find(".//pre") is not None:
-            # Layout tables and code tables (line numbers beside code): their blocks matter.
+        if not rows or el.find(".//pre") is not None or _HOLDS_HEADINGS(el):
+            # Layout tables, code tables (line numbers beside code) and tables around a
+            # heading (gtk-doc's title block): their blocks, headings included, matter.
+            self._into(el, out)
+            return
+        classes = (el.get("class") or "").split()
+        if "memname" in classes:
+            # Doxygen's signature, one cell per token: a line of code, not a grid.
+            out.append(_code_line(" ".join(plain_text(row) for row in rows)))
+            return
+        if "mlabels" in classes:  # Doxygen's signature beside its labels (inline, static)
             self._into(el, out)
             return
         shape: list[list[tuple[etree._Element, int]]] = []
