@@ -90,10 +90,15 @@ def build_large_kb(url: str, copies: int) -> None:
 def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
     conn.execute(
         """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
-                                fetched_at, chunk_count, meta)
+                                fetched_at, chunk_count, meta, lexeme_count, embedding)
            SELECT %(dst)s, ref || %(sfx)s, def_id, kind, url || %(sfx)s, title, content_hash,
-                  fetched_at, chunk_count, meta
+                  fetched_at, chunk_count, meta, lexeme_count, embedding
            FROM sources WHERE namespace = %(src)s""", {"src": src, "dst": dst, "sfx": ref_suffix})
+    conn.execute(
+        """INSERT INTO page_postings (namespace, source_ref, lexeme, tf)
+           SELECT %(dst)s, source_ref || %(sfx)s, lexeme, tf
+           FROM page_postings WHERE namespace = %(src)s""",
+        {"src": src, "dst": dst, "sfx": ref_suffix})
     conn.execute(
         """CREATE TEMP TABLE IF NOT EXISTS idmap (old bigint, new bigint);
            TRUNCATE idmap""")
@@ -118,11 +123,13 @@ def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
            ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df""",
         {"src": src, "dst": dst})
     conn.execute(
-        """INSERT INTO namespace_stats (namespace, chunk_count, total_len)
-           SELECT %(dst)s, chunk_count, total_len FROM namespace_stats WHERE namespace = %(src)s
+        """INSERT INTO namespace_stats (namespace, chunk_count, total_len, page_count)
+           SELECT %(dst)s, chunk_count, total_len, page_count FROM namespace_stats
+           WHERE namespace = %(src)s
            ON CONFLICT (namespace) DO UPDATE
              SET chunk_count = namespace_stats.chunk_count + excluded.chunk_count,
-                 total_len = namespace_stats.total_len + excluded.total_len""",
+                 total_len = namespace_stats.total_len + excluded.total_len,
+                 page_count = namespace_stats.page_count + excluded.page_count""",
         {"src": src, "dst": dst})
 
 

@@ -157,6 +157,38 @@ def test_a_chunk_ranks_with_its_page(store: KnowledgeStore,
         hits = store.search("ns", question, k=4, query_vector=emb.embed_query(question))
         return [h.source_ref for h in hits if h.text == passage]
 
+    monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)  # the page's words: next test
     assert copies_in_order() == ["shutil", "mailbox"]
     monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
+    assert copies_in_order() == ["mailbox", "shutil"]
+
+
+def test_a_chunk_ranks_with_its_pages_words(store: KnowledgeStore,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same passage on two pages, vectors left out of it (a page's share of the
+    similarity off): the page whose other sections hold the question's words ranks its copy
+    first, by the page's BM25. Without the page's share of the text score the copies tie,
+    and the first written (the off-topic page) wins."""
+    emb = HashingEmbedder(dimensions=64)
+    store.bind_embedder(emb.identity)
+    passage = "Remove it with the function below."
+    pages = {"mailbox": [passage, "Parse a mail message and read its headers."],
+             "shutil": [passage, "Delete a directory tree and every file in the folder.",
+                        "Copy a folder tree to another place."]}
+    for ref, texts in pages.items():  # mailbox first: the smaller ids
+        store.replace_source(
+            SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}",
+                         title="", content_hash=ref),
+            [ChunkRecord(i, t, {}, v)
+             for i, (t, v) in enumerate(zip(texts, emb.embed(texts), strict=True))])
+    monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
+    monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
+    question = "remove the folder tree"
+
+    def copies_in_order() -> list[str]:
+        hits = store.search("ns", question, k=5, query_vector=emb.embed_query(question))
+        return [h.source_ref for h in hits if h.text == passage]
+
+    assert copies_in_order() == ["shutil", "mailbox"]
+    monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
     assert copies_in_order() == ["mailbox", "shutil"]

@@ -166,6 +166,55 @@ def test_a_knowledge_base_from_before_page_vectors_gets_them_on_open(
     assert _page_vectors(db_url) == {"a": "[0.5,0,0.5,0]"}
 
 
+def _text_page(store: KnowledgeStore, ref: str, *texts: str) -> None:
+    store.replace_source(
+        SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
+                     content_hash=str(texts)),
+        [ChunkRecord(i, t, {}, None) for i, t in enumerate(texts)])
+
+
+def _page_lexical(db_url: str) -> tuple[dict[str, dict[str, float]], dict[str, int], tuple]:
+    """(page -> lexeme -> tf, page -> length, the namespace's (chunks, length, pages))."""
+    postings: dict[str, dict[str, float]] = {}
+    for ref, lexeme, tf in rows(db_url, "SELECT source_ref, lexeme, tf FROM page_postings"):
+        postings.setdefault(ref, {})[lexeme] = tf
+    lengths = dict(rows(db_url, "SELECT ref, lexeme_count FROM sources"))
+    [stats] = rows(db_url, "SELECT chunk_count, total_len, page_count FROM namespace_stats")
+    return postings, lengths, stats
+
+
+def test_a_pages_postings_and_length_are_its_chunks_summed_and_kept_in_step(
+        store: KnowledgeStore, db_url: str) -> None:
+    _text_page(store, "a", "alpha beta", "alpha gamma")
+    _text_page(store, "b", "delta")
+    assert _page_lexical(db_url) == (
+        {"a": {"alpha": 2, "beta": 1, "gamma": 1}, "b": {"delta": 1}}, {"a": 4, "b": 1},
+        (3, 5, 2))
+    _text_page(store, "a", "beta")  # a new, shorter version
+    _text_page(store, "c")  # a page without chunks: no postings, not counted as a page
+    assert _page_lexical(db_url) == (
+        {"a": {"beta": 1}, "b": {"delta": 1}}, {"a": 1, "b": 1, "c": 0}, (2, 2, 2))
+    store.delete_source("ns", "a")
+    store.delete_source("ns", "c")
+    assert _page_lexical(db_url) == ({"b": {"delta": 1}}, {"b": 1}, (1, 1, 1))
+
+
+def test_a_knowledge_base_from_before_page_postings_gets_them_on_open(
+        store: KnowledgeStore, db_url: str) -> None:
+    from kbctl.store.migrations import migrate
+
+    _text_page(store, "a", "alpha beta", "alpha gamma")
+    _text_page(store, "b", "delta")
+    _text_page(store, "c")
+    before = _page_lexical(db_url)
+    store.conn.execute("DROP TABLE page_postings")
+    store.conn.execute("ALTER TABLE sources DROP COLUMN lexeme_count")
+    store.conn.execute("ALTER TABLE namespace_stats DROP COLUMN page_count")
+    store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 9")
+    migrate(store.conn)
+    assert _page_lexical(db_url) == before
+
+
 # --- the CLI against a real OpenAI-compatible HTTP server on loopback ----------------------
 
 

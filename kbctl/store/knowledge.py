@@ -155,7 +155,7 @@ class KnowledgeStore:
             raise ValueError("replace_sources: a batch must not repeat a ref")
         with self.conn.transaction():
             self._ensure_stats_row(namespace)
-            old_n, old_len = self._delete_chunks(namespace, refs)
+            old_n, old_len, old_pages = self._delete_chunks(namespace, refs)
             self.conn.execute(
                 """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
                                         fetched_at, chunk_count, meta)
@@ -166,7 +166,7 @@ class KnowledgeStore:
                      def_id = excluded.def_id, kind = excluded.kind, url = excluded.url,
                      title = excluded.title, content_hash = excluded.content_hash,
                      fetched_at = excluded.fetched_at, chunk_count = excluded.chunk_count,
-                     meta = excluded.meta""",
+                     meta = excluded.meta, lexeme_count = 0""",
                 (namespace, refs, [s.def_id for s, _ in items], [s.kind for s, _ in items],
                  [s.url for s, _ in items], [s.title for s, _ in items],
                  [s.content_hash for s, _ in items], [len(c) for _, c in items],
@@ -174,11 +174,13 @@ class KnowledgeStore:
             )
             written, new_len = self._insert_chunks(namespace, items)
             self._set_page_vectors(namespace, refs)
+            new_pages = sum(1 for _, chunks in items if chunks)
             self.conn.execute(
                 """UPDATE namespace_stats
-                   SET chunk_count = chunk_count + %s, total_len = total_len + %s
+                   SET chunk_count = chunk_count + %s, total_len = total_len + %s,
+                       page_count = page_count + %s
                    WHERE namespace = %s""",
-                (written - old_n, new_len - old_len, namespace),
+                (written - old_n, new_len - old_len, new_pages - old_pages, namespace),
             )
         return written
 
@@ -198,15 +200,16 @@ class KnowledgeStore:
         """Delete a source with its chunks; returns the number of chunks removed."""
         with self.conn.transaction():
             self._ensure_stats_row(namespace)
-            n, length = self._delete_chunks(namespace, [ref])
+            n, length, pages = self._delete_chunks(namespace, [ref])
             self.conn.execute(
                 "DELETE FROM sources WHERE namespace = %s AND ref = %s", (namespace, ref)
             )
             self.conn.execute(
                 """UPDATE namespace_stats
-                   SET chunk_count = chunk_count - %s, total_len = total_len - %s
+                   SET chunk_count = chunk_count - %s, total_len = total_len - %s,
+                       page_count = page_count - %s
                    WHERE namespace = %s""",
-                (n, length, namespace),
+                (n, length, pages, namespace),
             )
         return n
 
@@ -216,18 +219,21 @@ class KnowledgeStore:
             (namespace,),
         )
 
-    def _delete_chunks(self, namespace: str, refs: Sequence[str]) -> tuple[int, int]:
-        """Delete the chunks of ``refs`` and their postings; returns (count, total length)."""
+    def _delete_chunks(self, namespace: str, refs: Sequence[str]) -> tuple[int, int, int]:
+        """Delete the chunks of ``refs`` and their chunk and page postings; returns (count,
+        total length, pages that had chunks)."""
         row = self.conn.execute(
             f"""WITH gone AS (DELETE FROM chunks WHERE namespace = %(ns)s
                                 AND source_ref = ANY(%(refs)s)
-                              RETURNING id, lexeme_count),
-                {lexical.kb_delete_postings_ctes(chunks="gone")}
-               SELECT count(*), coalesce(sum(lexeme_count), 0) FROM gone""",
+                              RETURNING id, source_ref, lexeme_count),
+                {lexical.kb_delete_postings_ctes(chunks="gone")},
+                {lexical.kb_delete_page_postings_cte()}
+               SELECT count(*), coalesce(sum(lexeme_count), 0), count(DISTINCT source_ref)
+               FROM gone""",
             {"ns": namespace, "refs": list(refs)},
         ).fetchone()
         assert row is not None
-        return int(row[0]), int(row[1])
+        return int(row[0]), int(row[1]), int(row[2])
 
     def _set_page_vectors(self, namespace: str | None = None,
                           refs: Sequence[str] = ()) -> None:
@@ -268,7 +274,8 @@ class KnowledgeStore:
                     FROM src LEFT JOIN len USING (r, o)
                     RETURNING id, source_ref, ordinal, lexeme_count),
                 {lexical.kb_write_postings_ctes(
-                    chunks="ins", on="ins.source_ref = lex.r AND ins.ordinal = lex.o")}
+                    chunks="ins", on="ins.source_ref = lex.r AND ins.ordinal = lex.o")},
+                {lexical.kb_write_page_postings_ctes(chunks="ins")}
                 SELECT count(*), coalesce(sum(lexeme_count), 0) FROM ins""",
             {"ns": namespace, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],
@@ -503,7 +510,8 @@ class KnowledgeStore:
             with self.conn.transaction():
                 if not exact:
                     self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                    self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, cand)}")
+                    ef_search = max(ranking.HNSW_EF_SEARCH, cand)
+                    self.conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
                 return [r[0] for r in self.conn.execute(stmt, params).fetchall()]
         except psycopg.Error as exc:
             raise DatabaseError(f"vector search failed: {str(exc).strip()}") from exc

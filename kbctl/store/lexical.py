@@ -168,10 +168,10 @@ def idf_sql(df: str) -> str:
     return f"ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5))"
 
 
-def bm25_term_sql(df: str, tf: str, dl: str) -> str:
+def bm25_term_sql(df: str, tf: str, dl: str, avgdl: str = "st.avgdl") -> str:
     """One lexeme's BM25 contribution; needs ``st`` (``n``, ``avgdl``) in scope."""
     return (f"{idf_sql(df)} * {tf} * ({K1} + 1) "
-            f"/ ({tf} + {K1} * (1 - {B} + {B} * {dl} / st.avgdl))")
+            f"/ ({tf} + {K1} * (1 - {B} + {B} * {dl} / {avgdl}))")
 
 
 def bm25_ctes(*, stats: str, df: str, postings: str) -> str:
@@ -210,11 +210,14 @@ def unit_sql(r: str) -> str:
 
 
 # --- the knowledge base's corpus: ``postings`` per namespace, with ``lexeme_stats`` (document
-# frequencies) and ``namespace_stats`` (chunk count and total length) kept in step ---------
+# frequencies) and ``namespace_stats`` (chunk and page counts, total length) kept in step;
+# ``page_postings`` (a page's term frequencies, its chunks' summed) and each page's length
+# (``sources.lexeme_count``) beside them ----------------------------------------------------
 
 KB_STATS = """
     SELECT greatest(chunk_count, 1)::float8 AS n,
-           greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl
+           greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl,
+           greatest(total_len::float8 / greatest(page_count, 1), 1) AS avgpl
     FROM namespace_stats WHERE namespace = %(ns)s"""
 
 KB_DF = """
@@ -275,6 +278,49 @@ def kb_write_postings_ctes(*, chunks: str, on: str) -> str:
             INSERT INTO lexeme_stats AS s (namespace, lexeme, df)
             SELECT %(ns)s, lexeme, count(*) FROM lex GROUP BY lexeme ORDER BY lexeme
             ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df)"""
+
+
+def kb_write_page_postings_ctes(*, chunks: str) -> str:
+    """CTEs ``ppost`` and ``plen``: the page postings of ``lex`` (keyed by page ``r``), and
+    each page's length from the inserted rows ``chunks`` (with ``source_ref`` and
+    ``lexeme_count``). The pages' old rows must be gone (``kb_delete_page_postings_cte``)."""
+    return f"""
+        ppost AS (
+            INSERT INTO page_postings (namespace, source_ref, lexeme, tf)
+            SELECT %(ns)s, lex.r, lex.lexeme, sum(lex.tf) FROM lex
+            GROUP BY lex.r, lex.lexeme ORDER BY lex.r, lex.lexeme),
+        plen AS (
+            UPDATE sources s SET lexeme_count = x.n
+            FROM (SELECT source_ref, sum(lexeme_count) AS n FROM {chunks}
+                  GROUP BY source_ref) x
+            WHERE s.namespace = %(ns)s AND s.ref = x.source_ref)"""
+
+
+def kb_delete_page_postings_cte() -> str:
+    """CTE ``pp``: delete the page postings of the pages ``%(refs)s`` of ``%(ns)s``."""
+    return """
+        pp AS (DELETE FROM page_postings
+               WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s))"""
+
+
+def kb_page_bm25_cte(*, pages: str) -> str:
+    """CTE ``pbm`` (``source_ref``, ``r``): the BM25 of each page named in the relation
+    ``pages`` (a ``source_ref`` column) as one document, its term frequencies against its
+    length and the average page length, weighted by the chunks' document frequencies
+    (they rank terms by rarity as well, and need no page statistics of their own). Needs
+    the ``st`` and ``df`` of ``kb_bm25_ctes``."""
+    term = bm25_term_sql("df.df", "pp.tf", "pg.lexeme_count", avgdl="st.avgpl")
+    return f"""
+        pbm AS (
+            SELECT pp.source_ref, sum({term}) AS r
+            FROM (SELECT DISTINCT source_ref FROM {pages}) cp
+            JOIN sources pg ON pg.namespace = %(ns)s AND pg.ref = cp.source_ref
+            CROSS JOIN df
+            JOIN page_postings pp ON pp.namespace = %(ns)s
+                 AND pp.source_ref = cp.source_ref AND pp.lexeme = df.lexeme
+            CROSS JOIN st
+            WHERE df.df > 0
+            GROUP BY pp.source_ref)"""
 
 
 def kb_delete_postings_ctes(*, chunks: str) -> str:

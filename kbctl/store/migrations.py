@@ -218,6 +218,34 @@ MIGRATIONS: list[Migration] = [
         WHERE s.namespace = c.namespace AND s.ref = c.source_ref;
         """,
     ),
+    (
+        9,
+        "page postings",
+        """
+        -- A page's term frequencies (its chunks' summed) and its length: hybrid search
+        -- blends the page's BM25 into each chunk's text score. Kept in step on every write.
+        CREATE TABLE page_postings (
+            namespace  text NOT NULL,
+            source_ref text NOT NULL,
+            lexeme     text NOT NULL,
+            tf         real NOT NULL,
+            PRIMARY KEY (namespace, source_ref, lexeme)
+        );
+        ALTER TABLE sources ADD COLUMN lexeme_count integer NOT NULL DEFAULT 0;
+        ALTER TABLE namespace_stats ADD COLUMN page_count bigint NOT NULL DEFAULT 0;
+        INSERT INTO page_postings (namespace, source_ref, lexeme, tf)
+        SELECT c.namespace, c.source_ref, p.lexeme, sum(p.tf)
+        FROM postings p JOIN chunks c ON c.id = p.chunk_id
+        GROUP BY 1, 2, 3;
+        UPDATE sources s SET lexeme_count = c.n
+        FROM (SELECT namespace, source_ref, sum(lexeme_count) AS n FROM chunks
+              GROUP BY namespace, source_ref) c
+        WHERE s.namespace = c.namespace AND s.ref = c.source_ref;
+        UPDATE namespace_stats n SET page_count = (
+            SELECT count(DISTINCT c.source_ref) FROM chunks c WHERE c.namespace = n.namespace);
+        ANALYZE page_postings;
+        """,
+    ),
 ]
 
 
