@@ -40,10 +40,17 @@ LEXEME_CANDIDATES = 2000
 TITLE_WEIGHT = 1.5
 HEADING_WEIGHT = 3.0
 
-_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z](?:[\w-]*\w)?")
-_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_SNAKE = re.compile(r"(?<![\w.])\w*[A-Za-z0-9]_\w*|(?<![\w.])_+[A-Za-z0-9]\w*")
-_CAMEL = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*")
+# Written for speed without changing what they match (the index depends on it): each opens
+# with a character or a cheap lookahead that rules most positions out before the costly part
+# (Python's engine scans a leading literal fast; a leading lookbehind runs at every position).
+# An option: '-' not after a word character or '-'.
+_OPTION = re.compile(r"-(?<![\w-]-)-?[A-Za-z](?:[\w-]*\w)?")
+# A dotted name: not after a word character or '.'.
+_DOTTED = re.compile(r"[A-Za-z_](?<![\w.][A-Za-z_])(?=\w*\.[A-Za-z_])\w*(?:\.[A-Za-z_]\w*)+")
+# snake_case or _private: a whole run of word characters, not after '.'.
+_SNAKE = re.compile(r"(?<![\w.])(?=\w*_)(?:\w*[A-Za-z0-9]_|_+[A-Za-z0-9])\w*")
+# CamelCase or HTTPServer: a word whose first letter that is not lower case is upper case.
+_CAMEL = re.compile(r"\b(?=[a-z]*[A-Z])(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # A dotted name gives its spans of up to this many parts, and itself whole: a hostile
 # ``a.a.a.…`` of p parts would otherwise give p²/2 lexemes of total size p³.
