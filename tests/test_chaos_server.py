@@ -371,3 +371,39 @@ def test_a_lock_held_for_good_fails_after_the_wait(tmp_path: Path,
         holder.wait(timeout=30)
     with server.server_lock(tmp_path):  # free again once the holder is gone
         pass
+
+
+@pytest.mark.parametrize("step", [120.0, -120.0, 3600.0])
+def test_a_step_of_the_wall_clock_keeps_live_users(tmp_path: Path, step: float,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """NTP, or a virtual machine resumed or forked, steps the wall clock, and the boot time
+    the kernel reports moves with it (as psutil reads it; patched here, the machine's own
+    clock is left alone). A user listed before the step is still itself after it: a forward
+    step made it look like a stranger that reused its pid, and its watchdog stopped the
+    server under a running ingest."""
+    from kbctl.store import server
+
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    server.change_handles(pgdata, add=[os.getpid()])
+    real = psutil._psplatform.boot_time  # what both psutil.boot_time and create_time read
+    monkeypatch.setattr(psutil._psplatform, "boot_time", lambda: real() + step)
+    state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
+    server.read_split(state)
+    assert (state.handles, state.dead_handles) == ([os.getpid()], [])
+
+
+def test_a_pid_listed_before_its_process_started_is_a_stranger(tmp_path: Path) -> None:
+    """The other side of the same check: a listed pid whose process started after the list
+    was last written belongs to another process now."""
+    from kbctl.store import server
+
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    server.change_handles(pgdata, add=[os.getpid()])
+    started = psutil.Process().create_time() - psutil.boot_time()  # seconds since boot
+    (pgdata / server.HANDLES_WRITTEN_FILE).write_text(f"{started - 100:.3f}")
+    os.utime(pgdata / server.HANDLES_FILE, (0, 0))  # and an mtime long before it
+    state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
+    server.read_split(state)
+    assert (state.handles, state.dead_handles) == ([], [os.getpid()])

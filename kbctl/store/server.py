@@ -46,6 +46,8 @@ from ..errors import DatabaseError
 PG_DIR = "pg"
 PID_FILE = "postmaster.pid"
 HANDLES_FILE = ".handle_pids.json"
+# When the handle list was last written, in seconds since boot (see ``since_boot``).
+HANDLES_WRITTEN_FILE = ".handle_pids.boot"
 # How long a process waits for another to finish starting, repairing or stopping the
 # server (an initdb on a slow disk takes seconds), and how often it looks.
 LOCK_WAIT_S = 300.0
@@ -239,7 +241,8 @@ _INITDB_NAMES = {
     "PG_VERSION", "base", "global", "pg_commit_ts", "pg_dynshmem", "pg_hba.conf",
     "pg_ident.conf", "pg_logical", "pg_multixact", "pg_notify", "pg_replslot", "pg_serial",
     "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_subtrans", "pg_tblspc", "pg_twophase",
-    "pg_wal", "pg_xact", "postgresql.auto.conf", "postgresql.conf", HANDLES_FILE, "log"}
+    "pg_wal", "pg_xact", "postgresql.auto.conf", "postgresql.conf", HANDLES_FILE,
+    HANDLES_WRITTEN_FILE, "log"}
 
 
 def pid_file_pid(pgdata: Path) -> int | None:
@@ -337,30 +340,57 @@ def change_handles(pgdata: Path, *, add: Sequence[int] = (), drop: Sequence[int]
     changed = [p for p in pids if p not in drop] + [p for p in add if p not in pids]
     if changed == current:
         return
-    temporary = pgdata / f"{HANDLES_FILE}.{os.getpid()}.tmp"
-    temporary.write_text(json.dumps(changed))
-    os.replace(temporary, pgdata / HANDLES_FILE)
+    # The time first: a crash between the two leaves it newer than the list, which only
+    # makes the pid-reuse check more lenient.
+    _write_replacing(pgdata / HANDLES_WRITTEN_FILE, f"{since_boot():.3f}")
+    _write_replacing(pgdata / HANDLES_FILE, json.dumps(changed))
+
+
+def _write_replacing(path: Path, text: str) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def since_boot() -> float:
+    """Seconds since boot on the clock psutil dates processes by. A step of the wall clock
+    (NTP, a virtual machine resumed or forked) moves the boot time with it, so this does not
+    move: a file's mtime against a process's start time would, and a forward step made every
+    user look like a stranger reusing its pid, and the watchdog stopped the server under
+    them."""
+    return time.time() - psutil.boot_time()
+
+
+def handles_written(pgdata: Path) -> float:
+    """When the handle list was last written, in seconds since boot: the recorded time, or
+    (a list written by an older kbctl) its mtime, whichever is later."""
+    try:
+        mtime = (pgdata / HANDLES_FILE).stat().st_mtime - psutil.boot_time()
+    except OSError:
+        mtime = since_boot()
+    try:
+        recorded = float((pgdata / HANDLES_WRITTEN_FILE).read_text(encoding="ascii")[:64])
+    except (OSError, ValueError, UnicodeDecodeError):
+        return mtime
+    return max(recorded, mtime) if recorded == recorded else mtime  # NaN: not a time
 
 
 def read_split(state: ServerState) -> None:
     """Fill ``state``'s live and dead handles, or mark its handle list unreadable."""
     pids = read_handles(state.pgdata)
     state.unreadable_handles = pids is None
-    path = state.pgdata / HANDLES_FILE
-    try:
-        written = path.stat().st_mtime
-    except OSError:
-        written = time.time()
+    written = handles_written(state.pgdata)
     state.handles = [p for p in pids or [] if _alive_since(p, written)]
     state.dead_handles = [p for p in pids or [] if p not in state.handles]
 
 
 def _alive_since(pid: int, written: float) -> bool:
     """Whether ``pid`` still runs the process that was listed. A process listed before the
-    file's last write started before it; one started later only reuses the pid."""
+    list's last write (``written``, seconds since boot) started before it; one started
+    later only reuses the pid."""
     try:
         proc = psutil.Process(pid)
-        return _alive(proc) and proc.create_time() <= written + 1.0
+        return _alive(proc) and proc.create_time() - psutil.boot_time() <= written + 1.0
     except psutil.Error:
         return False
 
