@@ -407,3 +407,20 @@ def test_a_pid_listed_before_its_process_started_is_a_stranger(tmp_path: Path) -
     state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
     server.read_split(state)
     assert (state.handles, state.dead_handles) == ([], [os.getpid()])
+
+
+def test_a_write_time_from_another_boot_is_not_trusted(tmp_path: Path) -> None:
+    """A data directory kept across a reboot (a CI cache): its handles name processes of the
+    last boot, whatever now runs under those pids, so the time recorded then does not
+    count; the list's mtime, from before this boot, makes every pid a stranger."""
+    from kbctl.store import server
+
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    server.change_handles(pgdata, add=[os.getpid()])
+    recorded = (pgdata / server.HANDLES_WRITTEN_FILE).read_text().split()[0]
+    (pgdata / server.HANDLES_WRITTEN_FILE).write_text(f"{recorded} another-boot")
+    os.utime(pgdata / server.HANDLES_FILE, (0, 0))  # written long before this boot
+    state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
+    server.read_split(state)
+    assert (state.handles, state.dead_handles) == ([], [os.getpid()])

@@ -342,7 +342,7 @@ def change_handles(pgdata: Path, *, add: Sequence[int] = (), drop: Sequence[int]
         return
     # The time first: a crash between the two leaves it newer than the list, which only
     # makes the pid-reuse check more lenient.
-    _write_replacing(pgdata / HANDLES_WRITTEN_FILE, f"{since_boot():.3f}")
+    _write_replacing(pgdata / HANDLES_WRITTEN_FILE, f"{since_boot():.3f} {_boot_id()}")
     _write_replacing(pgdata / HANDLES_FILE, json.dumps(changed))
 
 
@@ -361,18 +361,32 @@ def since_boot() -> float:
     return time.time() - psutil.boot_time()
 
 
+def _boot_id() -> str:
+    """This boot's id (Linux), so a time since boot recorded before a reboot (a data
+    directory kept in a CI cache) is not taken for one of this boot; "-" elsewhere."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read(64).strip() or "-"
+    except (OSError, ValueError):
+        return "-"
+
+
 def handles_written(pgdata: Path) -> float:
-    """When the handle list was last written, in seconds since boot: the recorded time, or
-    (a list written by an older kbctl) its mtime, whichever is later."""
+    """When the handle list was last written, in seconds since boot: the time recorded in
+    this boot, or the list's mtime (written by an older kbctl, or before a reboot, whose
+    pids are all strangers now), whichever is later."""
     try:
         mtime = (pgdata / HANDLES_FILE).stat().st_mtime - psutil.boot_time()
     except OSError:
         mtime = since_boot()
     try:
-        recorded = float((pgdata / HANDLES_WRITTEN_FILE).read_text(encoding="ascii")[:64])
-    except (OSError, ValueError, UnicodeDecodeError):
+        raw = (pgdata / HANDLES_WRITTEN_FILE).read_text(encoding="ascii")[:128].split()
+        recorded = float(raw[0])
+    except (OSError, ValueError, UnicodeDecodeError, IndexError):
         return mtime
-    return max(recorded, mtime) if recorded == recorded else mtime  # NaN: not a time
+    if raw[1:] != [_boot_id()] or recorded != recorded:  # another boot's; NaN
+        return mtime
+    return max(recorded, mtime)
 
 
 def read_split(state: ServerState) -> None:
