@@ -5,6 +5,8 @@ that repeats itself yielding to the next page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from kbctl.pipeline.ingest import ingest
@@ -134,29 +136,40 @@ def test_hybrid_results_reach_past_a_page_that_repeats_itself(
     assert top_refs(embedder=emb) == ["kb://text/mailbox"] * 4
 
 
-def test_a_chunk_ranks_with_its_page(store: KnowledgeStore,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two pages hold the same passage; the one whose other sections are about the
-    question ranks its copy first. Without the page's share the copies tie, and the first
-    written (the off-topic page) wins."""
+PASSAGE = "Remove it with the function below."
+QUESTION = "remove the folder tree"
+
+
+def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
+                     monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """Write ``pages`` (the first gets the smaller ids) embedded by a hashing embedder;
+    returns how the pages' copies of PASSAGE rank for QUESTION, pages not crowded."""
     emb = HashingEmbedder(dimensions=64)
     store.bind_embedder(emb.identity)
-    passage = "Remove it with the function below."
-    pages = {"mailbox": [passage, "Parse a mail message and read its headers."],
-             "shutil": [passage, "Delete a directory tree and every file in the folder."]}
-    for ref, texts in pages.items():  # mailbox first: the smaller ids
+    for ref, texts in pages.items():
         store.replace_source(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}",
                          title="", content_hash=ref),
             [ChunkRecord(i, t, {}, v)
              for i, (t, v) in enumerate(zip(texts, emb.embed(texts), strict=True))])
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
-    question = "remove the folder tree"
 
     def copies_in_order() -> list[str]:
-        hits = store.search("ns", question, k=4, query_vector=emb.embed_query(question))
-        return [h.source_ref for h in hits if h.text == passage]
+        hits = store.search("ns", QUESTION, k=5, query_vector=emb.embed_query(QUESTION))
+        return [h.source_ref for h in hits if h.text == PASSAGE]
 
+    return copies_in_order
+
+
+def test_a_chunk_ranks_with_its_page(store: KnowledgeStore,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pages hold the same passage; the one whose other sections are about the
+    question ranks its copy first. Without the page's share the copies tie, and the first
+    written (the off-topic page) wins."""
+    copies_in_order = _copies_in_order(store, {
+        "mailbox": [PASSAGE, "Parse a mail message and read its headers."],
+        "shutil": [PASSAGE, "Delete a directory tree and every file in the folder."]},
+        monkeypatch)
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)  # the page's words: next test
     assert copies_in_order() == ["shutil", "mailbox"]
     monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
@@ -169,26 +182,12 @@ def test_a_chunk_ranks_with_its_pages_words(store: KnowledgeStore,
     similarity off): the page whose other sections hold the question's words ranks its copy
     first, by the page's BM25. Without the page's share of the text score the copies tie,
     and the first written (the off-topic page) wins."""
-    emb = HashingEmbedder(dimensions=64)
-    store.bind_embedder(emb.identity)
-    passage = "Remove it with the function below."
-    pages = {"mailbox": [passage, "Parse a mail message and read its headers."],
-             "shutil": [passage, "Delete a directory tree and every file in the folder.",
-                        "Copy a folder tree to another place."]}
-    for ref, texts in pages.items():  # mailbox first: the smaller ids
-        store.replace_source(
-            SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}",
-                         title="", content_hash=ref),
-            [ChunkRecord(i, t, {}, v)
-             for i, (t, v) in enumerate(zip(texts, emb.embed(texts), strict=True))])
-    monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
+    copies_in_order = _copies_in_order(store, {
+        "mailbox": [PASSAGE, "Parse a mail message and read its headers."],
+        "shutil": [PASSAGE, "Delete a directory tree and every file in the folder.",
+                   "Copy a folder tree to another place."]},
+        monkeypatch)
     monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
-    question = "remove the folder tree"
-
-    def copies_in_order() -> list[str]:
-        hits = store.search("ns", question, k=5, query_vector=emb.embed_query(question))
-        return [h.source_ref for h in hits if h.text == passage]
-
     assert copies_in_order() == ["shutil", "mailbox"]
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
     assert copies_in_order() == ["mailbox", "shutil"]
