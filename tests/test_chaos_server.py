@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -424,3 +425,23 @@ def test_a_write_time_from_another_boot_is_not_trusted(tmp_path: Path) -> None:
     state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
     server.read_split(state)
     assert (state.handles, state.dead_handles) == ([], [os.getpid()])
+
+
+def test_a_huge_write_time_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """The write-time file holds a time and an id; a hostile 64 MB one is read no further
+    than that, and counts for nothing."""
+    from kbctl.store import server
+
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    server.change_handles(pgdata, add=[os.getpid()])
+    (pgdata / server.HANDLES_WRITTEN_FILE).write_bytes(b"9" * (64 << 20))
+    state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
+    tracemalloc.start()
+    try:
+        server.read_split(state)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # the file is 64 MB
+    assert state.handles == [os.getpid()]  # the list's own mtime decides

@@ -380,9 +380,10 @@ def handles_written(pgdata: Path) -> float:
     except OSError:
         mtime = since_boot()
     try:
-        raw = (pgdata / HANDLES_WRITTEN_FILE).read_text(encoding="ascii")[:128].split()
+        with open(pgdata / HANDLES_WRITTEN_FILE, "rb") as f:
+            raw = f.read(128).decode("ascii").split()  # a time and an id: never more
         recorded = float(raw[0])
-    except (OSError, ValueError, UnicodeDecodeError, IndexError):
+    except (OSError, ValueError, IndexError):  # UnicodeDecodeError is a ValueError
         return mtime
     if raw[1:] != [_boot_id()] or recorded != recorded:  # another boot's; NaN
         return mtime
