@@ -5,6 +5,9 @@
    worst case). The regex is run once per k, and no more once one run passes 0.1 s.
 2. The YAML alias bomb (nine levels of nine aliases): time to refuse it.
 3. The line-aware JSON loader against plain ``json.loads`` on a 2,000-case suite.
+4. HTML pages shaped against the converter: lists and tables nested as deep as the parser
+   allows with content at every level, a heading at the bottom (each level asks whether
+   it holds a heading), and many headings behind empty markers. Seconds per page and MB/s.
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -84,7 +87,30 @@ def json_suite() -> None:
           f"({lined / plain:.1f}x), medians of 21")
 
 
+def html_pages() -> None:
+    from kbctl.extract.html import extract_html
+
+    depth, width = 250, 1000
+    pages = {
+        "lists nested 250 deep": "<main>" + "<ul><li>" + "<b>x</b>" * width
+        + ("<ul><li>" + "<b>x</b>" * width) * (depth - 1) + "<h2>deep</h2>"
+        + "</li></ul>" * depth + "</main>",
+        "tables nested 250 deep": "<main>" + ("<table><tr><td>" + "<i>y</i>" * width
+                                              + "<td>z") * depth + "<h2>deep</h2>"
+        + "</td></tr></table>" * depth + "</main>",
+        "20k headings behind markers": "<main>" + "".join(
+            f"<span id='m{i}'></span><h2>h{i}</h2><p>p</p>" for i in range(20000)) + "</main>",
+    }
+    print("\nHTML pages shaped against the converter (median of 3):")
+    for name, html in pages.items():
+        data = html.encode()
+        seconds = median_seconds(lambda data=data: extract_html(data), 3)
+        print(f"  {name:30} {len(data) / 1e6:4.1f} MB {seconds:6.2f} s "
+              f"{len(data) / 1e6 / seconds:6.1f} MB/s")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
     json_suite()
+    html_pages()

@@ -93,11 +93,20 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
     return matched
 
 
+_MARKER_TAGS = frozenset({"a", "span"})
+
+
+def empty_marker(el: etree._Element) -> bool:
+    """An empty ``<a>`` or ``<span>``: it marks a place (Texinfo's ``<span id>`` before a
+    heading, gtk-doc's and Doxygen's ``<a name>``) and holds nothing to read."""
+    return el.tag in _MARKER_TAGS and not len(el) and not (el.text or "").strip()
+
+
 def _opens_title_page(el: etree._Element) -> bool:
-    """True when the first child, after empty ``<a name>`` markers (gtk-doc), is a title
+    """True when the first child, after empty markers (gtk-doc's ``<a name>``), is a title
     page or a reference entry's name block."""
     for child in el.iterchildren(tag=etree.Element):
-        if child.tag == "a" and not len(child) and not (child.text or "").strip():
+        if empty_marker(child):
             continue
         return not _DOCBOOK_OPENERS.isdisjoint((child.get("class") or "").split())
     return False

@@ -10,14 +10,14 @@ feeds retrieval, not a renderer, so readability of the raw text matters more.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from functools import lru_cache
 from urllib.parse import unquote, urljoin
 
 from lxml import etree
 
-from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, is_chrome
+from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, empty_marker, is_chrome
 from kbctl.extract.html_select import remove_keeping_tail
 
 INLINE_TAGS = frozenset({
@@ -69,13 +69,7 @@ _TRAILING_MARKS = "¶§🔗⚓\uf0c1 \t\n"
 _NO_LANG = frozenset({"none", "default", "text", "plaintext", "plain", "nohighlight", "txt"})
 _LANG_PREFIXES = ("language-", "lang-", "highlight-")
 _LANG_CHARS = re.compile(r"[^\w+#.-]")
-_HOLDS_ANCHORS = etree.XPath(
-    "boolean(.//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6"
-    " or self::dt[@id]])"
-)
-_HOLDS_HEADINGS = etree.XPath(
-    "boolean(.//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6])"
-)
+_API_TERMS = etree.XPath("//dt[@id]")
 _PRE_SPECIAL = etree.XPath(
     ".//br | .//*[contains(@class, 'lineno') or contains(concat(' ', @class, ' '), ' ln ')]"
 )
@@ -109,14 +103,9 @@ def section_id(heading: etree._Element) -> str | None:
     return None
 
 
-#: Empty elements that mark a place: Texinfo writes ``<span id="Node-1"></span><h3>``, gtk-doc
-#: and Doxygen ``<a name="x"></a><h2>``.
-_MARKER_TAGS = frozenset({"a", "span"})
-
-
 def _marker_id(el: etree._Element) -> str | None:
-    """The fragment an empty ``<a>`` or ``<span>`` stands for: its id, or an ``<a>``'s name."""
-    if el.tag not in _MARKER_TAGS or len(el) or (el.text and not el.text.isspace()):
+    """The fragment an empty marker stands for: its id, or an ``<a>``'s name."""
+    if not empty_marker(el):
         return None
     ident = el.get("id") or (el.get("name") if el.tag == "a" else None)
     return ident if valid_id(ident) else None
@@ -421,6 +410,18 @@ def _code_line(signature: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+def _ancestors(elements: Iterable[etree._Element]) -> set[etree._Element]:
+    """Every element above one of ``elements``; each climb stops where an earlier one
+    passed, so the walk is linear in the page."""
+    found: set[etree._Element] = set()
+    for el in elements:
+        parent = el.getparent()
+        while parent is not None and parent not in found:
+            found.add(parent)
+            parent = parent.getparent()
+    return found
+
+
 def _without_mark_links(el: etree._Element) -> etree._Element:
     """``el``, or a copy without the permalinks it holds whose text is only a mark such as
     ``#`` (Node.js's ``a.mark``): a class the chrome rules do not know must not put a stray
@@ -450,6 +451,8 @@ class MarkdownWriter:
         self._plain = 0  # > 0 inside a heading: links unwrapped, images as alt text
         self._flat = 0  # > 0 inside a table cell or a term: no headings can live there
         self._ids: frozenset[str] | None = None
+        self._heading_holders: set[etree._Element] | None = None
+        self._anchor_holders: set[etree._Element] | None = None
         self._resolve = _Resolver(base_url) if base_url else None
 
     # -- entry ---------------------------------------------------------------------------
@@ -566,6 +569,22 @@ class MarkdownWriter:
             self._ids = frozenset(self.root.xpath("//@id | //a/@name"))
         return self._ids
 
+    def _holds_headings(self, el: etree._Element) -> bool:
+        """Whether a heading sits somewhere inside ``el``. Every element holding one is
+        found in one walk up from the page's headings: a subtree search per list, table or
+        quote costs the depth of a hostile nesting times the page."""
+        if self._heading_holders is None:
+            self._heading_holders = _ancestors(self.root.iter(*HEADING_TAGS))
+        return el in self._heading_holders
+
+    def _holds_anchors(self, el: etree._Element) -> bool:
+        """Whether a heading or an API entry (``dt[@id]``) sits somewhere inside ``el``."""
+        if self._anchor_holders is None:
+            self._holds_headings(el)
+            assert self._heading_holders is not None
+            self._anchor_holders = self._heading_holders | _ancestors(_API_TERMS(self.root))
+        return el in self._anchor_holders
+
     def _pre(self, el: etree._Element, out: list[str], lang: str | None = None) -> None:
         self._fence(_pre_text(el), el, out, lang)
 
@@ -600,7 +619,7 @@ class MarkdownWriter:
         self._into(el, out)
 
     def _list(self, el: etree._Element, out: list[str]) -> None:
-        if _HOLDS_HEADINGS(el):
+        if self._holds_headings(el):
             # A list used as layout around sections (Javadoc's member lists): as items, its
             # headings, and so their anchors, would be lost to the chunker.
             self._into(el, out)
@@ -642,7 +661,7 @@ class MarkdownWriter:
             out.append("\n".join(items))
 
     def _quote(self, el: etree._Element, out: list[str]) -> None:
-        if _HOLDS_ANCHORS(el):
+        if self._holds_anchors(el):
             # Sphinx indents API entries with <blockquote>; quoting them would hide their
             # headings (and so their anchors) from a heading-aware chunker.
             self._into(el, out)
@@ -703,7 +722,7 @@ class MarkdownWriter:
                     group, has_def = [], False
                 group.append(term)
             elif tag == "dd":
-                if not self._flat and _HOLDS_ANCHORS(item):
+                if not self._flat and self._holds_anchors(item):
                     # Headings must stay at the margin to be seen as headings.
                     if group:
                         out.append("\n".join(group))
@@ -738,7 +757,7 @@ class MarkdownWriter:
                 rows.extend(r for r in part if r.tag == "tr")
             elif tag == "caption":
                 caption = self._one_line(part)
-        if not rows or el.find(".//pre") is not None or _HOLDS_HEADINGS(el):
+        if not rows or el.find(".//pre") is not None or self._holds_headings(el):
             # Layout tables, code tables (line numbers beside code) and tables around a
             # heading (gtk-doc's title block): their blocks, headings included, matter.
             self._into(el, out)
