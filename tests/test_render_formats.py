@@ -4,6 +4,7 @@ for JSON, and a new format added with one module plus one registry line."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,11 @@ def test_renderers_are_pure_and_ordered() -> None:
     table = query_formats.FORMATS["table"](result("https://a/x"))
     streams = [stream for stream, _ in table.parts]
     assert streams == ["out", "out", "out", "err"]  # results first, the footer last
+    footer = [str(p) for s, p in table.parts if s == "err"]
+    assert "reranked" not in footer[0]
+    reranked = replace(result("https://a/x"), reranker="cohere:rerank-v3.5")
+    footer = [str(p) for s, p in query_formats.FORMATS["table"](reranked).parts if s == "err"]
+    assert "lexical search in 'docs', reranked by cohere:rerank-v3.5, 1.0 ms" in footer[0]
     joined = Rendered.stdout("a") + Rendered.stderr("b") + Rendered.stdout("c")
     assert joined.text() == "ac" and joined.text("err") == "b"
 

@@ -53,8 +53,10 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
                    f"[bold]{shown(where)}[/bold]"),
             styled(f"   [cyan]{shown(h.citation)}[/cyan]"),
             styled(f"   [dim]{shown(snippet)}[/dim]\n"))
+    reranked = (f"reranked by {shown(result.reranker)}, "
+                if result.reranker and result.reranker != "none" else "")
     return out + Rendered.stderr(styled(f"[dim]{result.mode} search in "
-                                        f"'{shown(result.namespace)}', "
+                                        f"'{shown(result.namespace)}', {reranked}"
                                         f"{result.elapsed_ms:.1f} ms[/dim]"))
 
 
