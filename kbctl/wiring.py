@@ -14,22 +14,23 @@ from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
 from .errors import ConfigError, DatabaseError
 from .rerank.base import Reranker
-from .store.db import connect, is_lost_connection, lost_connection
+from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore
 
 
 @contextmanager
 def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
     """A store on the configured database (embedded when no URL), closed on exit. A
-    connection lost on the way (the server died under the run) ends it with an
-    environment error naming the database, not a traceback."""
+    database failure on the way (the server died under the run, a full disk) ends it
+    with an environment error naming the database, not a traceback."""
     conn = connect(settings.db_url, settings.data_dir)
     try:
         yield KnowledgeStore(conn)
-    except (psycopg.OperationalError, DatabaseError) as exc:
-        if not is_lost_connection(exc):
+    except (psycopg.Error, DatabaseError) as exc:
+        error = database_error(exc, settings.db_url, settings.data_dir)
+        if error is exc:
             raise
-        raise lost_connection(exc, settings.db_url, settings.data_dir) from exc
+        raise error from exc
     finally:
         conn.close()
 

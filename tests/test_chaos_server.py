@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import psutil
+import psycopg
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -445,3 +446,83 @@ def test_a_huge_write_time_file_is_read_in_bounded_memory(tmp_path: Path) -> Non
         tracemalloc.stop()
     assert peak < 8 << 20  # the file is 64 MB
     assert state.handles == [os.getpid()]  # the list's own mtime decides
+
+
+@pytest.fixture
+def small_disk(template: Box) -> Iterator[Box]:
+    """A copy of the template KB on a 256 MB disk of its own (a tmpfs: root only; skipped
+    where mounting is not allowed)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small disk needs root")
+    root = fresh_root()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m,mode=755", "tmpfs",
+                            str(root)], capture_output=True, text=True, check=False)
+    if mount.returncode != 0:
+        root.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+    b = Box(root)
+    try:
+        subprocess.run(["cp", "-a", str(template.data_dir), str(b.data_dir)], check=True,
+                       timeout=COMMAND_DEADLINE)
+        yield b
+    finally:
+        b.cleanup()
+        subprocess.run(["umount", "-l", str(root)], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_full_disk_ends_the_run_with_its_cause_and_the_next_run_heals(
+        small_disk: Box, tmp_path: Path) -> None:
+    box = small_disk
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(100):  # ~1 MB of text, its postings and their WAL many times that
+        words = " ".join(f"term{i}x{j} widget{j % 97} gear{(i * j) % 89}" for j in range(400))
+        (docs / f"page{i}.md").write_text(f"# Page {i}\n\n{words}\n", encoding="utf-8")
+    ok(box.run("status", linger=60))  # the server is up before the disk fills
+    stat = os.statvfs(box.root)
+    filler = box.root / "filler"
+    with filler.open("wb") as f:
+        os.posix_fallocate(f.fileno(), 0, stat.f_bavail * stat.f_frsize - (2 << 20))
+    full = box.run("ingest", "files", str(docs), "--json", linger=60)
+    assert full.returncode == 3, full.stderr
+    assert "Traceback" not in full.stderr
+    error = json.loads(full.stdout)["error"]
+    assert "No space left on device" in error["message"]
+    assert f"free disk space where {box.pgdata} lives" in error["hint"]
+    filler.unlink()
+    report = json.loads(ok(box.run("ingest", "files", str(docs), "--json")).stdout)
+    assert report["failed"] == 0 and report["added"] + report["updated"] == 100
+    assert "term7x5" in top_text(box, "term7x5", "default")
+
+
+def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk makes the server PANIC and drop every connection; the error then quotes
+    the log's reason, written after this process joined, never an older one."""
+    from kbctl.store import db, server
+
+    pgdata = server.pgdata_of(tmp_path)
+    pgdata.mkdir()
+    log = pgdata / "log"
+    log.write_text("2026-01-01 UTC [7] PANIC:  an old crash, already healed\n")
+    monkeypatch.setitem(server._joined, pgdata, server._Joined(
+        pgdata, "postgresql://", None, log.stat().st_size))
+    assert server.failure_since_join(tmp_path) is None
+    with log.open("a") as f:
+        f.write("2026-01-02 UTC [1] LOG:  client backend (PID 9) was terminated by signal 9: "
+                "Killed\n2026-01-02 UTC [9] FATAL:  terminating connection due to "
+                "administrator command\n")
+    assert server.failure_since_join(tmp_path) == ("client backend (PID 9) was terminated "
+                                                   "by signal 9: Killed")
+    with log.open("a") as f:
+        f.write('2026-01-02 UTC [8] PANIC:  could not write to file "pg_wal/xlogtemp.8": '
+                "No space left on device\n" + "LOG:  redo done\n" * 10)
+    lost = db.lost_connection(psycopg.OperationalError("server closed the connection"),
+                              None, tmp_path)
+    assert ('the server\'s log says: could not write to file "pg_wal/xlogtemp.8": No space '
+            "left on device") in str(lost)
+    assert lost.hint and lost.hint.startswith(f"free disk space where {pgdata} lives")
+    with log.open("a") as f:  # the reason scrolled out of the tail that is read
+        f.write("LOG:  noise\n" * (server.LOG_TAIL_BYTES // 10))
+    assert server.failure_since_join(tmp_path) is None

@@ -228,3 +228,66 @@ def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,
         f"de{i}" for i in range(5)}
     hits = store.search("ns", "widget", k=5, filters={"lang": "en"})
     assert sorted(h.source_ref for h in hits) == [f"en{i}" for i in range(4)]
+
+
+RECOVERING = ("connection failed: FATAL:  the database system is not yet accepting "
+              "connections\nDETAIL:  Consistent recovery state has not been yet reached.")
+
+
+def test_a_server_in_crash_recovery_is_waited_for(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from kbctl.store import db
+
+    real, calls = psycopg.connect, []
+
+    def recovering_twice(*args: object, **kwargs: object) -> psycopg.Connection:
+        calls.append(args)
+        if len(calls) <= 2:
+            raise psycopg.OperationalError(RECOVERING)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db.psycopg, "connect", recovering_twice)
+    monkeypatch.setattr(db, "RECOVERY_POLL_S", 0.01)
+    connect(db_url).close()
+    assert len(calls) == 3
+    assert "is recovering from a crash; waiting for it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("message", "attempts"), [(RECOVERING, None), ("refused", 1)])
+def test_the_recovery_wait_is_bounded_and_other_failures_fail_at_once(
+        monkeypatch: pytest.MonkeyPatch, message: str, attempts: int | None) -> None:
+    from kbctl.store import db
+
+    calls = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        calls.append(args)
+        raise psycopg.OperationalError(message)
+
+    monkeypatch.setattr(db.psycopg, "connect", refuse)
+    monkeypatch.setattr(db, "RECOVERY_WAIT_S", 0.2)
+    monkeypatch.setattr(db, "RECOVERY_POLL_S", 0.01)
+    with pytest.raises(DatabaseError) as info:
+        connect("postgresql://kb@127.0.0.1:1/kb")
+    assert info.value.exit_code == 3
+    if attempts is None:
+        assert len(calls) > 2 and "still recovering after 0 s" in str(info.value.hint)
+    else:
+        assert len(calls) == attempts and "check --db" in str(info.value.hint)
+
+
+def test_a_statement_the_server_refuses_is_an_environment_error(db_url: str) -> None:
+    """A full disk mid-run (the server's own SQLSTATE 53100) ends the run with exit 3 and
+    a hint, not a traceback; the statement's transaction is rolled back."""
+    from pathlib import Path
+
+    from kbctl.config import Settings
+    from kbctl.wiring import open_store
+
+    with pytest.raises(DatabaseError) as info, open_store(Settings(db_url=db_url,
+                                                                   data_dir=Path("."))) as st:
+        st.conn.execute("DO $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left "
+                        "on device' USING ERRCODE = 'disk_full'; END $$")
+    assert info.value.exit_code == 3
+    assert "No space left on device (SQLSTATE 53100)" in str(info.value)
+    assert info.value.hint and "free disk space on the database server" in info.value.hint

@@ -21,7 +21,7 @@ from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.paths import MemoryScope, scope_of
 from ..rerank.base import Reranker
-from ..store.db import describe, is_lost_connection
+from ..store.db import database_error, describe, is_lost_connection
 from ..store.knowledge import KnowledgeStore
 from ..wiring import open_store, resolve_embedder, resolve_reranker
 from .arguments import check_arguments
@@ -134,7 +134,8 @@ class AgentTools:
         except KbctlError as exc:
             return ToolResult.failure(name, exc)
         except psycopg.Error as exc:
-            return ToolResult.failure(name, DatabaseError(f"database error: {str(exc).strip()}"))
+            return ToolResult.failure(name, database_error(exc, self.settings.db_url,
+                                                           self.settings.data_dir))
         except Exception as exc:  # a session must outlive one bad call
             traceback.print_exc(file=sys.stderr)
             return ToolResult.failure(

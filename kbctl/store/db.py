@@ -7,6 +7,7 @@ CI cache can carry a KB between runs. Several kbctl processes may share one data
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import psycopg
@@ -14,7 +15,7 @@ from pgvector.psycopg import register_vector
 
 from ..errors import DatabaseError
 from .migrations import migrate
-from .server import ensure_running, pgdata_of
+from .server import ensure_running, failure_since_join, pgdata_of, say_on_stderr
 
 DEFAULT_DATA_DIR = ".kbctl"
 
@@ -32,13 +33,7 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
     """
     target = url or embedded_url(data_dir)
     shown = describe(url, data_dir)
-    try:
-        conn = psycopg.connect(target, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise DatabaseError(
-            f"cannot connect to {shown}: {str(exc).strip()}",
-            hint="check --db / KBCTL_DATABASE_URL and that the server is running",
-        ) from exc
+    conn = _open(target, shown)
     try:
         migrate(conn)
         register_vector(conn)
@@ -53,6 +48,38 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
         conn.close()
         raise DatabaseError(f"cannot prepare the schema on {shown}: {exc}") from exc
     return conn
+
+
+# A server replaying its WAL after a crash (a backend died: out of disk, a kill) refuses
+# connections until it is consistent again; a command waits this long for it rather than
+# failing a cron run that started in that moment.
+RECOVERY_WAIT_S = 60.0
+RECOVERY_POLL_S = 0.25
+_RECOVERING = ("the database system is starting up",
+               "the database system is not yet accepting connections",
+               "the database system is in recovery mode")
+
+
+def _open(target: str, shown: str) -> psycopg.Connection:
+    deadline = time.monotonic() + RECOVERY_WAIT_S
+    waiting = False
+    while True:
+        try:
+            return psycopg.connect(target, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            recovering = any(m in str(exc) for m in _RECOVERING)
+            if not recovering or time.monotonic() >= deadline:
+                raise DatabaseError(
+                    f"cannot connect to {shown}: {str(exc).strip()}",
+                    hint=(f"it was still recovering after {RECOVERY_WAIT_S:.0f} s; its log "
+                          "says why" if recovering else
+                          "check --db / KBCTL_DATABASE_URL and that the server is running"),
+                ) from exc
+            if not waiting:
+                say_on_stderr(f"{shown} is recovering from a crash; waiting for it "
+                              f"(at most {RECOVERY_WAIT_S:.0f} s)")
+                waiting = True
+            time.sleep(RECOVERY_POLL_S)
 
 
 def describe(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> str:
@@ -78,14 +105,53 @@ def is_lost_connection(exc: BaseException | None) -> bool:
 def lost_connection(exc: BaseException, url: str | None,
                     data_dir: str | Path = DEFAULT_DATA_DIR) -> DatabaseError:
     """The error for a connection that broke during a run. Every write is one transaction,
-    so nothing is half applied; the next command starts the embedded server again."""
+    so nothing is half applied; the next command starts the embedded server again. The
+    embedded server's log says why it went (a full disk makes it crash)."""
     while exc.__cause__ is not None and not isinstance(exc, psycopg.OperationalError):
         exc = exc.__cause__
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    detail = _first_line(exc)
+    again = "run the command again" + ("" if url else " (it restarts the embedded server)")
+    hint = f"{_KEPT}; {again}"
+    cause = None if url else failure_since_join(data_dir)
+    if cause is not None:
+        detail += f"; the server's log says: {cause}"
+        if "No space left on device" in cause:
+            hint = _disk_full_hint(url, data_dir, again)
     return DatabaseError(
         f"lost the connection to {describe(url, data_dir)} during the run: {detail}",
-        hint="what was written is complete and the rest keeps its previous version; run the "
-        "command again" + ("" if url else " (it restarts the embedded server)"))
+        hint=hint)
+
+
+def database_error(exc: BaseException, url: str | None,
+                   data_dir: str | Path = DEFAULT_DATA_DIR) -> DatabaseError:
+    """Any database failure as the one error users read (exit 3), never a traceback: a lost
+    connection, or a statement the server refused (a full disk, no memory), named with
+    the database and the server's SQLSTATE. The statement's transaction was rolled back."""
+    if is_lost_connection(exc):
+        return lost_connection(exc, url, data_dir)
+    if isinstance(exc, DatabaseError):
+        return exc
+    state = getattr(exc, "sqlstate", None)
+    hint = None
+    if state == DISK_FULL:
+        hint = _disk_full_hint(url, data_dir, "run the command again")
+    return DatabaseError(
+        f"{describe(url, data_dir)} failed: {_first_line(exc)}"
+        + (f" (SQLSTATE {state})" if state else ""), hint=hint)
+
+
+DISK_FULL = "53100"
+_KEPT = "what was written is complete and the rest keeps its previous version"
+
+
+def _disk_full_hint(url: str | None, data_dir: str | Path, again: str) -> str:
+    where = "on the database server" if url else f"where {pgdata_of(data_dir)} lives"
+    return f"free disk space {where}, then {again}; {_KEPT}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _redact(url: str) -> str:

@@ -56,6 +56,8 @@ WATCHDOG_FILE = "watchdog.pid"
 LINGER_ENV = "KBCTL_SERVER_LINGER"
 DEFAULT_LINGER_S = 5.0
 WATCHDOG_MODULE = "kbctl.store.watchdog"
+# How much of the end of the server log is read for the reason it failed.
+LOG_TAIL_BYTES = 65536
 
 Say = Callable[[str], None]
 
@@ -540,6 +542,7 @@ class _Joined:
     pgdata: Path
     uri: str
     postmaster: psutil.Process | None
+    log_offset: int = 0  # the server log's size when this process joined it
 
 
 _joined: dict[Path, _Joined] = {}
@@ -559,13 +562,14 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             say(f"repaired {state.data_dir}: the server had stopped under this process; "
                 "starting it again")
         repair(state, say)
+        log_offset = _log_size(pgdata / "log")
         server = _start(pgserver, pgdata)
         change_handles(pgdata, add=[os.getpid()])
         if watchdog_pid(pgdata.parent) is None:
             with contextlib.suppress(OSError):  # without one, the last user stops it
                 spawn_watchdog(pgdata.parent)
         info = server.get_postmaster_info()
-        joined = _Joined(pgdata, server.get_uri(), info.process)
+        joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
     if pgdata not in _joined:
         atexit.register(_leave, pgdata)
     _joined[pgdata] = joined
@@ -574,10 +578,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
 
 def _start(pgserver: Any, pgdata: Path) -> Any:
     log = pgdata / "log"
-    try:
-        seen = log.stat().st_size
-    except OSError:
-        seen = 0
+    seen = _log_size(log)
     try:
         server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
         server.ensure_pgdata_inited()
@@ -591,16 +592,49 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
 
 
 def _why(exc: Exception, log: Path, seen: int) -> str:
-    """The last FATAL line this start wrote to the server log says more than pg_ctl's exit
-    status."""
+    """The server log's reason for a failed start says more than pg_ctl's exit status."""
+    return _logged_failure(log, seen) or str(exc).strip() or type(exc).__name__
+
+
+def _log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def _logged_failure(log: Path, seen: int) -> str | None:
+    """The server's own reason for failing, from what its log gained after byte ``seen``:
+    the last PANIC (it crashed: a full disk, a lost file), else the last process it lost
+    to a signal (the OOM killer, a kill -9), else the last FATAL. Only the last
+    ``LOG_TAIL_BYTES`` are read, however much was logged since."""
     try:
         with log.open("rb") as f:
-            f.seek(seen)
-            lines = f.read(65536).decode(errors="replace").splitlines()
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(seen if seen <= size else 0, size - LOG_TAIL_BYTES))
+            lines = f.read(LOG_TAIL_BYTES).decode(errors="replace").splitlines()
     except OSError:
-        lines = []
-    fatal = [line.split("FATAL:", 1)[1].strip() for line in lines if "FATAL:" in line]
-    return fatal[-1] if fatal else str(exc).strip() or type(exc).__name__
+        return None
+    for marker, level in _FAILURE_MARKERS:
+        found = [line for line in lines if marker in line]
+        if found:
+            return found[-1].split(level, 1)[-1].strip()
+    return None
+
+
+# What in a server log says why it failed, most telling first, and the level its text follows.
+_FAILURE_MARKERS = (("PANIC:", "PANIC:"), ("was terminated by signal", "LOG:"),
+                    ("FATAL:", "FATAL:"))
+
+
+def failure_since_join(data_dir: str | Path) -> str | None:
+    """Why the embedded server of ``data_dir`` failed while this process used it, as its
+    log says (None when the log says nothing, or this process never joined it)."""
+    pgdata = pgdata_of(data_dir)
+    joined = _joined.get(pgdata)
+    if joined is None:
+        return None
+    return _logged_failure(pgdata / "log", joined.log_offset)
 
 
 def leave(data_dir: str | Path, *, stop: bool = False) -> None:
