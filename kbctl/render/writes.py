@@ -4,11 +4,13 @@ looks for it. Everything written is rendered by the pure formats beside this mod
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
 from pathlib import Path
 
+from ..atomic import write_replacing
 from ..errors import EnvironmentFailure, InputError, KbctlError
 from ..evals.outcome import EvalOutcome
 from . import eval as eval_formats
@@ -18,14 +20,23 @@ from .output import Output
 
 def write_report_file(path: Path, text: str, what: str, *, append: bool = False,
                       error: type[KbctlError] = InputError) -> None:
-    """Write a report file; a path the user gave is bad input (2), one the runner gave is
-    a broken environment (3)."""
+    """Write a report file, replacing it whole (a failed write leaves the old one, say the
+    baseline the next run reads), or appending to it. A path the user gave is bad input
+    (2), one the runner gave is a broken environment (3); a full disk or a failing device
+    is the environment's, whoever named the path."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
+        if append:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            write_replacing(path, text)
     except OSError as exc:
-        raise error(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+        kind = EnvironmentFailure if exc.errno in _ENVIRONMENT_ERRNOS else error
+        raise kind(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+
+
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO}
 
 
 def report_text(outcome: EvalOutcome) -> str:

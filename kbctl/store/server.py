@@ -41,6 +41,7 @@ from typing import Any
 
 import psutil
 
+from ..atomic import write_replacing
 from ..errors import DatabaseError
 
 PG_DIR = "pg"
@@ -344,14 +345,8 @@ def change_handles(pgdata: Path, *, add: Sequence[int] = (), drop: Sequence[int]
         return
     # The time first: a crash between the two leaves it newer than the list, which only
     # makes the pid-reuse check more lenient.
-    _write_replacing(pgdata / HANDLES_WRITTEN_FILE, f"{since_boot():.3f} {_boot_id()}")
-    _write_replacing(pgdata / HANDLES_FILE, json.dumps(changed))
-
-
-def _write_replacing(path: Path, text: str) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
+    write_replacing(pgdata / HANDLES_WRITTEN_FILE, f"{since_boot():.3f} {_boot_id()}")
+    write_replacing(pgdata / HANDLES_FILE, json.dumps(changed))
 
 
 def since_boot() -> float:
