@@ -490,7 +490,18 @@ def test_a_full_disk_ends_the_run_with_its_cause_and_the_next_run_heals(
     error = json.loads(full.stdout)["error"]
     assert "No space left on device" in error["message"]
     assert f"free disk space where {box.pgdata} lives" in error["hint"]
+    # not a byte left: even joining the running server (its handle list) fails cleanly
+    rest = box.root / "rest"
+    with rest.open("wb") as f:
+        stat = os.statvfs(box.root)
+        if stat.f_bavail:
+            os.posix_fallocate(f.fileno(), 0, stat.f_bavail * stat.f_frsize)
+    query = box.run("query", "widget", linger=60)
+    assert query.returncode == 3 and "Traceback" not in query.stderr, query.stderr
+    assert "No space left on device" in query.stderr
+    assert f"free disk space where {box.pgdata} lives" in query.stderr
     filler.unlink()
+    rest.unlink()
     report = json.loads(ok(box.run("ingest", "files", str(docs), "--json")).stdout)
     assert report["failed"] == 0 and report["added"] + report["updated"] == 100
     assert "term7x5" in top_text(box, "term7x5", "default")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -552,17 +553,24 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
         return known.uri
     pgserver = _pgserver()
     with server_lock(pgdata.parent):
-        state = inspect(pgdata.parent, thorough=False)
-        if known is not None and state.postmaster is None:
-            say(f"repaired {state.data_dir}: the server had stopped under this process; "
-                "starting it again")
-        repair(state, say)
-        log_offset = _log_size(pgdata / "log")
-        server = _start(pgserver, pgdata)
-        change_handles(pgdata, add=[os.getpid()])
-        if watchdog_pid(pgdata.parent) is None:
-            with contextlib.suppress(OSError):  # without one, the last user stops it
-                spawn_watchdog(pgdata.parent)
+        try:
+            state = inspect(pgdata.parent, thorough=False)
+            if known is not None and state.postmaster is None:
+                say(f"repaired {state.data_dir}: the server had stopped under this process; "
+                    "starting it again")
+            repair(state, say)
+            log_offset = _log_size(pgdata / "log")
+            server = _start(pgserver, pgdata)
+            change_handles(pgdata, add=[os.getpid()])
+            if watchdog_pid(pgdata.parent) is None:
+                with contextlib.suppress(OSError):  # without one, the last user stops it
+                    spawn_watchdog(pgdata.parent)
+        except OSError as exc:  # its bookkeeping files: a full disk, a read-only directory
+            raise DatabaseError(
+                f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
+                + (f": {exc.filename}" if exc.filename else ""),
+                hint=f"free disk space where {pgdata} lives" if exc.errno == errno.ENOSPC
+                else f"check that {pgdata.parent} is writable") from exc
         info = server.get_postmaster_info()
         joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
     if pgdata not in _joined:
