@@ -116,3 +116,26 @@ class AuthError(EmbedderError):
 
 class RerankerError(EnvironmentFailure):
     """The rerank provider failed after retries, refused the key, or answered nonsense."""
+
+
+# --- 130 and 143: stopped from outside ---------------------------------------------------
+
+
+class Interrupted(KbctlError):
+    """Ctrl-C: the run stopped where it was. Every write is one transaction, so what was
+    written before is whole and kept."""
+
+    exit_code = 130  # 128 + SIGINT, as shells report it
+
+
+class Terminated(Interrupted):
+    """SIGTERM (a cron or CI timeout, a stopping container or service), handled like Ctrl-C
+    so that the same cleanup runs: the server handle is dropped, nothing is left half."""
+
+    exit_code = 143  # 128 + SIGTERM
+
+
+class TerminateSignal(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM: a KeyboardInterrupt, so that every ``except
+    KeyboardInterrupt`` and ``finally`` that cleans up after Ctrl-C runs for it too."""
+

@@ -537,3 +537,26 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
     with log.open("a") as f:  # the reason scrolled out of the tail that is read
         f.write("LOG:  noise\n" * (server.LOG_TAIL_BYTES // 10))
     assert server.failure_since_join(tmp_path) is None
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGTERM, 143, "terminated (SIGTERM)"),
+                                                  (signal.SIGINT, 130, "interrupted")])
+def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalServer, Gate],
+                                                    sig: int, code: int, said: str) -> None:
+    """A cron or CI timeout (SIGTERM) or Ctrl-C mid-ingest: one JSON error document, its own
+    exit code, no traceback, and the process leaves the server as a finished one does."""
+    server, gate = site
+    gate.calls = 1  # the first fetch already waits at the gate
+    ingest = box.start("ingest", "url", server.url("/widgets.html"), "--allow-private-network",
+                       "--json")
+    wait_until(lambda: gate.calls >= 2, COMMAND_DEADLINE, "the ingest fetches the page")
+    assert ingest.pid in box.handles()
+    ingest.send_signal(sig)
+    out, err = ingest.communicate(timeout=COMMAND_DEADLINE)
+    assert ingest.returncode == code, err
+    assert "Traceback" not in err and f"error: {said}" in err
+    assert json.loads(out) == {"error": {"type": "Terminated" if code == 143 else "Interrupted",
+                                         "message": said, "hint": "what was written before "
+                                         "is kept whole; run the command again to finish"},
+                               "exitCode": code}
+    assert ingest.pid not in box.handles()

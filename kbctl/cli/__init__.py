@@ -7,11 +7,13 @@ place; errors become exit codes in ``common.guard`` only, output goes through
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
 
 from .. import __version__
+from ..errors import TerminateSignal
 from . import (
     doctor,
     ingest,
@@ -66,5 +68,11 @@ app.command("doctor")(doctor.doctor)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. SIGTERM stops a command the way Ctrl-C does (a message,
+    its own exit code, the server handle dropped) rather than killing it mid-step."""
+    signal.signal(signal.SIGTERM, _terminate)
     app()
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise TerminateSignal()

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..config import Settings, resolve_settings
-from ..errors import InputError, KbctlError
+from ..errors import InputError, Interrupted, KbctlError, Terminated, TerminateSignal
 from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
 from ..render import Output
@@ -74,6 +74,13 @@ def guard(fn: F) -> F:
         except KbctlError as exc:
             out.error(exc)
             raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt as exc:
+            stopped = (Terminated("terminated (SIGTERM)") if isinstance(exc, TerminateSignal)
+                       else Interrupted("interrupted"))
+            stopped.hint = ("what was written before is kept whole; run the command again "
+                            "to finish")
+            out.error(stopped)
+            raise typer.Exit(stopped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
