@@ -291,3 +291,22 @@ def test_a_statement_the_server_refuses_is_an_environment_error(db_url: str) -> 
     assert info.value.exit_code == 3
     assert "No space left on device (SQLSTATE 53100)" in str(info.value)
     assert info.value.hint and "free disk space on the database server" in info.value.hint
+
+
+def test_a_schema_written_by_a_newer_kbctl_is_refused(db_url: str) -> None:
+    """A CI cache shared with a job running a newer kbctl: an older one must not write rows
+    without what the newer one keeps beside them."""
+    from kbctl.memory.schema import MEMORY_MIGRATIONS
+    from kbctl.store.migrations import migrate
+
+    connect(db_url).close()
+    newer = MIGRATIONS[-1][0] + 1
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO kbctl_migrations (version, name) VALUES (%s, 'future')",
+                     (newer,))
+        migrate(conn, MEMORY_MIGRATIONS)  # another list's versions are not its business
+    with pytest.raises(DatabaseError) as info:
+        connect(db_url)
+    assert info.value.exit_code == 3
+    assert f"written by a newer kbctl (schema version {newer};" in str(info.value)
+    assert info.value.hint and "upgrade kbctl" in info.value.hint

@@ -257,7 +257,9 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
     """
     wanted = MIGRATIONS if migrations is None else migrations
     try:
-        if {v for v, _, _ in wanted} <= _applied_or_empty(conn):
+        applied = _applied_or_empty(conn)
+        _refuse_newer(applied, wanted)
+        if {v for v, _, _ in wanted} <= applied:
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -283,6 +285,22 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                 )
     except psycopg.Error as exc:
         raise DatabaseError(f"schema migration failed: {str(exc).strip()}") from exc
+
+
+def _refuse_newer(applied: set[int], wanted: list[Migration]) -> None:
+    """A schema written by a newer kbctl (a CI cache shared with a newer job) is refused:
+    this version would write rows without what the newer one keeps beside them (say, page
+    postings), and the newer one would later read them as complete. Each list owns its
+    hundred of versions (the knowledge base 1-99, memory 101-199)."""
+    known = max(v for v, _, _ in wanted)
+    band = known // 100 * 100
+    newer = sorted(v for v in applied if known < v < band + 100)
+    if newer:
+        raise DatabaseError(
+            f"this database was written by a newer kbctl (schema version {newer[-1]}; this "
+            f"kbctl knows up to {known})",
+            hint="upgrade kbctl (pip install -U kbctl), or point --data-dir / --db at "
+                 "another database")
 
 
 def _applied_or_empty(conn: psycopg.Connection) -> set[int]:
