@@ -138,4 +138,3 @@ class Terminated(Interrupted):
 class TerminateSignal(KeyboardInterrupt):
     """Raised in the main thread on SIGTERM: a KeyboardInterrupt, so that every ``except
     KeyboardInterrupt`` and ``finally`` that cleans up after Ctrl-C runs for it too."""
-

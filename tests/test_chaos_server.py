@@ -516,7 +516,7 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
     pgdata = server.pgdata_of(tmp_path)
     pgdata.mkdir()
     log = pgdata / "log"
-    log.write_text("2026-01-01 UTC [7] PANIC:  an old crash, already healed\n")
+    log.write_text("2026-01-01 10:00:00.000 UTC [7] PANIC:  an old crash, already healed\n")
     monkeypatch.setitem(server._joined, pgdata, server._Joined(
         pgdata, "postgresql://", None, log.stat().st_size))
     assert server.failure_since_join(tmp_path) is None
@@ -537,6 +537,13 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
     with log.open("a") as f:  # the reason scrolled out of the tail that is read
         f.write("LOG:  noise\n" * (server.LOG_TAIL_BYTES // 10))
     assert server.failure_since_join(tmp_path) is None
+    # a long-lived process: a crash it lived through long ago is not the reason now
+    with log.open("a") as f:
+        f.write("2026-01-02 10:00:00.000 UTC [8] PANIC:  an hour-old crash\n"
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())}.123 UTC [9] FATAL:  "
+                "terminating connection due to administrator command\n")
+    assert server.failure_since_join(tmp_path) == ("terminating connection due to "
+                                                   "administrator command")
 
 
 @pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGTERM, 143, "terminated (SIGTERM)"),

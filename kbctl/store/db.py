@@ -102,6 +102,10 @@ def is_lost_connection(exc: BaseException | None) -> bool:
     return False
 
 
+DISK_FULL = "53100"  # the SQLSTATE of a statement the server could not write
+_KEPT = "what was written is complete and the rest keeps its previous version"
+
+
 def lost_connection(exc: BaseException, url: str | None,
                     data_dir: str | Path = DEFAULT_DATA_DIR) -> DatabaseError:
     """The error for a connection that broke during a run. Every write is one transaction,
@@ -138,10 +142,6 @@ def database_error(exc: BaseException, url: str | None,
     return DatabaseError(
         f"{describe(url, data_dir)} failed: {_first_line(exc)}"
         + (f" (SQLSTATE {state})" if state else ""), hint=hint)
-
-
-DISK_FULL = "53100"
-_KEPT = "what was written is complete and the rest keeps its previous version"
 
 
 def _disk_full_hint(url: str | None, data_dir: str | Path, again: str) -> str:

@@ -291,7 +291,7 @@ def _refuse_newer(applied: set[int], wanted: list[Migration]) -> None:
     """A schema written by a newer kbctl (a CI cache shared with a newer job) is refused:
     this version would write rows without what the newer one keeps beside them (say, page
     postings), and the newer one would later read them as complete. Each list owns its
-    hundred of versions (the knowledge base 1-99, memory 101-199)."""
+    hundred of versions (the knowledge base 1-99, memory 100-199)."""
     known = max(v for v, _, _ in wanted)
     band = known // 100 * 100
     newer = sorted(v for v in applied if known < v < band + 100)

@@ -28,6 +28,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -606,11 +608,12 @@ def _log_size(log: Path) -> int:
         return 0
 
 
-def _logged_failure(log: Path, seen: int) -> str | None:
-    """The server's own reason for failing, from what its log gained after byte ``seen``:
-    the last PANIC (it crashed: a full disk, a lost file), else the last process it lost
-    to a signal (the OOM killer, a kill -9), else the last FATAL. Only the last
-    ``LOG_TAIL_BYTES`` are read, however much was logged since."""
+def _logged_failure(log: Path, seen: int, *, within: float | None = None) -> str | None:
+    """The server's own reason for failing, from what its log gained after byte ``seen``
+    (and, with ``within``, in the last that many seconds): the last PANIC (it crashed: a
+    full disk, a lost file), else the last process it lost to a signal (the OOM killer, a
+    kill -9), else the last FATAL. Only the last ``LOG_TAIL_BYTES`` are read, however much
+    was logged since."""
     try:
         with log.open("rb") as f:
             size = f.seek(0, os.SEEK_END)
@@ -618,6 +621,8 @@ def _logged_failure(log: Path, seen: int) -> str | None:
             lines = f.read(LOG_TAIL_BYTES).decode(errors="replace").splitlines()
     except OSError:
         return None
+    if within is not None:
+        lines = [line for line in lines if _logged_since(line, time.time() - within)]
     for marker, level in _FAILURE_MARKERS:
         found = [line for line in lines if marker in line]
         if found:
@@ -630,14 +635,34 @@ _FAILURE_MARKERS = (("PANIC:", "PANIC:"), ("was terminated by signal", "LOG:"),
                     ("FATAL:", "FATAL:"))
 
 
+# The server's log line prefix (``%m [%p] ``): when the line was written, in UTC.
+_LOGGED_AT = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? UTC ")
+
+
+def _logged_since(line: str, since: float) -> bool:
+    """Whether a log line was written at ``since`` (epoch seconds) or later; a line whose
+    time cannot be read counts."""
+    match = _LOGGED_AT.match(line)
+    if match is None:
+        return True
+    stamp = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    return stamp.timestamp() >= since - 1  # the prefix drops the fraction
+
+
+# A lost connection is explained only by what the log said shortly before: a long-lived
+# process may have lived through an earlier crash that is no longer the reason.
+RECENT_FAILURE_S = 300.0
+
+
 def failure_since_join(data_dir: str | Path) -> str | None:
     """Why the embedded server of ``data_dir`` failed while this process used it, as its
-    log says (None when the log says nothing, or this process never joined it)."""
+    log says in the last ``RECENT_FAILURE_S`` (None when the log says nothing, or this
+    process never joined it)."""
     pgdata = pgdata_of(data_dir)
     joined = _joined.get(pgdata)
     if joined is None:
         return None
-    return _logged_failure(pgdata / "log", joined.log_offset)
+    return _logged_failure(pgdata / "log", joined.log_offset, within=RECENT_FAILURE_S)
 
 
 def leave(data_dir: str | Path, *, stop: bool = False) -> None:
