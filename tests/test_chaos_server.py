@@ -567,3 +567,42 @@ def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalS
                                          "is kept whole; run the command again to finish"},
                                "exitCode": code}
     assert ingest.pid not in box.handles()
+
+
+def test_a_killed_user_on_a_full_disk_leaves_no_server_behind(
+        small_disk: Box, site: tuple[LocalServer, Gate]) -> None:
+    """The watchdog stops the server even when it cannot write the handle list."""
+    box = small_disk
+    server, gate = site
+    gate.calls = 1  # the first fetch already waits at the gate
+    ingest = box.start("ingest", "url", server.url("/widgets.html"), "--allow-private-network")
+    wait_until(lambda: gate.calls >= 2, COMMAND_DEADLINE, "the ingest fetches the page")
+    with (box.root / "filler").open("wb") as f:
+        stat = os.statvfs(box.root)
+        os.posix_fallocate(f.fileno(), 0, stat.f_bavail * stat.f_frsize)
+    ingest.send_signal(signal.SIGKILL)
+    ingest.communicate(timeout=30)
+    wait_until(lambda: not box.server_processes(), LINGER + 30,
+               "no server process outlives the linger")
+
+
+def test_a_failing_poll_does_not_end_the_watchdog(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock held past its wait (or any failed look) is retried at the next poll: a
+    watchdog that died would leave its server up for good."""
+    from kbctl.errors import DatabaseError
+    from kbctl.store import server, watchdog
+
+    (tmp_path / server.PG_DIR).mkdir()
+    monkeypatch.setattr(server, "watchdog_pid", lambda data_dir: os.getpid())
+    real, tries = server.server_lock, []
+
+    def flaky_lock(data_dir: Path) -> Any:
+        tries.append(data_dir)
+        if len(tries) <= 2:
+            raise DatabaseError("the lock is still held")
+        return real(data_dir)
+
+    monkeypatch.setattr(server, "server_lock", flaky_lock)
+    assert watchdog.watch(tmp_path, linger=0.0, poll=0.01) == "server gone"
+    assert len(tries) == 3

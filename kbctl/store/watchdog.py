@@ -21,26 +21,34 @@ POLL_S = 1.0
 
 
 def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
-    """Watch until the server stops or is stopped; returns why it ended."""
+    """Watch until the server stops or is stopped; returns why it ended. A poll that fails
+    (the lock held past its wait, a file that cannot be read) is retried at the next one:
+    a watchdog that died would leave the server up for good."""
     idle_since: float | None = None
     while True:
         time.sleep(poll)
-        with server.server_lock(data_dir):
-            if server.watchdog_pid(data_dir) != os.getpid():
-                return "replaced"
-            state = _light_state(data_dir)
-            if state.postmaster is None:
-                _retire(data_dir)
-                return "server gone"
-            if state.handles or state.unreadable_handles:
-                idle_since = None
-            elif idle_since is None:
-                idle_since = time.monotonic()
-            if idle_since is not None and time.monotonic() - idle_since >= linger:
-                server.change_handles(state.pgdata, drop=state.dead_handles)
-                server.stop_server(state)
-                _retire(data_dir)
-                return "stopped"
+        try:
+            with server.server_lock(data_dir):
+                if server.watchdog_pid(data_dir) != os.getpid():
+                    return "replaced"
+                state = _light_state(data_dir)
+                if state.postmaster is None:
+                    _retire(data_dir)
+                    return "server gone"
+                if state.handles or state.unreadable_handles:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                if idle_since is not None and time.monotonic() - idle_since >= linger:
+                    # tidying the list must never keep the server up: on a full disk it
+                    # cannot be written, and the next start drops dead handles anyway
+                    with contextlib.suppress(OSError):
+                        server.change_handles(state.pgdata, drop=state.dead_handles)
+                    server.stop_server(state)
+                    _retire(data_dir)
+                    return "stopped"
+        except Exception:  # noqa: BLE001 - whatever it was, the next poll looks again
+            continue
 
 
 def _light_state(data_dir: Path) -> server.ServerState:
