@@ -79,6 +79,11 @@ class Box:
         path = self.pgdata / ".handle_pids.json"
         return json.loads(path.read_text() or "[]") if path.exists() else []
 
+    def copy_kb(self, template: Box) -> None:
+        # cp -a keeps the owner: as root, the server runs as its own system user
+        subprocess.run(["cp", "-a", str(template.data_dir), str(self.data_dir)], check=True,
+                       timeout=COMMAND_DEADLINE)
+
     def cleanup(self) -> None:
         for proc in self.started:
             if proc.poll() is None:
@@ -143,9 +148,7 @@ def template() -> Iterator[Box]:
 def box(template: Box) -> Iterator[Box]:
     b = Box(fresh_root())
     try:
-        # cp -a keeps the owner: as root, the server runs as its own system user
-        subprocess.run(["cp", "-a", str(template.data_dir), str(b.data_dir)], check=True,
-                       timeout=COMMAND_DEADLINE)
+        b.copy_kb(template)
         yield b
     finally:
         b.cleanup()
@@ -462,8 +465,7 @@ def small_disk(template: Box) -> Iterator[Box]:
         pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
     b = Box(root)
     try:
-        subprocess.run(["cp", "-a", str(template.data_dir), str(b.data_dir)], check=True,
-                       timeout=COMMAND_DEADLINE)
+        b.copy_kb(template)
         yield b
     finally:
         b.cleanup()
