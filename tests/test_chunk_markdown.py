@@ -599,3 +599,27 @@ def test_rust_book(max_tokens: int, overlap_tokens: int) -> None:
         check_all(text, chunks, max_tokens)
         total += len(chunks)
     assert total > len(files)
+
+
+def test_a_huge_table_is_one_block_in_bounded_memory() -> None:
+    """The block parser keeps a table's span, never a token per cell: a 4 MB table of a
+    million cells made three million tokens (1.4 GB) before."""
+    import tracemalloc
+
+    from kbctl.chunk.headings import block_tokens
+
+    cols = 1000
+    table = ("| " + " | ".join(f"c{i}" for i in range(cols)) + " |\n"
+             + "|" + "---|" * cols + "\n" + ("| x " * cols + "|\n") * 100)
+    text = f"# Big\n\nbefore\n\n{table}\nafter\n"
+    tracemalloc.start()
+    try:
+        tokens = block_tokens(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(t.type, t.map) for t in tokens if t.type.startswith("table")] == [
+        ("table_open", [4, 106]), ("table_close", None)]
+    assert peak < 8 << 20  # 100,000 cells; their tokens alone took ~100 MB
+    chunks = chunk_markdown(text)
+    assert chunks[-1].text.endswith("after")

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kbctl.errors import InputError
 from kbctl.extract import HTML_READER
 from kbctl.sources.base import READER, Loaded
 from kbctl.sources.files import FilesSource
@@ -218,3 +219,15 @@ def test_an_html_file_stored_by_an_older_reading_is_read_again(docs: Path) -> No
     assert again["page.html"].document is not None
     assert again["page.html"].meta[READER] == HTML_READER
     assert again["good.md"].not_modified and again["more.md"].not_modified
+
+
+def test_one_file_is_a_target_with_the_ref_its_folder_gives_it(docs: Path) -> None:
+    odd = _write(docs, "guide/[draft] notes.md")
+    _, alone = _run(docs / "guide" / "more.md")
+    _, folder = _run(docs / "guide")
+    assert [item.leaf.ref for item in alone] == ["kb://guide/more.md"]
+    assert "kb://guide/more.md" in {item.leaf.ref for item in folder}
+    _, bracketed = _run(odd)  # glob characters in the name are the name's
+    assert [item.leaf.ref for item in bracketed] == ["kb://guide/[draft] notes.md"]
+    with pytest.raises(InputError, match="is not a file, a directory or a glob"):
+        _run(docs / "missing.md")

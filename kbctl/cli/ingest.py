@@ -84,7 +84,8 @@ def merged_settings(ctx: typer.Context, **flags: Any) -> Settings:
 @guard
 def ingest_files(
     ctx: typer.Context,
-    target: Annotated[str, typer.Argument(help="A folder, or a glob such as 'docs/**/*.md'.")],
+    target: Annotated[str, typer.Argument(
+        help="A folder, a glob such as 'docs/**/*.md', or one file.")],
     base_url: Annotated[str | None, typer.Option(
         "--base-url", help="Public URL of the folder, so citations match the live site.",
         show_default=False)] = None,

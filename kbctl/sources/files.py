@@ -1,4 +1,4 @@
-"""``files`` sources: a folder or glob of .md/.mdx/.markdown/.rst/.html/.txt files.
+"""``files`` sources: a file, folder or glob of .md/.mdx/.markdown/.rst/.html/.txt files.
 
 With ``base_url``, a file cites to the address its docs generator publishes it at, and
 each heading to the id that generator renders (``kbctl.generators``: detected from the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import glob
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -61,7 +62,7 @@ class FilesOptions(SourceOptions):
 
 
 class FilesSource:
-    """Expands a folder or glob into files and loads them one by one."""
+    """Expands a file, folder or glob into files and loads them one by one."""
 
     def __init__(self, *, max_bytes: int = MAX_FILE_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -69,8 +70,8 @@ class FilesSource:
     def expand(self, spec: SourceSpec) -> Expansion:
         root, pattern = split_root(spec.target)
         if not root.is_dir():
-            raise InputError(f"files source: {spec.target} is not a directory or glob that "
-                             f"matches one")
+            raise InputError(f"files source: {spec.target} is not a file, a directory or a "
+                             f"glob whose folder exists")
         options: FilesOptions = spec.options  # type: ignore[assignment]
         excludes, base_url = options.exclude, options.base_url
         real_root = root.resolve()
@@ -277,7 +278,11 @@ def _published_url(leaf: Leaf, published: Published, front_matter: dict[str, Any
 
 
 def split_root(target: str) -> tuple[Path, str | None]:
-    """A target is a folder, or a glob whose leading literal segments are the root."""
+    """A target is a folder, a glob whose leading literal segments are the root, or one
+    file (its folder is the root, so its ref is the one the folder's ingest gives it)."""
+    if Path(target).is_file():
+        path = Path(target)
+        return path.parent, glob.escape(path.name)
     parts = PurePosixPath(target).parts
     for i, part in enumerate(parts):
         if _GLOB_CHARS & set(part):
