@@ -8,6 +8,10 @@
 4. HTML pages shaped against the converter: lists and tables nested as deep as the parser
    allows with content at every level, a heading at the bottom (each level asks whether
    it holds a heading), and many headings behind empty markers. Seconds per page and MB/s.
+5. Markdown files shaped against the chunker, each near the 5 MB per-file cap: one table
+   of a million cells, quotes nested 100,000 deep, 50,000 headings, unclosed emphasis and
+   brackets. Seconds per file and the peak of Python's allocations while chunking it
+   (``tracemalloc``: the process's RSS adds the interpreter, and is larger again).
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -109,8 +113,37 @@ def html_pages() -> None:
               f"{len(data) / 1e6 / seconds:6.1f} MB/s")
 
 
+def markdown_files() -> None:
+    import tracemalloc
+
+    from kbctl.chunk.markdown import chunk_markdown
+
+    cols = 5000
+    files = {
+        "a table of 1M cells": "# T\n\n| " + " | ".join(f"c{i}" for i in range(cols))
+        + " |\n|" + "---|" * cols + "\n" + ("| x " * cols + "|\n") * 200,
+        "quotes nested 100k deep": "# Q\n\n" + ">" * 100000 + " deep\n",
+        "50k headings": "".join(f"{'#' * (1 + i % 6)} H{i}\n\ntext {i}\n\n"
+                                for i in range(50000)),
+        "unclosed emphasis": "# E\n\n" + "*a " * 1_500_000 + "\n",
+        "unclosed brackets": "# K\n\n" + "[" * 2_000_000 + "x\n",
+    }
+    print("\nmarkdown files shaped against the chunker (median of 3; peak of one run):")
+    for name, text in files.items():
+        seconds = median_seconds(lambda text=text: chunk_markdown(text), 3)
+        tracemalloc.start()
+        try:
+            chunk_markdown(text)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        size = len(text.encode()) / 1e6
+        print(f"  {name:30} {size:4.1f} MB {seconds:6.2f} s {peak / 1e6:7.1f} MB peak")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
     json_suite()
     html_pages()
+    markdown_files()
