@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -141,9 +142,18 @@ def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
             assert "another kbctl run" in busy.stderr
             timed_out = cli("resync", "--lock-timeout", "0.5")
             assert timed_out.exit_code == 1 and "still locked" in timed_out.stderr
+            # a run that waits says so first: silent for minutes, a cron job looks hung
+            assert ("namespace 'default' is being written by another kbctl run; waiting "
+                    "for it to finish (at most 0 s)") in timed_out.stderr
             assert cli.json("resync", "-n", "elsewhere")["ok"] is True  # other namespaces run
+            waiter = ThreadPoolExecutor(1).submit(cli, "ingest", "files", str(site), "--json")
+            time.sleep(1.0)
+            assert not waiter.done()
     finally:
         holder.conn.close()
+    ingest = waiter.result(timeout=60)  # the lock is free: the waiting ingest runs
+    assert ingest.exit_code == 0, ingest.stderr
+    assert "is being written by another kbctl run; waiting" in ingest.stderr
 
 
 @pytest.mark.parametrize("kill_after", [0.4, 0.8, 1.3, 2.0])

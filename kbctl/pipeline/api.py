@@ -48,7 +48,7 @@ def ingest_sources(
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
-        with store.namespace_lock(settings.namespace, wait=wait), \
+        with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
                 open_writers(settings) as writers:
             report = ingest(
                 store, specs, namespace=settings.namespace, embedder=cached,
@@ -209,7 +209,7 @@ def resync_kb(
                 context={"allow_private_network": settings.allow_private_network},
                 specs_override=_with_opt_in(settings, settings.sources) if settings.sources
                 else None,
-                progress=progress)
+                progress=progress, announce=announce)
         if cached is not None:
             store.ensure_vector_index()
         return report

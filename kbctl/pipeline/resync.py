@@ -9,7 +9,7 @@ would remove too much of a namespace.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,7 @@ def resync(
     specs_override: Sequence[SourceSpec | BrokenDefinition] | None = None,
     progress: Progress = no_progress,
     writer_stores: Sequence[KnowledgeStore] | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> ResyncReport:
     """Resync each namespace under its write lock; ``specs_override`` replaces the recorded
     definitions (the sources of a kbctl.yaml given with --config)."""
@@ -85,7 +86,8 @@ def resync(
     for ns in namespaces:
         specs = list(specs_override) if specs_override is not None else [
             _recorded(d) for d in store.list_defs(ns)]
-        with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout):
+        with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout,
+                                  waiting=announce):
             report.namespaces.append(ingest(
                 store, specs, namespace=ns, embedder=embedder, chunking=chunking,
                 progress=progress, adapter_context=ctx, policy=policy,

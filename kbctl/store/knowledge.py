@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -600,11 +600,21 @@ class KnowledgeStore:
             yield
 
     @contextmanager
-    def namespace_lock(self, namespace: str, *, wait: bool = True,
-                       timeout_s: float = 600.0) -> Iterator[None]:
-        """Hold the per-namespace advisory lock that serialises ingest and resync."""
+    def namespace_lock(self, namespace: str, *, wait: bool = True, timeout_s: float = 600.0,
+                       waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the per-namespace advisory lock that serialises ingest and resync. A run
+        that has to wait for another one says so through ``waiting`` first: a cron job
+        that sits silent for minutes looks hung."""
         key = f"kbctl:ns:{namespace}"
-        if wait:
+        if not self._try_lock(key):
+            if not wait:
+                raise LockBusy(
+                    f"another kbctl run is writing namespace '{namespace}'",
+                    hint="wait for it to finish, or run with --wait",
+                )
+            if waiting is not None:
+                waiting(f"namespace '{namespace}' is being written by another kbctl run; "
+                        f"waiting for it to finish (at most {timeout_s:.0f} s)")
             self.conn.execute(f"SET lock_timeout = '{int(timeout_s * 1000)}ms'")
             try:
                 self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
@@ -615,19 +625,15 @@ class KnowledgeStore:
                 ) from exc
             finally:
                 self.conn.execute("SET lock_timeout = 0")
-        else:
-            got = self.conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)
-            ).fetchone()
-            if not got or not got[0]:
-                raise LockBusy(
-                    f"another kbctl run is writing namespace '{namespace}'",
-                    hint="wait for it to finish, or run with --wait",
-                )
         try:
             yield
         finally:
             self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+    def _try_lock(self, key: str) -> bool:
+        got = self.conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                                (key,)).fetchone()
+        return bool(got and got[0])
 
 
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
