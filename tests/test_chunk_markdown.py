@@ -623,3 +623,20 @@ def test_a_huge_table_is_one_block_in_bounded_memory() -> None:
     assert peak < 8 << 20  # 100,000 cells; their tokens alone took ~100 MB
     chunks = chunk_markdown(text)
     assert chunks[-1].text.endswith("after")
+
+
+def test_past_the_line_budget_markdown_is_plain_text_in_bounded_memory() -> None:
+    import tracemalloc
+
+    from kbctl.chunk.headings import MAX_BLOCK_LINES, block_tokens
+
+    text = "# Many blocks\n\n" + "- a\n" * MAX_BLOCK_LINES  # 5 tokens a line when parsed
+    tracemalloc.start()
+    try:
+        chunks = chunk_markdown(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert block_tokens(text) == []
+    assert [c.text for c in chunks] == [c.text for c in chunk_text(text)]
+    assert peak < 16 << 20  # parsed, its 300,000 tokens took ~150 MB

@@ -235,3 +235,21 @@ def test_importing_the_cli_changes_nothing() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.strip() == "False ['files', 'text', 'url', 'sitemap', 'crawl', 'llms']"
+
+
+def test_markdown_of_too_many_lines_is_plain_text_with_a_note(cli: Cli, workdir: Path) -> None:
+    """5 MB of short lines would be millions of parsed blocks (2 GB); past the line budget
+    a file is chunked as plain text, and the report says so."""
+    from kbctl.chunk.headings import MAX_BLOCK_LINES
+
+    docs = workdir / "big"
+    docs.mkdir()
+    lines = MAX_BLOCK_LINES // 2 + 10
+    (docs / "log.md").write_text("# Log\n\n" + "".join(f"entry {i}\n\n" for i in range(lines)))
+    (docs / "small.md").write_text("# Small\n\n## Part\n\nwords\n")
+    report = cli.json("ingest", "files", str(docs))
+    assert report["failed"] == 0 and report["added"] == 2
+    assert report["notes"] == [f"kb://big/log.md: over {MAX_BLOCK_LINES:,} lines, chunked as "
+                               "plain text (its sections get no anchors)"]
+    anchors = rows(cli.db_url, "SELECT DISTINCT source_ref, meta->>'anchor' FROM chunks")
+    assert ("kb://big/log.md", None) in anchors and ("kb://big/small.md", "part") in anchors

@@ -200,7 +200,7 @@ def test_a_recorded_folder_that_vanished_fails_its_source_not_the_run(
     docs.rmdir()
     report = cli.json("resync", code=1)
     [error] = report["namespaces"][0]["errors"]
-    assert error["ref"] == str(docs) and "not a directory" in error["error"]
+    assert error["ref"] == str(docs) and "is not a file, a directory or a glob" in error["error"]
     assert report["totals"]["deleted"] == 0  # a listing that failed deletes nothing
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(3,)]
 

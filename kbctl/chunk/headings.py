@@ -42,8 +42,23 @@ def normalize_source(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
 
 
+# A parsed block costs its tokens ~1 KB, and a short line can be a block: 5 MB of short
+# lines (the per-file cap) made 5 million tokens and a 2 GB peak. Past this many lines a
+# text is read as plain text. The largest page of the Python docs has 14,000.
+MAX_BLOCK_LINES = 60_000
+
+
+def over_block_budget(text: str) -> bool:
+    """Whether ``text`` has too many lines to be parsed as markdown (see ``block_tokens``)."""
+    return text.count("\n") >= MAX_BLOCK_LINES
+
+
 def block_tokens(text: str) -> list[Token]:
-    """Block-level token stream of normalised ``text`` (inline tokens keep raw content)."""
+    """Block-level token stream of normalised ``text`` (inline tokens keep raw content);
+    none for a text over ``MAX_BLOCK_LINES`` lines, which its readers take as plain text
+    (no headings, no fences)."""
+    if over_block_budget(text):
+        return []
     return _BLOCK_PARSER.parse(text)
 
 

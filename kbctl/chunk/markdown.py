@@ -19,7 +19,9 @@ enclosing section's id (or the page), since a slug of it would name nothing on t
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from markdown_it.token import Token
@@ -188,10 +190,11 @@ def _section_bodies(src: _Source, section: _Section, budget: int, overlap: int,
     """Chunk bodies of one section. An oversized fence ends a run of packed pieces; its
     own pieces follow, and packing restarts after it without overlap."""
     bodies: list[str] = []
-    run: list[Span] = []
+    run: list[Iterable[Span]] = []  # the pieces of the blocks since the last flush, lazily
 
     def flush() -> None:
-        bodies.extend(src.text[s:e] for s, e in pack(run, budget, overlap, bounds))
+        pieces = itertools.chain.from_iterable(run)
+        bodies.extend(src.text[s:e] for s, e in pack(pieces, budget, overlap, bounds))
         run.clear()
 
     for block in section.blocks:
@@ -199,37 +202,35 @@ def _section_bodies(src: _Source, section: _Section, budget: int, overlap: int,
         if span is None:
             continue
         if span[1] - span[0] <= budget:
-            run.append(span)
+            run.append((span,))
         elif block.kind == "fence":
             flush()
             bodies.extend(_fence_pieces(src, block, budget))
         elif block.kind == "paragraph":
-            run.extend(split_span(src.text, *span, budget))
+            run.append(split_span(src.text, *span, budget))
         else:
-            run.extend(_line_pieces(src, block, budget))
+            run.append(_line_pieces(src, block, budget))
     flush()
     return bodies
 
 
-def _line_pieces(src: _Source, block: _Block, budget: int) -> list[Span]:
+def _line_pieces(src: _Source, block: _Block, budget: int) -> Iterator[Span]:
     """Pieces of a large list, table, quote or HTML block: whole lines, with any fence
     nested inside kept together unless it alone exceeds the budget."""
     nested = {first: end for first, end in block.nested_fences}
-    pieces: list[Span] = []
     line = block.first_line
     while line < block.end_line:
         end = min(nested.get(line, line + 1), block.end_line)
         span = src.span(line, end)
         if span is not None:
             if span[1] - span[0] <= budget:
-                pieces.append(span)
+                yield span
             else:
                 for sub in range(line, end):
                     part = src.span(sub, sub + 1)
                     if part is not None:
-                        pieces.extend(split_span(src.text, *part, budget))
+                        yield from split_span(src.text, *part, budget)
         line = end
-    return pieces
 
 
 def _fence_pieces(src: _Source, block: _Block, budget: int) -> list[str]:

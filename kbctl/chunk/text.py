@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from kbctl.chunk.model import (
     CHARS_PER_TOKEN,
@@ -58,40 +58,39 @@ def strip_span(text: str, start: int, end: int) -> Span | None:
     return start, end
 
 
-def split_span(text: str, start: int, end: int, budget: int) -> list[Span]:
+def split_span(text: str, start: int, end: int, budget: int) -> Iterator[Span]:
     """Cut one stripped span into pieces of at most ``budget`` characters.
 
     Sentences first, then words, then a hard cut inside a word longer than the budget.
+    The pieces are yielded, not listed: a 4 MB span without a sentence end is a million
+    words, and a million listed spans took ~200 MB.
     """
     if end - start <= budget:
-        return [(start, end)]
-    pieces: list[Span] = []
+        yield (start, end)
+        return
     for sentence in _sentences(text, start, end):
         s, e = sentence
         if e - s <= budget:
-            pieces.append(sentence)
+            yield sentence
             continue
         for word in _WORD.finditer(text, s, e):
             ws, we = word.span()
             if we - ws <= budget:
-                pieces.append((ws, we))
+                yield (ws, we)
             else:
-                pieces.extend((i, min(i + budget, we)) for i in range(ws, we, budget))
-    return pieces
+                yield from ((i, min(i + budget, we)) for i in range(ws, we, budget))
 
 
-def _sentences(text: str, start: int, end: int) -> list[Span]:
-    spans: list[Span] = []
+def _sentences(text: str, start: int, end: int) -> Iterator[Span]:
     cursor = start
     for m in _SENTENCE_END.finditer(text, start, end):
         stripped = strip_span(text, cursor, m.end())
         if stripped is not None:
-            spans.append(stripped)
+            yield stripped
         cursor = m.end()
     stripped = strip_span(text, cursor, end)
     if stripped is not None:
-        spans.append(stripped)
-    return spans
+        yield stripped
 
 
 class Boundaries:
@@ -155,26 +154,28 @@ class Boundaries:
         return m.start()
 
 
-def pack(pieces: Sequence[Span], budget: int, overlap: int, bounds: Boundaries) -> list[Span]:
-    """Greedily pack ordered pieces (each within ``budget``) into chunk spans.
+def pack(pieces: Iterable[Span], budget: int, overlap: int, bounds: Boundaries) -> list[Span]:
+    """Greedily pack ordered pieces (each within ``budget``) into chunk spans, reading
+    them once, in order (they may be a stream).
 
     A chunk after the first may start up to ``overlap`` characters before the previous
     chunk's end, at a sentence or word boundary, provided its first new piece still fits.
     """
     out: list[Span] = []
-    i, n = 0, len(pieces)
-    while i < n:
-        start, end = pieces[i]
+    stream = iter(pieces)
+    piece = next(stream, None)
+    while piece is not None:
+        start, end = piece
         if out and overlap > 0:
             prev_start, prev_end = out[-1]
             lo = max(prev_end - overlap, end - budget, prev_start + 1)
             p = bounds.overlap_start(lo, prev_end)
             if p is not None:
                 start = p
-        i += 1
-        while i < n and pieces[i][1] - start <= budget:
-            end = pieces[i][1]
-            i += 1
+        piece = next(stream, None)
+        while piece is not None and piece[1] - start <= budget:
+            end = piece[1]
+            piece = next(stream, None)
         out.append((start, end))
     return out
 
@@ -188,22 +189,22 @@ def chunk_text(text: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
     that straddles a boundary stays retrievable.
     """
     budget, overlap = budget_chars(max_tokens, overlap_tokens)
-    pieces: list[Span] = []
-    cursor = 0
-    for m in _PARAGRAPH_BREAK.finditer(text):
-        _add_paragraph(text, cursor, m.start(), budget, pieces)
-        cursor = m.end()
-    _add_paragraph(text, cursor, len(text), budget, pieces)
-    if not pieces:
-        return []
-    spans = pack(pieces, budget, overlap, Boundaries(text))
+    spans = pack(_paragraph_pieces(text, budget), budget, overlap, Boundaries(text))
     return [_chunk(text[s:e]) for s, e in spans]
 
 
-def _add_paragraph(text: str, start: int, end: int, budget: int, out: list[Span]) -> None:
+def _paragraph_pieces(text: str, budget: int) -> Iterator[Span]:
+    cursor = 0
+    for m in _PARAGRAPH_BREAK.finditer(text):
+        yield from _paragraph(text, cursor, m.start(), budget)
+        cursor = m.end()
+    yield from _paragraph(text, cursor, len(text), budget)
+
+
+def _paragraph(text: str, start: int, end: int, budget: int) -> Iterator[Span]:
     stripped = strip_span(text, start, end)
     if stripped is not None:
-        out.extend(split_span(text, *stripped, budget))
+        yield from split_span(text, *stripped, budget)
 
 
 def _chunk(body: str) -> Chunk:

@@ -12,7 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..chunk import chunk_markdown, chunk_text
+from ..chunk import chunk_markdown, chunk_text, headings
 from ..chunk.model import CHARS_PER_TOKEN, Chunk
 from ..embed.base import Embedder
 from ..errors import AuthError, BlockedURL, EmbedderError, InputError, KbctlError, SourceError
@@ -518,6 +518,11 @@ class _Writer:
         opts = {"max_tokens": self.chunking.max_tokens,
                 "overlap_tokens": self.chunking.overlap_tokens}
         if doc.format == "markdown":
+            if headings.over_block_budget(body):
+                note = (f"{doc.ref}: over {headings.MAX_BLOCK_LINES:,} lines, chunked as "
+                        "plain text (its sections get no anchors)")
+                self.report.notes.append(note)
+                self.progress(ProgressEvent("note", message=note))
             return chunk_markdown(body, slug_headings=doc.slug_headings, **opts)
         return chunk_text(body, **opts)
 
