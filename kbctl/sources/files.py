@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
@@ -231,6 +232,11 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     site = published[0]
     stamp = stamp | {"generator": site.generator}
     fmt = file_format(path)
+    if fmt == "rst" and over_block_budget(text):
+        # docutils' tree of a file of many short blocks would take ~1 KB a line; the
+        # writer reads a text past the budget as plain text, and says so
+        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=path.stem, body=text,
+                        format="markdown", meta=dict(stamp))
     if fmt == "rst":
         from ..extract.rst import rst_to_markdown
 
