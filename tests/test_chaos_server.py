@@ -14,7 +14,6 @@ import sys
 import tempfile
 import threading
 import time
-import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import psycopg
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from .allocations import AllocationPeak
 from .http_server import LocalServer, Request, Response, html
 
 ENTRY = "from kbctl.cli import main; main()"
@@ -441,13 +441,9 @@ def test_a_huge_write_time_file_is_read_in_bounded_memory(tmp_path: Path) -> Non
     server.change_handles(pgdata, add=[os.getpid()])
     (pgdata / server.HANDLES_WRITTEN_FILE).write_bytes(b"9" * (64 << 20))
     state = server.ServerState(data_dir=tmp_path, pgdata=pgdata)
-    tracemalloc.start()
-    try:
+    with AllocationPeak() as peak:
         server.read_split(state)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 << 20  # the file is 64 MB
+    assert peak.bytes < 8 << 20  # the file is 64 MB
     assert state.handles == [os.getpid()]  # the list's own mtime decides
 
 

@@ -29,6 +29,8 @@ from kbctl.chunk import (
 )
 from kbctl.chunk.headings import split_explicit_id
 
+from .allocations import AllocationPeak
+
 RUST_BOOK = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rust-book" / "src"
 
 # --- independent checks ------------------------------------------------------------------
@@ -604,39 +606,27 @@ def test_rust_book(max_tokens: int, overlap_tokens: int) -> None:
 def test_a_huge_table_is_one_block_in_bounded_memory() -> None:
     """The block parser keeps a table's span, never a token per cell: a 4 MB table of a
     million cells made three million tokens (1.4 GB) before."""
-    import tracemalloc
-
     from kbctl.chunk.headings import block_tokens
 
     cols = 1000
     table = ("| " + " | ".join(f"c{i}" for i in range(cols)) + " |\n"
              + "|" + "---|" * cols + "\n" + ("| x " * cols + "|\n") * 100)
     text = f"# Big\n\nbefore\n\n{table}\nafter\n"
-    tracemalloc.start()
-    try:
+    with AllocationPeak() as peak:
         tokens = block_tokens(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert [(t.type, t.map) for t in tokens if t.type.startswith("table")] == [
         ("table_open", [4, 106]), ("table_close", None)]
-    assert peak < 8 << 20  # 100,000 cells; their tokens alone took ~100 MB
+    assert peak.bytes < 8 << 20  # 100,000 cells; their tokens alone took ~100 MB
     chunks = chunk_markdown(text)
     assert chunks[-1].text.endswith("after")
 
 
 def test_past_the_line_budget_markdown_is_plain_text_in_bounded_memory() -> None:
-    import tracemalloc
-
     from kbctl.chunk.headings import MAX_BLOCK_LINES, block_tokens
 
     text = "# Many blocks\n\n" + "- a\n" * MAX_BLOCK_LINES  # 5 tokens a line when parsed
-    tracemalloc.start()
-    try:
+    with AllocationPeak() as peak:
         chunks = chunk_markdown(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert block_tokens(text) == []
     assert [c.text for c in chunks] == [c.text for c in chunk_text(text)]
-    assert peak < 16 << 20  # parsed, its 300,000 tokens took ~150 MB
+    assert peak.bytes < 16 << 20  # parsed, its 300,000 tokens took ~150 MB

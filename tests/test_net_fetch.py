@@ -8,7 +8,6 @@ import shutil
 import ssl
 import subprocess
 import time
-import tracemalloc
 import zlib
 from email.utils import formatdate
 from pathlib import Path
@@ -20,6 +19,8 @@ import kbctl
 from kbctl.errors import BlockedURL, ExtractError, FetchError
 from kbctl.net import FetchResult, GuardedClient, NetPolicy, fetch, gunzip
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect
+
+from .allocations import AllocationPeak
 
 LOCAL = NetPolicy(allow_private_network=True)
 PUBLIC_IP = "93.184.216.34"
@@ -330,16 +331,11 @@ def test_a_gzip_bomb_stops_at_the_cap_without_inflating() -> None:
     policy = NetPolicy(allow_private_network=True, max_bytes=1 << 20)
     route = ok([bomb[i:i + 16384] for i in range(0, len(bomb), 16384)], "text/html",
                headers={"Content-Encoding": "gzip"})
-    with LocalServer({"/bomb": route}) as server:
-        tracemalloc.start()
-        try:
-            with pytest.raises(FetchError, match="larger than 1048576 bytes") as err:
-                fetch(server.url("/bomb"), policy)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+    with LocalServer({"/bomb": route}) as server, AllocationPeak() as peak, pytest.raises(
+            FetchError, match="larger than 1048576 bytes") as err:
+        fetch(server.url("/bomb"), policy)
     assert "after decompression" in str(err.value)
-    assert peak < 12 << 20, f"peak memory {peak} bytes: the bomb was inflated"
+    assert peak.bytes < 12 << 20, f"peak memory {peak.bytes} bytes: the bomb was inflated"
     with pytest.raises(FetchError, match="larger than"):
         gunzip(bomb, max_bytes=1 << 20, url="https://docs.example/sitemap.xml.gz")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import tracemalloc
 
 import pytest
 
@@ -12,6 +11,8 @@ from kbctl.errors import ExtractError
 from kbctl.net import GuardedClient, NetPolicy
 from kbctl.sources.sitemap import SitemapListing, discover, parse_sitemap, read_sitemaps
 from tests.http_server import LocalServer, ok
+
+from .allocations import AllocationPeak
 
 LOCAL = NetPolicy(allow_private_network=True, max_retries=0)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -62,14 +63,9 @@ def test_sitemapindex_without_namespace_prefix_issues() -> None:
 
 
 def test_billion_laughs_is_refused_without_expanding() -> None:
-    tracemalloc.start()
-    try:
-        with pytest.raises(ExtractError, match="declares XML entities"):
-            parse_sitemap(BILLION_LAUGHS, "https://x.test/sitemap.xml")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 5_000_000
+    with AllocationPeak() as peak, pytest.raises(ExtractError, match="declares XML entities"):
+        parse_sitemap(BILLION_LAUGHS, "https://x.test/sitemap.xml")
+    assert peak.bytes < 5_000_000
 
 
 def test_a_single_harmless_entity_declaration_is_refused_too() -> None:
