@@ -231,3 +231,13 @@ def test_one_file_is_a_target_with_the_ref_its_folder_gives_it(docs: Path) -> No
     assert [item.leaf.ref for item in bracketed] == ["kb://guide/[draft] notes.md"]
     with pytest.raises(InputError, match="is not a file, a directory or a glob"):
         _run(docs / "missing.md")
+
+
+def test_a_file_it_does_not_read_is_refused_and_an_empty_folder_noted(tmp_path: Path) -> None:
+    (tmp_path / "slides.pdf").write_bytes(b"%PDF-1.7")
+    with pytest.raises(InputError, match=r"slides\.pdf is not a kind of file kbctl reads "
+                                         r"\(\.md, \.mdx"):
+        _run(tmp_path / "slides.pdf")
+    notes, loaded = _run(tmp_path)
+    assert loaded == [] and notes == [f"files {tmp_path}: found no file to read (.md, .mdx, "
+                                      ".markdown, .rst, .html, .htm, .txt, .rst.txt)"]

@@ -37,6 +37,7 @@ def _table_span(state: StateBlock, start_line: int, end_line: int, silent: bool)
 
 _BLOCK_PARSER.block.ruler.at("table", _table_span, {"alt": ["paragraph", "reference"]})
 
+
 def normalize_source(text: str) -> str:
     """Apply markdown-it's own input normalisation so token line maps index our lines."""
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")

@@ -45,6 +45,7 @@ from .options import SourceOptions, choice, http_url, option, strings
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
               ".html": "html", ".htm": "html", ".txt": "text"}
+_READ = ", ".join([*EXTENSIONS, ".rst.txt"])
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
 Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file's path in it
@@ -73,6 +74,9 @@ class FilesSource:
         if not root.is_dir():
             raise InputError(f"files source: {spec.target} is not a file, a directory or a "
                              f"glob whose folder exists")
+        if Path(spec.target).is_file() and file_format(Path(spec.target)) is None:
+            raise InputError(f"files source: {spec.target} is not a kind of file kbctl reads "
+                             f"({_READ})")
         options: FilesOptions = spec.options  # type: ignore[assignment]
         excludes, base_url = options.exclude, options.base_url
         real_root = root.resolve()
@@ -105,6 +109,8 @@ class FilesSource:
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish were skipped")
+        elif not leaves:
+            notes.append(f"files {spec.target}: found no file to read ({_READ})")
         return Expansion(leaves=_refuse_collisions(leaves), notes=notes,
                          info={"generator": site.generator})
 
