@@ -604,3 +604,12 @@ def test_a_failing_poll_does_not_end_the_watchdog(tmp_path: Path,
     monkeypatch.setattr(server, "server_lock", flaky_lock)
     assert watchdog.watch(tmp_path, linger=0.0, poll=0.01) == "server gone"
     assert len(tries) == 3
+
+
+def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) -> None:
+    """A CI cache written by a kbctl that bundled another PostgreSQL: exit 3, what to do."""
+    (box.pgdata / "PG_VERSION").write_text("17\n")
+    query = box.run("query", "widget")
+    assert query.returncode == 3 and "Traceback" not in query.stderr, query.stderr
+    assert "expecting version 18 but found version 17" in query.stderr
+    assert f"{box.data_dir} was made by another PostgreSQL major version" in query.stderr

@@ -589,10 +589,15 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
         server.ensure_pgdata_inited()
         server.ensure_postgres_running()
     except Exception as exc:
+        why = _why(exc, log, seen)
+        hint = ("run `kbctl doctor` to see the data directory's state, check the directory "
+                "is writable, or pass --db postgresql://…")
+        if "Version mismatch" in why or "incompatible with server" in why:
+            # a CI cache or a copy made by a kbctl bundling another PostgreSQL major version
+            hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move it "
+                    "aside and ingest again, or use the kbctl that made it")
         raise DatabaseError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {_why(exc, log, seen)}",
-            hint="run `kbctl doctor` to see the data directory's state, check the directory "
-            "is writable, or pass --db postgresql://…") from exc
+            f"could not start the embedded PostgreSQL in {pgdata}: {why}", hint=hint) from exc
     return server
 
 
