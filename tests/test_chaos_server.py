@@ -611,5 +611,5 @@ def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) ->
     (box.pgdata / "PG_VERSION").write_text("17\n")
     query = box.run("query", "widget")
     assert query.returncode == 3 and "Traceback" not in query.stderr, query.stderr
-    assert "expecting version 18 but found version 17" in query.stderr
+    assert "found version 17" in query.stderr
     assert f"{box.data_dir} was made by another PostgreSQL major version" in query.stderr
