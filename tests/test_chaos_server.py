@@ -614,3 +614,13 @@ def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) ->
     assert query.returncode == 3 and "Traceback" not in query.stderr, query.stderr
     assert f"found version {older}" in query.stderr
     assert f"{box.data_dir} was made by another PostgreSQL major version" in query.stderr
+
+
+def test_a_command_started_with_stdout_closed_still_ends_cleanly(box: Box) -> None:
+    """cron and service managers may start a command with a stream closed (``>&-``)."""
+    for args in (("query", "widget", "--json"), ("query", "widget"), ("query", "")):
+        done = subprocess.run(box.argv(*args), cwd=box.root, env=box.env, text=True,
+                              stderr=subprocess.PIPE, timeout=COMMAND_DEADLINE, check=False,
+                              preexec_fn=lambda: os.close(1))  # noqa: PLW1509 - test only
+        assert done.returncode == (2 if args[1] == "" else 0), done.stderr
+        assert "Traceback" not in done.stderr

@@ -44,6 +44,8 @@ class Output:
 
     @staticmethod
     def _write(console: Console, stream: Any, part: Part) -> None:
+        if stream is None:  # started with the stream closed (``>&-``): nowhere to write
+            return
         if isinstance(part, str):
             stream.write(part)
             stream.flush()
