@@ -25,11 +25,15 @@ LARGE_MEMORY = 3 << 30  # for a whole ingest (threads reserve address space)
 
 
 def kbctl(*args: str, cwd: Path, memory: int = SMALL_MEMORY, stdin: int | None = None,
-          timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI with an address-space limit and a deadline."""
+          timeout: float = DEADLINE, closed_stdin: bool = False
+          ) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI with an address-space limit and a deadline (and, with
+    ``closed_stdin``, no standard input at all, as ``<&-`` starts it)."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if closed_stdin:
+            os.close(0)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("KBCTL_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's kbctl
@@ -80,6 +84,16 @@ def test_endless_stdin_is_refused_at_the_cap(workdir: Path) -> None:
         result = kbctl("ingest", "text", "--ref", "notes", cwd=workdir,
                        stdin=endless.fileno())
     _bad_input(result, f"over the {MAX_FILE_BYTES} byte limit")
+
+
+def test_stdin_that_is_closed_or_empty_is_bad_input(workdir: Path) -> None:
+    closed = kbctl("ingest", "text", "-", "--ref", "notes", cwd=workdir, closed_stdin=True)
+    _bad_input(closed, "no standard input to read the text from: it is closed")
+    empty = kbctl("ingest", "text", "--ref", "notes", cwd=workdir)  # stdin is /dev/null
+    _bad_input(empty, "text source notes: the text is empty")
+    memory = kbctl("memory", "append", "memory/agent/notes.md", "-", "--agent", "bot",
+                   cwd=workdir, closed_stdin=True)
+    _bad_input(memory, "no standard input")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")

@@ -105,6 +105,9 @@ def _labels(fn: Callable[..., Any]) -> dict[str, str]:
 
 def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
     """Standard input as UTF-8 text, refused past ``limit`` bytes (the per-file cap)."""
+    if sys.stdin is None:  # started with it closed (``<&-``)
+        raise InputError(f"no standard input to read {what} from: it is closed",
+                         hint="pass it as an argument, or pipe it in")
     try:
         return decode_capped(sys.stdin.buffer, limit, what=f"{what} from stdin")
     except LoadError as exc:

@@ -32,6 +32,11 @@ class TextSource:
     def expand(self, spec: SourceSpec) -> Expansion:
         if not spec.target.strip():
             raise InputError("text source: --ref must not be empty")
+        options: TextOptions = spec.options  # type: ignore[assignment]
+        if not options.body.strip():
+            raise InputError(f"text source {spec.target}: the text is empty",
+                             hint="pass the text as an argument, or pipe it to "
+                                  "`kbctl ingest text - --ref REF`")
         url = text_url(spec.target)
         return Expansion(leaves=[Leaf(ref=url, url=url, hint=spec)])
 
