@@ -87,7 +87,8 @@ def find_config(explicit: str | Path | None, cwd: Path | None = None) -> Path | 
     if explicit:
         p = Path(explicit)
         if not p.is_file():
-            raise ConfigError(f"config file {p} not found")
+            raise ConfigError(f"config file {p} not found" if not p.exists()
+                              else f"config file {p} is not a regular file")
         return p
     base = cwd or Path.cwd()
     for name in CONFIG_NAMES:

@@ -29,6 +29,8 @@ def test_environment_alone(tmp_path: Path) -> None:
 def test_explicit_config_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         resolve_settings({}, config=tmp_path / "missing.yaml", env={}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        resolve_settings({}, config=tmp_path, env={}, cwd=tmp_path)
 
 
 def test_chunking_budget_is_checked(tmp_path: Path) -> None:

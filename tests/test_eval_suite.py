@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -314,10 +315,12 @@ def test_globs_directories_and_repeats(tmp_path: Path) -> None:
     ("*.nothing", "no suite file"),
     ("notes.txt", "unsupported suite file type"),
     ("emptydir", "holds no suite file"),
+    ("pipe.yaml", "not a regular file"),
 ])
 def test_bad_paths(tmp_path: Path, entry: str, fragment: str) -> None:
     write(tmp_path, "notes.txt", "x")
     (tmp_path / "emptydir").mkdir()
+    os.mkfifo(tmp_path / "pipe.yaml")  # never opened: a reader would wait for a writer
     with pytest.raises(SuiteError) as info:
         load_suites([str(tmp_path / entry)])
     assert fragment in str(info.value)

@@ -67,7 +67,8 @@ def expand_suite_paths(paths: Iterable[str | Path]) -> list[Path]:
         else:
             path = Path(text)
             if not path.is_file():
-                raise SuiteError(f"{text}: suite file not found")
+                raise SuiteError(f"{text}: suite file not found" if not path.exists()
+                                 else f"{text}: not a regular file")
             if path.suffix.lower() not in SUITE_SUFFIXES:
                 raise SuiteError(f"{text}: unsupported suite file type "
                                  f"(use {', '.join(SUITE_SUFFIXES)})")
