@@ -13,7 +13,8 @@ ignored) and kept between runs:
 Then every question of bench/devset/python-docs.yaml runs in-process through
 ``kbctl.pipeline.query.retrieve`` in each mode, and the script prints hit@1, hit@5,
 MRR@10, anchor@5 and nDCG@10 per mode, a vector-weight sweep, per-kind hit@5 and the
-median query time. Definitions (a hit is a result whose page is one of the case's pages):
+median query time (``--lexical-only``: the lexical row, and hit@k down to k=50).
+Definitions (a hit is a result whose page is one of the case's pages):
 
 - hit@k: a right page among the first k results; MRR@10: 1/rank of the first right page.
 - anchor@5: a result among the first 5 cites one of the case's answering sections exactly.
@@ -368,6 +369,7 @@ def main() -> None:
             judged, ms = measure(cases, lexical_mode[1])
             table([(lexical_mode[0], summarise(judged), ms)])
             by_kind({lexical_mode[0]: judged})
+            depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
             return
         dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
         inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url), writing=False)
@@ -400,6 +402,22 @@ def main() -> None:
             sweep.append((f"w={w:.1f}", summarise(judged), ms))
         table(sweep)
         by_kind(results)
+
+
+DEPTHS = (5, 10, 20, 50)
+
+
+def depth(cases: Sequence[Case], run: Runner) -> None:
+    """How deep a mode's right pages lie: hit@k for k past 5. What lies within k can be
+    lifted into the top 5 by a better ranking of the same candidates (a reranker); what
+    lies deeper cannot."""
+    ranks = []
+    for case in cases:
+        pages = [page_of(h.url) for h in run(case.question).hits]
+        ranks.append(next((i for i, p in enumerate(pages, 1) if p in case.pages), None))
+    cells = "  ".join(f"hit@{k} {sum(1 for r in ranks if r and r <= k) / len(cases):.3f}"
+                      for k in DEPTHS)
+    print(f"\nlexical, how deep the right page lies: {cells}")
 
 
 def by_kind(results: dict[str, list[Judged]]) -> None:
