@@ -624,3 +624,17 @@ def test_a_command_started_with_stdout_closed_still_ends_cleanly(box: Box) -> No
                               preexec_fn=lambda: os.close(1))  # noqa: PLW1509 - test only
         assert done.returncode == (2 if args[1] == "" else 0), done.stderr
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("form", [(), ("--json",), ("--format", "sources")])
+def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(
+        box: Box, form: tuple[str, ...]) -> None:
+    """``kbctl query … | head``: exit 141, as for any Unix tool, not 1 (a failed verdict),
+    and no traceback."""
+    proc = subprocess.Popen(box.argv("query", "widget", *form), cwd=box.root, env=box.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader leaves before the first result is written
+    _, err = proc.communicate(timeout=COMMAND_DEADLINE)
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err

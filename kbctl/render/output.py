@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,6 +20,23 @@ from .jsonable import json_text
 from .registry import formats_for
 from .text import shown
 
+# What a shell reports for a writer whose reader went away (128 + SIGPIPE), as for any
+# Unix tool in `| head`: not 1, which here means "the job ran and its verdict failed".
+READER_GONE_EXIT = 141
+
+
+def _reader_gone(stream: Any) -> NoReturn:
+    """The reader of ``stream`` went away (``| head``): write no more, end as SIGPIPE would."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # so the flush at exit does not fail again
+    raise SystemExit(READER_GONE_EXIT)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        _reader_gone(self.file)
+
 
 class Output:
     """Where results, chatter and errors go for one command invocation."""
@@ -25,8 +44,8 @@ class Output:
     def __init__(self, json_mode: bool = False, *, quiet: bool = False) -> None:
         self.json_mode = json_mode
         self.quiet = quiet
-        self.out = Console(soft_wrap=True)
-        self.err = Console(stderr=True, soft_wrap=True)
+        self.out = _Console(soft_wrap=True)
+        self.err = _Console(stderr=True, soft_wrap=True)
 
     def show(self, result: Any, fmt: str | None = None, *, formats: Formats | None = None,
              **options: Any) -> None:
@@ -47,8 +66,11 @@ class Output:
         if stream is None:  # started with the stream closed (``>&-``): nowhere to write
             return
         if isinstance(part, str):
-            stream.write(part)
-            stream.flush()
+            try:
+                stream.write(part)
+                stream.flush()
+            except BrokenPipeError:
+                _reader_gone(stream)
         else:
             console.print(part)
 
