@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from kbctl.embed.base import NO_EMBEDDER, EmbedderIdentity
-from kbctl.errors import DatabaseError, EmbedderMismatch, LockBusy
+from kbctl.errors import ConfigError, DatabaseError, EmbedderMismatch, InputError, LockBusy
 from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.migrations import MIGRATIONS
@@ -310,3 +311,17 @@ def test_a_schema_written_by_a_newer_kbctl_is_refused(db_url: str) -> None:
     assert info.value.exit_code == 3
     assert f"written by a newer kbctl (schema version {newer};" in str(info.value)
     assert info.value.hint and "upgrade kbctl" in info.value.hint
+
+
+def test_a_malformed_database_url_is_bad_input_and_never_echoed() -> None:
+    with pytest.raises(ConfigError) as info:
+        connect("postgresql//kb:s3cret@db.internal:5432/kb")  # the ':' after the scheme lost
+    assert info.value.exit_code == 2
+    assert "s3cret" not in str(info.value) and "s3cret" not in str(info.value.hint)
+
+
+def test_a_data_directory_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "kb").write_text("not a directory")
+    with pytest.raises(InputError, match="is a file, not a directory") as info:
+        connect(None, tmp_path / "kb")
+    assert info.value.exit_code == 2

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 
-from ..errors import DatabaseError
+from ..errors import ConfigError, DatabaseError
 from .migrations import migrate
 from .server import ensure_running, failure_since_join, pgdata_of, say_on_stderr
 
@@ -31,6 +31,13 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
     ``url=None`` means the embedded server. Every failure here is an environment failure
     (exit 3) that says which database could not be used and why.
     """
+    if url is not None:
+        try:
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError:  # its message quotes the string, password and all
+            raise ConfigError("the database URL is not a PostgreSQL connection string",
+                              hint="use --db / KBCTL_DATABASE_URL "
+                                   "postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
     target = url or embedded_url(data_dir)
     shown = describe(url, data_dir)
     conn = _open(target, shown)

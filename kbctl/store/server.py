@@ -45,7 +45,7 @@ from typing import Any
 import psutil
 
 from ..atomic import write_replacing
-from ..errors import DatabaseError
+from ..errors import DatabaseError, InputError
 
 PG_DIR = "pg"
 PID_FILE = "postmaster.pid"
@@ -116,6 +116,9 @@ def server_lock(data_dir: Path) -> Iterator[None]:
     of each process (pgserver's own lock lives in a per-environment runtime directory), and
     a thread lock, since a file lock is per process."""
     with _thread_lock:
+        if data_dir.exists() and not data_dir.is_dir():
+            raise InputError(f"the data directory {data_dir} is a file, not a directory",
+                             hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
