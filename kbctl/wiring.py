@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
-from .errors import ConfigError, DatabaseError
+from .errors import DatabaseError
+from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore
@@ -58,20 +58,6 @@ def identity_spec(identity: EmbedderIdentity) -> str:
     if identity == NO_EMBEDDER:
         return "none"
     return f"{identity.provider}:{identity.model}@{identity.dimensions}"
-
-
-def public_endpoint(base_url: str) -> str:
-    """An embedder base URL as a KB may record it: no user info, query or fragment, where
-    a key could hide (keys come from the environment, never from the KB)."""
-    parts = urlsplit(base_url.strip())
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        netloc = f"{host}:{parts.port}" if parts.port else host
-    except ValueError as exc:
-        raise ConfigError(f"invalid embedder base URL {base_url!r}: {exc}") from None
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def resolve_embedder(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
-from kbctl.errors import ConfigError
-from kbctl.wiring import public_endpoint
+from kbctl.embed.openai import OpenAIEmbedder
+from kbctl.errors import ConfigError, EmbedderError
+from kbctl.net.endpoint import checked_endpoint, public_endpoint
 
 from .conftest import Cli, rows
 from .test_hybrid import openai_server  # noqa: F401 (a fixture)
@@ -18,8 +20,29 @@ def test_public_endpoint_drops_what_could_hold_a_key() -> None:
     assert public_endpoint("http://user:s3cret@127.0.0.1:8799/v1/?key=abc#x") == \
         "http://127.0.0.1:8799/v1"
     assert public_endpoint("https://[::1]:11434/v1") == "https://[::1]:11434/v1"
+    assert public_endpoint("http://127.0.0.1:99999/v1") == "http://127.0.0.1/v1"  # never raises
+
+
+@pytest.mark.parametrize("bad", ["notaurl", "ftp://x/v1", "http:///v1", "http://h:99999/v1",
+                                 "http://u:s3cret@h:x/v1"])
+def test_a_base_url_that_is_no_http_endpoint_is_bad_input_without_its_secret(bad: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        checked_endpoint(bad, "embedder base URL")
+    assert info.value.exit_code == 2 and "s3cret" not in str(info.value)
     with pytest.raises(ConfigError):
-        public_endpoint("http://127.0.0.1:99999/v1")
+        OpenAIEmbedder("m", base_url=bad)
+    assert checked_endpoint(" http://h:8/v1/ ", "x") == "http://h:8/v1"
+
+
+def test_a_failing_provider_is_named_without_the_credentials_in_its_url() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, text="down")
+
+    embedder = OpenAIEmbedder("m", base_url="http://ops:s3cret@embed.internal/v1",
+                              transport=httpx.MockTransport(refuse), max_retries=0)
+    with pytest.raises(EmbedderError) as info:
+        embedder.embed(["text"])
+    assert "at http://embed.internal/v1" in str(info.value) and "s3cret" not in str(info.value)
 
 
 def test_later_commands_reach_the_recorded_endpoint(

@@ -31,6 +31,7 @@ from kbctl.embed.common import (
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
 from kbctl.net.api import read_json, send_json
+from kbctl.net.endpoint import checked_endpoint, public_endpoint
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "gemini-embedding-2"
@@ -85,7 +86,7 @@ class GeminiEmbedder:
         self._dimensions = dimensions or DEFAULT_DIMENSIONS
         self._api_key = api_key
         self._env = env
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL")
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self._clients = LazyClient(transport=transport, timeout=timeout,
@@ -176,7 +177,8 @@ class GeminiEmbedder:
             )
         if response.status_code == 404:
             raise EmbedderError(
-                f"{what}: HTTP 404, the model is not available at {self.base_url}",
+                f"{what}: HTTP 404, the model is not available at "
+                f"{public_endpoint(self.base_url)}",
                 hint=f"check the model name (fallback: gemini:{FALLBACK_MODEL})",
             )
         if not response.is_success:

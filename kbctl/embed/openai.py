@@ -30,6 +30,7 @@ from kbctl.embed.common import (
 )
 from kbctl.errors import AuthError, ConfigError, EmbedderError
 from kbctl.net.api import read_json, send_json
+from kbctl.net.endpoint import checked_endpoint, public_endpoint
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -75,7 +76,7 @@ class OpenAIEmbedder:
         require_positive("concurrency", concurrency)
         self.model = model
         self.custom_server = base_url is not None
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL")
         self.requested_dimensions = dimensions
         self._dimensions = dimensions
         if self._dimensions is None and not self.custom_server:
@@ -155,7 +156,7 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self.requested_dimensions is not None:
             body["dimensions"] = self.requested_dimensions
-        what = f"openai-compatible model {self.model} at {self.base_url}"
+        what = f"openai-compatible model {self.model} at {public_endpoint(self.base_url)}"
         response = send_json(self.retry, self._http(), self.url, body=body,
                              headers=self._headers(), what=what, error=EmbedderError,
                              question=question)

@@ -13,18 +13,13 @@ from ..config import Settings
 from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
+from ..net.endpoint import public_endpoint
 from ..results import Hit, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
-from ..wiring import (
-    open_store,
-    open_writers,
-    public_endpoint,
-    resolve_embedder,
-    resolve_reranker,
-)
+from ..wiring import open_store, open_writers, resolve_embedder, resolve_reranker
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .ingest import ChunkingOptions, IngestReport, ingest

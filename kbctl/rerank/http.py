@@ -16,6 +16,7 @@ import httpx
 from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
 from kbctl.net.api import read_json, send_json, snippet
+from kbctl.net.endpoint import checked_endpoint, public_endpoint
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.rerank.base import RerankerIdentity
 
@@ -52,7 +53,8 @@ class HttpReranker:
                               "(the server's address, e.g. http://127.0.0.1:8080)")
         self.model = model
         self.custom_server = base_url is not None
-        self.base_url = (base_url or self.default_base_url or "").rstrip("/")
+        self.base_url = checked_endpoint(base_url or self.default_base_url or "",
+                                         "reranker base URL")
         self._api_key = api_key
         self._env = env
         self.retry = retry or RetryPolicy(max_retries=max_retries)
@@ -85,7 +87,7 @@ class HttpReranker:
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:
             return []
-        what = f"{self.provider} reranker {self.model} at {self.base_url}"
+        what = f"{self.provider} reranker {self.model} at {public_endpoint(self.base_url)}"
         body = self.body(query, list(documents))
         # a rerank only ever serves a question
         response = send_json(self.retry, self._clients.get(), self.url, body=body,
