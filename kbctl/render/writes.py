@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from ..atomic import write_replacing
 from ..errors import EnvironmentFailure, InputError, KbctlError
 from ..evals.outcome import EvalOutcome
 from . import eval as eval_formats
+from .formats import Rendered
 from .github import github_output, github_summary
 from .output import Output
 
@@ -60,10 +60,8 @@ def emit_github(outcome: EvalOutcome, out: Output, *, report_path: Path | None,
     and the step outputs, each where the runner looks for it."""
     annotations = eval_formats.FORMATS["github"](
         outcome, root=os.environ.get("GITHUB_WORKSPACE")).text()
-    if annotations:
-        stream = sys.stderr if json_output else sys.stdout
-        stream.write(annotations)
-        stream.flush()
+    if annotations:  # through the output layer: a closed or vanished reader is handled there
+        out.emit(Rendered.stderr(annotations) if json_output else Rendered.stdout(annotations))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         text = github_summary(outcome) + "\n"
