@@ -642,3 +642,15 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(
     _, err = proc.communicate(timeout=COMMAND_DEADLINE)
     assert proc.returncode == 141, err
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_with_stderr_closed_repair_notes_never_reach_stdout(box: Box) -> None:
+    """``2>&-``: a repair note has nowhere to go, and must not fall back to stdout, where
+    it would break the one JSON document there."""
+    (box.pgdata / "postmaster.pid").write_text(
+        f"{os.getpid()}\n{box.pgdata}\n0\n5432\n{box.pgdata}\n\n  0 0\nready\n")
+    done = subprocess.run(box.argv("query", "widget", "--json"), cwd=box.root, env=box.env,
+                          text=True, stdout=subprocess.PIPE, timeout=COMMAND_DEADLINE,
+                          check=False, preexec_fn=lambda: os.close(2))  # noqa: PLW1509
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["results"]

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from typer.core import TyperGroup
 from ..errors import InputError
 from ..evals import CaseResult
 from ..pipeline import api
-from ..render import Output
+from ..render import Output, Rendered
 from ..render.writes import emit_github, write_eval_reports, write_report_file
 from ..results import MAX_K, MIN_K
 from .common import (
@@ -159,7 +158,7 @@ def init(
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
     text = api.eval_init(settings, top_k=top_k)
     if output is None:
-        sys.stdout.write(text)
+        Output().emit(Rendered.stdout(text))
         return
     write_report_file(output, text, "the suite")
     Output().note(f"wrote {output}: rephrase its questions the way readers ask, then run "

@@ -69,7 +69,9 @@ Say = Callable[[str], None]
 def say_on_stderr(message: str) -> None:
     """Repairs happen below every command, before any output layer exists; stderr is where
     a person or a cron log reads them, and stdout stays clean for ``--json``."""
-    print(f"kbctl: {message}", file=sys.stderr, flush=True)
+    if sys.stderr is not None:  # closed (``2>&-``): print would fall back to stdout
+        with contextlib.suppress(OSError):
+            print(f"kbctl: {message}", file=sys.stderr, flush=True)
 
 
 def pgdata_of(data_dir: str | Path) -> Path:
