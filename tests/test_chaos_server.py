@@ -654,3 +654,25 @@ def test_with_stderr_closed_repair_notes_never_reach_stdout(box: Box) -> None:
                           check=False, preexec_fn=lambda: os.close(2))  # noqa: PLW1509
     assert done.returncode == 0
     assert json.loads(done.stdout)["results"]
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_a_server_whose_directory_is_deleted_under_it_is_stopped(box: Box,
+                                                                 replace: bool) -> None:
+    """``rm -rf .kbctl`` (or the folder replaced by a file) under a running server: no
+    command can find that server again (a repair knows one by its working directory), so
+    its watchdog stops it instead of leaving it up for good."""
+    ok(box.run("status", linger=60))
+    postmaster = box.postmaster()
+    try:
+        time.sleep(2.5)  # the watchdog has looked at least once
+        moved = box.root / "moved"
+        box.data_dir.rename(moved)
+        if replace:
+            box.data_dir.write_text("not a directory any more")
+        shutil.rmtree(moved, ignore_errors=True)
+        wait_until(lambda: dead(postmaster), 30, "the watchdog stops the unreachable server")
+        assert replace == box.data_dir.exists()  # and does not make the directory again
+    finally:
+        with _quiet():
+            psutil.Process(postmaster).kill()

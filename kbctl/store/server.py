@@ -492,8 +492,12 @@ def stop_process(pid: int, pgdata: Path, *, grace: float = 10.0) -> bool:
     """Stop one server process of ``pgdata``: SIGINT (a postmaster's fast shutdown), then
     SIGQUIT, then SIGKILL. Refuses any process that is not a ``postgres`` of ``pgdata``."""
     proc = serving_process(pid, pgdata)
-    if proc is None:
-        return False
+    return proc is not None and end_process(proc, grace=grace)
+
+
+def end_process(proc: psutil.Process, *, grace: float = 10.0) -> bool:
+    """SIGINT (a postmaster's fast shutdown), then SIGQUIT, then SIGKILL, each given its
+    time to work; ``proc`` carries its start time, so a reused pid is never signalled."""
     for sig, wait in ((signal.SIGINT, grace), (signal.SIGQUIT, 3.0), (signal.SIGKILL, 3.0)):
         try:
             proc.send_signal(sig)

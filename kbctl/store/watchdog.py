@@ -2,7 +2,8 @@
 
 Started detached by the process that starts (or first joins) a server, so it outlives a
 ``kbctl`` killed with SIGKILL, whose handle atexit never removed. It exits when the server
-is gone, when it stopped it, or when another watchdog took over the data directory.
+is gone, when it stopped it, or when another watchdog took over the data directory; a
+server whose directory was deleted under it is stopped on the way out.
 
     python -m kbctl.store.watchdog DATA_DIR LINGER_SECONDS
 """
@@ -15,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from . import server
 
 POLL_S = 1.0
@@ -25,16 +28,25 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
     (the lock held past its wait, a file that cannot be read) is retried at the next one:
     a watchdog that died would leave the server up for good."""
     idle_since: float | None = None
+    watched: psutil.Process | None = None  # the postmaster last seen serving the directory
     while True:
         time.sleep(poll)
         try:
+            if not data_dir.is_dir():  # taking the lock would make the directory again
+                raise FileNotFoundError(data_dir)
             with server.server_lock(data_dir):
-                if server.watchdog_pid(data_dir) != os.getpid():
+                # another watchdog took over; a pid file merely gone (the directory wiped)
+                # is no successor, and what it leaves running is still this one's to end
+                if server.watchdog_pid(data_dir) not in (os.getpid(), None):
                     return "replaced"
                 state = _light_state(data_dir)
                 if state.postmaster is None:
+                    if not state.pgdata.is_dir():
+                        _end_unreachable(watched)
                     _retire(data_dir)
                     return "server gone"
+                if watched is None or watched.pid != state.postmaster:
+                    watched = server.serving_process(state.postmaster, state.pgdata)
                 if state.handles or state.unreadable_handles:
                     idle_since = None
                 elif idle_since is None:
@@ -48,7 +60,21 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
                     _retire(data_dir)
                     return "stopped"
         except Exception:  # noqa: BLE001 - whatever it was, the next poll looks again
+            if not (data_dir / server.PG_DIR).is_dir():  # deleted or replaced
+                _end_unreachable(watched)
+                return "data directory gone"
             continue
+
+
+def _end_unreachable(watched: psutil.Process | None) -> None:
+    """The postmaster this watchdog last saw serving the directory, still running though
+    the directory was deleted under it: no command can reach it or find it (a repair
+    knows a server by its working directory, and a new command makes a fresh one), so it
+    would run for good. (A server that only lost its pid file is the next command's to
+    repair, as ever.)"""
+    if watched is not None and watched.is_running():
+        with contextlib.suppress(psutil.Error):
+            server.end_process(watched)
 
 
 def _light_state(data_dir: Path) -> server.ServerState:
