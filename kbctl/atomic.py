@@ -16,7 +16,9 @@ def write_replacing(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``; on
     any failure the temporary file is removed and ``path`` is as it was. A ``path`` that
     exists and is no regular file (``/dev/stdout``, a pipe) is written in place: renaming
-    over it would replace the device, not write to it."""
+    over it would replace the device, not write to it. A symbolic link is followed: the
+    file it names is replaced, and the link stays."""
+    path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():
         with path.open("w", encoding="utf-8") as fh:
             fh.write(text)

@@ -62,3 +62,13 @@ def test_a_path_that_cannot_be_a_file_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "dir").mkdir()
     with pytest.raises(InputError):
         write_report_file(tmp_path / "dir", "x", "the report (--save-baseline)")
+
+
+def test_a_report_behind_a_symlink_replaces_the_file_and_keeps_the_link(tmp_path: Path) -> None:
+    shared = tmp_path / "shared" / "baseline.json"
+    shared.parent.mkdir()
+    shared.write_text("old")
+    link = tmp_path / "baseline.json"
+    link.symlink_to(shared)
+    write_report_file(link, "new", "the report (--save-baseline)")
+    assert link.is_symlink() and shared.read_text() == "new"

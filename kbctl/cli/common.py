@@ -75,10 +75,10 @@ def guard(fn: F) -> F:
             out.error(exc)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
-            stopped = (Terminated("terminated (SIGTERM)") if isinstance(exc, TerminateSignal)
-                       else Interrupted("interrupted"))
-            stopped.hint = ("what was written before is kept whole; run the command again "
-                            "to finish")
+            kind, said = ((Terminated, "terminated (SIGTERM)")
+                          if isinstance(exc, TerminateSignal) else (Interrupted, "interrupted"))
+            stopped = kind(said, hint="what was written before is kept whole; run the "
+                                      "command again to finish")
             out.error(stopped)
             raise typer.Exit(stopped.exit_code) from None
 

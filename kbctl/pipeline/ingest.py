@@ -381,6 +381,11 @@ class _Writer:
         if self.dry_run:
             self._count(ref, existed=prev is not None)
             return
+        if doc.format == "markdown" and headings.over_block_budget(body):
+            note = (f"{ref}: over {headings.MAX_BLOCK_LINES:,} lines, chunked as plain text "
+                    "(its sections get no anchors)")
+            self.report.notes.append(note)
+            self.progress(ProgressEvent("note", message=note))
         source = SourceRecord(namespace=self.namespace, ref=ref, kind=doc.kind, url=doc.url,
                               title=doc.title, content_hash=digest, def_id=spec.id,
                               meta=meta)
@@ -518,11 +523,6 @@ class _Writer:
         opts = {"max_tokens": self.chunking.max_tokens,
                 "overlap_tokens": self.chunking.overlap_tokens}
         if doc.format == "markdown":
-            if headings.over_block_budget(body):
-                note = (f"{doc.ref}: over {headings.MAX_BLOCK_LINES:,} lines, chunked as "
-                        "plain text (its sections get no anchors)")
-                self.report.notes.append(note)
-                self.progress(ProgressEvent("note", message=note))
             return chunk_markdown(body, slug_headings=doc.slug_headings, **opts)
         return chunk_text(body, **opts)
 

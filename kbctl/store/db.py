@@ -15,7 +15,13 @@ from pgvector.psycopg import register_vector
 
 from ..errors import ConfigError, DatabaseError
 from .migrations import migrate
-from .server import ensure_running, failure_since_join, pgdata_of, say_on_stderr
+from .server import (
+    ensure_running,
+    failure_since_join,
+    free_space_hint,
+    pgdata_of,
+    say_on_stderr,
+)
 
 DEFAULT_DATA_DIR = ".kbctl"
 
@@ -28,8 +34,9 @@ def embedded_url(data_dir: str | Path) -> str:
 def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg.Connection:
     """Connect, make sure the schema is current, and register the vector type.
 
-    ``url=None`` means the embedded server. Every failure here is an environment failure
-    (exit 3) that says which database could not be used and why.
+    ``url=None`` means the embedded server. A URL that is no connection string and a data
+    directory that is a file are bad input (exit 2); every other failure here is an
+    environment failure (exit 3) that says which database could not be used and why.
     """
     if url is not None:
         try:
@@ -152,8 +159,9 @@ def database_error(exc: BaseException, url: str | None,
 
 
 def _disk_full_hint(url: str | None, data_dir: str | Path, again: str) -> str:
-    where = "on the database server" if url else f"where {pgdata_of(data_dir)} lives"
-    return f"free disk space {where}, then {again}; {_KEPT}"
+    free = "free disk space on the database server" if url else free_space_hint(
+        pgdata_of(data_dir))
+    return f"{free}, then {again}; {_KEPT}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -74,6 +74,10 @@ def say_on_stderr(message: str) -> None:
             print(f"kbctl: {message}", file=sys.stderr, flush=True)
 
 
+def free_space_hint(pgdata: Path) -> str:
+    return f"free disk space where {pgdata} lives"
+
+
 def pgdata_of(data_dir: str | Path) -> Path:
     """The PostgreSQL data directory inside a kbctl data directory (absolute)."""
     return Path(data_dir).expanduser().resolve() / PG_DIR
@@ -580,7 +584,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             raise DatabaseError(
                 f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
                 + (f": {exc.filename}" if exc.filename else ""),
-                hint=f"free disk space where {pgdata} lives" if exc.errno == errno.ENOSPC
+                hint=free_space_hint(pgdata) if exc.errno == errno.ENOSPC
                 else f"check that {pgdata.parent} is writable") from exc
         info = server.get_postmaster_info()
         joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
