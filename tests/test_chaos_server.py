@@ -532,6 +532,9 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
     assert ('the server\'s log says: could not write to file "pg_wal/xlogtemp.8": No space '
             "left on device") in str(lost)
     assert lost.hint and lost.hint.startswith(f"free disk space where {pgdata} lives")
+    fifo = tmp_path / "fifo"  # a FIFO in the log's place is no reason, and no hang
+    os.mkfifo(fifo)
+    assert server._logged_failure(fifo, 0) is None
     with log.open("a") as f:  # the reason scrolled out of the tail that is read
         f.write("LOG:  noise\n" * (server.LOG_TAIL_BYTES // 10))
     assert server.failure_since_join(tmp_path) is None

@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -633,7 +634,11 @@ def _logged_failure(log: Path, seen: int, *, within: float | None = None) -> str
     kill -9), else the last FATAL. Only the last ``LOG_TAIL_BYTES`` are read, however much
     was logged since."""
     try:
-        with log.open("rb") as f:
+        # O_NONBLOCK: a FIFO put in the log's place would otherwise block the open for good
+        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             size = f.seek(0, os.SEEK_END)
             f.seek(max(seen if seen <= size else 0, size - LOG_TAIL_BYTES))
             lines = f.read(LOG_TAIL_BYTES).decode(errors="replace").splitlines()
