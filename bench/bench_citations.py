@@ -2,7 +2,7 @@
 citation, and the Python docs' reStructuredText sources against the HTML Sphinx built.
 
 1. For each generator installed here, a real corpus is built by the generator itself
-   (the Rust book with mdBook, as an MkDocs site and as Hugo content; the Python docs
+   (the Rust book with mdBook, and as MkDocs, Hugo and VitePress sites; the Python docs
    tutorial with Sphinx html and dirhtml), its sources are ingested with the detected
    profile, and every chunk's ``url#anchor`` is looked up in the build output: the page
    must exist and the anchor must be an id on it.
@@ -39,6 +39,7 @@ from tests.sitebuild import (  # noqa: E402
     build_mdbook,
     build_mkdocs,
     build_sphinx,
+    build_vitepress,
     check,
     citations,
     tool,
@@ -63,12 +64,16 @@ _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+#.-]*)")
 
 def _portable(markdown: str) -> str:
     """The chapter in the markdown every generator reads the same way: the book's raw
-    HTML blocks and comments dropped and fence info reduced to the language. (Python-
-    Markdown and goldmark treat raw HTML blocks and ``rust,ignore`` fences differently from
-    CommonMark; both the build and the ingest read this same text.)"""
-    out, fence, comment = [], None, False
+    HTML blocks (to the next blank line) and comments dropped and fence info reduced to
+    the language. (Python-Markdown, goldmark and Vue treat raw HTML blocks and
+    ``rust,ignore`` fences differently from CommonMark; both the build and the ingest read
+    this same text.)"""
+    out, fence, comment, html = [], None, False, False
     for line in markdown.splitlines():
         m = _FENCE.match(line)
+        if html:  # a raw HTML block runs to the next blank line
+            html = bool(line.strip())
+            continue
         if fence is None and not comment and m:
             fence = m.group(2)
             out.append(f"{m.group(1)}{fence}{m.group(3)}")
@@ -82,27 +87,33 @@ def _portable(markdown: str) -> str:
             comment = "-->" not in line
             continue
         if line.startswith("<"):
+            html = True
             continue
         out.append(line)
     return "\n".join(out) + "\n"
 
 
 def _rust_book_as(layout: str, root: Path) -> Path:
-    """The Rust book's chapters laid out as an mdBook, MkDocs or Hugo project."""
+    """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo or VitePress project."""
     if layout == "mdbook":
         shutil.copytree(RUST_BOOK, root / "src")
         write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
         return root
-    folder = root / ("docs" if layout == "mkdocs" else "content")
+    folder = root / {"mkdocs": "docs", "hugo": "content"}.get(layout, "")
     for chapter in sorted(RUST_BOOK.glob("*.md")):
         if chapter.name != "SUMMARY.md":
             write_tree(folder, {chapter.name: _portable(chapter.read_text(encoding="utf-8"))})
     if layout == "mkdocs":
         write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
                                         "  - toc:\n      permalink: true\n"})
-    else:
+    elif layout == "hugo":
         write_tree(root, {"hugo.toml": "baseURL = 'https://docs.example.com/'\n"
                                        "disableKinds = ['taxonomy', 'term', 'RSS', 'sitemap']\n"})
+    else:
+        # The book's inline HTML (``<code>Pin<&mut``) is no Vue template: read it as text.
+        write_tree(root, {".vitepress/config.mts": "export default { cleanUrls: true, "
+                                                   "ignoreDeadLinks: true, "
+                                                   "markdown: { html: false } }\n"})
     return root
 
 
@@ -111,7 +122,8 @@ def generator_builds() -> None:
           f"{'build':>8}")
     jobs = [("mdbook", "mdbook", build_mdbook, "src"),
             ("mkdocs", "mkdocs", build_mkdocs, "docs"),
-            ("hugo", "hugo", build_hugo, "content")]
+            ("hugo", "hugo", build_hugo, "content"),
+            ("vitepress", "vitepress", build_vitepress, "")]
     for name, exe, build, content in jobs:
         if tool(exe) is None or not RUST_BOOK.is_dir():
             print(f"{name:15} skipped: {exe} or the Rust book is not available")
