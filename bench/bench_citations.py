@@ -2,10 +2,10 @@
 citation, and the Python docs' reStructuredText sources against the HTML Sphinx built.
 
 1. For each generator installed here, a real corpus is built by the generator itself
-   (the Rust book with mdBook, and as MkDocs, Hugo and VitePress sites; the Python docs
-   tutorial with Sphinx html and dirhtml), its sources are ingested with the detected
-   profile, and every chunk's ``url#anchor`` is looked up in the build output: the page
-   must exist and the anchor must be an id on it.
+   (the Rust book with mdBook, and as MkDocs, Hugo, VitePress, Jekyll and Docusaurus
+   sites; the Python docs tutorial with Sphinx html and dirhtml), its sources are
+   ingested with the detected profile, and every chunk's ``url#anchor`` is looked up in
+   the build output: the page must exist and the anchor must be an id on it.
 2. The docs site (``docs-site prepare``): the same check for its ``_sources/*.rst.txt``
    against its HTML, the time to ingest all sources (lexical-only, embedded PostgreSQL,
    median of ``--repeat`` runs), and retrieval of the RST-built KB against a KB built
@@ -35,7 +35,9 @@ from bench_ranking import DEVSET, load_devset  # noqa: E402
 from kbctl.config import Settings  # noqa: E402
 from kbctl.pipeline import api  # noqa: E402
 from tests.sitebuild import (  # noqa: E402
+    build_docusaurus,
     build_hugo,
+    build_jekyll,
     build_mdbook,
     build_mkdocs,
     build_sphinx,
@@ -94,21 +96,31 @@ def _portable(markdown: str) -> str:
 
 
 def _rust_book_as(layout: str, root: Path) -> Path:
-    """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo or VitePress project."""
+    """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo, VitePress, Jekyll or
+    Docusaurus project."""
     if layout == "mdbook":
         shutil.copytree(RUST_BOOK, root / "src")
         write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
         return root
-    folder = root / {"mkdocs": "docs", "hugo": "content"}.get(layout, "")
+    folder = root / {"mkdocs": "docs", "hugo": "content", "docusaurus": "docs"}.get(layout, "")
+    front_matter = "---\n---\n" if layout == "jekyll" else ""  # Jekyll renders only these
     for chapter in sorted(RUST_BOOK.glob("*.md")):
         if chapter.name != "SUMMARY.md":
-            write_tree(folder, {chapter.name: _portable(chapter.read_text(encoding="utf-8"))})
+            text = _portable(chapter.read_text(encoding="utf-8"))
+            write_tree(folder, {chapter.name: front_matter + text})
     if layout == "mkdocs":
         write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
                                         "  - toc:\n      permalink: true\n"})
     elif layout == "hugo":
         write_tree(root, {"hugo.toml": "baseURL = 'https://docs.example.com/'\n"
                                        "disableKinds = ['taxonomy', 'term', 'RSS', 'sitemap']\n"})
+    elif layout == "jekyll":
+        write_tree(root, {"_config.yml": "title: Book\n"})
+    elif layout == "docusaurus":  # .md read as CommonMark, not MDX
+        write_tree(root, {"docusaurus.config.js": (
+            "module.exports = { title: 'Book', url: 'https://docs.example.com', baseUrl: '/', "
+            "onBrokenLinks: 'ignore', onBrokenMarkdownLinks: 'ignore', markdown: { format: "
+            "'detect' }, presets: [['classic', { blog: false, theme: {} }]] };\n")})
     else:
         # The book's inline HTML (``<code>Pin<&mut``) is no Vue template: read it as text.
         write_tree(root, {".vitepress/config.mts": "export default { cleanUrls: true, "
@@ -123,7 +135,9 @@ def generator_builds() -> None:
     jobs = [("mdbook", "mdbook", build_mdbook, "src"),
             ("mkdocs", "mkdocs", build_mkdocs, "docs"),
             ("hugo", "hugo", build_hugo, "content"),
-            ("vitepress", "vitepress", build_vitepress, "")]
+            ("vitepress", "vitepress", build_vitepress, ""),
+            ("jekyll", "jekyll", build_jekyll, ""),
+            ("docusaurus", "docusaurus", build_docusaurus, "docs")]
     for name, exe, build, content in jobs:
         if tool(exe) is None or not RUST_BOOK.is_dir():
             print(f"{name:15} skipped: {exe} or the Rust book is not available")

@@ -2,7 +2,8 @@
 
 Used by the generator tests and by ``bench/bench_citations.py``. A generator is looked
 for next to the running Python (the ``dev`` extra installs Sphinx, MkDocs and mdBook) and
-on PATH (Hugo from the system's packages); callers skip when it is absent.
+on PATH (Hugo and Jekyll from the system's packages, Docusaurus and VitePress from npm);
+callers skip when it is absent.
 """
 
 from __future__ import annotations
@@ -176,12 +177,35 @@ def build_hugo(project: Path) -> Path:
     return out
 
 
+def build_jekyll(project: Path) -> Path:
+    """``jekyll build`` of ``project`` (the folder holding ``_config.yml``), with no theme
+    or layout: each page is its converted content, ids and all."""
+    out = project.parent / (project.name + "-site")
+    run([tool("jekyll") or "jekyll", "build", "--quiet", "--source", str(project),
+         "--destination", str(out)], cwd=project)
+    return out
+
+
+def build_docusaurus(project: Path) -> Path:
+    """``docusaurus build`` of ``project`` (the folder holding ``docusaurus.config.js``)."""
+    exe = Path(tool("docusaurus") or "docusaurus")
+    _link_node_modules(exe, project)
+    out = project.parent / (project.name + "-build")
+    run([str(exe), "build", "--out-dir", str(out)], cwd=project, timeout=900)
+    return out
+
+
+def _link_node_modules(exe: Path, folder: Path) -> None:
+    """Let a site resolve the packages installed beside ``exe`` (theme, React…)."""
+    modules = exe.parent.parent if exe.parent.name == ".bin" else None
+    if modules is not None and modules.name == "node_modules":
+        (folder / "node_modules").symlink_to(modules)
+
+
 def build_vitepress(project: Path) -> Path:
     """``vitepress build`` of ``project`` (the folder holding ``.vitepress/``)."""
     exe = Path(tool("vitepress") or "vitepress")
-    modules = exe.parent.parent if exe.parent.name == ".bin" else None
-    if modules is not None and modules.name == "node_modules":
-        (project.parent / "node_modules").symlink_to(modules)  # the theme resolves from here
+    _link_node_modules(exe, project.parent)  # the build runs from the parent folder
     run([str(exe), "build", project.name], cwd=project.parent, timeout=600)
     return project / ".vitepress" / "dist"
 

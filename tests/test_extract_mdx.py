@@ -67,5 +67,5 @@ def test_mdx_headings_get_docusaurus_ids(tmp_path: Path) -> None:
     [loaded] = list(source.load(expansion.leaves, lambda ref: None))
     doc = loaded.document
     assert doc is not None and doc.url == "https://d.example/docs/install"
-    anchors = [c.anchor for c in chunk_markdown(doc.body)]
-    assert anchors == ["install", "next"]
+    anchors = [c.anchor for c in chunk_markdown(doc.body, slug_headings=doc.slug_headings)]
+    assert anchors == [None, "next"]  # the theme renders h1 without its id

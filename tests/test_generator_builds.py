@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.sitebuild import (
+    build_docusaurus,
     build_hugo,
+    build_jekyll,
     build_mdbook,
     build_mkdocs,
     build_sphinx,
@@ -237,3 +239,67 @@ def test_vitepress_citations_resolve(tmp_path: Path, clean: bool) -> None:
     project = write_tree(tmp_path / "docs", files)
     site = build_vitepress(project)
     _assert_all_resolve(site, project, "vitepress")
+
+
+JEKYLL_SITE = {
+    "index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nSome text.\n",
+    "guide/install.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,
+    "guide/index.md": "---\ntitle: Guide\n---\n\n## The guide\n\nText.\n",
+    "about.markdown": "---\npermalink: /team/about-us/\n---\n\n## Who we are\n\nText.\n",
+    "_posts/2024-01-02-hello-world.md": "---\ntitle: Hello\n---\n\n## First post\n\nHi.\n",
+    "_drafts/unfinished.md": "---\ntitle: Draft\n---\n\n## Not yet\n\nText.\n",
+    "_includes/note.md": "## Included\n\nText.\n",
+}
+
+
+@pytest.mark.skipif(tool("jekyll") is None, reason="Jekyll is not installed")
+@pytest.mark.parametrize("config", ["title: Demo\n", "permalink: pretty\n",
+                                    "kramdown:\n  input: kramdown\n"])
+def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
+    project = write_tree(tmp_path / "site", {**JEKYLL_SITE, "_config.yml": config})
+    site = build_jekyll(project)
+    _assert_all_resolve(site, project, "jekyll")
+    pretty = config.startswith("permalink: pretty")
+    urls = {url for url, _ in citations(project)[0]}
+    assert "https://docs.example.com/team/about-us/" in urls
+    assert ("https://docs.example.com/2024/01/02/hello-world" + ("/" if pretty else ".html")
+            in urls)
+    assert not any("unfinished" in url or "note" in url for url in urls)
+
+
+DOCUSAURUS_SITE = {
+    "docusaurus.config.js": "module.exports = { title: 'Demo', url: 'https://docs.example.com',"
+                            " baseUrl: '/', onBrokenLinks: 'ignore', onBrokenMarkdownLinks: "
+                            "'ignore', markdown: { format: 'detect' }, OPTIONS presets: "
+                            "[['classic', { docs: { DOCS }, blog: false, theme: {} }]] };\n",
+    "src/note.js": "export default function Note() { return null; }\n",
+    "DIR/intro.md": "# Intro\n\nHello.\n\n## Getting started\n\nText.\n",
+    "DIR/guide/01-install.md": HEADINGS_MD,
+    "DIR/guide/index.md": "# Guide\n\nThe guide.\n\n## Overview\n\nText.\n",
+    "DIR/other/renamed.md": "---\nslug: /custom/place\n---\n\n# Renamed\n\n## Inside\n\nT.\n",
+    "DIR/other/with-id.md": "---\nid: given-id\n---\n\n# With id\n\n## Section\n\nText.\n",
+    "DIR/mdx/page.mdx": "import Note from '@site/src/note';\n\n# MDX page\n\n<Note />\n\n"
+                        "## Hello {#hello-custom}\n\nText.\n\n## Second\n\nMore.\n",
+}
+
+
+@pytest.mark.skipif(tool("docusaurus") is None, reason="Docusaurus is not installed")
+@pytest.mark.parametrize(("options", "docs", "folder", "route"), [
+    ("", "", "docs", "docs/"),
+    ("trailingSlash: true,", "", "docs", "docs/"),
+    ("", "path: 'guides', routeBasePath: '/'", "guides", ""),
+])
+def test_docusaurus_citations_resolve(tmp_path: Path, options: str, docs: str, folder: str,
+                                      route: str) -> None:
+    files = {name.replace("DIR", folder): text.replace("OPTIONS", options).replace("DOCS", docs)
+             for name, text in DOCUSAURUS_SITE.items()}
+    project = write_tree(tmp_path / "site", files)
+    site = build_docusaurus(project)
+    _assert_all_resolve(site, project / folder, "docusaurus")
+    pairs = citations(project / folder)[0]
+    slash = "/" if options else ""
+    base = "https://docs.example.com/" + route
+    assert (base + "custom/place" + slash, "inside") in pairs
+    assert (base + "other/given-id" + slash, "section") in pairs
+    assert (base + "guide/install" + slash, "install-the-tool-1") in pairs
+    assert (base + "intro" + slash, None) in pairs  # the h1 has no id on the page

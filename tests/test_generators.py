@@ -168,6 +168,25 @@ def test_vitepress_and_jekyll_ids(tmp_path: Path) -> None:
     assert _page(site, "x.md", {"permalink": "/elsewhere/"}) == "elsewhere/"
 
 
+def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:
+    md = "# Install\n\nIntro.\n\n## Install\n\nSteps.\n\n# Later title\n\nMore.\n"
+    out = with_heading_ids(md, heading_ids(GENERATORS["docusaurus"].default_site(tmp_path)))
+    anchors = [c.anchor for c in chunk_markdown(out, slug_headings=False)]
+    assert anchors == [None, "install-1", None]
+
+
+def test_classic_kramdown_ids_come_from_the_heading_source(tmp_path: Path) -> None:
+    md = "## [A link](x.md) here\n\nText.\n\n## *Stress* `code`\n\nText.\n"
+    ids = {}
+    for input_format in ("GFM", "kramdown"):
+        site = GENERATORS["jekyll"].detect(write_tree(tmp_path / input_format, {
+            "_config.yml": f"kramdown:\n  input: {input_format}\n"}))
+        out = with_heading_ids(md, heading_ids(site))
+        ids[input_format] = [c.anchor for c in chunk_markdown(out, slug_headings=False)]
+    assert ids == {"GFM": ["a-link-here", "stress-code"],
+                   "kramdown": ["a-linkxmd-here", "stress-code"]}
+
+
 def test_headings_are_rewritten_with_the_generator_ids(tmp_path: Path) -> None:
     md = ("Title\n=====\n\nText.\n\n## Closing hashes ##\n\nText.\n\n"
           "## Custom {#mine}\n\nText.\n\n> ## Quoted\n\n## Quoted\n\nText.\n\n"

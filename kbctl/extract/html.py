@@ -135,6 +135,7 @@ class _PageIds:
 
     honours_explicit = False
     reads_source = False
+    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self, root: etree._Element) -> None:
         self._ids = page_heading_ids(root)

@@ -36,6 +36,8 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         if ids.reads_source:
             plain = content if explicit is None else split_explicit_id(content)[0]
         anchor = ids(plain.strip(), explicit)
+        if int(tok.tag[1:]) in ids.idless_levels:
+            anchor = None  # counted, as the generator's slugger does, but never rendered
         if tok.level > 0 or anchor is None:
             continue  # no id, or inside a list or quote: not a section, but it took its id
         body = content if explicit is None else split_explicit_id(content)[0]

@@ -42,6 +42,7 @@ class HeadingIds(Protocol):
 
     honours_explicit: bool
     reads_source: bool  # slug the heading's markdown source rather than its rendered text
+    idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
 
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
         """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
@@ -84,6 +85,7 @@ class CountingIds:
                  honour_explicit: bool = True, reserve_explicit: bool = True,
                  reads_source: bool = False) -> None:
         self.reads_source = reads_source
+        self.idless_levels: frozenset[int] = frozenset()
         self._slug = slug
         self._empty = empty
         self.honours_explicit = self._honour = honour_explicit

@@ -3,7 +3,8 @@
 URLs: ``docs/guide/01-install.md`` → ``docs/guide/install`` (number prefixes dropped),
 ``index.md``/``README.md`` or a file named like its folder → the folder. Front matter
 ``slug`` (absolute from the route base, or relative to the folder) and ``id`` win.
-Heading ids are github-slugger's; ``{#custom-id}`` is used as written.
+Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
+none on the page (the theme drops it), though each still takes its slug.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ _NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
 def strip_number_prefix(name: str) -> str:
     """``01-intro`` → ``intro`` (Docusaurus' default number prefix parser)."""
     return _NUMBER_PREFIX.sub("", name, count=1)
+
+
+class DocusaurusIds(GithubIds):
+    """github-slugger over every heading, but the theme renders ``h1`` without its id: an
+    ``h1`` section is cited as the page itself."""
+
+    idless_levels = frozenset({1})
 
 
 class Docusaurus:
@@ -75,7 +83,7 @@ class Docusaurus:
         return full
 
     def heading_ids(self, site: Site) -> GithubIds:
-        return GithubIds()
+        return DocusaurusIds()
 
 
 GENERATOR = Docusaurus()

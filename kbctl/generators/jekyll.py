@@ -4,7 +4,7 @@
 with ``_`` or ``.`` are not pages. Heading ids are kramdown's: with the GFM input (the
 default) lowercased, characters other than word characters, ``-``, space and tab
 dropped, spaces and tabs → ``-``, repeats ``-1``, ``-2``…; with ``input: kramdown`` the
-classic ASCII ids.
+classic ASCII ids, made from the heading's markdown source.
 """
 
 from __future__ import annotations
@@ -33,12 +33,15 @@ def kramdown_id(text: str) -> str:
 
 
 class KramdownIds:
-    """kramdown's allocator: the n-th repeat of ``x`` is ``x-n`` (no collision search)."""
+    """kramdown's allocator: the n-th repeat of ``x`` is ``x-n`` (no collision search).
+    The classic parser slugs the heading's source (``[A link](x.md)`` → ``a-linkxmd``), the
+    GFM parser its text."""
 
     honours_explicit = True
-    reads_source = False
+    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self, gfm: bool, prefix: str) -> None:
+        self.reads_source = not gfm
         self._gfm = gfm
         self._prefix = prefix
         self._counts: dict[str, int] = {}

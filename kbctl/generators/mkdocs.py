@@ -75,6 +75,7 @@ class TocIds:
     def __init__(self, slug: Callable[[str], str], honour_explicit: bool) -> None:
         self._slug = slug
         self.reads_source = False
+        self.idless_levels: frozenset[int] = frozenset()
         self.honours_explicit = self._honour = honour_explicit
         self._used: set[str] = set()
         self._last: dict[str, str] = {}

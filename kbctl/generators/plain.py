@@ -19,6 +19,7 @@ class GithubIds:
 
     honours_explicit = True
     reads_source = False
+    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self) -> None:
         self._slugger = Slugger()

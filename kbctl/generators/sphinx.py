@@ -27,6 +27,7 @@ class DocutilsIds:
 
     honours_explicit = True
     reads_source = False
+    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self) -> None:
         self._used: set[str] = set()

@@ -273,10 +273,14 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
         from ..extract.mdx import mdx_to_markdown
 
         body = mdx_to_markdown(body)
-    body = with_heading_ids(body, heading_ids(site))
+    ids = heading_ids(site)
+    body = with_heading_ids(body, ids)
+    # each heading with an id on the page now carries it as {#id}; one the generator
+    # renders without (Docusaurus' h1) is cited by its enclosing section or the page
     return Document(ref=leaf.ref, url=_published_url(leaf, published, md.front_matter),
                     kind="files", title=md.title or path.stem, body=body, format="markdown",
-                    meta=dict(stamp), filterable=filterable)
+                    meta=dict(stamp), filterable=filterable,
+                    slug_headings=not ids.idless_levels)
 
 
 def _published_url(leaf: Leaf, published: Published, front_matter: dict[str, Any]) -> str:
