@@ -27,7 +27,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from .allocations import AllocationPeak
 from .http_server import LocalServer, Request, Response, html
 
-ENTRY = "from kbctl.cli import main; main()"
+# Ctrl-C's default, as a shell gives a command it runs in the foreground: one started in the
+# background (``.ci/run &``) inherits SIGINT ignored, and Python then leaves it ignored
+ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+         "from kbctl.cli import main; main()")
 LINGER = 1.0
 COMMAND_DEADLINE = 120.0  # seconds; a loaded CI machine is slow, a hang is far slower
 
@@ -561,7 +564,7 @@ def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalS
     assert ingest.pid in box.handles()
     ingest.send_signal(sig)
     out, err = ingest.communicate(timeout=COMMAND_DEADLINE)
-    assert ingest.returncode == code, err
+    assert ingest.returncode == code, (out, err)
     assert "Traceback" not in err and f"error: {said}" in err
     assert json.loads(out) == {"error": {"type": "Terminated" if code == 143 else "Interrupted",
                                          "message": said, "hint": "what was written before "
