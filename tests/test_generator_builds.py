@@ -207,6 +207,7 @@ HUGO_SITE = {
     "content/docs/install.md": "---\ntitle: Install\nurl: /custom/install/\n---\n\n"
                                "## Steps\n\nText.\n",
     "content/docs/bundle/index.md": "---\ntitle: Bundle\n---\n\n## In the bundle\n\nText.\n",
+    "content/posts/unfinished.md": "---\ntitle: Draft\ndraft: true\n---\n\n## Not yet\n\nT.\n",
 }
 
 
@@ -220,6 +221,7 @@ def test_hugo_citations_resolve(tmp_path: Path) -> None:
     assert "https://docs.example.com/posts/renamed/" in urls
     assert "https://docs.example.com/custom/install/" in urls
     assert "https://docs.example.com/posts/first-post/" in urls
+    assert not any("unfinished" in url for url in urls)  # a draft is not published
 
 
 VITEPRESS_SITE = {
@@ -265,6 +267,43 @@ def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
     assert ("https://docs.example.com/2024/01/02/hello-world" + ("/" if pretty else ".html")
             in urls)
     assert not any("unfinished" in url or "note" in url for url in urls)
+
+
+BARE_JEKYLL_SITE = {  # files without front matter, which Jekyll copies as they are
+    "README.md": "# Project\n\n## Start here\n\nText.\n",
+    "notes.md": "# Notes\n\n## A note\n\nText.\n",
+    "LICENSE.md": "# License\n\n## Terms\n\nText.\n",
+    "guide/README.md": "# Guide readme\n\n## Kept a file\n\nText.\n",
+    "guide/index.md": "---\ntitle: Guide\n---\n\n## The guide\n\nText.\n",
+    "page.md": "---\ntitle: Page\n---\n\n## With front matter\n\nText.\n",
+    "static.html": "<html><body><main><h2 id='as-is'>As is</h2><p>Copied.</p></main>"
+                   "</body></html>\n",
+}
+
+
+@pytest.mark.skipif(tool("jekyll") is None, reason="Jekyll is not installed")
+@pytest.mark.parametrize("github_pages", [True, False])
+def test_jekyll_files_without_front_matter(tmp_path: Path, github_pages: bool) -> None:
+    """Plain Jekyll copies them; GitHub Pages' plugins (listed here, as the real build
+    here has no GitHub) make pages of them and a README the index of its folder. A
+    Gemfile without ``github-pages`` says the site is not built by GitHub Pages."""
+    files = dict(BARE_JEKYLL_SITE)
+    if github_pages:
+        files["_config.yml"] = ("plugins: [jekyll-optional-front-matter, "
+                                "jekyll-readme-index]\n")
+    else:
+        files |= {"_config.yml": "title: Demo\n", "Gemfile": "gem 'jekyll'\n"}
+    project = write_tree(tmp_path / "site", files)
+    try:
+        site = build_jekyll(project)
+    except RuntimeError as exc:
+        if github_pages and "jekyll-optional-front-matter" in str(exc):
+            pytest.skip("GitHub Pages' plugins are not installed")
+        raise
+    _assert_all_resolve(site, project, "jekyll", minimum=3)
+    urls = {url.removeprefix("https://docs.example.com/") for url, _ in citations(project)[0]}
+    assert urls == ({"", "notes.html", "guide/", "page.html", "static.html"} if github_pages
+                    else {"guide/", "page.html", "static.html"})
 
 
 DOCUSAURUS_SITE = {

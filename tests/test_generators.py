@@ -12,6 +12,7 @@ from kbctl.chunk import chunk_markdown
 from kbctl.errors import InputError
 from kbctl.generators import GENERATORS, detect_site, heading_ids, page_path, resolve_site
 from kbctl.generators.anchors import with_heading_ids
+from kbctl.generators.base import NO_FRONT_MATTER
 from kbctl.generators.docusaurus import strip_number_prefix
 from kbctl.generators.hugo import goldmark_id
 from kbctl.generators.jekyll import gfm_id
@@ -27,7 +28,7 @@ def _ids(generator: str, texts: list[str], root: Path) -> list[str]:
 
 
 def _page(site, rel: str, front_matter: dict | None = None) -> str | None:
-    return page_path(site, site.content / rel, front_matter or {})
+    return page_path(site, site.content / rel, front_matter)
 
 
 @pytest.mark.parametrize(("marker", "generator", "content"), [
@@ -166,6 +167,26 @@ def test_vitepress_and_jekyll_ids(tmp_path: Path) -> None:
     assert _page(site, "_posts/2024-01-02-hello.md") == "2024/01/02/hello/"
     assert _page(site, "_drafts/x.md") is None
     assert _page(site, "x.md", {"permalink": "/elsewhere/"}) == "elsewhere/"
+
+
+def test_jekyll_files_without_front_matter_follow_the_builder(tmp_path: Path) -> None:
+    bare = NO_FRONT_MATTER
+    pages = resolve_site(write_tree(tmp_path / "pages", {"_config.yml": "", "g/index.md": ""}))
+    assert _page(pages, "notes.md", bare) == "notes.html"
+    assert _page(pages, "README.md", bare) == ""  # the index of its folder
+    assert _page(pages, "g/README.md", bare) is None  # g/ has an index: it stays a file
+    assert _page(pages, "README.md", {"title": "R"}) == "README.html"
+    assert _page(pages, "CONTRIBUTING.md", bare) is None
+    assert _page(pages, "raw.html", bare) == "raw.html"
+    plain = resolve_site(write_tree(tmp_path / "plain", {"_config.yml": "",
+                                                         "Gemfile": "gem 'jekyll'\n"}))
+    assert _page(plain, "notes.md", bare) is None
+    assert _page(plain, "README.md", bare) is None
+    assert _page(plain, "notes.md", {}) == "notes.html"  # an empty block makes a page
+    listed = resolve_site(write_tree(tmp_path / "listed", {
+        "_config.yml": "plugins: [jekyll-optional-front-matter]\n", "Gemfile": "gem 'x'\n"}))
+    assert _page(listed, "notes.md", bare) == "notes.html"
+    assert _page(listed, "README.md", bare) is None
 
 
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ class MarkdownDocument:
     title: str | None
     body: str
     front_matter: dict[str, Any] = field(default_factory=dict)
+    has_front_matter: bool = False  # a block was there, even an empty one
 
 
 def parse_markdown_document(text: str) -> MarkdownDocument:
@@ -45,7 +46,7 @@ def parse_markdown_document(text: str) -> MarkdownDocument:
         front_matter = _load_yaml(raw)
         body = text[closing.end():]
     return MarkdownDocument(title=_title(front_matter, body), body=body,
-                            front_matter=front_matter)
+                            front_matter=front_matter, has_front_matter=body is not text)
 
 
 def _load_yaml(raw: str) -> dict[str, Any]:

@@ -81,13 +81,14 @@ def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = N
               ) -> str | None:
     """Published path (relative to the base URL) of the file at ``path`` (absolute, under
     a resolved folder, as the files source walks it); None when the generator does not
-    publish it (outside its content folder, a draft, not a page)."""
+    publish it (outside its content folder, a draft, not a page). Before the file is read
+    (``front_matter`` None) it is taken to have a front matter block."""
     try:
         rel = path.relative_to(site.content)
     except ValueError:
         return None
     return GENERATORS[site.generator].page(site, PurePosixPath(rel.as_posix()),
-                                           front_matter or {})
+                                           {} if front_matter is None else front_matter)
 
 
 def heading_ids(site: Site) -> HeadingIds:

@@ -13,9 +13,14 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any, Protocol
 
 MAX_CONFIG_BYTES = 1024 * 1024
+
+# The front matter ``page`` gets for a file read and found to have no front matter block
+# (compared by identity); a plain empty mapping means an empty block, or one not read yet.
+NO_FRONT_MATTER: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,9 @@ class Generator(Protocol):
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         """Path of the published page (relative to the site's base URL, no leading ``/``)
-        of the content file ``rel``; None when the generator does not publish it."""
+        of the content file ``rel``; None when the generator does not publish it.
+        ``front_matter`` is ``NO_FRONT_MATTER`` for a file that has none (Jekyll publishes
+        such a file as it is, not as a page)."""
         ...
 
     def heading_ids(self, site: Site) -> HeadingIds:

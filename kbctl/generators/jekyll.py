@@ -1,10 +1,19 @@
 """Jekyll: ``_config.yml``; ``about.md`` → ``about.html`` (``permalink: pretty``:
 ``about/``), ``index.md`` → the folder, posts ``_posts/2024-01-02-title.md`` →
 ``2024/01/02/title.html``; front matter ``permalink`` wins; files and folders starting
-with ``_`` or ``.`` are not pages. Heading ids are kramdown's: with the GFM input (the
-default) lowercased, characters other than word characters, ``-``, space and tab
-dropped, spaces and tabs → ``-``, repeats ``-1``, ``-2``…; with ``input: kramdown`` the
-classic ASCII ids, made from the heading's markdown source.
+with ``_`` or ``.`` are not pages.
+
+Jekyll makes a page only of a file with front matter; one without is copied as it is.
+GitHub Pages (a ``Gemfile`` naming ``github-pages``, or none at all, as when GitHub builds
+the branch) adds two plugins, which a site can also list under ``plugins``:
+``jekyll-optional-front-matter`` makes pages of markdown files without front matter (but
+README, LICENSE, CONTRIBUTING… stay files), and ``jekyll-readme-index`` makes such a
+README the page of its folder when the folder has no index.
+
+Heading ids are kramdown's: with the GFM input (the default) lowercased, characters other
+than word characters, ``-``, space and tab dropped, spaces and tabs → ``-``, repeats
+``-1``, ``-2``…; with ``input: kramdown`` the classic ASCII ids, made from the heading's
+markdown source.
 """
 
 from __future__ import annotations
@@ -14,12 +23,16 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import Site, read_config_text
+from .base import NO_FRONT_MATTER, Site, read_config_text
 from .yamlfile import load_yaml_config
 
 _POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
 _NON_WORD = re.compile(r"[^\w\- \t]")
 _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+_INDEX_NAMES = tuple(f"index{suffix}" for suffix in _PAGE_SUFFIXES)
+# what jekyll-optional-front-matter leaves as files (its FILENAME_BLACKLIST, any case)
+_KEPT_AS_FILES = frozenset({"README", "LICENSE", "LICENCE", "COPYING", "CODE_OF_CONDUCT",
+                            "CONTRIBUTING", "ISSUE_TEMPLATE", "PULL_REQUEST_TEMPLATE"})
 
 
 def gfm_id(text: str) -> str:
@@ -67,11 +80,18 @@ class Jekyll:
                 kramdown = config.get("kramdown") if isinstance(config.get("kramdown"),
                                                                  dict) else {}
                 source = config.get("source") if isinstance(config.get("source"), str) else "."
+                plugins = {str(p) for key in ("plugins", "gems")
+                           if isinstance(config.get(key), list) for p in config[key]}
+                pages = _github_pages(folder)
+                readme = config.get("readme_index")
                 settings = {
                     "permalink": config.get("permalink") if isinstance(
                         config.get("permalink"), str) else "date",
                     "gfm": str(kramdown.get("input", "GFM")).lower() == "gfm",
                     "auto_id_prefix": str(kramdown.get("auto_id_prefix", "")),
+                    "optional_front_matter": pages or "jekyll-optional-front-matter" in plugins,
+                    "readme_index": (pages or "jekyll-readme-index" in plugins) and not (
+                        isinstance(readme, dict) and readme.get("enabled") is False),
                 }
                 return Site(self.name, folder / source, marker, settings)
         return None
@@ -82,6 +102,10 @@ class Jekyll:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if rel.suffix.lower() not in _PAGE_SUFFIXES:
             return None
+        if front_matter is NO_FRONT_MATTER:
+            bare = _bare_page(site, rel)
+            if bare is not True:
+                return bare
         permalink = front_matter.get("permalink")
         if isinstance(permalink, str) and permalink.strip() and ":" not in permalink:
             return permalink.strip().lstrip("/")
@@ -106,6 +130,30 @@ class Jekyll:
     def heading_ids(self, site: Site) -> KramdownIds:
         return KramdownIds(bool(site.settings.get("gfm", True)),
                            str(site.settings.get("auto_id_prefix", "")))
+
+
+def _bare_page(site: Site, rel: PurePosixPath) -> str | None | bool:
+    """Where a file without front matter is published: its own path (HTML is copied as
+    it is), its folder (a README made the index), None (a copied markdown file: no page),
+    or True: a page like any other (jekyll-optional-front-matter)."""
+    if rel.suffix.lower() in (".html", ".htm"):
+        return rel.as_posix()
+    name = rel.stem.upper()
+    if name == "README" and site.settings.get("readme_index") and not any(
+            (site.content / rel.parent / index).is_file() for index in _INDEX_NAMES):
+        return "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+    if name in _KEPT_AS_FILES or not site.settings.get("optional_front_matter"):
+        return None
+    return True
+
+
+def _github_pages(folder: Path) -> bool:
+    """Whether GitHub Pages builds the site: its Gemfile names ``github-pages``, or there
+    is no Gemfile (GitHub builds a branch without one; a local build needs one)."""
+    gemfile = folder / "Gemfile"
+    if not gemfile.is_file():
+        return True
+    return "github-pages" in (read_config_text(gemfile) or "")
 
 
 GENERATOR = Jekyll()

@@ -18,7 +18,7 @@ import fnmatch
 import glob
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -30,6 +30,7 @@ from ..extract.decode import decode_text
 from ..extract.markdown import parse_markdown_document
 from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
 from ..generators.anchors import with_heading_ids
+from ..generators.base import NO_FRONT_MATTER
 from ..hygiene import describe_bad_char
 from .base import (
     READER,
@@ -168,6 +169,11 @@ class FilesSource:
                               note=f"{path}: a redirect page to {target}, skipped")
         text = decode_text(data, source=str(path))
         doc = _document(leaf, path, text, stamp, published)
+        if doc is None:
+            site = published[0]
+            return Loaded(leaf=leaf, dropped="not a page",
+                          note=f"{path}: {site.generator} does not publish it as a page "
+                               "(a draft, or no front matter), skipped")
         return Loaded(leaf=leaf, document=doc, meta=stamp)
 
 
@@ -234,7 +240,9 @@ def file_format(path: Path) -> str | None:
 
 
 def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
-              published: Published) -> Document:
+              published: Published) -> Document | None:
+    """The document a file makes; None when its generator does not publish it as a page
+    (known only once it is read: a Hugo draft, a Jekyll file without front matter)."""
     site = published[0]
     stamp = stamp | {"generator": site.generator}
     fmt = file_format(path)
@@ -277,20 +285,25 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     body = with_heading_ids(body, ids)
     # each heading with an id on the page now carries it as {#id}; one the generator
     # renders without (Docusaurus' h1) is cited by its enclosing section or the page
-    return Document(ref=leaf.ref, url=_published_url(leaf, published, md.front_matter),
-                    kind="files", title=md.title or path.stem, body=body, format="markdown",
-                    meta=dict(stamp), filterable=filterable,
+    url = _published_url(leaf, published,
+                         md.front_matter if md.has_front_matter else NO_FRONT_MATTER)
+    if url is None:
+        return None
+    return Document(ref=leaf.ref, url=url, kind="files", title=md.title or path.stem,
+                    body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
 
 
-def _published_url(leaf: Leaf, published: Published, front_matter: dict[str, Any]) -> str:
+def _published_url(leaf: Leaf, published: Published, front_matter: Mapping[str, Any]
+                   ) -> str | None:
     """The page's URL once its front matter is known (``slug``, ``url``, ``permalink``
-    move a page); the path-based URL when there is no base URL or no front matter."""
+    move a page; Jekyll publishes a file without any as it is); the path-based URL when
+    there is no base URL. None: the generator does not publish the file as a page."""
     site, base_url, path = published
-    if not base_url or not front_matter:
+    if not base_url:
         return leaf.url
     page = page_path(site, path, front_matter)
-    return leaf.url if page is None else base_url.rstrip("/") + "/" + page
+    return None if page is None else base_url.rstrip("/") + "/" + page
 
 
 def split_root(target: str) -> tuple[Path, str | None]:
