@@ -149,19 +149,37 @@ MKDOCS_SITE = {
     "docs/guide/install.md": HEADINGS_MD,
     "docs/guide/index.md": "# Guide\n\nThe guide.\n",
     "docs/about.md": "About\n=====\n\nSetext.\n\nMore\n----\n\nText.\n",
+    # what mkdocs build leaves out, or publishes elsewhere
+    "docs/README.md": "# Readme\n\n## Beside the index\n\nLeft out.\n",
+    "docs/sub/README.md": "# Sub\n\n## The index of sub\n\nText.\n",
+    "docs/sub/readme.md": "# Lower\n\n## Only README counts\n\nText.\n",
+    "docs/drafts/wip.md": "# WIP\n\n## Not yet\n\nText.\n",
+    "docs/notes.tmp.md": "# Tmp\n\n## Scratch\n\nText.\n",
+    "docs/later.md": "# Later\n\n## A draft\n\nText.\n",
+    "docs/templates/t.md": "# T\n\n## Template\n\nText.\n",
 }
+MKDOCS_LEFT_OUT = "exclude_docs: |\n  drafts/\n  *.tmp.md\ndraft_docs: |\n  later.md\n"
 
 
 @pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
 @pytest.mark.parametrize("directory_urls", [True, False])
 def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool) -> None:
     files = dict(MKDOCS_SITE)
+    files["mkdocs.yml"] += MKDOCS_LEFT_OUT
     if not directory_urls:
         files["mkdocs.yml"] += "use_directory_urls: false\n"
     project = write_tree(tmp_path / "proj", files)
     site = build_mkdocs(project)
     _assert_all_resolve(site, project / "docs", "mkdocs")
     _assert_all_resolve(site, project, "mkdocs")  # the project root: docs_dir is found
+    cited = {(url.removeprefix("https://docs.example.com/"), anchor)
+             for url, anchor in citations(project / "docs")[0]}
+    sub = "sub/" if directory_urls else "sub/index.html"
+    assert (sub, "the-index-of-sub") in cited
+    assert ("sub/readme/" if directory_urls else "sub/readme.html",
+            "only-readme-counts") in cited
+    assert not {a for _, a in cited} & {"beside-the-index", "not-yet", "scratch", "a-draft",
+                                        "template"}
 
 
 @pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")

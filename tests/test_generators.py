@@ -4,6 +4,8 @@ test_generator_builds.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -187,6 +189,22 @@ def test_jekyll_files_without_front_matter_follow_the_builder(tmp_path: Path) ->
         "_config.yml": "plugins: [jekyll-optional-front-matter]\n", "Gemfile": "gem 'x'\n"}))
     assert _page(listed, "notes.md", bare) == "notes.html"
     assert _page(listed, "README.md", bare) is None
+
+
+def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: Path) -> None:
+    """A backtracking matcher would spend forever (holding the GIL) on this pattern and one
+    long name: the match runs in a child process that must answer within the deadline."""
+    pattern = "*a" * 40 + "b"
+    write_tree(tmp_path, {"mkdocs.yml": f"exclude_docs: '{pattern}'\n", "docs/x.md": ""})
+    script = ("import sys; from pathlib import Path; "
+              "from kbctl.generators import page_path, resolve_site; "
+              "site = resolve_site(Path(sys.argv[1])); "
+              "print(page_path(site, site.content / sys.argv[2]))")
+    answer = subprocess.run([sys.executable, "-c", script, str(tmp_path), "a" * 240 + ".md"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert answer.stdout.strip() == "a" * 240 + "/"
+    site = resolve_site(tmp_path)
+    assert _page(site, "a" * 40 + "b") is None  # matched: left out
 
 
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:

@@ -130,16 +130,3 @@ def read_config_text(path: Path) -> str | None:
             return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
-
-
-def directory_page(rel: PurePosixPath, *, index_stems: tuple[str, ...] = ("index",),
-                   suffix: str = "/") -> str:
-    """``a/b.md`` → ``a/b/`` (or ``a/b.html``) and ``a/index.md`` → ``a/``: the rule
-    most generators share. ``suffix`` is ``/`` for directory URLs, else a file suffix."""
-    stem_path = rel.with_suffix("") if rel.suffix else rel
-    while stem_path.suffix in (".rst", ".md"):  # .rst.txt
-        stem_path = stem_path.with_suffix("")
-    parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
-    if stem_path.name.lower() in index_stems:
-        return parent if suffix == "/" else parent + "index" + suffix
-    return stem_path.as_posix() + suffix

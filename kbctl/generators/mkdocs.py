@@ -1,7 +1,10 @@
 """MkDocs: ``mkdocs.yml``; pages under ``docs_dir`` (default ``docs``).
 
 With ``use_directory_urls`` (the default) ``guide/install.md`` → ``guide/install/`` and
-``index.md``/``README.md`` → the folder; without it ``guide/install.html``. Heading ids
+``index.md``/``README.md`` → the folder (a README beside an index is left out, as MkDocs
+does); without it ``guide/install.html``. Files matching ``exclude_docs`` or
+``draft_docs`` (gitignore patterns, after MkDocs' own ``.*`` and ``/templates/``) are not
+published by ``mkdocs build``. Heading ids
 are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what is not a
 word character, space or ``-``, lowercase, runs of spaces and separators → one
 separator), made unique with ``_1``, ``_2``…; ``slugify``/``separator`` from the ``toc``
@@ -14,17 +17,22 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from .base import Site, directory_page, read_config_text
+import pathspec
+
+from .base import Site, read_config_text
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
 _UNIQUE_SUFFIX = re.compile(r"^(.*)_([0-9]+)$")
 _PYMDOWNX_INVALID = re.compile(r"[^\w\- ]")
 _TAGS = re.compile(r"</?[^>]*>")
+_MARKDOWN = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+_ALWAYS_EXCLUDED = (".*", "/templates/")
 
 
 def toc_slugify(value: str, separator: str = "-", unicode: bool = False) -> str:
@@ -140,20 +148,40 @@ class MkDocs:
             "separator": toc.get("separator") if isinstance(toc.get("separator"), str) else "-",
             "slugify": toc.get("slugify"),
             "permalink": bool(toc.get("permalink", False)),
+            "unpublished": _ALWAYS_EXCLUDED + tuple(
+                line for key in ("exclude_docs", "draft_docs")
+                if isinstance(config.get(key), str) for line in config[key].splitlines()),
         }
         return Site(self.name, folder / docs_dir, marker, settings)
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        if rel.suffix.lower() not in (".md", ".markdown", ".mdown", ".mkdn", ".mkd"):
+        unpublished = site.settings.get("unpublished", _ALWAYS_EXCLUDED)
+        if _gitignore(tuple(unpublished)).match_file(rel.as_posix()):
+            return None
+        if rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
             return rel.as_posix()  # static files are copied as they are
-        directory = site.settings.get("use_directory_urls", True)
-        return directory_page(rel, index_stems=("index", "readme"),
-                              suffix="/" if directory else ".html")
+        parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        name = rel.stem
+        if name == "README":  # the index, unless the folder has one
+            if any((site.content / rel.parent / f"index{s}").is_file() for s in _MARKDOWN):
+                return None
+            name = "index"
+        if not site.settings.get("use_directory_urls", True):
+            return f"{parent}{name}.html"
+        return parent if name == "index" else f"{parent}{name}/"
 
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))
         sep = site.settings.get("separator", "-")
         return TocIds(lambda text: slug(text, sep), bool(site.settings.get("attr_list")))
+
+
+@lru_cache(maxsize=8)
+def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """The patterns as MkDocs matches them (it uses the same library), but on RE2: the
+    default backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a hostile
+    ``mkdocs.yml`` would never finish matching one long file name."""
+    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
 
 
 GENERATOR = MkDocs()
