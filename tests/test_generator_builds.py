@@ -32,6 +32,16 @@ _HEADINGS = [
 ]
 # Every heading gets a body: a section without text yields no chunk, hence no citation.
 HEADINGS_MD = "\n\n".join(f"{h}\n\nText under it." for h in _HEADINGS) + "\n"
+# The body of each page a generator's build leaves out (a draft, a future date, excluded)
+UNPUBLISHED = "## Unpublished page\n\nLeft out of the build.\n"
+
+
+def _assert_left_out(site_dir: Path, target: Path, generator: str | None = None) -> None:
+    """The build has no page with the unpublished section, and no citation names one."""
+    built = [p for p in site_dir.rglob("*.html") if "Unpublished page" in p.read_text("utf-8")]
+    assert not built, "the generator published a page the test means to be left out"
+    pairs = citations(target, generator=generator)[0]
+    assert not [url for url, anchor in pairs if anchor == "unpublished-page"]
 
 
 def _assert_all_resolve(site_dir: Path, target: Path, expected_generator: str,
@@ -225,7 +235,11 @@ HUGO_SITE = {
     "content/docs/install.md": "---\ntitle: Install\nurl: /custom/install/\n---\n\n"
                                "## Steps\n\nText.\n",
     "content/docs/bundle/index.md": "---\ntitle: Bundle\n---\n\n## In the bundle\n\nText.\n",
-    "content/posts/unfinished.md": "---\ntitle: Draft\ndraft: true\n---\n\n## Not yet\n\nT.\n",
+    "content/posts/unfinished.md": "---\ntitle: Draft\ndraft: true\n---\n\n" + UNPUBLISHED,
+    "content/posts/later.md": "---\ntitle: Later\ndate: 2999-01-01\n---\n\n" + UNPUBLISHED,
+    "content/posts/gone.md": "---\ntitle: Gone\nexpiryDate: 2001-01-01\n---\n\n" + UNPUBLISHED,
+    "content/posts/never.md": "---\ntitle: N\n_build:\n  render: never\n---\n\n" + UNPUBLISHED,
+    "content/headless/index.md": "---\ntitle: H\nheadless: true\n---\n\n" + UNPUBLISHED,
 }
 
 
@@ -239,14 +253,17 @@ def test_hugo_citations_resolve(tmp_path: Path) -> None:
     assert "https://docs.example.com/posts/renamed/" in urls
     assert "https://docs.example.com/custom/install/" in urls
     assert "https://docs.example.com/posts/first-post/" in urls
-    assert not any("unfinished" in url for url in urls)  # a draft is not published
+    _assert_left_out(site, project / "content")
 
 
 VITEPRESS_SITE = {
-    ".vitepress/config.mts": "export default { cleanUrls: CLEAN, ignoreDeadLinks: true }\n",
+    ".vitepress/config.mts": "export default { cleanUrls: CLEAN, ignoreDeadLinks: true, "
+                             "srcExclude: ['**/README.md', 'drafts/**'] }\n",
     "index.md": "# Home\n\nHi.\n\n## Getting started\n\nText.\n",
     "guide/install.md": HEADINGS_MD,
     "guide/index.md": "# Guide\n\nThe guide.\n",
+    "guide/README.md": "# Readme\n\n" + UNPUBLISHED,
+    "drafts/wip.md": "# WIP\n\n" + UNPUBLISHED,
 }
 
 
@@ -259,6 +276,7 @@ def test_vitepress_citations_resolve(tmp_path: Path, clean: bool) -> None:
     project = write_tree(tmp_path / "docs", files)
     site = build_vitepress(project)
     _assert_all_resolve(site, project, "vitepress")
+    _assert_left_out(site, project)
 
 
 JEKYLL_SITE = {
@@ -269,22 +287,31 @@ JEKYLL_SITE = {
     "_posts/2024-01-02-hello-world.md": "---\ntitle: Hello\n---\n\n## First post\n\nHi.\n",
     "_drafts/unfinished.md": "---\ntitle: Draft\n---\n\n## Not yet\n\nText.\n",
     "_includes/note.md": "## Included\n\nText.\n",
+    "hidden.md": "---\ntitle: Hidden\npublished: false\n---\n\n" + UNPUBLISHED,
+    "_posts/2999-01-02-later.md": "---\ntitle: Later\n---\n\n" + UNPUBLISHED,
+    "scratch/wip.md": "---\ntitle: WIP\n---\n\n" + UNPUBLISHED,
+    "notes.tmp.md": "---\ntitle: Tmp\n---\n\n" + UNPUBLISHED,
+    "vendor/bundle/gem/README.md": "---\ntitle: Gem\n---\n\n" + UNPUBLISHED,
 }
+JEKYLL_EXCLUDE = "exclude: [scratch/, '*.tmp.md']\n"
 
 
 @pytest.mark.skipif(tool("jekyll") is None, reason="Jekyll is not installed")
 @pytest.mark.parametrize("config", ["title: Demo\n", "permalink: pretty\n",
                                     "kramdown:\n  input: kramdown\n"])
 def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
-    project = write_tree(tmp_path / "site", {**JEKYLL_SITE, "_config.yml": config})
+    project = write_tree(tmp_path / "site", {**JEKYLL_SITE,
+                                             "_config.yml": config + JEKYLL_EXCLUDE})
     site = build_jekyll(project)
     _assert_all_resolve(site, project, "jekyll")
+    _assert_left_out(site, project)
     pretty = config.startswith("permalink: pretty")
     urls = {url for url, _ in citations(project)[0]}
     assert "https://docs.example.com/team/about-us/" in urls
     assert ("https://docs.example.com/2024/01/02/hello-world" + ("/" if pretty else ".html")
             in urls)
     assert not any("unfinished" in url or "note" in url for url in urls)
+    assert "https://docs.example.com/2024/01/02/hello-world" + ("/" if pretty else ".html") in urls
 
 
 BARE_JEKYLL_SITE = {  # files without front matter, which Jekyll copies as they are
@@ -337,6 +364,7 @@ DOCUSAURUS_SITE = {
     "DIR/other/with-id.md": "---\nid: given-id\n---\n\n# With id\n\n## Section\n\nText.\n",
     "DIR/mdx/page.mdx": "import Note from '@site/src/note';\n\n# MDX page\n\n<Note />\n\n"
                         "## Hello {#hello-custom}\n\nText.\n\n## Second\n\nMore.\n",
+    "DIR/draft.md": "---\ndraft: true\n---\n\n# Draft\n\n" + UNPUBLISHED,
 }
 
 
@@ -353,6 +381,7 @@ def test_docusaurus_citations_resolve(tmp_path: Path, options: str, docs: str, f
     project = write_tree(tmp_path / "site", files)
     site = build_docusaurus(project)
     _assert_all_resolve(site, project / folder, "docusaurus")
+    _assert_left_out(site, project / folder)
     pairs = citations(project / folder)[0]
     slash = "/" if options else ""
     base = "https://docs.example.com/" + route

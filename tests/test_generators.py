@@ -191,6 +191,39 @@ def test_jekyll_files_without_front_matter_follow_the_builder(tmp_path: Path) ->
     assert _page(listed, "README.md", bare) is None
 
 
+def test_pages_each_generator_leaves_out_of_its_build(tmp_path: Path) -> None:
+    hugo = resolve_site(write_tree(tmp_path / "hugo", {"hugo.toml": "", "content/x.md": ""}))
+    assert _page(hugo, "a.md", {"Date": "2999-01-01"}) is None  # keys are case-insensitive
+    assert _page(hugo, "a.md", {"date": "2999-01-01", "publishDate": "2001-01-01"}) == "a/"
+    assert _page(hugo, "a.md", {"expirydate": "2001-01-01T00:00:00Z"}) is None
+    assert _page(hugo, "a.md", {"_build": {"Render": "never"}}) is None
+    assert _page(hugo, "a/index.md", {"headless": True}) is None
+    assert _page(hugo, "a.md", {"date": "not a date"}) == "a/"
+    future = resolve_site(write_tree(tmp_path / "hugo2", {
+        "hugo.toml": "buildFuture = true\nbuildDrafts = true\n", "content/x.md": ""}))
+    assert _page(future, "a.md", {"date": "2999-01-01", "draft": True}) == "a/"
+
+    jekyll = resolve_site(write_tree(tmp_path / "jekyll", {
+        "_config.yml": "exclude: [scratch/, '*.tmp.md', docs/old.md]\n"}))
+    for rel in ("scratch/a.md", "n.tmp.md", "docs/old.md", "node_modules/p/README.md",
+                "vendor/bundle/g/x.md", "Gemfile"):
+        assert _page(jekyll, rel) is None, rel
+    assert _page(jekyll, "docs/new.md") == "docs/new.html"
+    assert _page(jekyll, "a.md", {"published": False}) is None
+    assert _page(jekyll, "_posts/2999-01-02-later.md") is None
+    assert _page(jekyll, "_posts/2024-01-02-x.md", {"date": "2999-01-01"}) is None
+
+    docusaurus = GENERATORS["docusaurus"].default_site(tmp_path)
+    assert _page(docusaurus, "a.md", {"draft": True}) is None
+    assert _page(docusaurus, "a.md", {"unlisted": True}) == "docs/a"
+
+    vitepress = resolve_site(write_tree(tmp_path / "vp", {".vitepress/config.ts": (
+        "export default { srcExclude: ['**/README.md', './drafts/**', \"x.md\"] }")}))
+    for rel in ("README.md", "g/README.md", "drafts/a.md", "x.md", "node_modules/p/a.md"):
+        assert _page(vitepress, rel) is None, rel
+    assert _page(vitepress, "g/x.md") == "g/x.html"  # a glob without / is anchored
+
+
 def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: Path) -> None:
     """A backtracking matcher would spend forever (holding the GIL) on this pattern and one
     long name: the match runs in a child process that must answer within the deadline."""

@@ -12,9 +12,13 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, Protocol
+
+import pathspec
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -130,3 +134,44 @@ def read_config_text(path: Path) -> str | None:
             return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def matches_any(patterns: tuple[str, ...], path: str) -> bool:
+    """Whether gitignore ``patterns`` match ``path`` (relative, ``/``-separated)."""
+    return bool(patterns) and _gitignore(patterns).match_file(path)
+
+
+@lru_cache(maxsize=16)
+def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """pathspec (what MkDocs itself matches with) on its RE2 backend: the default
+    backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a hostile config would
+    never finish matching one long file name."""
+    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+
+
+def front_matter_time(value: Any) -> datetime | None:
+    """A front matter date (a YAML date or timestamp, or an ISO string) as an aware time;
+    None when it is none of those. A date or naive time is taken as UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            try:
+                value = date.fromisoformat(value.strip()[:10])
+            except ValueError:
+                return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    return None
+
+
+def is_future(value: Any) -> bool:
+    when = front_matter_time(value)
+    return when is not None and when > datetime.now(timezone.utc)
+
+
+def is_past(value: Any) -> bool:
+    when = front_matter_time(value)
+    return when is not None and when <= datetime.now(timezone.utc)

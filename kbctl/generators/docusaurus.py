@@ -2,7 +2,8 @@
 ``path`` (default ``docs``) served under ``routeBasePath`` (default ``docs``) with clean
 URLs: ``docs/guide/01-install.md`` → ``docs/guide/install`` (number prefixes dropped),
 ``index.md``/``README.md`` or a file named like its folder → the folder. Front matter
-``slug`` (absolute from the route base, or relative to the folder) and ``id`` win.
+``slug`` (absolute from the route base, or relative to the folder) and ``id`` win;
+``draft: true`` docs are left out of production builds.
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
 """
@@ -64,6 +65,8 @@ class Docusaurus:
         if rel.suffix.lower() not in (".md", ".mdx") or any(
                 p.startswith("_") for p in rel.parts):
             return None  # partials and non-docs are not routes
+        if front_matter.get("draft") is True:
+            return None
         folders = [strip_number_prefix(p) for p in rel.parent.parts]
         slug = front_matter.get("slug")
         if isinstance(slug, str) and slug.strip():

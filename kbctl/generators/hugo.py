@@ -2,8 +2,13 @@
 ``content`` folder); pages under ``contentDir`` (default ``content``):
 ``posts/first.md`` → ``posts/first/`` (``uglyURLs``: ``posts/first.html``),
 ``posts/_index.md`` → ``posts/``, a bundle's ``index.md`` → its folder; paths are
-lowercased. Front matter ``url`` replaces the path, ``slug`` the last segment; drafts are
-not published. Heading ids are goldmark's ``github`` ids (Hugo's default
+lowercased. Front matter ``url`` replaces the path, ``slug`` the last segment. Not
+published (as ``hugo`` builds by default): drafts, pages dated in the future
+(``publishDate``, else ``date``), expired ones (``expiryDate``), headless bundles and
+``build.render: never``; ``buildDrafts``, ``buildFuture`` and ``buildExpired`` in the
+config turn those back on.
+
+Heading ids are goldmark's ``github`` ids (Hugo's default
 ``autoHeadingIDType``) of the heading's source line (``_tests_`` keeps its underscores):
 lowercase letters, digits and ``_`` kept, spaces and ``-`` → ``-``, the rest dropped,
 ``heading`` when empty; repeats get ``-1``, ``-2``….
@@ -17,13 +22,16 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import CountingIds, Site, read_config_text
+from .base import CountingIds, Site, is_future, is_past, read_config_text
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
 
 _CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json")
 _LEGACY = ("config.toml", "config.yaml", "config.yml", "config.json")
 _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+# the front matter keys Hugo reads each date from, first found wins (its defaults)
+_PUBLISH_KEYS = ("publishdate", "pubdate", "published", "date")
+_EXPIRY_KEYS = ("expirydate", "unpublishdate")
 
 
 def goldmark_id(text: str, ascii_only: bool = False) -> str:
@@ -94,6 +102,8 @@ class Hugo:
                 "disablePathToLower": config.get("disablepathtolower") is True,
                 "autoHeadingIDType": (parser.get("autoheadingidtype") or "github")
                 if isinstance(parser, dict) else "github",
+                **{name: config.get(name.lower()) is True
+                   for name in ("buildDrafts", "buildFuture", "buildExpired")},
             }
             return Site(self.name, folder / content, marker, settings)
         return None
@@ -102,7 +112,8 @@ class Hugo:
         return Site(self.name, root, None, {"autoHeadingIDType": "github"})
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        if rel.suffix.lower() not in _PAGE_SUFFIXES or front_matter.get("draft") is True:
+        front_matter = {str(k).lower(): v for k, v in front_matter.items()}  # as Hugo reads
+        if rel.suffix.lower() not in _PAGE_SUFFIXES or not _rendered(site, front_matter):
             return None
         url = front_matter.get("url")
         if isinstance(url, str) and url.strip():
@@ -133,6 +144,25 @@ class Hugo:
         kind = site.settings.get("autoHeadingIDType", "github")
         return CountingIds(lambda text: goldmark_id(text, ascii_only=kind == "github-ascii"),
                            empty="heading", reads_source=True)
+
+
+def _rendered(site: Site, front_matter: Mapping[str, Any]) -> bool:
+    """Whether ``hugo`` (no flags) renders a page with this front matter."""
+    settings = site.settings
+    if front_matter.get("draft") is True and not settings.get("buildDrafts"):
+        return False
+    publish = next((front_matter[k] for k in _PUBLISH_KEYS if k in front_matter), None)
+    if is_future(publish) and not settings.get("buildFuture"):
+        return False
+    expiry = next((front_matter[k] for k in _EXPIRY_KEYS if k in front_matter), None)
+    if is_past(expiry) and not settings.get("buildExpired"):
+        return False
+    if front_matter.get("headless") is True:
+        return False
+    build = front_matter.get("build", front_matter.get("_build"))
+    render = next((v for k, v in build.items() if str(k).lower() == "render"),
+                  None) if isinstance(build, dict) else None
+    return render not in ("never", "link", False)
 
 
 GENERATOR = Hugo()

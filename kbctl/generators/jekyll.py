@@ -1,7 +1,9 @@
 """Jekyll: ``_config.yml``; ``about.md`` → ``about.html`` (``permalink: pretty``:
 ``about/``), ``index.md`` → the folder, posts ``_posts/2024-01-02-title.md`` →
 ``2024/01/02/title.html``; front matter ``permalink`` wins; files and folders starting
-with ``_`` or ``.`` are not pages.
+with ``_`` or ``.`` are not pages, nor are those the config's ``exclude`` names (with
+Jekyll's own: ``Gemfile``, ``node_modules``, ``vendor/bundle/``…), ``published: false``
+pages and posts dated in the future (unless ``future: true``).
 
 Jekyll makes a page only of a file with front matter; one without is copied as it is.
 GitHub Pages (a ``Gemfile`` naming ``github-pages``, or none at all, as when GitHub builds
@@ -20,15 +22,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import NO_FRONT_MATTER, Site, read_config_text
+from .base import NO_FRONT_MATTER, Site, is_future, read_config_text
 from .yamlfile import load_yaml_config
 
 _POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
 _NON_WORD = re.compile(r"[^\w\- \t]")
 _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+# always excluded, whatever the config lists (Jekyll 4 adds these to its exclude)
+_DEFAULT_EXCLUDE = (".sass-cache", ".jekyll-cache", "gemfiles", "Gemfile", "Gemfile.lock",
+                    "node_modules", "vendor/bundle/", "vendor/cache/", "vendor/gems/",
+                    "vendor/ruby/")
+_MAX_EXCLUDES = 1000
 _INDEX_NAMES = tuple(f"index{suffix}" for suffix in _PAGE_SUFFIXES)
 # what jekyll-optional-front-matter leaves as files (its FILENAME_BLACKLIST, any case)
 _KEPT_AS_FILES = frozenset({"README", "LICENSE", "LICENCE", "COPYING", "CODE_OF_CONDUCT",
@@ -92,6 +100,10 @@ class Jekyll:
                     "optional_front_matter": pages or "jekyll-optional-front-matter" in plugins,
                     "readme_index": (pages or "jekyll-readme-index" in plugins) and not (
                         isinstance(readme, dict) and readme.get("enabled") is False),
+                    "exclude": _DEFAULT_EXCLUDE + tuple(
+                        str(e) for e in (config.get("exclude") if isinstance(
+                            config.get("exclude"), list) else [])[:_MAX_EXCLUDES]),
+                    "future": config.get("future") is True,
                 }
                 return Site(self.name, folder / source, marker, settings)
         return None
@@ -101,6 +113,8 @@ class Jekyll:
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if rel.suffix.lower() not in _PAGE_SUFFIXES:
+            return None
+        if _excluded(site, rel.as_posix()) or front_matter.get("published") is False:
             return None
         if front_matter is NO_FRONT_MATTER:
             bare = _bare_page(site, rel)
@@ -116,6 +130,9 @@ class Jekyll:
             if not m:
                 return None
             year, month, day, title = m.groups()
+            dated = front_matter.get("date", f"{year}-{month}-{day}")
+            if is_future(dated) and not site.settings.get("future"):
+                return None  # Jekyll leaves a post dated after the build out
             categories = [p for p in parts[:-1] if p != "_posts"]
             path = "/".join([*categories, year, month, day, title])
             return path + ("/" if pretty else ".html")
@@ -145,6 +162,16 @@ def _bare_page(site: Site, rel: PurePosixPath) -> str | None | bool:
     if name in _KEPT_AS_FILES or not site.settings.get("optional_front_matter"):
         return None
     return True
+
+
+def _excluded(site: Site, path: str) -> bool:
+    """Jekyll's EntryFilter: an entry is excluded when a pattern names it or one of its
+    folders, or matches it as ``File.fnmatch?`` does (``*`` crosses ``/``)."""
+    for pattern in site.settings.get("exclude", _DEFAULT_EXCLUDE):
+        pattern = pattern.strip("/") if pattern.endswith("/") else pattern.lstrip("/")
+        if path == pattern or path.startswith(pattern + "/") or fnmatchcase(path, pattern):
+            return True
+    return False
 
 
 def _github_pages(folder: Path) -> bool:

@@ -17,14 +17,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-import pathspec
-
-from .base import Site, read_config_text
+from .base import Site, matches_any, read_config_text
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
@@ -155,8 +152,8 @@ class MkDocs:
         return Site(self.name, folder / docs_dir, marker, settings)
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        unpublished = site.settings.get("unpublished", _ALWAYS_EXCLUDED)
-        if _gitignore(tuple(unpublished)).match_file(rel.as_posix()):
+        if matches_any(tuple(site.settings.get("unpublished", _ALWAYS_EXCLUDED)),
+                       rel.as_posix()):
             return None
         if rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
             return rel.as_posix()  # static files are copied as they are
@@ -174,14 +171,6 @@ class MkDocs:
         slug = slugify_from(site.settings.get("slugify"))
         sep = site.settings.get("separator", "-")
         return TocIds(lambda text: slug(text, sep), bool(site.settings.get("attr_list")))
-
-
-@lru_cache(maxsize=8)
-def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """The patterns as MkDocs matches them (it uses the same library), but on RE2: the
-    default backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a hostile
-    ``mkdocs.yml`` would never finish matching one long file name."""
-    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
 
 
 GENERATOR = MkDocs()

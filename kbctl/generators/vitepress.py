@@ -1,6 +1,7 @@
 """VitePress: a ``.vitepress/`` folder; pages under ``srcDir`` (default the project
 folder): ``guide/install.md`` → ``guide/install.html`` (``cleanUrls``:
-``guide/install``), ``index.md`` → the folder. Heading ids are ``@mdit-vue``'s slugify
+``guide/install``), ``index.md`` → the folder; ``srcExclude`` globs, ``node_modules`` and
+``dist`` are not pages. Heading ids are ``@mdit-vue``'s slugify
 (NFKD, accents and control characters dropped, runs of spaces and punctuation → ``-``,
 trimmed, a leading digit prefixed with ``_``, lowercased), repeats ``-1``, ``-2``…;
 ``{#id}`` is used as written.
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import CountingIds, Site, read_config_text
+from .base import CountingIds, Site, matches_any, read_config_text
 
 _CONFIG_NAMES = ("config.mts", "config.ts", "config.mjs", "config.js", "config.cts",
                  "config.cjs")
@@ -23,6 +24,10 @@ _CONTROL = re.compile(r"[\u0000-\u001f]")
 _COMBINING = re.compile(r"[\u0300-\u036f]")
 _CLEAN_URLS = re.compile(r"\bcleanUrls\s*:\s*(true|false)")
 _SRC_DIR = re.compile(r"""\bsrcDir\s*:\s*['"]([^'"]+)['"]""")
+_SRC_EXCLUDE = re.compile(r"\bsrcExclude\s*:\s*\[([^\]]*)\]")
+_STRING = re.compile(r"""['"]([^'"\n]+)['"]""")
+# VitePress' own ignores; a glob relative to srcDir is a gitignore pattern anchored by "/"
+_ALWAYS_EXCLUDED = ("**/node_modules/", "**/dist/")
 
 
 def mdit_vue_slugify(text: str) -> str:
@@ -53,7 +58,11 @@ class VitePress:
         clean = _CLEAN_URLS.search(text)
         src = _SRC_DIR.search(text)
         src_dir = src.group(1) if src else "."
-        settings = {"cleanUrls": bool(clean and clean.group(1) == "true"), "srcDir": src_dir}
+        excluded = _SRC_EXCLUDE.search(text)
+        globs = _STRING.findall(excluded.group(1)) if excluded else []
+        settings = {"cleanUrls": bool(clean and clean.group(1) == "true"), "srcDir": src_dir,
+                    "exclude": _ALWAYS_EXCLUDED + tuple(
+                        "/" + g.removeprefix("./").lstrip("/") for g in globs)}
         return Site(self.name, (folder / src_dir), marker, settings)
 
     def default_site(self, root: Path) -> Site:
@@ -61,6 +70,8 @@ class VitePress:
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if rel.suffix.lower() != ".md" or any(p.startswith(".") for p in rel.parts):
+            return None
+        if matches_any(tuple(site.settings.get("exclude", _ALWAYS_EXCLUDED)), rel.as_posix()):
             return None
         parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
         if rel.stem == "index":
