@@ -224,6 +224,23 @@ def test_pages_each_generator_leaves_out_of_its_build(tmp_path: Path) -> None:
     assert _page(vitepress, "g/x.md") == "g/x.html"  # a glob without / is anchored
 
 
+def test_mkdocstrings_and_autorefs_headings(tmp_path: Path) -> None:
+    md = ("## Using [`File`][mkdocs.structure.files.File] objects\n\nText.\n\n"
+          "#### ::: mkdocs.plugins.event_priority\n\nText.\n\n## [Not a ref] here\n\nT.\n")
+    anchors = {}
+    for plugins in ("[search]", "[search, mkdocstrings]", "[autorefs]"):
+        site = resolve_site(write_tree(tmp_path / plugins.strip("[]").replace(", ", "-"), {
+            "mkdocs.yml": f"plugins: {plugins}\n", "docs/x.md": ""}))
+        out = with_heading_ids(md, heading_ids(site))
+        anchors[plugins] = [c.anchor for c in chunk_markdown(out, slug_headings=False)]
+    assert anchors["[search]"] == ["using-filemkdocsstructurefilesfile-objects",
+                                   "mkdocspluginsevent_priority", "not-a-ref-here"]
+    assert anchors["[search, mkdocstrings]"] == ["using-file-objects",
+                                                 "mkdocs.plugins.event_priority",
+                                                 "not-a-ref-here"]
+    assert anchors["[autorefs]"][0] == "using-file-objects"
+
+
 def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: Path) -> None:
     """A backtracking matcher would spend forever (holding the GIL) on this pattern and one
     long name: the match runs in a child process that must answer within the deadline."""

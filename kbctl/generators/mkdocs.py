@@ -9,7 +9,9 @@ are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what is 
 word character, space or ``-``, lowercase, runs of spaces and separators → one
 separator), made unique with ``_1``, ``_2``…; ``slugify``/``separator`` from the ``toc``
 settings (``slugify_unicode`` and ``pymdownx.slugs`` are known), written ids with
-``attr_list``.
+``attr_list``. With the ``mkdocstrings`` plugin a ``## ::: package.module.Name`` heading
+is that object's id, and with ``autorefs`` (which mkdocstrings brings) a heading's
+``[text][identifier]`` cross-reference counts as its text.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _UNIQUE_SUFFIX = re.compile(r"^(.*)_([0-9]+)$")
 _PYMDOWNX_INVALID = re.compile(r"[^\w\- ]")
 _TAGS = re.compile(r"</?[^>]*>")
 _MARKDOWN = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+# a reference link left unresolved by Markdown: autorefs resolves it, leaving the text
+_AUTOREF = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
 _ALWAYS_EXCLUDED = (".*", "/templates/")
 
 
@@ -145,6 +149,7 @@ class MkDocs:
             "separator": toc.get("separator") if isinstance(toc.get("separator"), str) else "-",
             "slugify": toc.get("slugify"),
             "permalink": bool(toc.get("permalink", False)),
+            "plugins": _plugins(config),
             "unpublished": _ALWAYS_EXCLUDED + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -170,7 +175,37 @@ class MkDocs:
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))
         sep = site.settings.get("separator", "-")
-        return TocIds(lambda text: slug(text, sep), bool(site.settings.get("attr_list")))
+        plugins = site.settings.get("plugins", ())
+        autodoc = "mkdocstrings" in plugins
+        return PluginIds(lambda text: slug(text, sep), bool(site.settings.get("attr_list")),
+                         autodoc=autodoc, autorefs=autodoc or "autorefs" in plugins)
+
+
+class PluginIds(TocIds):
+    """Toc ids as two common plugins change them: mkdocstrings renders ``::: name`` as the
+    object ``name`` with that id; autorefs turns ``[text][name]`` into a link."""
+
+    def __init__(self, slug: Callable[[str], str], honour_explicit: bool, *, autodoc: bool,
+                 autorefs: bool) -> None:
+        super().__init__(slug, honour_explicit)
+        self._autodoc, self._autorefs = autodoc, autorefs
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        if self._autodoc and text.startswith(":::") and text[3:].strip():
+            name = text[3:].strip()
+            self._used.add(name)
+            return name
+        if self._autorefs:
+            text = _AUTOREF.sub(r"\1", text)
+        return super().__call__(text, explicit)
+
+
+def _plugins(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names in ``plugins`` (a list of names or one-key maps, or a map)."""
+    raw = config.get("plugins") or []
+    items = list(raw) if isinstance(raw, dict | list) else []
+    names = [next(iter(i)) if isinstance(i, dict) and len(i) == 1 else i for i in items]
+    return tuple(str(n) for n in names if isinstance(n, str))
 
 
 GENERATOR = MkDocs()
