@@ -279,6 +279,23 @@ def test_vitepress_citations_resolve(tmp_path: Path, clean: bool) -> None:
     _assert_left_out(site, project)
 
 
+@pytest.mark.skipif(tool("vitepress") is None, reason="VitePress is not installed")
+def test_vitepress_rewrites_move_pages(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "docs", {
+        ".vitepress/config.mts": "export default { cleanUrls: true, ignoreDeadLinks: true, "
+                                 "rewrites: { 'en/:rest*': ':rest*', "
+                                 "'packages/:pkg/src/(.*)': ':pkg/index.md' } }\n",
+        "en/index.md": "# Home\n\n## Welcome\n\nText.\n",
+        "en/guide/install.md": HEADINGS_MD,
+        "zh/guide/install.md": "# 安装\n\n## 步骤\n\nText.\n",
+        "packages/widget/src/intro.md": "# Widget\n\n## Using it\n\nText.\n",
+    })
+    site = build_vitepress(project)
+    _assert_all_resolve(site, project, "vitepress")
+    urls = {url.removeprefix("https://docs.example.com/") for url, _ in citations(project)[0]}
+    assert urls == {"", "guide/install", "zh/guide/install", "widget/"}
+
+
 JEKYLL_SITE = {
     "index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nSome text.\n",
     "guide/install.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,

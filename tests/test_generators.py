@@ -224,6 +224,21 @@ def test_pages_each_generator_leaves_out_of_its_build(tmp_path: Path) -> None:
     assert _page(vitepress, "g/x.md") == "g/x.html"  # a glob without / is anchored
 
 
+def test_vitepress_rewrites(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {".vitepress/config.ts": (
+        "export default defineConfig({ cleanUrls: true,\n  rewrites: {\n"
+        "    'en/:rest*': ':rest*',\n    \"packages/:pkg/src/(.*)\": ':pkg/index.md',\n"
+        "    'old/:name.md': 'new/:name.md', '((((': 'x.md'\n  }\n})\n")}))
+    assert _page(site, "en/guide/x.md") == "guide/x"
+    assert _page(site, "en/index.md") == ""
+    assert _page(site, "packages/widget/src/a/b.md") == "widget/"
+    assert _page(site, "old/page.md") == "new/page"
+    assert _page(site, "zh/guide/x.md") == "zh/guide/x"  # no rewrite matches
+    fn = resolve_site(write_tree(tmp_path / "fn", {".vitepress/config.ts": (
+        "export default { rewrites(id) { return id.replace(/^en\\//, '') } }\n")}))
+    assert _page(fn, "en/guide/x.md") == "en/guide/x.html"  # a function cannot be read
+
+
 def test_mkdocstrings_and_autorefs_headings(tmp_path: Path) -> None:
     md = ("## Using [`File`][mkdocs.structure.files.File] objects\n\nText.\n\n"
           "#### ::: mkdocs.plugins.event_priority\n\nText.\n\n## [Not a ref] here\n\nT.\n")

@@ -1,7 +1,9 @@
 """VitePress: a ``.vitepress/`` folder; pages under ``srcDir`` (default the project
 folder): ``guide/install.md`` → ``guide/install.html`` (``cleanUrls``:
 ``guide/install``), ``index.md`` → the folder; ``srcExclude`` globs, ``node_modules`` and
-``dist`` are not pages. Heading ids are ``@mdit-vue``'s slugify
+``dist`` are not pages. ``rewrites`` written as a map of strings move pages first
+(``'en/:rest*': ':rest*'``, ``'packages/:pkg/src/(.*)': ':pkg/index.md'``); a rewrites
+function cannot be read and is left alone. Heading ids are ``@mdit-vue``'s slugify
 (NFKD, accents and control characters dropped, runs of spaces and punctuation → ``-``,
 trimmed, a leading digit prefixed with ``_``, lowercased), repeats ``-1``, ``-2``…;
 ``{#id}`` is used as written.
@@ -12,8 +14,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import re2
 
 from .base import CountingIds, Site, matches_any, read_config_text
 
@@ -26,6 +31,12 @@ _CLEAN_URLS = re.compile(r"\bcleanUrls\s*:\s*(true|false)")
 _SRC_DIR = re.compile(r"""\bsrcDir\s*:\s*['"]([^'"]+)['"]""")
 _SRC_EXCLUDE = re.compile(r"\bsrcExclude\s*:\s*\[([^\]]*)\]")
 _STRING = re.compile(r"""['"]([^'"\n]+)['"]""")
+_REWRITES = re.compile(r"\brewrites\s*:\s*\{([^{}]*)\}")
+_PAIR = re.compile(r"""['"]([^'"\n]+)['"]\s*:\s*['"]([^'"\n]+)['"]""")
+# path-to-regexp's pieces: a named parameter (``:name``, ``:name*`` any segments,
+# ``:name?`` optional), an unnamed group ``(...)``, or literal text
+_PIECE = re.compile(r":(\w+)([*+?]?)|\(([^()]*)\)|([^:(]+|[:(])")
+_MAX_REWRITES = 200
 # VitePress' own ignores; a glob relative to srcDir is a gitignore pattern anchored by "/"
 _ALWAYS_EXCLUDED = ("**/node_modules/", "**/dist/")
 
@@ -60,7 +71,10 @@ class VitePress:
         src_dir = src.group(1) if src else "."
         excluded = _SRC_EXCLUDE.search(text)
         globs = _STRING.findall(excluded.group(1)) if excluded else []
+        rewrites = _REWRITES.search(text)
+        pairs = _PAIR.findall(rewrites.group(1))[:_MAX_REWRITES] if rewrites else []
         settings = {"cleanUrls": bool(clean and clean.group(1) == "true"), "srcDir": src_dir,
+                    "rewrites": tuple(pairs),
                     "exclude": _ALWAYS_EXCLUDED + tuple(
                         "/" + g.removeprefix("./").lstrip("/") for g in globs)}
         return Site(self.name, (folder / src_dir), marker, settings)
@@ -73,6 +87,7 @@ class VitePress:
             return None
         if matches_any(tuple(site.settings.get("exclude", _ALWAYS_EXCLUDED)), rel.as_posix()):
             return None
+        rel = _rewritten(rel.as_posix(), site.settings.get("rewrites", ()))
         parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
         if rel.stem == "index":
             return parent
@@ -81,6 +96,53 @@ class VitePress:
 
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(mdit_vue_slugify, reserve_explicit=True)
+
+
+def _rewritten(path: str, rewrites: tuple[tuple[str, str], ...]) -> PurePosixPath:
+    """``path`` moved by the first rewrite whose source pattern matches it whole."""
+    for source, target in rewrites:
+        compiled = _rewrite_pattern(source)
+        m = compiled.match(path) if compiled is not None else None
+        if m is None:
+            continue
+        out = _filled(target, {k: v or "" for k, v in m.groupdict().items()})
+        return PurePosixPath(re.sub(r"/{2,}", "/", out).lstrip("/"))
+    return PurePosixPath(path)
+
+
+def _filled(target: str, values: dict[str, str]) -> str:
+    """A rewrite target with each ``:name`` replaced by what the source matched there."""
+    def one(piece: re.Match[str]) -> str:
+        name = piece.group(1)
+        return values.get(_group_name(name), piece.group(0)) if name else piece.group(0)
+    return _PIECE.sub(one, target)
+
+
+@lru_cache(maxsize=256)
+def _rewrite_pattern(source: str) -> re2._Regexp | None:
+    """A path-to-regexp source pattern as an RE2 regex (linear time whatever the config
+    says); None when it cannot be read."""
+    out, unnamed = [], 0
+    for m in _PIECE.finditer(source):
+        name, modifier, group, literal = m.groups()
+        if name:
+            body = "[^/]+" if modifier in ("", "?") else ".+" if modifier == "+" else ".*"
+            capture = f"(?P<{_group_name(name)}>{body})"
+            out.append(capture + ("?" if modifier == "?" else ""))
+        elif group is not None:
+            out.append(f"(?P<{_group_name(str(unnamed))}>{group or '.*'})")
+            unnamed += 1
+        else:
+            out.append(re.escape(literal))
+    try:
+        return re2.compile("^" + "".join(out) + "$")
+    except re2.error:
+        return None
+
+
+def _group_name(name: str) -> str:
+    """A regex group name for a parameter (``0`` for the first unnamed group)."""
+    return f"p_{name}"
 
 
 GENERATOR = VitePress()
