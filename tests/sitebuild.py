@@ -1,9 +1,9 @@
 """Build small sites with real docs generators and check citations against the output.
 
 Used by the generator tests and by ``bench/bench_citations.py``. A generator is looked
-for next to the running Python (the ``dev`` extra installs Sphinx, MkDocs and mdBook) and
-on PATH (Hugo and Jekyll from the system's packages, Docusaurus and VitePress from npm);
-callers skip when it is absent.
+for next to the running Python (the ``dev`` extra installs Sphinx, MkDocs, mdBook and Hugo)
+and on PATH (Jekyll from the system's packages, Docusaurus and VitePress from npm); callers
+skip when it is absent.
 """
 
 from __future__ import annotations

@@ -238,7 +238,7 @@ HUGO_SITE = {
     "content/posts/unfinished.md": "---\ntitle: Draft\ndraft: true\n---\n\n" + UNPUBLISHED,
     "content/posts/later.md": "---\ntitle: Later\ndate: 2999-01-01\n---\n\n" + UNPUBLISHED,
     "content/posts/gone.md": "---\ntitle: Gone\nexpiryDate: 2001-01-01\n---\n\n" + UNPUBLISHED,
-    "content/posts/never.md": "---\ntitle: N\n_build:\n  render: never\n---\n\n" + UNPUBLISHED,
+    "content/posts/never.md": "---\ntitle: N\nbuild:\n  render: never\n---\n\n" + UNPUBLISHED,
     "content/headless/index.md": "---\ntitle: H\nheadless: true\n---\n\n" + UNPUBLISHED,
 }
 

@@ -8,10 +8,10 @@ published (as ``hugo`` builds by default): drafts, pages dated in the future
 ``build.render: never``; ``buildDrafts``, ``buildFuture`` and ``buildExpired`` in the
 config turn those back on.
 
-Heading ids are goldmark's ``github`` ids (Hugo's default
-``autoHeadingIDType``) of the heading's source line (``_tests_`` keeps its underscores):
-lowercase letters, digits and ``_`` kept, spaces and ``-`` → ``-``, the rest dropped,
-``heading`` when empty; repeats get ``-1``, ``-2``….
+Heading ids are goldmark's ``github`` ids (Hugo's default ``autoHeadingIDType``) of the
+heading's text, as Hugo makes them since 0.144 (before, of its source line, so that
+``_tests_`` kept its underscores): lowercase letters, digits and ``_`` kept, spaces and
+``-`` → ``-``, the rest dropped, ``heading`` when empty; repeats get ``-1``, ``-2``….
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class Hugo:
     def heading_ids(self, site: Site) -> CountingIds:
         kind = site.settings.get("autoHeadingIDType", "github")
         return CountingIds(lambda text: goldmark_id(text, ascii_only=kind == "github-ascii"),
-                           empty="heading", reads_source=True)
+                           empty="heading")
 
 
 def _rendered(site: Site, front_matter: Mapping[str, Any]) -> bool:
