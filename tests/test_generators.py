@@ -261,15 +261,26 @@ def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: P
     long name: the match runs in a child process that must answer within the deadline."""
     pattern = "*a" * 40 + "b"
     write_tree(tmp_path, {"mkdocs.yml": f"exclude_docs: '{pattern}'\n", "docs/x.md": ""})
+    assert _page_in_child(tmp_path, "a" * 240 + ".md") == "a" * 240 + "/"
+    site = resolve_site(tmp_path)
+    assert _page(site, "a" * 40 + "b") is None  # matched: left out
+
+
+def test_a_hostile_vitepress_config_is_read_in_bounded_time(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".vitepress/config.ts": "srcExclude: [" * 80_000})  # 1 MB
+    assert _page_in_child(tmp_path, "guide/x.md") == "guide/x.html"
+
+
+def _page_in_child(root: Path, rel: str) -> str:
+    """The page of ``rel`` as a child process finds it, which must answer within a
+    minute: a backtracking regex holds the GIL, so a thread could not be timed out."""
     script = ("import sys; from pathlib import Path; "
               "from kbctl.generators import page_path, resolve_site; "
               "site = resolve_site(Path(sys.argv[1])); "
               "print(page_path(site, site.content / sys.argv[2]))")
-    answer = subprocess.run([sys.executable, "-c", script, str(tmp_path), "a" * 240 + ".md"],
+    answer = subprocess.run([sys.executable, "-c", script, str(root), rel],
                             capture_output=True, text=True, timeout=60, check=True)
-    assert answer.stdout.strip() == "a" * 240 + "/"
-    site = resolve_site(tmp_path)
-    assert _page(site, "a" * 40 + "b") is None  # matched: left out
+    return answer.stdout.strip()
 
 
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:

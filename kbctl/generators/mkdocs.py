@@ -4,8 +4,9 @@ With ``use_directory_urls`` (the default) ``guide/install.md`` → ``guide/insta
 ``index.md``/``README.md`` → the folder (a README beside an index is left out, as MkDocs
 does); without it ``guide/install.html``. Files matching ``exclude_docs`` or
 ``draft_docs`` (gitignore patterns, after MkDocs' own ``.*`` and ``/templates/``) are not
-published by ``mkdocs build``. Heading ids
-are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what is not a
+published by ``mkdocs build``.
+
+Heading ids are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what is not a
 word character, space or ``-``, lowercase, runs of spaces and separators → one
 separator), made unique with ``_1``, ``_2``…; ``slugify``/``separator`` from the ``toc``
 settings (``slugify_unicode`` and ``pymdownx.slugs`` are known), written ids with
