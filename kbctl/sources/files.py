@@ -173,7 +173,8 @@ class FilesSource:
             site = published[0]
             return Loaded(leaf=leaf, dropped="not a page",
                           note=f"{path}: {site.generator} does not publish it as a page "
-                               "(a draft, or no front matter), skipped")
+                               "(its front matter or the site's config leaves it out), "
+                               "skipped")
         return Loaded(leaf=leaf, document=doc, meta=stamp)
 
 
@@ -242,7 +243,8 @@ def file_format(path: Path) -> str | None:
 def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
               published: Published) -> Document | None:
     """The document a file makes; None when its generator does not publish it as a page
-    (known only once it is read: a Hugo draft, a Jekyll file without front matter)."""
+    (known only once it is read: a draft, a future date, a Jekyll file without front
+    matter)."""
     site = published[0]
     stamp = stamp | {"generator": site.generator}
     fmt = file_format(path)
@@ -281,14 +283,14 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
         from ..extract.mdx import mdx_to_markdown
 
         body = mdx_to_markdown(body)
-    ids = heading_ids(site)
-    body = with_heading_ids(body, ids)
-    # each heading with an id on the page now carries it as {#id}; one the generator
-    # renders without (Docusaurus' h1) is cited by its enclosing section or the page
     url = _published_url(leaf, published,
                          md.front_matter if md.has_front_matter else NO_FRONT_MATTER)
     if url is None:
         return None
+    ids = heading_ids(site)
+    body = with_heading_ids(body, ids)
+    # each heading with an id on the page now carries it as {#id}; one the generator
+    # renders without (Docusaurus' h1) is cited by its enclosing section or the page
     return Document(ref=leaf.ref, url=url, kind="files", title=md.title or path.stem,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
