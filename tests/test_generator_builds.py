@@ -4,6 +4,7 @@ page and an id on it. A generator that is not installed skips its test."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,29 @@ def test_sphinx_citations_resolve(tmp_path: Path, builder: str) -> None:
     generator = "sphinx" if builder == "html" else "sphinx-dirhtml"
     _assert_all_resolve(site, project, generator,
                         generator=None if builder == "html" else "sphinx-dirhtml")
+
+
+MYST_SITE = {
+    "conf.py": "project = 'Demo'\nextensions = ['myst_parser']\n"
+               "exclude_patterns = ['_build', 'drafts/*', '**/old-*']\n",
+    "index.md": "# Home\n\n```{toctree}\nguide/install\nguide/page\n```\n\n## Welcome\n\nT.\n",
+    "guide/install.md": HEADINGS_MD,
+    "guide/page.rst": "An RST page\n===========\n\nSection\n-------\n\nText.\n",
+    "drafts/wip.md": "# WIP\n\n" + UNPUBLISHED,
+    "guide/old-thing.md": "# Old\n\n" + UNPUBLISHED,
+}
+
+
+@pytest.mark.skipif(tool("sphinx-build") is None or importlib.util.find_spec("myst_parser")
+                    is None, reason="Sphinx or MyST is not installed")
+def test_sphinx_markdown_with_myst(tmp_path: Path) -> None:
+    """MyST reads a trailing {#id} as heading text, and exclude_patterns are not built."""
+    project = write_tree(tmp_path / "docs", MYST_SITE)
+    site = build_sphinx(project)
+    _assert_all_resolve(site, project, "sphinx")
+    _assert_left_out(site, project)
+    assert ("https://docs.example.com/guide/install.html", "options-custom-options") in (
+        citations(project)[0])
 
 
 @pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")

@@ -1,12 +1,15 @@
 """Sphinx: ``conf.py`` in the source folder; ``html`` builder: ``guide/install.rst`` →
 ``guide/install.html``; ``dirhtml`` builder: ``guide/install/`` (``index`` → the folder).
 Section ids are docutils ids (``make_id`` of the title; ``id1``, ``id2``… when taken);
-reStructuredText files carry their own ids from the parse (see ``extract.rst``). The
-``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages.
+reStructuredText files carry their own ids from the parse (see ``extract.rst``); in
+markdown (MyST) a ``{#id}`` after a heading is text, as MyST reads it. The ``.rst.txt``
+copies Sphinx publishes under ``_sources/`` map to the same pages. Files matching
+``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are not built.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -14,18 +17,20 @@ from typing import Any
 
 from docutils.nodes import make_id
 
-from .base import Site, read_config_text
+from .base import Site, matches_any, read_config_text
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
 _FILE_SUFFIX = re.compile(r"""^html_file_suffix\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_doc)\s*=",
                           re.MULTILINE)
+_EXCLUDE = re.compile(r"^exclude_patterns\s*=\s*(\[[^\[\]]*\])", re.MULTILINE)
+_MAX_PATTERNS = 1000
 
 
 class DocutilsIds:
     """docutils ids for a page: ``make_id`` of the text, else ``id1``, ``id2``…"""
 
-    honours_explicit = True
+    honours_explicit = False  # MyST leaves a trailing {#id} in the heading's text
     reads_source = False
     idless_levels: frozenset[int] = frozenset()
 
@@ -65,7 +70,8 @@ class Sphinx:
             if text is not None and _SPHINX_HINT.search(text):
                 suffix = _FILE_SUFFIX.search(text)
                 settings = {"html_file_suffix": suffix.group(1) if suffix else ".html",
-                            "markdown": "myst_parser" in text or "recommonmark" in text}
+                            "markdown": "myst_parser" in text or "recommonmark" in text,
+                            "exclude": _exclude_patterns(text)}
                 return Site(self.name, source, marker, settings)
         return None
 
@@ -75,6 +81,8 @@ class Sphinx:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if site.marker is not None and any(p.startswith(("_", ".")) for p in rel.parts[:-1]):
             return None  # _build, _static, _templates: not sources
+        if matches_any(tuple(site.settings.get("exclude", ())), rel.as_posix()):
+            return None
         stem = source_stem(rel)
         markdown = rel.name.lower().endswith((".md", ".md.txt"))
         if markdown and site.marker is not None and not site.settings.get("markdown"):
@@ -88,6 +96,19 @@ class Sphinx:
 
     def heading_ids(self, site: Site) -> DocutilsIds:
         return DocutilsIds()
+
+
+def _exclude_patterns(conf: str) -> tuple[str, ...]:
+    """``exclude_patterns`` when conf.py assigns it a list of strings, as gitignore patterns
+    anchored at the source folder (Sphinx's globs anchor there too: ``*`` stays within a
+    folder, ``**`` crosses them, and a matching folder excludes all it holds)."""
+    found = _EXCLUDE.search(conf)
+    try:
+        value = ast.literal_eval(found.group(1)) if found else []
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ()
+    patterns = [p for p in value if isinstance(p, str) and p.strip()][:_MAX_PATTERNS]
+    return tuple("/" + re.sub(r"^([!#])", r"\\\1", p.strip().lstrip("/")) for p in patterns)
 
 
 GENERATOR = Sphinx()
