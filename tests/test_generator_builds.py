@@ -355,6 +355,45 @@ def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
     assert "https://docs.example.com/2024/01/02/hello-world" + ("/" if pretty else ".html") in urls
 
 
+JEKYLL_COLLECTIONS_SITE = {
+    "_config.yml": "collections:\n  docs:\n    output: true\n    permalink: /:collection/:path/\n"
+                   "  recipes:\n    output: true\n  notes: {}\n"
+                   "  posts:\n    permalink: /news/:year/:month/:day/:title/\n"
+                   "timezone: America/Los_Angeles\n",
+    "_docs/installation.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,
+    "_docs/guide/advanced.md": "---\ntitle: Advanced\n---\n\n## Going further\n\nText.\n",
+    "_docs/explicit.md": "---\npermalink: /docs/:name-x/\n---\n\n## Placeholders\n\nText.\n",
+    "_recipes/pancake-mix.md": "---\ntitle: Pancakes\n---\n\n## Batter\n\nText.\n",
+    "_notes/private.md": "---\ntitle: Private\n---\n\n" + UNPUBLISHED,
+    "_posts/2024-01-02-Hello-World.md": "---\ntitle: Hello\n---\n\n## First post\n\nHi.\n",
+    "blog/_posts/2024-05-06-inner.md": "---\ntitle: Inner\n---\n\n## In a category\n\nT.\n",
+    "about.md": "---\npermalink: /:path/:basename:output_ext\n---\n\n## About us\n\nT.\n",
+    # the site's day of a post's time; a kramdown block IAL; Liquid in a heading
+    "_posts/2013-05-06-late.md": "---\ndate: 2013-05-06 02:12:52 +0200\n---\n\n## Late\n\nT.\n",
+    "_docs/attributes.md": "---\ntitle: A\n---\n\n## Named by an IAL\n{: #by-ial .note}\n\n"
+                           "Text.\n\n## Sorting {% if true %}{% endif %}\n\nText.\n",
+    # an HTML page template, moved by its front matter
+    "pages/home.html": "---\npermalink: /home/\n---\n<main><h2 id='welcome'>Welcome</h2>"
+                       "<p>Text.</p></main>\n",
+    "pages/redirect.html": "---\nredirect_to: /home/\n---\n",
+}
+
+
+@pytest.mark.skipif(tool("jekyll") is None, reason="Jekyll is not installed")
+def test_jekyll_collections_and_permalink_templates(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "site", JEKYLL_COLLECTIONS_SITE)
+    site = build_jekyll(project)
+    _assert_all_resolve(site, project, "jekyll")
+    _assert_left_out(site, project)
+    urls = {url.removeprefix("https://docs.example.com/") for url, _ in citations(project)[0]}
+    assert urls == {"docs/installation/", "docs/guide/advanced/", "docs/explicit-x/",
+                    "recipes/pancake-mix.html", "news/2024/01/02/Hello-World/",
+                    "news/2024/05/06/inner/", "about.html", "news/2013/05/05/late/",
+                    "docs/attributes/", "home/"}
+    anchors = {a for url, a in citations(project)[0] if url.endswith("/attributes/")}
+    assert "by-ial" in anchors and not any("{" in (a or "") for a in anchors)
+
+
 BARE_JEKYLL_SITE = {  # files without front matter, which Jekyll copies as they are
     "README.md": "# Project\n\n## Start here\n\nText.\n",
     "notes.md": "# Notes\n\n## A note\n\nText.\n",

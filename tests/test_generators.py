@@ -239,6 +239,23 @@ def test_vitepress_rewrites(tmp_path: Path) -> None:
     assert _page(fn, "en/guide/x.md") == "en/guide/x.html"  # a function cannot be read
 
 
+def test_jekyll_collections_ials_and_post_dates(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {"_config.yml": (
+        "collections:\n  docs:\n    output: true\n  drafts_box: {}\n"
+        "timezone: America/Los_Angeles\npermalink: /blog/:year/:title/\n")}))
+    assert _page(site, "_docs/a/b.md") == "docs/a/b.html"
+    assert _page(site, "_docs/b.md", {"permalink": "/x/:name/"}) == "x/b/"
+    assert _page(site, "_drafts_box/b.md") is None  # no output
+    assert _page(site, "_posts/2013-01-01-new-year.md",
+                 {"date": "2013-01-01 05:00:00 +0100"}) == "blog/2012/new-year/"
+    md = ("## Named {#written}\n\nT.\n\n## By IAL\n{: .note #from-ial}\n\nT.\n\n"
+          "## Liquid {{ site.x }} here\n\nT.\n\n## Not an IAL\n\n{: #too-far}\n\nT.\n")
+    out = with_heading_ids(md, heading_ids(site))
+    chunks = chunk_markdown(out, slug_headings=False)
+    assert [c.anchor for c in chunks] == ["written", "from-ial", "liquid--here", "not-an-ial"]
+    assert "{: .note" not in chunks[1].text
+
+
 def test_mkdocstrings_and_autorefs_headings(tmp_path: Path) -> None:
     md = ("## Using [`File`][mkdocs.structure.files.File] objects\n\nText.\n\n"
           "#### ::: mkdocs.plugins.event_priority\n\nText.\n\n## [Not a ref] here\n\nT.\n")

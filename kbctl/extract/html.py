@@ -136,6 +136,7 @@ class _PageIds:
     honours_explicit = False
     reads_source = False
     idless_levels: frozenset[int] = frozenset()
+    block_attributes = False
 
     def __init__(self, root: etree._Element) -> None:
         self._ids = page_heading_ids(root)

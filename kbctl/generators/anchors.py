@@ -7,6 +7,10 @@ Headings are rewritten as ATX lines (``## Title {#id}``) so setext headings and 
 
 from __future__ import annotations
 
+import re
+
+from markdown_it.token import Token
+
 from ..chunk.headings import (
     block_tokens,
     heading_texts,
@@ -15,6 +19,10 @@ from ..chunk.headings import (
     split_explicit_id,
 )
 from .base import HeadingIds
+
+# kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"
+_BLOCK_IAL = re.compile(r"\{:\s*([^{}\n]*)\}")
+_IAL_ID = re.compile(r"(?:^|\s)#([A-Za-z][\w:-]*)")
 
 
 def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
@@ -35,6 +43,9 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
             plain, explicit = inline_text(content)[1], None
         if ids.reads_source:
             plain = content if explicit is None else split_explicit_id(content)[0]
+        ial_end = None
+        if ids.block_attributes and explicit is None:
+            explicit, ial_end = _block_ial(tokens, i)
         anchor = ids(plain.strip(), explicit)
         if int(tok.tag[1:]) in ids.idless_levels:
             anchor = None  # counted, as the generator's slugger does, but never rendered
@@ -43,7 +54,8 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         body = content if explicit is None else split_explicit_id(content)[0]
         body = " ".join(part.strip() for part in body.split("\n"))
         first, end = tok.map
-        replacements[first] = (end, f"{'#' * int(tok.tag[1:])} {body} {{#{anchor}}}")
+        replacements[first] = (ial_end or end,  # the IAL line goes with the heading it names
+                               f"{'#' * int(tok.tag[1:])} {body} {{#{anchor}}}")
     if not replacements:
         return markdown
     out: list[str] = []
@@ -58,3 +70,16 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         line += 1
     return "\n".join(out)
 
+
+def _block_ial(tokens: list[Token], i: int) -> tuple[str | None, int | None]:
+    """The id a kramdown block IAL on the line right after heading ``tokens[i]`` gives it,
+    and the line that IAL ends on; (None, None) when there is none."""
+    close = i + 2
+    if close + 2 >= len(tokens) or tokens[close + 1].type != "paragraph_open":
+        return None, None
+    para, inline = tokens[close + 1], tokens[close + 2]
+    if para.map is None or tokens[i].map is None or para.map[0] != tokens[i].map[1]:
+        return None, None
+    m = _BLOCK_IAL.fullmatch(inline.content.strip())
+    found = _IAL_ID.search(m.group(1)) if m else None
+    return (found.group(1), para.map[1]) if found else (None, None)

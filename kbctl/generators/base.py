@@ -9,10 +9,11 @@ that site answers two questions: the page of a file, and the ids of a page's hea
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -21,6 +22,9 @@ from typing import Any, Protocol
 import pathspec
 
 MAX_CONFIG_BYTES = 1024 * 1024
+# a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
+_WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
+                   r"(?:\.\d+)?)?[ \t]*(?:(Z)|([+-])(\d{2}):?(\d{2}))?")
 
 # The front matter ``page`` gets for a file read and found to have no front matter block
 # (compared by identity); a plain empty mapping means an empty block, or one not read yet.
@@ -52,6 +56,7 @@ class HeadingIds(Protocol):
     honours_explicit: bool
     reads_source: bool  # slug the heading's markdown source rather than its rendered text
     idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
+    block_attributes: bool  # kramdown: a "{: #id}" line right after a heading names it
 
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
         """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
@@ -85,7 +90,16 @@ class Generator(Protocol):
         ...
 
 
-class CountingIds:
+class IdRules:
+    """The common answers of a ``HeadingIds``; an allocator overrides what differs."""
+
+    honours_explicit: bool = True
+    reads_source: bool = False
+    idless_levels: frozenset[int] = frozenset()
+    block_attributes: bool = False
+
+
+class CountingIds(IdRules):
     """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
 
     ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
@@ -96,7 +110,6 @@ class CountingIds:
                  honour_explicit: bool = True, reserve_explicit: bool = True,
                  reads_source: bool = False) -> None:
         self.reads_source = reads_source
-        self.idless_levels: frozenset[int] = frozenset()
         self._slug = slug
         self._empty = empty
         self.honours_explicit = self._honour = honour_explicit
@@ -149,22 +162,33 @@ def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
 
 
-def front_matter_time(value: Any) -> datetime | None:
-    """A front matter date (a YAML date or timestamp, or an ISO string) as an aware time;
-    None when it is none of those. A date or naive time is taken as UTC."""
+def front_matter_time(value: Any, zone: tzinfo = timezone.utc) -> datetime | None:
+    """A front matter date (a YAML date or timestamp, or a string such as
+    ``2024-01-02 10:30:00 +0200``) as an aware time; None when it is none of those. A
+    date, or a time without an offset, is taken in ``zone``."""
     if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            try:
-                value = date.fromisoformat(value.strip()[:10])
-            except ValueError:
-                return None
+        value = _parsed_time(value.strip())
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=zone)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return datetime(value.year, value.month, value.day, tzinfo=zone)
     return None
+
+
+def _parsed_time(text: str) -> datetime | date | None:
+    m = _WHEN.fullmatch(text)
+    if m is None:
+        return None
+    year, month, day, hour, minute, second, utc, sign, off_h, off_m = m.groups()
+    try:
+        if hour is None:
+            return date(int(year), int(month), int(day))
+        zone = timezone.utc if utc else None if sign is None else timezone(
+            (-1 if sign == "-" else 1) * timedelta(hours=int(off_h), minutes=int(off_m)))
+        return datetime(int(year), int(month), int(day), int(hour), int(minute),
+                        int(second or 0), tzinfo=zone)
+    except ValueError:  # month 13, an offset past a day…
+        return None
 
 
 def is_future(value: Any) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from .base import Site, matches_any, read_config_text
+from .base import IdRules, Site, matches_any, read_config_text
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
@@ -78,14 +78,12 @@ def slugify_from(setting: Any) -> Callable[[str, str], str]:
     return toc_slugify
 
 
-class TocIds:
+class TocIds(IdRules):
     """Python-Markdown's ids for one page: written ids are reserved first-come, repeats
     become ``x_1``, ``x_2`` (an id already ending in ``_N`` counts on from N)."""
 
     def __init__(self, slug: Callable[[str], str], honour_explicit: bool) -> None:
         self._slug = slug
-        self.reads_source = False
-        self.idless_levels: frozenset[int] = frozenset()
         self.honours_explicit = self._honour = honour_explicit
         self._used: set[str] = set()
         self._last: dict[str, str] = {}

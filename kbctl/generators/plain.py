@@ -9,17 +9,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chunk.slug import Slugger, slug_plain
-from .base import Site
+from .base import IdRules, Site
 
 _INDEX_STEMS = {"index", "readme", "_index"}
 
 
-class GithubIds:
+class GithubIds(IdRules):
     """GitHub slugs, deduplicated; a written ``{#id}`` is used and reserved."""
-
-    honours_explicit = True
-    reads_source = False
-    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self) -> None:
         self._slugger = Slugger()

@@ -17,7 +17,7 @@ from typing import Any
 
 from docutils.nodes import make_id
 
-from .base import Site, matches_any, read_config_text
+from .base import IdRules, Site, matches_any, read_config_text
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
 _FILE_SUFFIX = re.compile(r"""^html_file_suffix\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
@@ -27,12 +27,10 @@ _EXCLUDE = re.compile(r"^exclude_patterns\s*=\s*(\[[^\[\]]*\])", re.MULTILINE)
 _MAX_PATTERNS = 1000
 
 
-class DocutilsIds:
+class DocutilsIds(IdRules):
     """docutils ids for a page: ``make_id`` of the text, else ``id1``, ``id2``…"""
 
     honours_explicit = False  # MyST leaves a trailing {#id} in the heading's text
-    reads_source = False
-    idless_levels: frozenset[int] = frozenset()
 
     def __init__(self) -> None:
         self._used: set[str] = set()

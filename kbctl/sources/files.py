@@ -265,8 +265,21 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     if fmt == "html":
         from ..extract.html import extract_html
 
-        page = extract_html(text, url=leaf.url if "://" in leaf.url else None)
-        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=page.title or path.stem,
+        url: str | None = leaf.url
+        if text.startswith(("---\n", "---\r\n")):  # a Jekyll or Hugo page template
+            try:
+                template = parse_markdown_document(text)
+            except ExtractError as exc:
+                raise ExtractError(f"{path}: {exc.message}") from exc
+            url = _published_url(leaf, published, template.front_matter)
+            text = template.body
+        if url is None:
+            return None
+        if not text.strip():  # front matter alone (a jekyll-redirect-from stub): no text
+            return Document(ref=leaf.ref, url=url, kind="files", title=path.stem, body="",
+                            format="markdown", meta=dict(stamp), slug_headings=False)
+        page = extract_html(text, url=url if "://" in url else None)
+        return Document(ref=leaf.ref, url=url, kind="files", title=page.title or path.stem,
                         body=page.markdown, format="markdown", meta=dict(stamp),
                         slug_headings=False)
     if fmt == "text":
