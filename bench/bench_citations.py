@@ -12,7 +12,13 @@ citation, and the Python docs' reStructuredText sources against the HTML Sphinx 
    from the same site's HTML pages, on the ranking dev set (bench/devset/python-docs.yaml;
    BM25 only, so the comparison is about the text and anchors each KB holds).
 
+3. ``--project SOURCES BUILD BASE_URL`` (repeatable): any project you built yourself with
+   its own generator, e.g. a docs folder checked out with its real config: its sources
+   read as ``kbctl ingest files SOURCES --base-url BASE_URL`` reads them, every citation
+   looked up in BUILD. Only these are measured when given.
+
     python bench/bench_citations.py [--repeat 3] [--skip-builds] [--skip-retrieval]
+    python bench/bench_citations.py --project docs/ site/ https://docs.example.org/
 """
 
 from __future__ import annotations
@@ -235,7 +241,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-builds", action="store_true")
     parser.add_argument("--skip-retrieval", action="store_true")
+    parser.add_argument("--project", nargs=3, action="append", default=[],
+                        metavar=("SOURCES", "BUILD", "BASE_URL"),
+                        help="check a project built by its own generator (repeatable)")
     args = parser.parse_args()
+    if args.project:
+        print(f"{'generator':15} {'sources':28} {'checked':>7} {'pages':>7} {'resolved':>9}")
+        for sources, build, base in args.project:
+            pairs, detected, failed = citations(Path(sources), base_url=base)
+            result = check(Path(build), pairs, base)
+            print(f"{detected:15} {Path(sources).name[:28]:28} {result.checked:7d} "
+                  f"{result.page_share:7.1%} {result.resolved_share:9.2%}"
+                  + (f"  ({len(failed)} failed to load)" if failed else ""))
+            for miss in (result.missing_pages + result.missing_anchors)[:5]:
+                print(f"{'':15} missing: {miss}")
+        return
     if not args.skip_builds:
         generator_builds()
     docs_site(args.repeat, not args.skip_retrieval)
