@@ -51,7 +51,8 @@ _STYLES = {"date": "/:categories/:year/:month/:day/:title:output_ext",
 _DOCUMENT_DEFAULT = "/:collection/:path:output_ext"
 _PLACEHOLDER = re.compile(r":([a-z_]+)")
 # Liquid, which Jekyll renders before Markdown: a tag or an output in a heading is no text
-_LIQUID = re.compile(r"\{%.*?%\}|\{\{.*?\}\}")
+# (bounded, so that a heading of unclosed "{%" costs linear time)
+_LIQUID = re.compile(r"\{%.{0,1000}?%\}|\{\{.{0,1000}?\}\}")
 _NOT_ALNUM = re.compile(r"[\W_]+")  # Ruby's [^[:alnum:]]+
 _NOT_PRETTY = re.compile(r"(?:[^\w._~!$&'()+,;=@]|_)+")
 _INDEX_NAMES = tuple(f"index{suffix}" for suffix in _PAGE_SUFFIXES)
