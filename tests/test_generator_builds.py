@@ -264,6 +264,11 @@ HUGO_SITE = {
     "content/posts/gone.md": "---\ntitle: Gone\nexpiryDate: 2001-01-01\n---\n\n" + UNPUBLISHED,
     "content/posts/never.md": "---\ntitle: N\nbuild:\n  render: never\n---\n\n" + UNPUBLISHED,
     "content/headless/index.md": "---\ntitle: H\nheadless: true\n---\n\n" + UNPUBLISHED,
+    "content/shared/_index.md": "---\ntitle: Shared\ncascade:\n  build:\n    render: never\n"
+                                "    list: never\n---\n\n" + UNPUBLISHED,
+    "content/shared/snippet.md": "---\ntitle: Snippet\n---\n\n" + UNPUBLISHED,
+    "content/shared/kept.md": "---\ntitle: Kept\nbuild:\n  render: always\n---\n\n## Kept\n\nT.\n",
+    "content/posts/dashes.md": "---\ntitle: D\n---\n\n## Example -- dashes --- and more\n\nT.\n",
 }
 
 
@@ -278,6 +283,22 @@ def test_hugo_citations_resolve(tmp_path: Path) -> None:
     assert "https://docs.example.com/custom/install/" in urls
     assert "https://docs.example.com/posts/first-post/" in urls
     _assert_left_out(site, project / "content")
+    assert ("https://docs.example.com/shared/kept/", "kept") in pairs
+    assert ("https://docs.example.com/posts/dashes/", "example--dashes--and-more") in pairs
+
+
+@pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")
+def test_hugo_content_mounted_from_a_language_folder(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "site", {
+        "hugo.toml": HUGO_SITE["hugo.toml"] + "[module]\n  [[module.mounts]]\n"
+                     "    source = 'content/en'\n    target = 'content'\n",
+        "content/en/_index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nText.\n",
+        "content/en/guide/install.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,
+    })
+    site = build_hugo(project)
+    _assert_all_resolve(site, project / "content" / "en", "hugo")
+    urls = {url for url, _ in citations(project / "content" / "en")[0]}
+    assert urls == {"https://docs.example.com/", "https://docs.example.com/guide/install/"}
 
 
 VITEPRESS_SITE = {

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, vitepress
-from .base import Generator, HeadingIds, Site
+from .base import UNREAD, Generator, HeadingIds, Site
 
 GENERATORS: dict[str, Generator] = {
     "mdbook": mdbook.GENERATOR,
@@ -82,13 +82,13 @@ def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = N
     """Published path (relative to the base URL) of the file at ``path`` (absolute, under
     a resolved folder, as the files source walks it); None when the generator does not
     publish it (outside its content folder, a draft, not a page). Before the file is read
-    (``front_matter`` None) it is taken to have a front matter block."""
+    (``front_matter`` None) the generator gets ``UNREAD``."""
     try:
         rel = path.relative_to(site.content)
     except ValueError:
         return None
     return GENERATORS[site.generator].page(site, PurePosixPath(rel.as_posix()),
-                                           {} if front_matter is None else front_matter)
+                                           UNREAD if front_matter is None else front_matter)
 
 
 def heading_ids(site: Site) -> HeadingIds:

@@ -26,9 +26,11 @@ MAX_CONFIG_BYTES = 1024 * 1024
 _WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
                    r"(?:\.\d+)?)?[ \t]*(?:(Z)|([+-])(\d{2}):?(\d{2}))?")
 
-# The front matter ``page`` gets for a file read and found to have no front matter block
-# (compared by identity); a plain empty mapping means an empty block, or one not read yet.
+# The front matter ``page`` gets (compared by identity) for a file read and found to have no
+# front matter block, and for a file not read yet (a block is assumed; a rule that its own
+# front matter could undo must wait); any other mapping is the file's own.
 NO_FRONT_MATTER: Mapping[str, Any] = MappingProxyType({})
+UNREAD: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)

@@ -5,24 +5,29 @@
 lowercased. Front matter ``url`` replaces the path, ``slug`` the last segment. Not
 published (as ``hugo`` builds by default): drafts, pages dated in the future
 (``publishDate``, else ``date``), expired ones (``expiryDate``), headless bundles and
-``build.render: never``; ``buildDrafts``, ``buildFuture`` and ``buildExpired`` in the
-config turn those back on.
+``build.render: never``, also when a section's ``_index.md`` cascades it to the pages
+below; ``buildDrafts``, ``buildFuture`` and ``buildExpired`` in the config turn those back
+on. A module mount of a folder onto ``content`` (``source = 'content/en'``) is the
+content folder.
 
 Heading ids are goldmark's ``github`` ids (Hugo's default ``autoHeadingIDType``) of the
 heading's text, as Hugo makes them since 0.144 (before, of its source line, so that
 ``_tests_`` kept its underscores): lowercase letters, digits and ``_`` kept, spaces and
 ``-`` → ``-``, the rest dropped, ``heading`` when empty; repeats get ``-1``, ``-2``….
+goldmark's typographer (on unless disabled) has made ``--`` and ``---`` dashes first.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import CountingIds, Site, is_future, is_past, read_config_text
+from .base import UNREAD, CountingIds, Site, is_future, is_past, read_config_text
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
 
@@ -32,6 +37,8 @@ _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
 # the front matter keys Hugo reads each date from, first found wins (its defaults)
 _PUBLISH_KEYS = ("publishdate", "pubdate", "published", "date")
 _EXPIRY_KEYS = ("expirydate", "unpublishdate")
+_SECTION_PAGES = ("_index.md", "_index.markdown", "_index.html")
+_TOML_FRONT_MATTER = re.compile(r"\+\+\+[ \t]*\r?\n(.*?)^\+\+\+[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
 def goldmark_id(text: str, ascii_only: bool = False) -> str:
@@ -91,8 +98,8 @@ class Hugo:
             if name in _LEGACY and not ((folder / "content").is_dir() or "contentdir" in config
                                         or "baseurl" in config):
                 continue  # a config.toml that is not Hugo's
-            content = config.get("contentdir") if isinstance(config.get("contentdir"),
-                                                               str) else "content"
+            content = _mounted_content(config) or (config.get("contentdir") if isinstance(
+                config.get("contentdir"), str) else "content")
             goldmark = ((config.get("markup") or {}).get("goldmark") or {}) if isinstance(
                 config.get("markup"), dict) else {}
             parser = goldmark.get("parser") or {} if isinstance(goldmark, dict) else {}
@@ -104,6 +111,7 @@ class Hugo:
                 if isinstance(parser, dict) else "github",
                 **{name: config.get(name.lower()) is True
                    for name in ("buildDrafts", "buildFuture", "buildExpired")},
+                "typographer": _typographer(goldmark),
             }
             return Site(self.name, folder / content, marker, settings)
         return None
@@ -112,9 +120,12 @@ class Hugo:
         return Site(self.name, root, None, {"autoHeadingIDType": "github"})
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        front_matter = {str(k).lower(): v for k, v in front_matter.items()}  # as Hugo reads
+        own, front_matter = front_matter, {str(k).lower(): v for k, v in front_matter.items()}
         if rel.suffix.lower() not in _PAGE_SUFFIXES or not _rendered(site, front_matter):
             return None
+        if (own is not UNREAD and "build" not in front_matter and "_build" not in front_matter
+                and _cascaded_render(site.content, rel) in ("never", "link", False)):
+            return None  # known once read: the page's own build options win
         url = front_matter.get("url")
         if isinstance(url, str) and url.strip():
             return url.strip().lstrip("/")
@@ -142,8 +153,84 @@ class Hugo:
 
     def heading_ids(self, site: Site) -> CountingIds:
         kind = site.settings.get("autoHeadingIDType", "github")
-        return CountingIds(lambda text: goldmark_id(text, ascii_only=kind == "github-ascii"),
+        dashes = site.settings.get("typographer", True)
+        return CountingIds(lambda text: goldmark_id(_typeset(text) if dashes else text,
+                                                    ascii_only=kind == "github-ascii"),
                            empty="heading")
+
+
+def _typeset(text: str) -> str:
+    """The dashes goldmark's typographer makes (the rest of what it changes is punctuation
+    an id drops anyway)."""
+    return text.replace("---", "\u2014").replace("--", "\u2013")
+
+
+def _typographer(goldmark: Any) -> bool:
+    extensions = goldmark.get("extensions") if isinstance(goldmark, dict) else None
+    typographer = extensions.get("typographer") if isinstance(extensions, dict) else None
+    return not (isinstance(typographer, dict) and typographer.get("disable") is True)
+
+
+def _cascaded_render(content: Path, rel: PurePosixPath) -> Any:
+    """``build.render`` that the nearest section cascades to ``rel`` (a section page's
+    cascade reaches the page itself too, unless it sets its own ``build``); None when none
+    does."""
+    folder: PurePosixPath | None = rel.parent
+    while folder is not None:
+        for name in _SECTION_PAGES:
+            render = _cascade_of(content / folder / name)
+            if render is not None:
+                return render
+        folder = folder.parent if folder.as_posix() != "." else None
+    return None
+
+
+def _cascade_of(section_page: Path) -> Any:
+    try:
+        stat = section_page.stat()
+    except OSError:
+        return None
+    return _cascade_render(str(section_page), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _cascade_render(path: str, mtime_ns: int, size: int) -> Any:
+    """The untargeted ``cascade`` → ``build.render`` of a section page's front matter
+    (YAML or TOML); None when it sets none. Cached per file version."""
+    text = read_config_text(Path(path)) or ""
+    if text.startswith("+++"):
+        found = _TOML_FRONT_MATTER.match(text)
+        front_matter = load_toml(found.group(1)) if found else {}
+    elif text.startswith("---"):
+        end = text.find("\n---", 3)
+        front_matter = load_yaml_config(text[3:end]) if end > 0 else {}
+    else:
+        return None
+    cascade = {str(k).lower(): v for k, v in front_matter.items()}.get("cascade")
+    for entry in cascade if isinstance(cascade, list) else [cascade]:
+        if not isinstance(entry, dict):
+            continue
+        entry = {str(k).lower(): v for k, v in entry.items()}
+        if "target" in entry or "_target" in entry:
+            continue  # only for pages that match: not read here
+        build = entry.get("build", entry.get("_build"))
+        if isinstance(build, dict):
+            for key, value in build.items():
+                if str(key).lower() == "render":
+                    return value
+    return None
+
+
+def _mounted_content(config: Mapping[str, Any]) -> str | None:
+    """The folder a module mount serves as the whole of ``content`` (the first, as for
+    the default language), e.g. ``source = 'content/en'``; None without one."""
+    module = config.get("module")
+    mounts = module.get("mounts") if isinstance(module, dict) else None
+    for mount in mounts if isinstance(mounts, list) else []:
+        if (isinstance(mount, dict) and str(mount.get("target", "")).strip("/") == "content"
+                and isinstance(mount.get("source"), str) and mount["source"].strip("/")):
+            return mount["source"].strip("/")
+    return None
 
 
 def _rendered(site: Site, front_matter: Mapping[str, Any]) -> bool:
