@@ -24,6 +24,7 @@ markdown source.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone, tzinfo
@@ -42,7 +43,7 @@ _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
 _DEFAULT_EXCLUDE = (".sass-cache", ".jekyll-cache", "gemfiles", "Gemfile", "Gemfile.lock",
                     "node_modules", "vendor/bundle/", "vendor/cache/", "vendor/gems/",
                     "vendor/ruby/")
-_MAX_EXCLUDES = 1000
+_MAX_ENTRIES = 1000  # of a config list (exclude, collections) read
 # the permalink styles and the default template of a collection's documents
 _STYLES = {"date": "/:categories/:year/:month/:day/:title:output_ext",
            "pretty": "/:categories/:year/:month/:day/:title/",
@@ -120,7 +121,7 @@ class Jekyll:
                         isinstance(readme, dict) and readme.get("enabled") is False),
                     "exclude": _DEFAULT_EXCLUDE + tuple(
                         str(e) for e in (config.get("exclude") if isinstance(
-                            config.get("exclude"), list) else [])[:_MAX_EXCLUDES]),
+                            config.get("exclude"), list) else [])[:_MAX_ENTRIES]),
                     "future": config.get("future") is True,
                     "collections": _collections(config.get("collections")),
                     "collections_dir": str(config.get("collections_dir") or "").strip("/"),
@@ -169,7 +170,7 @@ def _collections(raw: Any) -> dict[str, str | None]:
     items = raw.items() if isinstance(raw, dict) else ((label, {}) for label in raw) if (
         isinstance(raw, list)) else ()
     out: dict[str, str | None] = {}
-    for label, options in list(items)[:_MAX_EXCLUDES]:
+    for label, options in itertools.islice(items, _MAX_ENTRIES):
         options = options if isinstance(options, dict) else {}
         permalink = options.get("permalink")
         template = permalink if isinstance(permalink, str) and permalink.strip() else None
