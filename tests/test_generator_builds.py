@@ -216,6 +216,37 @@ def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool) -> None:
                                         "template"}
 
 
+MATERIAL_BLOG_SITE = {
+    "mkdocs.yml": "site_name: Demo\ntheme:\n  name: material\nplugins:\n  - blog\n"
+                  "markdown_extensions:\n  - toc:\n      permalink: true\n  - attr_list\n"
+                  "  - pymdownx.emoji\n",
+    "docs/index.md": "# Home\n\n## Welcome :smile: here\n\nText.\n\n"
+                     "## Release 1.2 { id=\"v1.2\" }\n\nText.\n\n"
+                     "## Changes to files { data-search-exclude }\n\nText.\n",
+    "docs/blog/index.md": "# Blog\n",
+    "docs/blog/posts/first.md": "---\ndate: 2024-03-05\ncategories:\n  - Release Notes\n---\n\n"
+                                "# Hello, blog world!\n\nIntro.\n\n## A section\n\nText.\n",
+    "docs/blog/posts/named.md": "---\ndate:\n  created: 2023-12-31\nslug: custom-slug\n---\n\n"
+                                "# Named\n\n## Inside\n\nText.\n",
+    "docs/blog/posts/draft.md": "---\ndate: 2024-01-01\ndraft: true\n---\n\n# Draft\n\n"
+                                + UNPUBLISHED,
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None or importlib.util.find_spec("material") is None,
+                    reason="MkDocs or Material is not installed")
+def test_mkdocs_material_blog_and_attribute_lists(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", MATERIAL_BLOG_SITE)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs", minimum=6)
+    _assert_left_out(site, project / "docs")
+    cited = {(url.removeprefix("https://docs.example.com/"), anchor)
+             for url, anchor in citations(project / "docs")[0]}
+    assert ("blog/2024/03/05/hello-blog-world/", "a-section") in cited
+    assert ("blog/2023/12/31/custom-slug/", "inside") in cited
+    assert {("", "welcome-here"), ("", "v1.2"), ("", "changes-to-files")} <= cited
+
+
 @pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
 def test_mkdocs_unicode_slugify_setting(tmp_path: Path) -> None:
     files = dict(MKDOCS_SITE)

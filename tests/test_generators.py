@@ -19,7 +19,7 @@ from kbctl.generators.docusaurus import strip_number_prefix
 from kbctl.generators.hugo import goldmark_id
 from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
-from kbctl.generators.mkdocs import toc_slugify
+from kbctl.generators.mkdocs import split_attr_list, toc_slugify
 from kbctl.generators.vitepress import mdit_vue_slugify
 from tests.sitebuild import write_tree
 
@@ -254,6 +254,22 @@ def test_jekyll_collections_ials_and_post_dates(tmp_path: Path) -> None:
     chunks = chunk_markdown(out, slug_headings=False)
     assert [c.anchor for c in chunks] == ["written", "from-ial", "liquid--here", "not-an-ial"]
     assert "{: .note" not in chunks[1].text
+
+
+def test_mkdocs_attribute_lists_and_blog_posts(tmp_path: Path) -> None:
+    assert split_attr_list('9.7.6 March 19 { id="9.7.6" }') == ("9.7.6 March 19", "9.7.6")
+    assert split_attr_list("Changes { data-search-exclude }") == ("Changes", None)
+    assert split_attr_list("T {: #a .b #c }") == ("T", "c")  # the last id wins
+    assert split_attr_list("Set {} here") == ("Set {} here", None)
+    site = resolve_site(write_tree(tmp_path, {"mkdocs.yml": (
+        "plugins:\n  - blog:\n      blog_dir: news\n      post_url_date_format: yyyy/MM\n"
+        "      post_url_format: '{categories}/{date}/{slug}'\n"), "docs/x.md": ""}))
+    post = {"date": "2024-03-05", "title": "Hello, World!", "categories": ["Release Notes"]}
+    assert _page(site, "news/posts/a.md", post) == "news/release-notes/2024/03/hello-world/"
+    assert _page(site, "news/posts/a.md", {**post, "slug": "mine"}) == (
+        "news/release-notes/2024/03/mine/")
+    assert _page(site, "news/posts/a.md", {**post, "draft": True}) is None
+    assert _page(site, "news/posts/a.md") == "news/posts/a/"  # not read yet: where it lies
 
 
 def test_mkdocstrings_and_autorefs_headings(tmp_path: Path) -> None:

@@ -4,27 +4,32 @@ With ``use_directory_urls`` (the default) ``guide/install.md`` → ``guide/insta
 ``index.md``/``README.md`` → the folder (a README beside an index is left out, as MkDocs
 does); without it ``guide/install.html``. Files matching ``exclude_docs`` or
 ``draft_docs`` (gitignore patterns, after MkDocs' own ``.*`` and ``/templates/``) are not
-published by ``mkdocs build``.
+published by ``mkdocs build``. Material's blog plugin moves a post to
+``blog/{date}/{slug}/`` (its ``post_url_format``; the slug from ``slug``, else the title),
+and leaves drafts out.
 
-Heading ids are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what is not a
-word character, space or ``-``, lowercase, runs of spaces and separators → one
+Heading ids are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what
+is not a word character, space or ``-``, lowercase, runs of spaces and separators → one
 separator), made unique with ``_1``, ``_2``…; ``slugify``/``separator`` from the ``toc``
 settings (``slugify_unicode`` and ``pymdownx.slugs`` are known), written ids with
-``attr_list``. With the ``mkdocstrings`` plugin a ``## ::: package.module.Name`` heading
-is that object's id, and with ``autorefs`` (which mkdocstrings brings) a heading's
-``[text][identifier]`` cross-reference counts as its text.
+``attr_list`` (any of its forms: ``{#id}``, ``{: #id .cls }``, ``{ id="x" }``), and
+``pymdownx.emoji`` shortcodes are no text. With the ``mkdocstrings`` plugin a
+``## ::: package.module.Name`` heading is that object's id, and with ``autorefs`` (which
+mkdocstrings brings) a heading's ``[text][identifier]`` cross-reference counts as its text.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from .base import IdRules, Site, matches_any, read_config_text
+from .base import UNREAD, IdRules, Site, front_matter_time, matches_any, read_config_text
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
@@ -35,6 +40,11 @@ _MARKDOWN = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
 # a reference link left unresolved by Markdown: autorefs resolves it, leaving the text
 _AUTOREF = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
 _ALWAYS_EXCLUDED = (".*", "/templates/")
+_FIELD = re.compile(r"\{(\w+)\}")  # a str.format field of post_url_format
+# a pymdownx.emoji shortcode (:smile:, :material-check:): an icon, no text in the id
+_EMOJI = re.compile(r":[a-z][a-z0-9_+-]*:")
+# one attribute of an attr_list list: key=value (quoted or not), #id, or another word
+_ATTR = re.compile(r"""([^\s=}#.][^\s=}]*)=("[^"]*"|'[^']*'|[^\s}]*)|#([^\s=}]+)|\S+""")
 
 
 def toc_slugify(value: str, separator: str = "-", unicode: bool = False) -> str:
@@ -89,6 +99,8 @@ class TocIds(IdRules):
         self._last: dict[str, str] = {}
 
     def __call__(self, text: str, explicit: str | None = None) -> str:
+        if self._honour and explicit is None:  # attr_list's other forms: { id="x" .cls }
+            text, explicit = split_attr_list(text)
         if explicit is not None and self._honour:
             self._used.add(explicit)
             return explicit
@@ -102,6 +114,32 @@ class TocIds(IdRules):
         self._last[start] = candidate
         self._used.add(candidate)
         return candidate
+
+
+def split_attr_list(text: str) -> tuple[str, str | None]:
+    """A heading's text without a trailing attr_list list (`` { #id .class key="v" }``,
+    ``{: …}``), and the id it sets. Like attr_list's header pattern, the list opens at the
+    first `` {`` whose content starts with neither ``}`` nor a space and runs to a final
+    ``}``; found by a scan, so a hostile heading costs linear time."""
+    s = text.rstrip(" ")
+    if not s.endswith("}"):
+        return text, None
+    at = s.find(" {")
+    while at >= 0:
+        inner = s[at + 2:-1]
+        body = inner[1:] if inner.startswith(":") else inner
+        body = body.lstrip(" ")
+        if body and body[0] not in "}\n":
+            found = None
+            for m in _ATTR.finditer(body):  # the last id given wins
+                key, value, hashed = m.groups()
+                if hashed:
+                    found = hashed
+                elif key == "id" and value and value.strip("\"'"):
+                    found = value.strip("\"'")
+            return s[:at].rstrip(" "), found
+        at = s.find(" {", at + 1)
+    return text, None
 
 
 def _extensions(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -149,6 +187,8 @@ class MkDocs:
             "slugify": toc.get("slugify"),
             "permalink": bool(toc.get("permalink", False)),
             "plugins": _plugins(config),
+            "emoji": "pymdownx.emoji" in extensions,
+            "blog": _blog(config),
             "unpublished": _ALWAYS_EXCLUDED + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -161,6 +201,12 @@ class MkDocs:
             return None
         if rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
             return rel.as_posix()  # static files are copied as they are
+        blog = site.settings.get("blog")
+        if blog and front_matter is not UNREAD and _is_post(blog, rel):
+            moved = _post_path(blog, front_matter)
+            if moved is None:
+                return None  # a draft, or a post the plugin cannot date
+            rel = moved
         parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
         name = rel.stem
         if name == "README":  # the index, unless the folder has one
@@ -176,7 +222,9 @@ class MkDocs:
         sep = site.settings.get("separator", "-")
         plugins = site.settings.get("plugins", ())
         autodoc = "mkdocstrings" in plugins
-        return PluginIds(lambda text: slug(text, sep), bool(site.settings.get("attr_list")),
+        emoji = bool(site.settings.get("emoji"))
+        return PluginIds(lambda text: slug(_EMOJI.sub("", text) if emoji else text, sep),
+                         bool(site.settings.get("attr_list")),
                          autodoc=autodoc, autorefs=autodoc or "autorefs" in plugins)
 
 
@@ -197,6 +245,80 @@ class PluginIds(TocIds):
         if self._autorefs:
             text = _AUTOREF.sub(r"\1", text)
         return super().__call__(text, explicit)
+
+
+def _blog(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Material's blog plugin settings that place a post (its defaults where unset); None
+    when the plugin is not on."""
+    raw = config.get("plugins")
+    items = list(raw.items()) if isinstance(raw, dict) else [
+        next(iter(i.items())) if isinstance(i, dict) and len(i) == 1 else (i, None)
+        for i in raw] if isinstance(raw, list) else []
+    options = next((o for name, o in items if name in ("blog", "material/blog")), False)
+    if options is False:
+        return None
+    options = options if isinstance(options, dict) else {}
+    if options.get("enabled") is False:
+        return None
+
+    def text(key: str, default: str) -> str:
+        value = options.get(key)
+        return value if isinstance(value, str) and value.strip() else default
+
+    blog_dir = text("blog_dir", "blog").strip("/")
+    posts = text("post_dir", "{blog}/posts").replace("{blog}", blog_dir).strip("/")
+    limit = options.get("post_url_max_categories")
+    return {"dir": blog_dir, "posts": posts,
+            "url": text("post_url_format", "{date}/{slug}"),
+            "date": text("post_url_date_format", "yyyy/MM/dd"),
+            "separator": text("post_slugify_separator", "-"),
+            "categories": limit if isinstance(limit, int) and not isinstance(limit, bool)
+            else 1, "drafts": options.get("draft") is True}
+
+
+def _is_post(blog: Mapping[str, Any], rel: PurePosixPath) -> bool:
+    posts = PurePosixPath(blog["posts"]).parts
+    return rel.parts[:len(posts)] == posts and len(rel.parts) > len(posts)
+
+
+def _post_path(blog: Mapping[str, Any], front_matter: Mapping[str, Any],
+               ) -> PurePosixPath | None:
+    """Where the blog plugin puts a post: ``post_url_format`` filled with its date, slug
+    and categories, under ``blog_dir``; None for a draft or a post without a date."""
+    if front_matter.get("draft") is True and not blog["drafts"]:
+        return None
+    dated = front_matter.get("date")
+    if isinstance(dated, dict):
+        dated = dated.get("created")
+    when = front_matter_time(dated)
+    if when is None:
+        return None
+    slugify = pymdownx_slugify(case="lower")  # the plugin's default post_slugify
+    slug = front_matter.get("slug")
+    title = front_matter.get("title")
+    if not (isinstance(slug, str) and slug.strip()):
+        slug = slugify(str(title or ""), blog["separator"])
+    names = front_matter.get("categories")
+    names = [str(n) for n in names if isinstance(n, str | int)] if isinstance(
+        names, list) else []
+    categories = [slugify(n, blog["separator"]) for n in names[:blog["categories"]]]
+    values = {"date": _babel_date(blog["date"], when), "slug": slug.strip(),
+              "categories": "/".join(categories), "file": ""}
+    path = _FIELD.sub(lambda m: values.get(m.group(1), m.group(0)), blog["url"])
+    path = posixpath.normpath(path.strip("/"))
+    return PurePosixPath(blog["dir"], f"{path}.md")
+
+
+def _babel_date(pattern: str, when: datetime) -> str:
+    """A date in a Babel pattern's ``y``, ``M`` and ``d`` fields (``yyyy/MM/dd``); other
+    letters are left as written."""
+    def field(m: re.Match[str]) -> str:
+        run = m.group(0)
+        value = {"y": when.year, "M": when.month, "d": when.day}[run[0]]
+        if run[0] == "y":
+            return f"{value % 100:02d}" if len(run) == 2 else str(value)
+        return f"{value:0{len(run)}d}"
+    return re.sub(r"y+|M{1,2}|d{1,2}", field, pattern)
 
 
 def _plugins(config: Mapping[str, Any]) -> tuple[str, ...]:

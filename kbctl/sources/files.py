@@ -296,8 +296,11 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
         from ..extract.mdx import mdx_to_markdown
 
         body = mdx_to_markdown(body)
-    url = _published_url(leaf, published,
-                         md.front_matter if md.has_front_matter else NO_FRONT_MATTER)
+    # the title a page gets from its first H1 counts as front matter's (Material's blog
+    # plugin slugs a post's URL from it)
+    titled = md.front_matter if "title" in md.front_matter or not md.title else {
+        **md.front_matter, "title": md.title}
+    url = _published_url(leaf, published, titled if md.has_front_matter else NO_FRONT_MATTER)
     if url is None:
         return None
     ids = heading_ids(site)
