@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from kbctl.errors import ExtractError, SourceError
-from kbctl.extract.markdown import MarkdownDocument, parse_markdown_document
+from kbctl.extract.markdown import MarkdownDocument, parse_markdown_document, split_front_matter
 
 
 def test_front_matter_removed_and_parsed() -> None:
@@ -84,6 +84,25 @@ def test_malformed_front_matter_names_the_problem() -> None:
     assert "front matter" in err.message
     assert "line 4" in err.message  # the line of the document where YAML gave up
     assert err.exit_code == 1
+
+
+def test_hostile_front_matter_is_an_input_error() -> None:
+    """A nesting past the stack crashed the whole run (RecursionError), and an alias bomb
+    was taken as it came; both are now errors of their file, as in suites and configs."""
+    deep = "---\nx: " + "[" * 50_000 + "]" * 50_000 + "\n---\n# T\n"
+    with pytest.raises(ExtractError, match="nested too deeply"):
+        parse_markdown_document(deep)
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]
+    with pytest.raises(ExtractError, match=r"front matter at line 7: .*alias bomb"):
+        parse_markdown_document("---\n" + "\n".join(lines) + "\n---\n# T\n")
+
+
+def test_split_front_matter_reads_no_body() -> None:
+    assert split_front_matter("---\npermalink: /x/\n---\n<p>Hi</p>") == (
+        {"permalink": "/x/"}, "<p>Hi</p>", True)
+    assert split_front_matter("<p>---</p>") == ({}, "<p>---</p>", False)
+    assert split_front_matter("---\n---\n") == ({}, "", True)
 
 
 def test_document_is_frozen() -> None:

@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..errors import ExtractError
+from ..extract.markdown import split_front_matter
 from .base import UNREAD, CountingIds, Site, is_future, is_past, read_config_text
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
@@ -201,11 +203,11 @@ def _cascade_render(path: str, mtime_ns: int, size: int) -> Any:
     if text.startswith("+++"):
         found = _TOML_FRONT_MATTER.match(text)
         front_matter = load_toml(found.group(1)) if found else {}
-    elif text.startswith("---"):
-        end = text.find("\n---", 3)
-        front_matter = load_yaml_config(text[3:end]) if end > 0 else {}
     else:
-        return None
+        try:
+            front_matter = split_front_matter(text)[0]
+        except ExtractError:
+            return None  # the page's own load reports it
     cascade = {str(k).lower(): v for k, v in front_matter.items()}.get("cascade")
     for entry in cascade if isinstance(cascade, list) else [cascade]:
         if not isinstance(entry, dict):

@@ -27,7 +27,7 @@ from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
-from ..extract.markdown import parse_markdown_document
+from ..extract.markdown import parse_markdown_document, split_front_matter
 from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
@@ -265,14 +265,11 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     if fmt == "html":
         from ..extract.html import extract_html
 
-        url: str | None = leaf.url
-        if text.startswith(("---\n", "---\r\n")):  # a Jekyll or Hugo page template
-            try:
-                template = parse_markdown_document(text)
-            except ExtractError as exc:
-                raise ExtractError(f"{path}: {exc.message}") from exc
-            url = _published_url(leaf, published, template.front_matter)
-            text = template.body
+        try:  # a Jekyll or Hugo page template starts with front matter
+            front_matter, text, templated = split_front_matter(text)
+        except ExtractError as exc:
+            raise ExtractError(f"{path}: {exc.message}") from exc
+        url = _published_url(leaf, published, front_matter) if templated else leaf.url
         if url is None:
             return None
         if not text.strip():  # front matter alone (a jekyll-redirect-from stub): no text
