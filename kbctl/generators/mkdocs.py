@@ -178,6 +178,7 @@ class MkDocs:
     def _site(self, folder: Path, marker: Path, config: Mapping[str, Any]) -> Site:
         docs_dir = config.get("docs_dir") if isinstance(config.get("docs_dir"), str) else "docs"
         extensions = _extensions(config)
+        plugins = _plugins(config)
         toc = extensions.get("toc", {})
         settings = {
             "docs_dir": docs_dir,
@@ -186,9 +187,9 @@ class MkDocs:
             "separator": toc.get("separator") if isinstance(toc.get("separator"), str) else "-",
             "slugify": toc.get("slugify"),
             "permalink": bool(toc.get("permalink", False)),
-            "plugins": _plugins(config),
+            "plugins": tuple(plugins),
             "emoji": "pymdownx.emoji" in extensions,
-            "blog": _blog(config),
+            "blog": _blog(plugins),
             "unpublished": _ALWAYS_EXCLUDED + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -247,18 +248,11 @@ class PluginIds(TocIds):
         return super().__call__(text, explicit)
 
 
-def _blog(config: Mapping[str, Any]) -> dict[str, Any] | None:
+def _blog(plugins: Mapping[str, dict[str, Any]]) -> dict[str, Any] | None:
     """Material's blog plugin settings that place a post (its defaults where unset); None
     when the plugin is not on."""
-    raw = config.get("plugins")
-    items = list(raw.items()) if isinstance(raw, dict) else [
-        next(iter(i.items())) if isinstance(i, dict) and len(i) == 1 else (i, None)
-        for i in raw] if isinstance(raw, list) else []
-    options = next((o for name, o in items if name in ("blog", "material/blog")), False)
-    if options is False:
-        return None
-    options = options if isinstance(options, dict) else {}
-    if options.get("enabled") is False:
+    options = plugins.get("blog", plugins.get("material/blog"))
+    if options is None or options.get("enabled") is False:
         return None
 
     def text(key: str, default: str) -> str:
@@ -321,12 +315,15 @@ def _babel_date(pattern: str, when: datetime) -> str:
     return re.sub(r"y+|M{1,2}|d{1,2}", field, pattern)
 
 
-def _plugins(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names in ``plugins`` (a list of names or one-key maps, or a map)."""
-    raw = config.get("plugins") or []
-    items = list(raw) if isinstance(raw, dict | list) else []
-    names = [next(iter(i)) if isinstance(i, dict) and len(i) == 1 else i for i in items]
-    return tuple(str(n) for n in names if isinstance(n, str))
+def _plugins(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each plugin in ``plugins`` (a list of names or one-key maps, or a map) with its
+    options ({} when it has none)."""
+    raw = config.get("plugins")
+    items = list(raw.items()) if isinstance(raw, dict) else [
+        next(iter(i.items())) if isinstance(i, dict) and len(i) == 1 else (i, None)
+        for i in raw] if isinstance(raw, list) else []
+    return {name: options if isinstance(options, dict) else {}
+            for name, options in items if isinstance(name, str)}
 
 
 GENERATOR = MkDocs()
