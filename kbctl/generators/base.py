@@ -17,9 +17,10 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 MAX_CONFIG_BYTES = 1024 * 1024
 # a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
@@ -160,7 +161,9 @@ def matches_any(patterns: tuple[str, ...], path: str) -> bool:
 def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     """pathspec (what MkDocs itself matches with) on its RE2 backend: the default
     backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a hostile config would
-    never finish matching one long file name."""
+    never finish matching one long file name. Imported here: most runs match nothing."""
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
 
 

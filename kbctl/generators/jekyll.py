@@ -31,7 +31,6 @@ from datetime import datetime, timezone, tzinfo
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future, read_config_text
 from .yamlfile import load_yaml_config
@@ -239,6 +238,8 @@ def _site_time(value: Any, zone_name: str | None) -> datetime | None:
     the machine that builds, which CI's is); None when there is no date to read."""
     zone: tzinfo = timezone.utc
     if zone_name:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only sites that set one
+
         with contextlib.suppress(ZoneInfoNotFoundError, ValueError, OSError):
             zone = ZoneInfo(zone_name)  # a name it cannot find (or a folder): UTC
     when = front_matter_time(value, zone)

@@ -16,9 +16,10 @@ import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import re2
+if TYPE_CHECKING:
+    import re2
 
 from .base import CountingIds, Site, matches_any, read_config_text
 
@@ -122,6 +123,8 @@ def _filled(target: str, values: dict[str, str]) -> str:
 def _rewrite_pattern(source: str) -> re2._Regexp | None:
     """A path-to-regexp source pattern as an RE2 regex (linear time whatever the config
     says); None when it cannot be read."""
+    import re2  # only a site with rewrites needs it
+
     out, unnamed = [], 0
     for m in _PIECE.finditer(source):
         name, modifier, group, literal = m.groups()
