@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from kbctl.errors import ExtractError, SourceError
-from kbctl.extract.markdown import MarkdownDocument, parse_markdown_document, split_front_matter
+from kbctl.extract.markdown import MarkdownDocument, parse_markdown_document
+from kbctl.frontmatter import split_front_matter
 
 
 def test_front_matter_removed_and_parsed() -> None:

@@ -7,18 +7,11 @@ as the page title.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from kbctl.chunk.headings import block_tokens, heading_texts, normalize_source
-from kbctl.errors import ExtractError
-from kbctl.linefile import LoadError, construct_bounded
-
-_OPENING = re.compile(r"---[ \t]*\r?\n")
-_CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+from kbctl.frontmatter import split_front_matter
 
 
 @dataclass(frozen=True)
@@ -40,38 +33,6 @@ def parse_markdown_document(text: str) -> MarkdownDocument:
     front_matter, body, has_block = split_front_matter(text)
     return MarkdownDocument(title=_title(front_matter, body), body=body,
                             front_matter=front_matter, has_front_matter=has_block)
-
-
-def split_front_matter(text: str) -> tuple[dict[str, Any], str, bool]:
-    """(front matter, the text after it, whether there was a block): what a page template
-    (HTML, a section page) needs, without reading the body. Raises like
-    ``parse_markdown_document``."""
-    text = text.removeprefix("\ufeff")
-    opening = _OPENING.match(text)
-    closing = _CLOSING.search(text, opening.end()) if opening else None
-    if not (opening and closing):
-        return {}, text, False
-    return _load_yaml(text[opening.end():closing.start()]), text[closing.end():], True
-
-
-def _load_yaml(raw: str) -> dict[str, Any]:
-    """The block as a mapping, read as every YAML input of kbctl is: an alias bomb or a
-    nesting past the stack is an input error naming the file, never a crash of the run."""
-    hint = "fix the block between the leading '---' lines, or remove it"
-    try:
-        data = construct_bounded(yaml.SafeLoader(raw))
-    except LoadError as exc:
-        where = f" at line {exc.line + 1}" if exc.line is not None else ""
-        raise ExtractError(f"front matter{where}: {exc.message}", hint=hint) from None
-    except RecursionError:
-        raise ExtractError("invalid YAML front matter: nested too deeply", hint=hint) from None
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        mark = getattr(exc, "problem_mark", None)
-        # +2: the opening `---` is line 1 and YAML marks count from 0.
-        where = f" at line {mark.line + 2}, column {mark.column + 1}" if mark else ""
-        raise ExtractError(f"invalid YAML front matter{where}: {problem}", hint=hint) from exc
-    return data if isinstance(data, dict) else {}
 
 
 def _title(front_matter: dict[str, Any], body: str) -> str | None:

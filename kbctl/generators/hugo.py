@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ExtractError
-from ..extract.markdown import split_front_matter
+from ..frontmatter import split_front_matter
 from .base import UNREAD, CountingIds, Site, is_future, is_past, read_config_text
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config

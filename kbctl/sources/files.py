@@ -27,7 +27,8 @@ from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
-from ..extract.markdown import parse_markdown_document, split_front_matter
+from ..extract.markdown import parse_markdown_document
+from ..frontmatter import split_front_matter
 from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
