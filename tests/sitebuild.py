@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import html as lxml_html
 
-from kbctl.chunk import chunk_markdown
+from kbctl.chunk import chunk_markdown, chunk_text
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 
@@ -60,8 +60,9 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
                 failed.append(f"{loaded.leaf.ref}: {loaded.error}")
             continue
         doc = loaded.document
-        for chunk in chunk_markdown(doc.body, slug_headings=doc.slug_headings):
-            out.append((doc.url, chunk.anchor))
+        chunks = (chunk_markdown(doc.body, slug_headings=doc.slug_headings)
+                  if doc.format == "markdown" else chunk_text(doc.body))  # as ingest chunks
+        out.extend((doc.url, chunk.anchor) for chunk in chunks)
     return out, str(expansion.info.get("generator")), failed
 
 

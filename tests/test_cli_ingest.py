@@ -37,7 +37,7 @@ def test_ingest_files_reports_and_writes_rows(cli: Cli, docs: Path) -> None:
         n for (n,) in rows(cli.db_url, "SELECT chunk_count FROM sources"))
     urls = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources")}
     assert urls == {"https://docs.example.com/", "https://docs.example.com/guide/install",
-                    "https://docs.example.com/guide/", "https://docs.example.com/notes"}
+                    "https://docs.example.com/guide/", "https://docs.example.com/notes.txt"}
     # front matter is metadata, not body
     texts = " ".join(t for (t,) in rows(cli.db_url, "SELECT text FROM chunks"))
     assert "title: Home" not in texts and "Start here." in texts
@@ -125,16 +125,18 @@ def test_symlink_escaping_the_root_is_refused(cli: Cli, docs: Path, workdir: Pat
 def test_files_citing_one_address_are_both_reported(cli: Cli, docs: Path) -> None:
     _write(docs, "guide/README.md", "# Guide again\n\nA second index page.\n")
     _write(docs, "notes.md", "# Notes\n\nMarkdown notes.\n")
+    _write(docs, "notes.rst", "Notes\n=====\n\nThe same notes in reStructuredText.\n")
     report = cli.json("ingest", "files", str(docs), "--base-url", "https://d.test/", code=1)
     failed = sorted((e["ref"], e["error"]) for e in report["errors"])
     assert [ref for ref, _ in failed] == ["https://d.test/guide/"] * 2 + [
         "https://d.test/notes"] * 2
     for ref, error in failed:
         pair = (("guide/index.md", "guide/README.md") if ref.endswith("guide/")
-                else ("notes.md", "notes.txt"))
+                else ("notes.md", "notes.rst"))
         assert all(str(docs / name) in error for name in pair), error
     refs = {ref for (ref,) in rows(cli.db_url, "SELECT ref FROM sources")}
-    assert refs == {"https://d.test/", "https://d.test/guide/install"}
+    assert refs == {"https://d.test/", "https://d.test/guide/install",
+                    "https://d.test/notes.txt"}  # a text file is served under its name
 
 
 def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:

@@ -61,6 +61,17 @@ def test_detection_of_vitepress_and_a_plain_folder(tmp_path: Path) -> None:
     assert resolve_site(tmp_path / "plain").generator == "plain"
 
 
+def test_the_plain_rule_serves_text_files_as_themselves(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {".git/HEAD": "", "a.md": "# A\n"}))
+    assert _page(site, "guide/install.md") == "guide/install"
+    assert _page(site, "guide/README.md") == "guide/"
+    assert _page(site, "notes.txt") == "notes.txt"  # no generator renders a text file
+    assert _page(site, "guide/README.txt") == "guide/README.txt"
+    assert _page(site, "api/ref.html") == "api/ref.html"  # any server serves it so
+    assert _page(site, "api/index.html") == "api/"
+    assert _page(site, "api/README.html") == "api/README.html"  # no server's index
+
+
 def test_a_config_toml_without_hugo_content_is_not_hugo(tmp_path: Path) -> None:
     write_tree(tmp_path, {".git/HEAD": "", "config.toml": "[tool]\nx = 1\n", "a.md": "# A\n"})
     assert detect_site(tmp_path) is None

@@ -66,7 +66,7 @@ def test_javadoc_members_are_cited_by_their_own_ids(tmp_path: Path) -> None:
     shutil.rmtree(out / "legal", ignore_errors=True)  # license files in markdown, no pages
     page = out / "org" / "tally" / "Counter.html"
     assert _read_by_a_container_rule(page)
-    anchors = _cited(out, "org/tally/Counter")
+    anchors = _cited(out, "org/tally/Counter.html")
     assert {"add(java.lang.String,long)", "reset()", "LIMIT"} <= anchors
 
 
@@ -115,7 +115,7 @@ def test_texinfo_nodes_are_cited_and_navigation_is_dropped(tmp_path: Path) -> No
     markdown = extract_html(page.read_bytes(), url=BASE_URL).markdown
     assert "kiln ramp --rate 100 --target 600" in markdown
     assert "Next:" not in markdown and "Up:" not in markdown
-    anchors = _cited(out, "manual")
+    anchors = _cited(out, "manual.html")
     assert len(anchors - {None}) >= 2  # the chapter and the section each cite their own
 
 
@@ -158,5 +158,5 @@ def test_doxygen_sections_and_members_are_cited(tmp_path: Path) -> None:
     markdown = extract_html((out / "index.html").read_bytes(), url=BASE_URL).markdown
     assert "kiln_fire(600);" in markdown
     assert "fire_sec" in _cited(out, "")  # index.html is the site's root
-    member_anchors = _cited(out, "kiln_8h") - {None}
+    member_anchors = _cited(out, "kiln_8h.html") - {None}
     assert len(member_anchors) >= 2  # kiln_fire and kiln_cool

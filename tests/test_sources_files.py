@@ -153,7 +153,7 @@ def test_a_file_swapped_for_a_fifo_after_listing_fails_at_once(docs: Path) -> No
 @pytest.mark.parametrize(("files", "ref"), [
     (["a.md", "a.mdx"], "https://docs.test/a"),
     (["guide/index.md", "guide/README.md"], "https://docs.test/guide/"),
-    (["x.md", "x.html"], "https://docs.test/x"),
+    (["x.md", "x.rst"], "https://docs.test/x"),
     (["index.md", "_index.md", "readme.md"], "https://docs.test/"),
 ])
 def test_files_citing_the_same_address_all_fail_naming_each_other(

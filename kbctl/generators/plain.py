@@ -1,6 +1,9 @@
 """The plain rule, for folders no generator claims: ``guide/install.md`` →
 ``guide/install``, ``guide/index.md`` (or ``README.md``) → ``guide/``, GitHub heading
-slugs. It is what GitHub-flavoured hosting and most hand-rolled sites serve."""
+slugs. It is what GitHub-flavoured hosting and most hand-rolled sites serve. A file no
+generator renders (an HTML page, a text file) is served as itself: ``a/b.html`` →
+``a/b.html``, which every host serves (pretty-URL hosts redirect it), where ``a/b`` would
+miss on a plain static server."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from ..chunk.slug import Slugger, slug_plain
 from .base import IdRules, Site
 
 _INDEX_STEMS = {"index", "readme", "_index"}
+_SERVED_AS_IS = {".txt", ".html", ".htm"}
+_SERVER_INDEXES = {"index.html", "index.htm"}  # what a web server answers for ``a/``
 
 
 class GithubIds(IdRules):
@@ -39,6 +44,8 @@ class Plain:
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str:
         parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        if rel.suffix.lower() in _SERVED_AS_IS:
+            return parent if rel.name.lower() in _SERVER_INDEXES else rel.as_posix()
         if rel.stem.lower() in _INDEX_STEMS:
             return parent
         return rel.with_suffix("").as_posix()
