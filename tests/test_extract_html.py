@@ -498,6 +498,33 @@ def test_page_without_container_falls_back_to_trafilatura() -> None:
         assert chrome not in page.markdown
 
 
+def _post(n: int, comments: str = "") -> str:
+    return (f'<article><h2 id="post-{n}">Release {n}</h2><p>Notes of release {n}.</p>'
+            f"{comments}</article>")
+
+
+def test_a_listing_of_articles_is_read_whole() -> None:
+    # A blog's or changelog's index: the posts are sibling <article>s, each of them content.
+    listing = ('<html><body><header><a href="/">Site</a></header><div class="posts">'
+               + "".join(_post(n) for n in (3, 2, 1))
+               + '</div><aside class="sidebar">Archive</aside></body></html>')
+    page = extract_html(listing)
+    assert HEADING_ID.findall(page.markdown) == ["post-3", "post-2", "post-1"]
+    assert "Notes of release 1." in page.markdown and "Archive" not in page.markdown
+
+
+def test_an_article_nested_in_an_article_is_part_of_it() -> None:
+    # A comment is an <article> inside its post: the post is the page, comment and all.
+    comment = '<article class="comment"><p>Thanks for the notes.</p></article>'
+    post = (f'<html><body>{_post(7, comment)}<aside><article><p>Also read: release 6'
+            "</p></article></aside></body></html>")
+    container, rule = find_container(tree(post.encode()))
+    assert rule == "article" and container is not None and container.get("class") is None
+    page = extract_html(post)
+    assert "Notes of release 7." in page.markdown and "Thanks for the notes." in page.markdown
+    assert "Also read" not in page.markdown
+
+
 def test_a_bare_fragment_is_all_content() -> None:
     # Go's doc/*.html: a template comment, then the content, with no <html> or <body>.
     fragment = ('<!--{\n "Title": "Memory model"\n}-->\n<h2 id="intro">Introduction</h2>\n'

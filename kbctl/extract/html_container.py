@@ -148,7 +148,7 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
 
     Within the best rule the first match wins, or the innermost match nested in it
     (pydata-sphinx-theme nests ``article[role=main]`` in ``main[role=main]``); a DocBook
-    page is its outermost division, which holds the others.
+    page is its outermost division, which holds the others; plain articles: ``_articles``.
     """
     found: dict[int, list[etree._Element]] = {}
     for el in root.iter(*_CONTAINER_TAGS):
@@ -159,11 +159,23 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
         return (body, "page-body") if body is not None else (None, None)
     rule = min(found)
     matches = found[rule]
+    if RULES[rule] == "article":
+        return _articles(matches), "article"
     best = matches[0]
     for candidate in matches[1:] if RULES[rule] != "docbook" else ():
         if _inside(candidate, best):
             best = candidate
     return best, RULES[rule]
+
+
+def _articles(articles: list[etree._Element]) -> etree._Element:
+    """The first outermost ``<article>``, or, when articles beside it share its parent (a
+    blog's or changelog's listing), that parent: each of them is content. An article
+    nested in another is part of it (a comment on a post), never the page."""
+    first = articles[0]  # document order: no article comes before the outermost first
+    parent = first.getparent()
+    siblings = sum(1 for a in articles[1:] if a.getparent() is parent)
+    return parent if siblings and parent is not None else first
 
 
 DROP_TAGS = frozenset({
