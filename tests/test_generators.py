@@ -70,6 +70,11 @@ def test_the_plain_rule_serves_text_files_as_themselves(tmp_path: Path) -> None:
     assert _page(site, "api/ref.html") == "api/ref.html"  # any server serves it so
     assert _page(site, "api/index.html") == "api/"
     assert _page(site, "api/README.html") == "api/README.html"  # no server's index
+    assert _page(site, "404.html") is None  # the host's not-found page
+    assert _page(site, "guide/404.html") == "guide/404.html"
+    assert _page(site, "_sources/a.rst.txt") == "_sources/a.rst.txt"
+    (tmp_path / ".buildinfo").write_text("# Sphinx build info\n")
+    assert _page(site, "_sources/a.rst.txt") is None  # a built Sphinx site's copies
 
 
 def test_a_config_toml_without_hugo_content_is_not_hugo(tmp_path: Path) -> None:

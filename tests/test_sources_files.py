@@ -16,6 +16,7 @@ from kbctl.extract import HTML_READER
 from kbctl.sources.base import READER, Loaded
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
+from tests.sitebuild import write_tree
 
 T = TypeVar("T")
 DEADLINE = 20.0
@@ -241,3 +242,40 @@ def test_a_file_it_does_not_read_is_refused_and_an_empty_folder_noted(tmp_path: 
     notes, loaded = _run(tmp_path)
     assert loaded == [] and notes == [f"files {tmp_path}: found no file to read (.md, .mdx, "
                                       ".markdown, .rst, .html, .htm, .txt, .rst.txt)"]
+
+
+def _generator_of(project: dict[str, str]) -> str:
+    return {"book.toml": "mdbook", "mkdocs.yml": "mkdocs", "conf.py": "sphinx"}[next(iter(project))]
+
+
+_BUILT_PAGE = ('<html><body><main><h1 id="intro">Intro</h1><p>Built words.</p></main>'
+               "</body></html>")
+
+
+@pytest.mark.parametrize(("project", "built"), [
+    ({"book.toml": "[book]\ntitle = 'b'\n", "src/SUMMARY.md": "- [Intro](intro.md)\n",
+      "src/intro.md": "# Intro\n\nWords.\n"}, "book"),
+    ({"mkdocs.yml": "site_name: s\n", "docs/intro.md": "# Intro\n\nWords.\n"}, "site"),
+    ({"conf.py": "project = 'p'\n", "intro.rst": "Intro\n=====\n\nWords.\n",
+      "_build/html/.buildinfo": "# Sphinx build info\n",
+      "_build/html/_sources/intro.rst.txt": "Intro\n=====\n\nWords.\n"}, "_build/html"),
+])
+def test_a_projects_built_output_is_read_as_the_site_it_is(
+        tmp_path: Path, project: dict[str, str], built: str) -> None:
+    # Pointed at its build output, the project above publishes none of it: the files are
+    # read with the plain rule, as the host serves them, instead of all being skipped.
+    write_tree(tmp_path, project)
+    write_tree(tmp_path / built, {"intro.html": _BUILT_PAGE, "index.html": _BUILT_PAGE,
+                                  "404.html": "<html><body><p>Not found</p></body></html>"})
+    notes, loaded = _run(tmp_path / built, base_url="https://docs.test/")
+    assert sorted(item.leaf.ref for item in loaded if item.document) == [
+        "https://docs.test/", "https://docs.test/intro.html"]
+    assert any("read with the plain rule" in note for note in notes), notes
+    # the project itself is still read as its generator publishes it
+    notes, loaded = _run(tmp_path, base_url="https://docs.test/")
+    assert [item.leaf.ref for item in loaded if item.document] in (
+        ["https://docs.test/intro.html"], ["https://docs.test/intro/"])
+    # a generator the user names is theirs: nothing is second-guessed
+    notes, loaded = _run(tmp_path / built, base_url="https://docs.test/",
+                         generator=_generator_of(project))
+    assert not loaded

@@ -3,7 +3,8 @@
 slugs. It is what GitHub-flavoured hosting and most hand-rolled sites serve. A file no
 generator renders (an HTML page, a text file) is served as itself: ``a/b.html`` →
 ``a/b.html``, which every host serves (pretty-URL hosts redirect it), where ``a/b`` would
-miss on a plain static server."""
+miss on a plain static server. In a built site, the host's ``404.html`` and Sphinx's
+``_sources/`` copies are no pages of their own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .base import IdRules, Site
 _INDEX_STEMS = {"index", "readme", "_index"}
 _SERVED_AS_IS = {".txt", ".html", ".htm"}
 _SERVER_INDEXES = {"index.html", "index.htm"}  # what a web server answers for ``a/``
+_HOST_PAGES = {"404.html", "404.htm"}
 
 
 class GithubIds(IdRules):
@@ -42,7 +44,12 @@ class Plain:
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root)
 
-    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str:
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]
+             ) -> str | None:
+        if rel.as_posix().lower() in _HOST_PAGES:
+            return None  # the host's not-found page: no docs content
+        if rel.parts[0] == "_sources" and (site.content / ".buildinfo").is_file():
+            return None  # a built Sphinx site's source copies: its pages say it all
         parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
         if rel.suffix.lower() in _SERVED_AS_IS:
             return parent if rel.name.lower() in _SERVER_INDEXES else rel.as_posix()

@@ -83,10 +83,8 @@ class FilesSource:
         excludes, base_url = options.exclude, options.base_url
         real_root = root.resolve()
         site = resolve_site(real_root, options.generator)
-        leaves: list[Leaf] = []
-        notes = [] if site.generator == "plain" else [
-            f"files {spec.target}: generator {site.describe()}"]
-        unpublished = 0
+        notes: list[str] = []
+        readable: list[tuple[str, Path]] = []
         for path in _walk(root, pattern, notes):
             rel = path.relative_to(root).as_posix()
             if file_format(path) is None:
@@ -98,16 +96,19 @@ class FilesSource:
             if skip:
                 notes.append(f"skipped {_printable(path)}: {skip}")
                 continue
-            if base_url:
-                page = page_path(site, real_root / rel)
-                if page is None:
-                    unpublished += 1
-                    continue
-                url = base_url.rstrip("/") + "/" + page
-            else:
-                url = local_ref(rel, root_name=real_root.name)
-            published: Published = (site, base_url, real_root / rel)
-            leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published)))
+            readable.append((rel, path))
+        leaves, unpublished = _leaves(site, readable, real_root, base_url)
+        if (not leaves and unpublished and options.generator == AUTO
+                and site.marker is not None and site.marker.parent != real_root):
+            # The project above publishes nothing from here: its build output (book/, site/,
+            # _build/html…) or a folder beside its content. Read as the files it holds.
+            notes.append(f"files {spec.target}: not content of the {site.generator} project "
+                         f"at {site.marker.parent}; read with the plain rule (a built site "
+                         f"keeps its file names)")
+            site = resolve_site(real_root, "plain")
+            leaves, unpublished = _leaves(site, readable, real_root, base_url)
+        if site.generator != "plain":
+            notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish were skipped")
@@ -228,6 +229,27 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
         out += [Leaf(ref=leaf.ref, url=leaf.url, hint=(*leaf.hint, error)) for leaf in group]
     return out
 
+
+
+def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
+            base_url: str | None) -> tuple[list[Leaf], int]:
+    """A leaf for each of ``files`` (path relative to the root, path as walked) that
+    ``site`` publishes (cited at ``base_url``, or by a local ref without one), and how
+    many it does not publish."""
+    leaves: list[Leaf] = []
+    unpublished = 0
+    for rel, path in files:
+        if base_url:
+            page = page_path(site, real_root / rel)
+            if page is None:
+                unpublished += 1
+                continue
+            url = base_url.rstrip("/") + "/" + page
+        else:
+            url = local_ref(rel, root_name=real_root.name)
+        published: Published = (site, base_url, real_root / rel)
+        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published)))
+    return leaves, unpublished
 
 KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
 
