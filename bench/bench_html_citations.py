@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from kbctl.errors import ExtractError  # noqa: E402
 from kbctl.extract.html import extract_html  # noqa: E402
-from kbctl.sources.directives import refresh_target  # noqa: E402
+from kbctl.sources.directives import file_directives  # noqa: E402
 from tests.sitebuild import check, citations  # noqa: E402
 
 DOCS_SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
@@ -35,7 +35,7 @@ def fallback_pages(site: Path) -> int:
     count = 0
     for path in site.rglob("*.html"):
         page = path.read_bytes()
-        if "_static" in path.parts or refresh_target(page) is not None:
+        if "_static" in path.parts or file_directives(page).refresh is not None:
             continue  # redirect pages are not read
         try:
             count += extract_html(page, url=BASE).used_fallback

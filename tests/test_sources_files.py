@@ -279,3 +279,18 @@ def test_a_projects_built_output_is_read_as_the_site_it_is(
     notes, loaded = _run(tmp_path / built, base_url="https://docs.test/",
                          generator=_generator_of(project))
     assert not loaded
+
+
+def test_a_page_marked_noindex_is_left_out_unless_kept(tmp_path: Path) -> None:
+    # mdBook's print.html repeats the whole book and says noindex; crawls leave it out too.
+    root = tmp_path / "built"
+    _write(root, "intro.html", _BUILT_PAGE)
+    _write(root, "print.html", '<html><head><meta name="robots" content="noindex"></head>'
+           "<body><main><p>Every chapter again.</p></main></body></html>")
+    notes, loaded = _run(root, base_url="https://docs.test/")
+    assert _names(loaded) == {"intro.html"}
+    [dropped] = [item for item in loaded if item.dropped]
+    assert dropped.dropped == "noindex" and "print.html" in (dropped.note or "")
+    assert "--ignore-noindex" in (dropped.note or "")
+    notes, loaded = _run(root, base_url="https://docs.test/", ignore_noindex=True)
+    assert _names(loaded) == {"intro.html", "print.html"}

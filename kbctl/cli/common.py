@@ -47,6 +47,9 @@ RerankUrlOpt = Annotated[str | None, typer.Option(
 RerankTopOpt = Annotated[int | None, typer.Option(
     "--rerank-top", help="How many fused candidates the reranker re-scores (1..50) [50].",
     show_default=False)]
+IgnoreNoindexOpt = Annotated[bool, typer.Option(
+    "--ignore-noindex", help="Keep pages marked noindex (robots meta tag, or a web page's "
+    "X-Robots-Tag header).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",

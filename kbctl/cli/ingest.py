@@ -19,6 +19,7 @@ from .common import (
     DbOpt,
     EmbedderOpt,
     EmbedderUrlOpt,
+    IgnoreNoindexOpt,
     JsonOpt,
     NamespaceOpt,
     PrivateOpt,
@@ -97,6 +98,7 @@ def ingest_files(
         "mdbook, mkdocs, sphinx, sphinx-dirhtml, docusaurus, hugo, vitepress, jekyll or "
         "plain. Default: detected from book.toml, mkdocs.yml, conf.py, ….",
         show_default=False)] = None,
+    ignore_noindex: IgnoreNoindexOpt = False,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
@@ -105,7 +107,8 @@ def ingest_files(
 
     Example: `kbctl ingest files docs/ --base-url https://docs.example.com/ --generator mkdocs`
     """
-    spec = flag_spec("files", target, base_url=base_url, exclude=exclude, generator=generator)
+    spec = flag_spec("files", target, base_url=base_url, exclude=exclude, generator=generator,
+                     ignore_noindex=ignore_noindex)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)

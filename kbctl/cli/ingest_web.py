@@ -17,6 +17,7 @@ from .common import (
     DbOpt,
     EmbedderOpt,
     EmbedderUrlOpt,
+    IgnoreNoindexOpt,
     JsonOpt,
     NamespaceOpt,
     PrivateOpt,
@@ -43,8 +44,6 @@ IncludeOpt = Annotated[list[str] | None, typer.Option(
 ExcludeOpt = Annotated[list[str] | None, typer.Option(
     "--exclude", help="Leave out URLs whose path matches this glob ('/blog/*') or 're:' "
     "expression (repeatable).", show_default=False)]
-IgnoreNoindexOpt = Annotated[bool, typer.Option(
-    "--ignore-noindex", help="Keep pages marked noindex (robots meta tag or X-Robots-Tag).")]
 ContentSelectorOpt = Annotated[str | None, typer.Option(
     "--content-selector", help="CSS selector of the element holding each page's content; "
     "wins over the detected container.", show_default=False)]

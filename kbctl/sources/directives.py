@@ -81,10 +81,19 @@ def _header_noindex(value: str) -> str | None:
     return None
 
 
-def refresh_target(content: bytes) -> str | None:
-    """Where an HTML page sends the browser at once (an immediate ``refresh``), as written:
-    such a page is a stub left where another one moved."""
-    return _head(content, "")[2]
+@dataclass(frozen=True)
+class FileDirectives:
+    """What a page file's own ``<head>`` says (a file has no headers, and its canonical
+    URL names the live site rather than the file)."""
+
+    noindex: str | None = None  # where the noindex came from, for the note
+    refresh: str | None = None  # where an immediate refresh sends the browser, as written
+
+
+def file_directives(content: bytes) -> FileDirectives:
+    """The directives of an HTML file: a refresh stub is left where another page moved."""
+    _canonical, noindex, refresh = _head(content, "")
+    return FileDirectives(noindex, refresh)
 
 
 def _head(content: bytes, url: str) -> tuple[str | None, str | None, str | None]:

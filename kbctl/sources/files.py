@@ -43,7 +43,7 @@ from .base import (
     SourceKind,
     SourceSpec,
 )
-from .options import SourceOptions, choice, http_url, option, strings
+from .options import SourceOptions, boolean, choice, http_url, option, strings
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
               ".html": "html", ".htm": "html", ".txt": "text"}
@@ -57,12 +57,15 @@ Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file'
 class FilesOptions(SourceOptions):
     """``base_url``: the public URL the pages are published at, so citations match the
     live site; ``exclude``: globs of relative paths to skip; ``generator``: the docs
-    generator whose URLs and heading ids to cite (``auto``: detected)."""
+    generator whose URLs and heading ids to cite (``auto``: detected); ``ignore_noindex``:
+    keep HTML pages whose head marks them noindex (a built site's print or search page),
+    as web sources do."""
 
     kind: ClassVar[str] = "files"
     base_url: str | None = option(None, http_url)
     exclude: tuple[str, ...] = option((), strings("a list of glob patterns"))
     generator: str = option(AUTO, choice(AUTO, *GENERATORS))
+    ignore_noindex: bool = option(False, boolean)
 
 
 class FilesSource:
@@ -80,7 +83,7 @@ class FilesSource:
             raise InputError(f"files source: {spec.target} is not a kind of file kbctl reads "
                              f"({_READ})")
         options: FilesOptions = spec.options  # type: ignore[assignment]
-        excludes, base_url = options.exclude, options.base_url
+        excludes = options.exclude
         real_root = root.resolve()
         site = resolve_site(real_root, options.generator)
         notes: list[str] = []
@@ -97,7 +100,7 @@ class FilesSource:
                 notes.append(f"skipped {_printable(path)}: {skip}")
                 continue
             readable.append((rel, path))
-        leaves, unpublished = _leaves(site, readable, real_root, base_url)
+        leaves, unpublished = _leaves(site, readable, real_root, options)
         if (not leaves and unpublished and options.generator == AUTO
                 and site.marker is not None and site.marker.parent != real_root):
             # The project above publishes nothing from here: its build output (book/, site/,
@@ -106,7 +109,7 @@ class FilesSource:
                          f"at {site.marker.parent}; read with the plain rule (a built site "
                          f"keeps its file names)")
             site = resolve_site(real_root, "plain")
-            leaves, unpublished = _leaves(site, readable, real_root, base_url)
+            leaves, unpublished = _leaves(site, readable, real_root, options)
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
@@ -119,17 +122,18 @@ class FilesSource:
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
-            path, real_root, published, *collision = leaf.hint
+            path, real_root, published, options, *collision = leaf.hint
             if collision:
                 yield Loaded(leaf=leaf, error=collision[0])
                 continue
             try:
-                yield self._load_one(leaf, path, real_root, published, previous(leaf.ref))
+                yield self._load_one(leaf, path, real_root, published, options,
+                                     previous(leaf.ref))
             except SourceError as exc:
                 yield Loaded(leaf=leaf, error=exc)
 
     def _load_one(self, leaf: Leaf, path: Path, real_root: Path, published: Published,
-                  prev: dict[str, Any] | None) -> Loaded:
+                  options: FilesOptions, prev: dict[str, Any] | None) -> Loaded:
         try:
             real = path.resolve()
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
@@ -163,12 +167,16 @@ class FilesSource:
         if len(data) > self.max_bytes:
             raise SourceError(f"{path}: over the {self.max_bytes} byte limit for one file")
         if html:
-            from .directives import refresh_target  # lxml: only when HTML shows up
+            from .directives import file_directives  # lxml: only when HTML shows up
 
-            target = refresh_target(data)
-            if target is not None:
+            head = file_directives(data)
+            if head.refresh is not None:
                 return Loaded(leaf=leaf, dropped="redirect",
-                              note=f"{path}: a redirect page to {target}, skipped")
+                              note=f"{path}: a redirect page to {head.refresh}, skipped")
+            if head.noindex and not options.ignore_noindex:
+                return Loaded(leaf=leaf, dropped="noindex",
+                              note=f"{path}: skipped: marked noindex ({head.noindex}; "
+                                   "--ignore-noindex keeps such pages)")
         text = decode_text(data, source=str(path))
         doc = _document(leaf, path, text, stamp, published)
         if doc is None:
@@ -230,12 +238,12 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
     return out
 
 
-
 def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
-            base_url: str | None) -> tuple[list[Leaf], int]:
+            options: FilesOptions) -> tuple[list[Leaf], int]:
     """A leaf for each of ``files`` (path relative to the root, path as walked) that
-    ``site`` publishes (cited at ``base_url``, or by a local ref without one), and how
+    ``site`` publishes (cited at the base URL, or by a local ref without one), and how
     many it does not publish."""
+    base_url = options.base_url
     leaves: list[Leaf] = []
     unpublished = 0
     for rel, path in files:
@@ -248,7 +256,7 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
         else:
             url = local_ref(rel, root_name=real_root.name)
         published: Published = (site, base_url, real_root / rel)
-        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published)))
+        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published, options)))
     return leaves, unpublished
 
 KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
