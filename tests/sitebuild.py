@@ -203,6 +203,14 @@ def _link_node_modules(exe: Path, folder: Path) -> None:
         (folder / "node_modules").symlink_to(modules)
 
 
+def build_starlight(project: Path) -> Path:
+    """``astro build`` of ``project`` (the folder holding ``astro.config.mjs``)."""
+    exe = Path(tool("astro") or "astro")
+    _link_node_modules(exe, project)
+    run([str(exe), "build", "--silent"], cwd=project, timeout=600)
+    return project / "dist"
+
+
 def build_vitepress(project: Path) -> Path:
     """``vitepress build`` of ``project`` (the folder holding ``.vitepress/``)."""
     exe = Path(tool("vitepress") or "vitepress")

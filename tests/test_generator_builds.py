@@ -5,6 +5,7 @@ page and an id on it. A generator that is not installed skips its test."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.sitebuild import (
     build_mdbook,
     build_mkdocs,
     build_sphinx,
+    build_starlight,
     build_vitepress,
     check,
     citations,
@@ -521,3 +523,64 @@ def test_docusaurus_citations_resolve(tmp_path: Path, options: str, docs: str, f
     assert (base + "other/given-id" + slash, "section") in pairs
     assert (base + "guide/install" + slash, "install-the-tool-1") in pairs
     assert (base + "intro" + slash, None) in pairs  # the h1 has no id on the page
+
+
+STARLIGHT_SITE = {
+    # cacheDir: Astro keeps its content store there, by default inside node_modules
+    "astro.config.mjs": "import { defineConfig } from 'astro/config';\n"
+                        "import starlight from '@astrojs/starlight';\n"
+                        "export default defineConfig({ cacheDir: './.astro-cache', OPTIONS "
+                        "integrations: [starlight({ title: 'Demo' })] });\n",
+    "src/content.config.ts": "import { defineCollection } from 'astro:content';\n"
+                             "import { docsLoader } from '@astrojs/starlight/loaders';\n"
+                             "import { docsSchema } from '@astrojs/starlight/schema';\n"
+                             "export const collections = { docs: defineCollection("
+                             "{ loader: docsLoader(), schema: docsSchema() }) };\n",
+    "src/content/docs/index.md": "---\ntitle: Home\n---\n\nWelcome.\n\n## Start here\n\nT.\n",
+    "src/content/docs/guide/Install Guide.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD
+    + "## Foo -\n\nT.\n\n## Foo\n\nT.\n\n## Bar!\n\nT.\n\n## Bar-\n\nT.\n",
+    "src/content/docs/guide/index.mdx": "---\ntitle: Guide\n---\n\nimport { Aside } from "
+                                        "'@astrojs/starlight/components';\n\n## Guide intro"
+                                        "\n\n<Aside>Careful.</Aside>\n\nText.\n",
+    "src/content/docs/other.md": "---\ntitle: Other\nslug: custom/place\n---\n\n## Inside"
+                                 "\n\nText.\n",
+    "src/content/docs/draft.md": "---\ntitle: Draft\ndraft: true\n---\n\n" + UNPUBLISHED,
+    "src/content/docs/_partial.md": "---\ntitle: Partial\n---\n\n" + UNPUBLISHED,
+    "src/content/docs/404.md": "---\ntitle: Not found\n---\n\nNothing here.\n",
+}
+
+
+def _astro_version() -> str:
+    """The version of the Astro the tests build with (its CLI sits in its package)."""
+    for folder in Path(tool("astro") or "astro").resolve().parents:
+        manifest = folder / "package.json"
+        if manifest.is_file() and json.loads(manifest.read_text()).get("name") == "astro":
+            return json.loads(manifest.read_text())["version"]
+    raise AssertionError("the astro command has no package beside it")
+
+
+@pytest.mark.skipif(tool("astro") is None, reason="Astro (with Starlight) is not installed")
+@pytest.mark.parametrize(("options", "page"), [
+    ("", "guide/install-guide/"),
+    ("trailingSlash: 'never',", "guide/install-guide"),
+    ("build: { format: 'file' },", "guide/install-guide.html"),
+])
+def test_starlight_citations_resolve(tmp_path: Path, options: str, page: str) -> None:
+    files = {name: text.replace("OPTIONS", options) for name, text in STARLIGHT_SITE.items()}
+    version = _astro_version()
+    files["package.json"] = json.dumps({"type": "module", "dependencies": {
+        "astro": version, "@astrojs/starlight": "*"}})  # as every Astro project has one
+    project = write_tree(tmp_path / "site", files)
+    site = build_starlight(project)
+    _assert_all_resolve(site, project, "starlight")
+    _assert_all_resolve(site, project / "src" / "content" / "docs", "starlight")
+    _assert_left_out(site, project)
+    pairs = citations(project)[0]
+    base = "https://docs.example.com/"
+    anchors = [anchor for url, anchor in pairs if url == base + page]
+    if int(version.split(".")[0]) <= 5:  # one trailing dash is cut after the slug is unique
+        assert "foo-" in anchors and anchors.count("bar") == 2
+    else:  # kept, as GitHub keeps it
+        assert "foo--" in anchors and "bar-" in anchors
+    assert (base, "start-here") in pairs
+    assert not [url for url, _ in pairs if "404" in url]  # the not-found page is no page

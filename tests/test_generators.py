@@ -77,6 +77,37 @@ def test_the_plain_rule_serves_text_files_as_themselves(tmp_path: Path) -> None:
     assert _page(site, "_sources/a.rst.txt") is None  # a built Sphinx site's copies
 
 
+def test_starlight_detection_pages_and_ids(tmp_path: Path) -> None:
+    write_tree(tmp_path / "sl", {
+        "astro.config.mjs": "import starlight from '@astrojs/starlight';\nexport default "
+                            "{ srcDir: './www', trailingSlash: 'never', integrations: "
+                            "[starlight({ title: 'x' })] };\n",
+        "www/content/docs/a.md": "# A\n"})
+    site = resolve_site(tmp_path / "sl")
+    assert site.generator == "starlight"
+    assert site.content == (tmp_path / "sl" / "www" / "content" / "docs").resolve()
+    assert _page(site, "Getting Started/First Steps.md") == "getting-started/first-steps"
+    assert _page(site, "guide/index.mdx") == "guide" and _page(site, "index.md") == ""
+    assert _page(site, "a.md", {"slug": "/elsewhere/b/"}) == "elsewhere/b"
+    for unpublished, front_matter in (("_partial.md", {}), ("404.md", {}),
+                                      ("a.md", {"draft": True}), ("notes.txt", {})):
+        assert _page(site, unpublished, front_matter) is None
+    write_tree(tmp_path / "astro", {"astro.config.mjs": "export default {};\n", "a.md": "# A"})
+    assert resolve_site(tmp_path / "astro").generator == "plain"  # Astro without Starlight
+    headings = ["Foo -", "Foo", "Bar!", "Bar-", "Bar", "Opt {#x}"]
+    allocate = heading_ids(site)
+    assert [allocate(h) for h in headings] == [  # no package.json: current Astro
+        "foo--", "foo", "bar", "bar-", "bar-1", "opt-x"]
+    for manifest, cut in (('{"dependencies": {"astro": "^5.7.0"}}', True),
+                          ('{"devDependencies": {"astro": "7.3.5"}}', False),
+                          ("[" * 100_000, False)):  # hostile: read as no version
+        (tmp_path / "sl" / "package.json").write_text(manifest)
+        allocate = heading_ids(resolve_site(tmp_path / "sl"))
+        assert [allocate(h) for h in headings] == ([  # Astro 5 cuts one trailing "-"
+            "foo-", "foo", "bar", "bar", "bar-1", "opt-x"] if cut else [
+            "foo--", "foo", "bar", "bar-", "bar-1", "opt-x"])
+
+
 def test_a_config_toml_without_hugo_content_is_not_hugo(tmp_path: Path) -> None:
     write_tree(tmp_path, {".git/HEAD": "", "config.toml": "[tool]\nx = 1\n", "a.md": "# A\n"})
     assert detect_site(tmp_path) is None

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import InputError
-from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, vitepress
+from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, starlight, vitepress
 from .base import UNREAD, Generator, HeadingIds, Site
 
 GENERATORS: dict[str, Generator] = {
@@ -22,12 +22,14 @@ GENERATORS: dict[str, Generator] = {
     "docusaurus": docusaurus.GENERATOR,
     "hugo": hugo.GENERATOR,
     "vitepress": vitepress.GENERATOR,
+    "starlight": starlight.GENERATOR,
     "jekyll": jekyll.GENERATOR,
     "plain": plain.GENERATOR,
 }
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
 # _config.yml for GitHub Pages, a Sphinx folder a stray config.toml.
-_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "hugo", "sphinx", "jekyll")
+_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "hugo", "sphinx",
+                    "jekyll")
 _MAX_PARENTS = 3
 AUTO = "auto"
 
