@@ -47,6 +47,7 @@ from tests.sitebuild import (  # noqa: E402
     build_mdbook,
     build_mkdocs,
     build_sphinx,
+    build_starlight,
     build_vitepress,
     check,
     citations,
@@ -102,17 +103,22 @@ def _portable(markdown: str) -> str:
 
 
 def _rust_book_as(layout: str, root: Path) -> Path:
-    """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo, VitePress, Jekyll or
-    Docusaurus project."""
+    """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo, VitePress, Jekyll,
+    Docusaurus or Starlight project."""
     if layout == "mdbook":
         shutil.copytree(RUST_BOOK, root / "src")
         write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
         return root
-    folder = root / {"mkdocs": "docs", "hugo": "content", "docusaurus": "docs"}.get(layout, "")
+    folder = root / {"mkdocs": "docs", "hugo": "content", "docusaurus": "docs",
+                     "starlight": "src/content/docs"}.get(layout, "")
     front_matter = "---\n---\n" if layout == "jekyll" else ""  # Jekyll renders only these
     for chapter in sorted(RUST_BOOK.glob("*.md")):
         if chapter.name != "SUMMARY.md":
             text = _portable(chapter.read_text(encoding="utf-8"))
+            if layout == "starlight":  # its schema requires a title
+                title = next((line[2:] for line in text.splitlines() if line.startswith("# ")),
+                             chapter.stem)
+                front_matter = f"---\ntitle: {json.dumps(title)}\n---\n"
             write_tree(folder, {chapter.name: front_matter + text})
     if layout == "mkdocs":
         write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
@@ -127,6 +133,18 @@ def _rust_book_as(layout: str, root: Path) -> Path:
             "module.exports = { title: 'Book', url: 'https://docs.example.com', baseUrl: '/', "
             "onBrokenLinks: 'ignore', onBrokenMarkdownLinks: 'ignore', markdown: { format: "
             "'detect' }, presets: [['classic', { blog: false, theme: {} }]] };\n")})
+    elif layout == "starlight":
+        write_tree(root, {"astro.config.mjs": (
+            "import { defineConfig } from 'astro/config';\n"
+            "import starlight from '@astrojs/starlight';\n"
+            "export default defineConfig({ cacheDir: './.astro-cache', "
+            "integrations: [starlight({ title: 'Book' })] });\n"),
+            "src/content.config.ts": (
+            "import { defineCollection } from 'astro:content';\n"
+            "import { docsLoader } from '@astrojs/starlight/loaders';\n"
+            "import { docsSchema } from '@astrojs/starlight/schema';\n"
+            "export const collections = { docs: defineCollection("
+            "{ loader: docsLoader(), schema: docsSchema() }) };\n")})
     else:
         # The book's inline HTML (``<code>Pin<&mut``) is no Vue template: read it as text.
         write_tree(root, {".vitepress/config.mts": "export default { cleanUrls: true, "
@@ -143,7 +161,8 @@ def generator_builds() -> None:
             ("hugo", "hugo", build_hugo, "content"),
             ("vitepress", "vitepress", build_vitepress, ""),
             ("jekyll", "jekyll", build_jekyll, ""),
-            ("docusaurus", "docusaurus", build_docusaurus, "docs")]
+            ("docusaurus", "docusaurus", build_docusaurus, "docs"),
+            ("starlight", "astro", build_starlight, "")]
     for name, exe, build, content in jobs:
         if tool(exe) is None or not RUST_BOOK.is_dir():
             print(f"{name:15} skipped: {exe} or the Rust book is not available")

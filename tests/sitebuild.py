@@ -8,6 +8,7 @@ skip when it is absent.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -203,9 +204,23 @@ def _link_node_modules(exe: Path, folder: Path) -> None:
         (folder / "node_modules").symlink_to(modules)
 
 
+def astro_version() -> str:
+    """The version of the Astro installed for the builds (its CLI sits in its package)."""
+    for folder in Path(tool("astro") or "astro").resolve().parents:
+        manifest = folder / "package.json"
+        if manifest.is_file() and json.loads(manifest.read_text()).get("name") == "astro":
+            return json.loads(manifest.read_text())["version"]
+    raise RuntimeError("the astro command has no package around it")
+
+
 def build_starlight(project: Path) -> Path:
-    """``astro build`` of ``project`` (the folder holding ``astro.config.mjs``)."""
+    """``astro build`` of ``project`` (the folder holding ``astro.config.mjs``). A project
+    without a ``package.json`` gets one naming the installed Astro, as every Astro project
+    has (without it Astro does not bundle Starlight's virtual modules)."""
     exe = Path(tool("astro") or "astro")
+    if not (project / "package.json").exists():
+        (project / "package.json").write_text(json.dumps({"type": "module", "dependencies": {
+            "astro": astro_version(), "@astrojs/starlight": "*"}}))
     _link_node_modules(exe, project)
     run([str(exe), "build", "--silent"], cwd=project, timeout=600)
     return project / "dist"

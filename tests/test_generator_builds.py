@@ -5,12 +5,12 @@ page and an id on it. A generator that is not installed skips its test."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
 from tests.sitebuild import (
+    astro_version,
     build_docusaurus,
     build_hugo,
     build_jekyll,
@@ -550,15 +550,6 @@ STARLIGHT_SITE = {
 }
 
 
-def _astro_version() -> str:
-    """The version of the Astro the tests build with (its CLI sits in its package)."""
-    for folder in Path(tool("astro") or "astro").resolve().parents:
-        manifest = folder / "package.json"
-        if manifest.is_file() and json.loads(manifest.read_text()).get("name") == "astro":
-            return json.loads(manifest.read_text())["version"]
-    raise AssertionError("the astro command has no package beside it")
-
-
 @pytest.mark.skipif(tool("astro") is None, reason="Astro (with Starlight) is not installed")
 @pytest.mark.parametrize(("options", "page"), [
     ("", "guide/install-guide/"),
@@ -567,11 +558,9 @@ def _astro_version() -> str:
 ])
 def test_starlight_citations_resolve(tmp_path: Path, options: str, page: str) -> None:
     files = {name: text.replace("OPTIONS", options) for name, text in STARLIGHT_SITE.items()}
-    version = _astro_version()
-    files["package.json"] = json.dumps({"type": "module", "dependencies": {
-        "astro": version, "@astrojs/starlight": "*"}})  # as every Astro project has one
     project = write_tree(tmp_path / "site", files)
-    site = build_starlight(project)
+    site = build_starlight(project)  # with a package.json naming the installed Astro
+    version = astro_version()
     _assert_all_resolve(site, project, "starlight")
     _assert_all_resolve(site, project / "src" / "content" / "docs", "starlight")
     _assert_left_out(site, project)
