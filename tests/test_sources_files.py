@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -294,3 +296,50 @@ def test_a_page_marked_noindex_is_left_out_unless_kept(tmp_path: Path) -> None:
     assert "--ignore-noindex" in (dropped.note or "")
     notes, loaded = _run(root, base_url="https://docs.test/", ignore_noindex=True)
     assert _names(loaded) == {"intro.html", "print.html"}
+
+
+def test_with_no_generator_what_gitignore_leaves_out_is_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder no generator claims: git's ignore files say what is no page (build output,
+    # a virtualenv), each for its own folder down, a deeper "!" taking a file back.
+    root = tmp_path / "repo"
+    write_tree(root, {
+        ".gitignore": "build/\n*.log.md\nvenv\n",
+        "README.md": "# Repo\n\nWords.\n",
+        "docs/guide.md": "# Guide\n\nWords.\n",
+        "docs/.gitignore": "drafts/\n!keep.log.md\n",
+        "docs/drafts/wip.md": "# WIP\n\nWords.\n",
+        "docs/keep.log.md": "# Kept\n\nWords.\n",
+        "docs/other.log.md": "# Log\n\nWords.\n",
+        "build/out.md": "# Built\n\nWords.\n",
+        "venv/lib/pkg/README.md": "# Package\n\nWords.\n",
+        "site/node_modules/pkg/README.md": "# Package\n\nWords.\n",
+    })
+    notes, loaded = _run(root)
+    assert _names(loaded) == {"README.md", "guide.md", "keep.log.md"}
+    assert any(".gitignore leaves out" in note for note in notes), notes
+    monkeypatch.chdir(root)  # a relative target: only the ignore files inside it count
+    assert _names(_run("docs")[1]) == {"guide.md", "keep.log.md", "other.log.md"}
+    assert _names(_run(root / "build")[1]) == {"out.md"}  # named on purpose: read
+    assert _names(_run(root / "docs" / "drafts" / "wip.md")[1]) == {"wip.md"}
+    assert _names(_run(str(root / "**" / "*.md"))[1]) == {"README.md", "guide.md",
+                                                           "keep.log.md"}
+    # a generator decides what it publishes itself, generated and ignored pages included
+    write_tree(root, {"mkdocs.yml": "site_name: s\ndocs_dir: docs\n"})
+    assert "wip.md" in _names(_run(root / "docs")[1])
+
+
+def test_a_hostile_gitignore_is_matched_in_bounded_time(tmp_path: Path) -> None:
+    """A backtracking matcher would spend forever (holding the GIL, so no thread can be
+    timed out) on this pattern and one long name: the walk runs in a child process that
+    must answer within a minute."""
+    root = tmp_path / "repo"
+    write_tree(root, {".gitignore": "*a" * 40 + "b\n" + "x\n" * 100_000,
+                      "a" * 240 + ".md": "# A\n\nWords.\n"})
+    script = ("import sys; from kbctl.sources.files import FilesSource; "
+              "from kbctl.sources.registry import source_spec; "
+              "expansion = FilesSource().expand(source_spec('files', sys.argv[1], {})); "
+              "print(len(expansion.leaves))")
+    answer = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True,
+                            text=True, timeout=60, check=True)
+    assert answer.stdout.strip() == "1"

@@ -10,19 +10,13 @@ that site answers two questions: the page of a file, and the ids of a page's hea
 from __future__ import annotations
 
 import re
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    import pathspec
-
-MAX_CONFIG_BYTES = 1024 * 1024
 # a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
 _WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
                    r"(?:\.\d+)?)?[ \t]*(?:(Z)|([+-])(\d{2}):?(\d{2}))?")
@@ -136,35 +130,6 @@ class CountingIds(IdRules):
         self._next[base] = n + 1
         self._used.add(candidate)
         return candidate
-
-
-def read_config_text(path: Path) -> str | None:
-    """A generator's config file as text, or None when unreadable, oversized or not a
-    regular file (reading a FIFO or a device named ``SUMMARY.md`` would block or never
-    end)."""
-    try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_CONFIG_BYTES:
-            return None
-        with path.open("rb") as handle:  # at most the cap, should the file grow meanwhile
-            return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def matches_any(patterns: tuple[str, ...], path: str) -> bool:
-    """Whether gitignore ``patterns`` match ``path`` (relative, ``/``-separated)."""
-    return bool(patterns) and _gitignore(patterns).match_file(path)
-
-
-@lru_cache(maxsize=16)
-def _gitignore(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """pathspec (what MkDocs itself matches with) on its RE2 backend: the default
-    backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a hostile config would
-    never finish matching one long file name. Imported here: most runs match nothing."""
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
 
 
 def front_matter_time(value: Any, zone: tzinfo = timezone.utc) -> datetime | None:

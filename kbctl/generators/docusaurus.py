@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import Site, read_config_text
+from ..projectfiles import read_config_text
+from .base import Site
 from .plain import GithubIds
 
 _CONFIG_NAMES = ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs",

@@ -29,7 +29,8 @@ from typing import Any
 
 from ..errors import ExtractError
 from ..frontmatter import split_front_matter
-from .base import UNREAD, CountingIds, Site, is_future, is_past, read_config_text
+from ..projectfiles import read_config_text
+from .base import UNREAD, CountingIds, Site, is_future, is_past
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
 

@@ -32,7 +32,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future, read_config_text
+from ..projectfiles import read_config_text
+from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future
 from .yamlfile import load_yaml_config
 
 _POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")

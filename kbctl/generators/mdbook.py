@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import CountingIds, Site, read_config_text
+from ..projectfiles import read_config_text
+from .base import CountingIds, Site
 from .tomlfile import load_toml
 
 _SUMMARY_LINK = re.compile(r"\]\(\s*<?([^)>\s]+\.md)>?(?:\s+\"[^\"]*\")?\s*\)")

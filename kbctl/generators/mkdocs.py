@@ -29,7 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from .base import UNREAD, IdRules, Site, front_matter_time, matches_any, read_config_text
+from ..projectfiles import matches_any, read_config_text
+from .base import UNREAD, IdRules, Site, front_matter_time
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")

@@ -17,7 +17,8 @@ from typing import Any
 
 from docutils.nodes import make_id
 
-from .base import IdRules, Site, matches_any, read_config_text
+from ..projectfiles import matches_any, read_config_text
+from .base import IdRules, Site
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
 _FILE_SUFFIX = re.compile(r"""^html_file_suffix\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)

@@ -19,7 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chunk.slug import Slugger, slug_plain
-from .base import IdRules, Site, read_config_text
+from ..projectfiles import read_config_text
+from .base import IdRules, Site
 
 _CONFIG_NAMES = ("astro.config.mjs", "astro.config.ts", "astro.config.mts", "astro.config.js",
                  "astro.config.cjs", "astro.config.cts")

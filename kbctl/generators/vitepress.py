@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import re2
 
-from .base import CountingIds, Site, matches_any, read_config_text
+from ..projectfiles import matches_any, read_config_text
+from .base import CountingIds, Site
 
 _CONFIG_NAMES = ("config.mts", "config.ts", "config.mjs", "config.js", "config.cts",
                  "config.cjs")

@@ -33,6 +33,7 @@ from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..hygiene import describe_bad_char
+from ..projectfiles import IgnoreFiles
 from .base import (
     READER,
     Document,
@@ -50,6 +51,8 @@ EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst":
 _READ = ", ".join([*EXTENSIONS, ".rst.txt"])
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
+# Folders no docs page lives in: a JavaScript project's installed packages.
+_NEVER_DOCS = frozenset({"node_modules"})
 Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file's path in it
 
 
@@ -88,7 +91,11 @@ class FilesSource:
         site = resolve_site(real_root, options.generator)
         notes: list[str] = []
         readable: list[tuple[str, Path]] = []
-        for path in _walk(root, pattern, notes):
+        # With no generator to say what is published, what git does not track is no page
+        # (a JavaScript project's build output, a virtualenv); a generator decides itself.
+        ignores = (IgnoreFiles(root) if site.generator == "plain"
+                   and not Path(spec.target).is_file() else None)
+        for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
             if file_format(path) is None:
                 continue
@@ -366,30 +373,53 @@ def split_root(target: str) -> tuple[Path, str | None]:
     return Path(target), None
 
 
-def _walk(root: Path, pattern: str | None, notes: list[str]) -> Iterator[Path]:
-    """Candidate files under ``root``; symlinked folders are not entered (loops)."""
+def _walk(root: Path, pattern: str | None, notes: list[str],
+          ignores: IgnoreFiles | None = None) -> Iterator[Path]:
+    """Candidate files under ``root``; symlinked folders are not entered (loops), nor
+    hidden ones, ``node_modules`` or (with ``ignores``) what a ``.gitignore`` leaves out."""
+    left_out = [0]
+
+    def kept(folder: Path, name: str, *, is_dir: bool) -> bool:
+        if name.startswith(".") or (is_dir and name in _NEVER_DOCS):
+            return False
+        if ignores is not None and ignores.ignored(folder, name, is_dir=is_dir):
+            left_out[0] += 1
+            return False
+        return True
+
     if pattern is None:
         def unreadable(exc: OSError) -> None:
             notes.append(f"skipped {_printable(exc.filename)}: cannot list: "
                          f"{exc.strerror or exc}")
 
         for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            folder = Path(dirpath)
+            dirnames[:] = sorted(d for d in dirnames if kept(folder, d, is_dir=True))
             for name in sorted(filenames):
-                if not name.startswith("."):
-                    yield Path(dirpath) / name
-        return
-    # pathlib's "**" never enters symlinked folders (glob.glob's does: two links to "."
-    # make 2**40 paths); hidden entries are matched only when the pattern names them.
-    dotted = any(part.startswith(".") for part in PurePosixPath(pattern).parts)
-    for p in sorted(root.glob(pattern)):
-        rel = p.relative_to(root)
-        if not dotted and any(part.startswith(".") for part in rel.parts):
-            continue
-        if any((root / parent).is_symlink() for parent in rel.parents if parent.parts):
-            continue
-        if not p.is_dir():
+                if kept(folder, name, is_dir=False):
+                    yield folder / name
+    else:
+        # pathlib's "**" never enters symlinked folders (glob.glob's does: two links to
+        # "." make 2**40 paths); hidden entries are matched only when the pattern names
+        # them.
+        dotted = any(part.startswith(".") for part in PurePosixPath(pattern).parts)
+        for p in sorted(root.glob(pattern)):
+            rel = p.relative_to(root)
+            if not dotted and any(part.startswith(".") for part in rel.parts):
+                continue
+            if any(part in _NEVER_DOCS for part in rel.parts[:-1]):
+                continue
+            if any((root / parent).is_symlink() for parent in rel.parents if parent.parts):
+                continue
+            if p.is_dir():
+                continue
+            if ignores is not None and ignores.ignored_path(rel.parts, is_dir=False):
+                left_out[0] += 1
+                continue
             yield p
+    if left_out[0]:
+        notes.append(f"files {_printable(root)}: {left_out[0]} file(s) or folder(s) a "
+                     ".gitignore leaves out were skipped (name a folder to read it anyway)")
 
 
 def local_ref(rel: str, *, root_name: str) -> str:

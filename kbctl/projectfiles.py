@@ -1,0 +1,94 @@
+"""Reading the small files a docs project carries beside its pages (a generator's config,
+a ``.gitignore``) and matching gitignore patterns, for the generator profiles and the
+files source alike.
+
+Patterns are matched by pathspec (what MkDocs itself matches ``exclude_docs`` with) on its
+RE2 backend: the default backend's regexes backtrack, and ``*a*a*a*a*a*a*a*a*a*ab`` in a
+hostile config would never finish matching one long file name. pathspec is imported when
+patterns show up: most runs match none.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pathspec
+
+MAX_CONFIG_BYTES = 1024 * 1024
+# More lines than any real .gitignore has; a hostile one is read this far.
+MAX_IGNORE_PATTERNS = 2000
+
+
+def read_config_text(path: Path) -> str | None:
+    """A project file as text, or None when unreadable, oversized or not a regular file
+    (reading a FIFO or a device named ``SUMMARY.md`` would block or never end)."""
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_CONFIG_BYTES:
+            return None
+        with path.open("rb") as handle:  # at most the cap, should the file grow meanwhile
+            return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def matches_any(patterns: tuple[str, ...], path: str) -> bool:
+    """Whether gitignore ``patterns`` match ``path`` (relative, ``/``-separated)."""
+    return bool(patterns) and gitignore_spec(patterns).match_file(path)
+
+
+@lru_cache(maxsize=64)
+def gitignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """Compiled gitignore ``patterns`` (cached: a site's settings are matched per file)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+
+
+class IgnoreFiles:
+    """The ``.gitignore`` files of a folder being walked, as git applies them: each to its
+    own folder and below, the deepest file that matches a path deciding (a ``!pattern``
+    there takes back what a shallower file ignores). Files above ``root`` are not read:
+    a folder named on purpose is read whatever its parent ignores."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+
+    def ignored(self, folder: Path, name: str, *, is_dir: bool) -> bool:
+        """Whether the entry ``name`` of ``folder`` (``root`` or below) is ignored."""
+        rel = name + "/" if is_dir else name
+        current = folder
+        while True:
+            spec = self._spec(current)
+            if spec is not None:
+                verdict = spec.check_file(rel).include
+                if verdict is not None:
+                    return verdict
+            if current == self._root or current.parent == current:
+                return False
+            rel = f"{current.name}/{rel}"
+            current = current.parent
+
+    def ignored_path(self, parts: Sequence[str], *, is_dir: bool) -> bool:
+        """Whether ``root/parts…`` is ignored, itself or through a folder above it."""
+        folder = self._root
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if self.ignored(folder, part, is_dir=is_dir or not last):
+                return True
+            folder = folder / part
+        return False
+
+    def _spec(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
+        if folder not in self._specs:
+            text = read_config_text(folder / ".gitignore")
+            lines = tuple(text.splitlines()[:MAX_IGNORE_PATTERNS]) if text else ()
+            self._specs[folder] = gitignore_spec(lines) if any(
+                line.strip() and not line.startswith("#") for line in lines) else None
+        return self._specs[folder]
