@@ -418,6 +418,17 @@ def test_fence_is_longer_than_any_backtick_run_in_the_code() -> None:
     assert "`````md" in extract_html(html).markdown
 
 
+def test_lines_written_as_blocks_inside_pre_stay_lines() -> None:
+    # Expressive Code (Starlight, Astro's docs) writes each line as a block, no newline
+    # between them; a browser shows one line per block, and so does the fence.
+    lines = ["---", "title: My page", "", "Body follows."]
+    code = "".join(f'<div class="ec-line"><div class="code"><span>{line}</span>'
+                   f'{"" if line else chr(10)}</div></div>' for line in lines)
+    page = extract_html(f'<main><h1>T</h1><p>Before.</p><pre data-language="md"><code>{code}'
+                        "</code></pre><p>After.</p></main>")
+    assert fences(page.markdown) == [("md", "\n".join(lines))]
+
+
 def test_language_comes_from_element_or_ancestor_classes() -> None:
     html = (
         "<main><pre class='lang-ruby'>puts 1</pre>"

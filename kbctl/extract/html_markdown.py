@@ -71,8 +71,12 @@ _LANG_PREFIXES = ("language-", "lang-", "highlight-")
 _LANG_CHARS = re.compile(r"[^\w+#.-]")
 _API_TERMS = etree.XPath("//dt[@id]")
 _PRE_SPECIAL = etree.XPath(
-    ".//br | .//*[contains(@class, 'lineno') or contains(concat(' ', @class, ' '), ' ln ')]"
+    ".//br | .//div | .//p"
+    " | .//*[contains(@class, 'lineno') or contains(concat(' ', @class, ' '), ' ln ')]"
 )
+# Blocks inside a <pre> are lines of their own, as a browser shows them (Expressive Code
+# writes each line as a <div class="ec-line">, with no newline between them).
+_PRE_LINE_TAGS = frozenset({"div", "p"})
 
 
 def valid_id(ident: str | None) -> bool:
@@ -338,9 +342,22 @@ def _pre_text_into(el: etree._Element, parts: list[str]) -> None:
         elif tag.__class__ is str and tag not in DROP_TAGS:
             cls = child.get("class") or ""
             if "lineno" not in cls and " ln " not in f" {cls} ":
-                _pre_text_into(child, parts)
+                if tag in _PRE_LINE_TAGS:
+                    _pre_line_into(child, parts)
+                else:
+                    _pre_text_into(child, parts)
         if child.tail:
             parts.append(child.tail)
+
+
+def _pre_line_into(el: etree._Element, parts: list[str]) -> None:
+    """A block inside a <pre>: it starts on a line of its own and ends one."""
+    line: list[str] = []
+    _pre_text_into(el, line)
+    text = "".join(line)
+    if parts and not parts[-1].endswith("\n"):
+        parts.append("\n")
+    parts.append(text if text.endswith("\n") else text + "\n")
 
 
 def plain_text(el: etree._Element) -> str:
