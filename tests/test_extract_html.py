@@ -418,6 +418,14 @@ def test_fence_is_longer_than_any_backtick_run_in_the_code() -> None:
     assert "`````md" in extract_html(html).markdown
 
 
+def test_callouts_written_as_asides_are_content() -> None:
+    page = extract_html(
+        '<main><h1>T</h1><p>Intro.</p><aside aria-label="Note" class="starlight-aside '
+        'starlight-aside--note"><div class="starlight-aside__content"><p>Back up first.</p>'
+        '</div></aside><aside class="related-posts"><p>More posts</p></aside></main>')
+    assert "Back up first." in page.markdown and "More posts" not in page.markdown
+
+
 def test_lines_written_as_blocks_inside_pre_stay_lines() -> None:
     # Expressive Code (Starlight, Astro's docs) writes each line as a block, no newline
     # between them; a browser shows one line per block, and so does the fence.

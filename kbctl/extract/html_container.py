@@ -220,8 +220,10 @@ DROP_ROLES = frozenset({
     "navigation", "search", "banner", "contentinfo", "complementary", "toolbar", "menu",
     "menubar", "dialog",
 })
-# Asides that are content: footnotes and Sphinx 7's topic/sidebar/admonition directives.
-_ASIDE_KEEP = ("footnote", "citation", "topic", "sidebar", "admonition")
+# Asides that are content: footnotes, Sphinx 7's topic/sidebar/admonition directives, and
+# the callouts themes write as <aside> (Starlight's notes and tips, "callout" blocks).
+_ASIDE_KEEP = ("footnote", "citation", "topic", "sidebar", "admonition", "starlight-aside",
+               "callout")
 
 _CLASS_CACHE: dict[str, bool] = {}
 _LINK_CLASS_CACHE: dict[str, bool] = {}
