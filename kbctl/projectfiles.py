@@ -11,6 +11,7 @@ patterns show up: most runs match none.
 from __future__ import annotations
 
 import stat
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -44,10 +45,28 @@ def matches_any(patterns: tuple[str, ...], path: str) -> bool:
 
 @lru_cache(maxsize=64)
 def gitignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """Compiled gitignore ``patterns`` (cached: a site's settings are matched per file)."""
+    """Compiled gitignore ``patterns`` (cached: a site's settings are matched per file).
+    A pattern that cannot be compiled (``[z-a]``, a lone ``!``, a trailing ``\\``) is
+    left out, as git leaves it out, instead of ending the run."""
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+    with warnings.catch_warnings():  # re's FutureWarning on "[[": no concern of the user
+        warnings.simplefilter("ignore")
+        try:
+            return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+        except Exception:  # noqa: BLE001 - pathspec, re and re2 each raise their own
+            valid = tuple(p for p in patterns if _compiles(p))
+            return pathspec.GitIgnoreSpec.from_lines(valid, backend="re2")
+
+
+def _compiles(pattern: str) -> bool:
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines((pattern,), backend="re2")
+    except Exception:  # noqa: BLE001 - see gitignore_spec
+        return False
+    return True
 
 
 class IgnoreFiles:

@@ -346,6 +346,13 @@ def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: P
     assert _page(site, "a" * 40 + "b") is None  # matched: left out
 
 
+def test_exclude_patterns_that_cannot_compile_are_left_out(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"mkdocs.yml": "site_name: x\nexclude_docs: |\n  [z-a]\n  !\n"
+                                        "  drafts/\n", "docs/a.md": "# A\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "a.md") == "a/" and _page(site, "drafts/b.md") is None
+
+
 def test_a_hostile_vitepress_config_is_read_in_bounded_time(tmp_path: Path) -> None:
     write_tree(tmp_path, {".vitepress/config.ts": "srcExclude: [" * 80_000})  # 1 MB
     assert _page_in_child(tmp_path, "guide/x.md") == "guide/x.html"

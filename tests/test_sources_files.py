@@ -329,6 +329,15 @@ def test_with_no_generator_what_gitignore_leaves_out_is_skipped(
     assert "wip.md" in _names(_run(root / "docs")[1])
 
 
+def test_a_gitignore_pattern_that_cannot_compile_is_left_out_as_git_leaves_it(
+        tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {".gitignore": "[z-a]\n!\ntrailing\\\n[[:alpha:]]\n"
+                                                        + "[" * 5000 + "\nskip.md\n",
+                                          "a.md": "# A\n\nWords.\n",
+                                          "skip.md": "# S\n\nWords.\n"})
+    assert _names(_run(root)[1]) == {"a.md"}  # the valid pattern still applies
+
+
 def test_a_hostile_gitignore_is_matched_in_bounded_time(tmp_path: Path) -> None:
     """A backtracking matcher would spend forever (holding the GIL, so no thread can be
     timed out) on this pattern and one long name: the walk runs in a child process that
