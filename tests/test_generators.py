@@ -346,6 +346,14 @@ def test_a_hostile_mkdocs_exclude_pattern_is_matched_in_bounded_time(tmp_path: P
     assert _page(site, "a" * 40 + "b") is None  # matched: left out
 
 
+@pytest.mark.parametrize("extensions", ["0", "true", "'toc'", "{toc: 5}", "[[toc]]"])
+def test_markdown_extensions_of_any_shape_are_read_or_ignored(tmp_path: Path,
+                                                              extensions: str) -> None:
+    write_tree(tmp_path, {"mkdocs.yml": f"site_name: x\nmarkdown_extensions: {extensions}\n",
+                          "docs/a.md": "# A\n"})
+    assert _page(resolve_site(tmp_path), "a.md") == "a/"
+
+
 def test_exclude_patterns_that_cannot_compile_are_left_out(tmp_path: Path) -> None:
     write_tree(tmp_path, {"mkdocs.yml": "site_name: x\nexclude_docs: |\n  [z-a]\n  !\n"
                                         "  drafts/\n", "docs/a.md": "# A\n"})

@@ -352,3 +352,40 @@ def test_a_hostile_gitignore_is_matched_in_bounded_time(tmp_path: Path) -> None:
     answer = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True,
                             text=True, timeout=60, check=True)
     assert answer.stdout.strip() == "1"
+
+
+def test_a_profile_failing_on_one_file_fails_that_file_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.generators import GENERATORS
+
+    mkdocs = GENERATORS["mkdocs"]
+    real_page = mkdocs.page
+
+    def page(site, rel, front_matter):  # a front matter value no profile foresaw
+        if rel.name == "odd.md":
+            raise TypeError("'int' object is not iterable")
+        return real_page(site, rel, front_matter)
+
+    monkeypatch.setattr(mkdocs, "page", page)
+    root = write_tree(tmp_path / "p", {"mkdocs.yml": "site_name: s\n",
+                                       "docs/a.md": "# A\n\nWords.\n",
+                                       "docs/odd.md": "# Odd\n\nWords.\n"})
+    notes, loaded = _run(root, base_url="https://docs.test/")
+    assert [item.leaf.ref for item in loaded if item.document] == ["https://docs.test/a/"]
+    [failed] = [item for item in loaded if item.error]
+    assert "odd.md" in failed.error.message and "TypeError" in failed.error.message
+
+
+def test_settings_a_profile_cannot_read_are_an_input_error_naming_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.generators import GENERATORS
+
+    def detect(folder):
+        raise ValueError("unexpected setting")
+
+    monkeypatch.setattr(GENERATORS["mkdocs"], "detect", detect)
+    root = write_tree(tmp_path / "p", {"mkdocs.yml": "site_name: s\n", "docs/a.md": "# A\n"})
+    with pytest.raises(InputError) as err:
+        _run(root, base_url="https://docs.test/")
+    assert "mkdocs settings" in err.value.message and "unexpected setting" in err.value.message
+    assert "--generator" in (err.value.hint or "")

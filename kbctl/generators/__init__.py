@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, SourceError
 from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, starlight, vitepress
 from .base import UNREAD, Generator, HeadingIds, Site
 
@@ -59,10 +59,22 @@ def detect_site(root: Path) -> Site | None:
     ingested is often ``docs/`` inside the project); None when no generator claims it."""
     for folder in _folders_up(root):
         for name in _DETECTION_ORDER:
-            site = GENERATORS[name].detect(folder)
+            site = _detect(name, folder)
             if site is not None:
                 return site
     return None
+
+
+def _detect(name: str, folder: Path) -> Site | None:
+    """One profile's detection; settings it cannot make sense of are the user's to fix,
+    named as such, never a crash of the run."""
+    try:
+        return GENERATORS[name].detect(folder)
+    except Exception as exc:  # noqa: BLE001 - a config no profile foresaw
+        raise InputError(f"{folder}: the {name} settings there cannot be read "
+                         f"({type(exc).__name__}: {exc})",
+                         hint="fix them, or choose another rule with --generator "
+                              "(plain cites files by their paths)") from exc
 
 
 def resolve_site(root: Path, name: str | None = None) -> Site:
@@ -73,7 +85,7 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
         return detect_site(root) or GENERATORS["plain"].default_site(root.resolve())
     generator = GENERATORS[name]
     for folder in _folders_up(root):
-        site = generator.detect(folder)
+        site = _detect(name, folder)
         if site is not None:
             return Site(name, site.content, site.marker, site.settings)
     return generator.default_site(root.resolve())
@@ -84,13 +96,18 @@ def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = N
     """Published path (relative to the base URL) of the file at ``path`` (absolute, under
     a resolved folder, as the files source walks it); None when the generator does not
     publish it (outside its content folder, a draft, not a page). Before the file is read
-    (``front_matter`` None) the generator gets ``UNREAD``."""
+    (``front_matter`` None) the generator gets ``UNREAD``. A ``SourceError`` when the
+    profile fails on this one file."""
     try:
         rel = path.relative_to(site.content)
     except ValueError:
         return None
-    return GENERATORS[site.generator].page(site, PurePosixPath(rel.as_posix()),
-                                           UNREAD if front_matter is None else front_matter)
+    try:
+        return GENERATORS[site.generator].page(
+            site, PurePosixPath(rel.as_posix()), UNREAD if front_matter is None else front_matter)
+    except Exception as exc:  # noqa: BLE001 - front matter or settings no profile foresaw
+        raise SourceError(f"{path}: {site.generator} cannot place this page "
+                          f"({type(exc).__name__}: {exc})") from exc
 
 
 def heading_ids(site: Site) -> HeadingIds:

@@ -147,7 +147,8 @@ def _extensions(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``markdown_extensions`` as {short name: settings}."""
     out: dict[str, dict[str, Any]] = {}
     raw = config.get("markdown_extensions") or []
-    items: list[Any] = list(raw.items()) if isinstance(raw, dict) else list(raw)
+    items: list[Any] = (list(raw.items()) if isinstance(raw, dict)
+                        else list(raw) if isinstance(raw, list) else [])
     for item in items:
         if isinstance(item, tuple):
             name, settings = item

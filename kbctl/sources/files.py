@@ -138,6 +138,9 @@ class FilesSource:
                                      previous(leaf.ref))
             except SourceError as exc:
                 yield Loaded(leaf=leaf, error=exc)
+            except Exception as exc:  # noqa: BLE001 - a reader's bug fails one file, not the run
+                yield Loaded(leaf=leaf, error=SourceError(
+                    f"{path}: cannot read: {type(exc).__name__}: {exc}"))
 
     def _load_one(self, leaf: Leaf, path: Path, real_root: Path, published: Published,
                   options: FilesOptions, prev: dict[str, Any] | None) -> Loaded:
@@ -254,16 +257,21 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
     leaves: list[Leaf] = []
     unpublished = 0
     for rel, path in files:
+        published: Published = (site, base_url, real_root / rel)
+        failed: tuple[SourceError, ...] = ()
         if base_url:
-            page = page_path(site, real_root / rel)
+            try:
+                page = page_path(site, real_root / rel)
+            except SourceError as exc:  # this file fails; the others are read
+                page, failed = rel, (exc,)
             if page is None:
                 unpublished += 1
                 continue
             url = base_url.rstrip("/") + "/" + page
         else:
             url = local_ref(rel, root_name=real_root.name)
-        published: Published = (site, base_url, real_root / rel)
-        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published, options)))
+        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published, options,
+                                                   *failed)))
     return leaves, unpublished
 
 KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
