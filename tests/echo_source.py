@@ -45,3 +45,27 @@ class EchoSource:
 
 
 KIND = SourceKind(EchoOptions, lambda spec, **context: EchoSource(spec))
+
+
+class FlakySource(EchoSource):
+    """A kind with a bug: ``list`` fails while listing, ``read`` after its first page."""
+
+    def expand(self, spec: SourceSpec) -> Expansion:
+        if spec.target == "list":
+            raise RuntimeError("listing bug")
+        refs = [f"kb://flaky/{spec.target}/{i}" for i in range(3)]
+        return Expansion(leaves=[Leaf(ref=ref, url=ref, hint=ref) for ref in refs])
+
+    def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
+        for i, loaded in enumerate(super().load(leaves, previous)):
+            if i == 1 and "/read/" in loaded.leaf.ref:
+                raise RuntimeError("reading bug")
+            yield loaded
+
+
+@dataclass(frozen=True)
+class FlakyOptions(EchoOptions):
+    kind: ClassVar[str] = "flaky"
+
+
+FLAKY = SourceKind(FlakyOptions, lambda spec, **context: FlakySource(spec))

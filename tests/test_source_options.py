@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from kbctl.errors import InputError
 from kbctl.sources import registry
+from kbctl.sources.base import Expansion, Leaf
 from kbctl.sources.crawl import CrawlOptions
 from kbctl.sources.registry import flag_spec, recorded_spec, source_spec
 from tests import echo_source
@@ -264,3 +265,26 @@ def test_the_config_opt_in_is_remembered_by_web_definitions_only(
         f"    allow_private_network: true\n")
     assert cli.json("ingest")["added"] == 1
     assert cli.json("resync")["totals"]["failed"] == 0
+
+
+def test_a_kind_with_a_bug_fails_alone_and_deletes_nothing(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.KINDS, "echo", echo_source.KIND)
+    monkeypatch.setitem(registry.KINDS, "flaky", echo_source.FLAKY)
+    (workdir / "kbctl.yaml").write_text(
+        "sources:\n  - kind: echo\n    target: before\n  - kind: flaky\n    target: list\n"
+        "  - kind: flaky\n    target: fine\n  - kind: echo\n    target: after\n")
+    report = cli.json("ingest", code=1)
+    assert report["added"] == 5 and report["failed"] == 1
+    [error] = report["errors"]
+    assert error["error"] == "flaky list: cannot list it: RuntimeError: listing bug"
+    # the same kind failing halfway through a read keeps what it read and deletes nothing
+    monkeypatch.setattr(echo_source.FlakySource, "expand", lambda self, spec: Expansion(
+        leaves=[Leaf(ref=f"kb://flaky/read/{i}", url=f"kb://flaky/read/{i}", hint="x")
+                for i in range(3)]))
+    report = cli.json("resync", code=1)
+    assert "cannot read it: RuntimeError: reading bug" in report["namespaces"][0]["errors"][0][
+        "error"]
+    assert report["totals"]["deleted"] == 0
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE ref LIKE 'kb://flaky/fine/%%'"
+                ) == [(3,)]

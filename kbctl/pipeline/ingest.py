@@ -182,6 +182,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _record(store, namespace, spec, policy)
         _fail_source(spec.target, exc, spec.id, report, progress)
         return []
+    except Exception as exc:  # noqa: BLE001 - a source's bug fails it, not the other sources
+        _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
+        return []
     _record(store, namespace, spec, policy)
     report.notes.extend(expansion.notes)
     if expansion.info:
@@ -201,18 +204,25 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         rec = existing.get(ref)
         return rec.meta if rec is not None else None
 
-    for loaded in adapter.load(expansion.leaves, previous):
-        ref = loaded.leaf.ref
-        if loaded.dropped is not None:
-            writer.drop(loaded.dropped, ref, loaded.note)
-            continue
-        seen.add(ref)
-        status = getattr(loaded.error, "status", None)
-        if status is not None and status in policy.vanish_statuses and ref in known:
-            vanished.append(ref)
-            progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
-            continue
-        writer.take(loaded, spec, existing.get(ref))
+    try:
+        for loaded in adapter.load(expansion.leaves, previous):
+            ref = loaded.leaf.ref
+            if loaded.dropped is not None:
+                writer.drop(loaded.dropped, ref, loaded.note)
+                continue
+            seen.add(ref)
+            status = getattr(loaded.error, "status", None)
+            if status is not None and status in policy.vanish_statuses and ref in known:
+                vanished.append(ref)
+                progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
+                continue
+            writer.take(loaded, spec, existing.get(ref))
+    except KbctlError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see above; what was read so far is kept
+        writer.drain()
+        _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
+        return []  # an unfinished read proves no page gone: nothing is deleted
     writer.drain()
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
@@ -233,6 +243,12 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
                    for k, v in spec.options.to_record().items()}
         store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
                                    target=spec.target, options=options))
+
+
+def _unexpected(spec: SourceSpec, doing: str, exc: Exception) -> SourceError:
+    """An exception no source should raise, as the failure of that source."""
+    return SourceError(f"{spec.kind} {spec.target}: cannot {doing} it: "
+                       f"{type(exc).__name__}: {exc}")
 
 
 def _fail_source(ref: str, exc: KbctlError, def_id: str, report: IngestReport,
