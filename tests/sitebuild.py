@@ -152,6 +152,12 @@ def build_mkdocs(project: Path) -> Path:
     return out
 
 
+def build_zensical(project: Path) -> Path:
+    """``zensical build`` of an MkDocs project (Zensical reads ``mkdocs.yml``)."""
+    run([tool("zensical") or "zensical", "build", "-f", "mkdocs.yml"], cwd=project)
+    return project / "site"
+
+
 def build_mdbook(project: Path) -> Path:
     out = project / "book"
     run([tool("mdbook") or "mdbook", "build", str(project)], cwd=project)

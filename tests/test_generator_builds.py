@@ -19,6 +19,7 @@ from tests.sitebuild import (
     build_sphinx,
     build_starlight,
     build_vitepress,
+    build_zensical,
     check,
     citations,
     failures,
@@ -197,15 +198,21 @@ MKDOCS_SITE = {
 MKDOCS_LEFT_OUT = "exclude_docs: |\n  drafts/\n  *.tmp.md\ndraft_docs: |\n  later.md\n"
 
 
-@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+_MKDOCS_BUILDERS = [pytest.param(build_mkdocs, marks=pytest.mark.skipif(
+    tool("mkdocs") is None, reason="MkDocs is not installed"), id="mkdocs"),
+    pytest.param(build_zensical, marks=pytest.mark.skipif(  # MkDocs' successor
+        tool("zensical") is None, reason="Zensical is not installed"), id="zensical")]
+
+
+@pytest.mark.parametrize("build", _MKDOCS_BUILDERS)
 @pytest.mark.parametrize("directory_urls", [True, False])
-def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool) -> None:
+def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool, build) -> None:
     files = dict(MKDOCS_SITE)
     files["mkdocs.yml"] += MKDOCS_LEFT_OUT
     if not directory_urls:
         files["mkdocs.yml"] += "use_directory_urls: false\n"
     project = write_tree(tmp_path / "proj", files)
-    site = build_mkdocs(project)
+    site = build(project)
     _assert_all_resolve(site, project / "docs", "mkdocs")
     _assert_all_resolve(site, project, "mkdocs")  # the project root: docs_dir is found
     cited = {(url.removeprefix("https://docs.example.com/"), anchor)
@@ -235,11 +242,12 @@ MATERIAL_BLOG_SITE = {
 }
 
 
-@pytest.mark.skipif(tool("mkdocs") is None or importlib.util.find_spec("material") is None,
-                    reason="MkDocs or Material is not installed")
-def test_mkdocs_material_blog_and_attribute_lists(tmp_path: Path) -> None:
+@pytest.mark.skipif(importlib.util.find_spec("material") is None,
+                    reason="Material for MkDocs is not installed")
+@pytest.mark.parametrize("build", _MKDOCS_BUILDERS)
+def test_mkdocs_material_blog_and_attribute_lists(tmp_path: Path, build) -> None:
     project = write_tree(tmp_path / "proj", MATERIAL_BLOG_SITE)
-    site = build_mkdocs(project)
+    site = build(project)
     _assert_all_resolve(site, project / "docs", "mkdocs", minimum=6)
     _assert_left_out(site, project / "docs")
     cited = {(url.removeprefix("https://docs.example.com/"), anchor)
