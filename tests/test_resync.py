@@ -182,3 +182,23 @@ def test_sigkill_at_any_moment_leaves_a_consistent_kb(cli: Cli, workdir: Path,
     again = cli.json("resync")
     assert again["totals"]["chunksWritten"] == 0
     _consistent(cli.db_url)
+
+
+def test_a_hugo_page_past_its_expiry_date_leaves_on_the_next_resync(
+        cli: Cli, workdir: Path) -> None:
+    # The file does not change; the site stops publishing it once expiryDate passes.
+    site = workdir / "hugo"
+    (site / "content").mkdir(parents=True)
+    (site / "hugo.toml").write_text("baseURL = 'https://docs.test/'\n")
+    expires = time.time() + 4
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+    (site / "content" / "sale.md").write_text(
+        f"---\ntitle: Sale\nexpiryDate: {stamp}\n---\n\n## Offer\n\nHalf price.\n")
+    (site / "content" / "about.md").write_text("---\ntitle: About\n---\n\n## Us\n\nHi.\n")
+    assert cli.json("ingest", "files", str(site), "--base-url", "https://docs.test/")[
+        "added"] == 2
+    assert cli.json("resync")["totals"]["notModified"] == 2  # not expired yet: not read
+    time.sleep(max(0.0, expires - time.time()) + 1.5)
+    report = cli.json("resync", "--force")  # one of two pages is past --max-delete
+    assert report["totals"]["deleted"] == 1 and report["totals"]["notModified"] == 1
+    assert rows(cli.db_url, "SELECT url FROM sources") == [("https://docs.test/about/",)]

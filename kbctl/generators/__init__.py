@@ -7,6 +7,7 @@ Adding a generator means one module with a ``GENERATOR`` and one line in ``GENER
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -108,6 +109,17 @@ def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = N
     except Exception as exc:  # noqa: BLE001 - front matter or settings no profile foresaw
         raise SourceError(f"{path}: {site.generator} cannot place this page "
                           f"({type(exc).__name__}: {exc})") from exc
+
+
+def expiry(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
+    """When ``site``'s generator stops publishing a page with this front matter (Hugo's
+    ``expiryDate``); None when nothing says it will. A page stored before then must be
+    read again after it, changed or not."""
+    expires = getattr(GENERATORS[site.generator], "expires", None)
+    try:
+        return expires(site, front_matter) if expires is not None else None
+    except Exception:  # noqa: BLE001 - a date no profile foresaw: the page simply stays
+        return None
 
 
 def heading_ids(site: Site) -> HeadingIds:

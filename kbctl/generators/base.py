@@ -164,8 +164,3 @@ def _parsed_time(text: str) -> datetime | date | None:
 def is_future(value: Any) -> bool:
     when = front_matter_time(value)
     return when is not None and when > datetime.now(timezone.utc)
-
-
-def is_past(value: Any) -> bool:
-    when = front_matter_time(value)
-    return when is not None and when <= datetime.now(timezone.utc)

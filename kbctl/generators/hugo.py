@@ -23,6 +23,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..projectfiles import read_config_text
-from .base import UNREAD, CountingIds, Site, is_future, is_past
+from .base import UNREAD, CountingIds, Site, front_matter_time, is_future
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
 
@@ -154,6 +155,10 @@ class Hugo:
             return out + ".html"
         return out + "/"
 
+    def expires(self, site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
+        """When a published page stops being rendered (its ``expiryDate``), if ever."""
+        return _expires(site, {str(k).lower(): v for k, v in front_matter.items()})
+
     def heading_ids(self, site: Site) -> CountingIds:
         kind = site.settings.get("autoHeadingIDType", "github")
         dashes = site.settings.get("typographer", True)
@@ -236,6 +241,11 @@ def _mounted_content(config: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _expires(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
+    expiry = next((front_matter[k] for k in _EXPIRY_KEYS if k in front_matter), None)
+    return None if site.settings.get("buildExpired") else front_matter_time(expiry)
+
+
 def _rendered(site: Site, front_matter: Mapping[str, Any]) -> bool:
     """Whether ``hugo`` (no flags) renders a page with this front matter."""
     settings = site.settings
@@ -244,8 +254,8 @@ def _rendered(site: Site, front_matter: Mapping[str, Any]) -> bool:
     publish = next((front_matter[k] for k in _PUBLISH_KEYS if k in front_matter), None)
     if is_future(publish) and not settings.get("buildFuture"):
         return False
-    expiry = next((front_matter[k] for k in _EXPIRY_KEYS if k in front_matter), None)
-    if is_past(expiry) and not settings.get("buildExpired"):
+    expires = _expires(site, front_matter)
+    if expires is not None and expires <= datetime.now(timezone.utc):
         return False
     if front_matter.get("headless") is True:
         return False

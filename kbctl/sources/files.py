@@ -20,6 +20,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
@@ -29,7 +30,15 @@ from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.markdown import parse_markdown_document
 from ..frontmatter import split_front_matter
-from ..generators import AUTO, GENERATORS, Site, heading_ids, page_path, resolve_site
+from ..generators import (
+    AUTO,
+    GENERATORS,
+    Site,
+    expiry,
+    heading_ids,
+    page_path,
+    resolve_site,
+)
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..hygiene import describe_bad_char
@@ -51,6 +60,8 @@ EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst":
 _READ = ", ".join([*EXTENSIONS, ".rst.txt"])
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
+# The stored time (ISO 8601) after which a page's generator stops publishing it.
+UNTIL = "until"
 # Folders no docs page lives in: a JavaScript project's installed packages.
 _NEVER_DOCS = frozenset({"node_modules"})
 Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file's path in it
@@ -165,7 +176,7 @@ class FilesSource:
             if html:  # a page stored by an older HTML reading is read again
                 stamp[READER] = HTML_READER
             if prev and all(prev.get(key, 1 if key == READER else None) == value
-                            for key, value in stamp.items()):
+                            for key, value in stamp.items()) and not _lapsed(prev):
                 return Loaded(leaf=leaf, not_modified=True, meta=stamp)
             if st.st_size > self.max_bytes:
                 raise SourceError(f"{path}: {st.st_size} bytes is over the "
@@ -346,6 +357,9 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     url = _published_url(leaf, published, titled if md.has_front_matter else NO_FRONT_MATTER)
     if url is None:
         return None
+    until = expiry(site, md.front_matter) if published[1] else None
+    if until is not None:
+        stamp[UNTIL] = until.isoformat()
     ids = heading_ids(site)
     body = with_heading_ids(body, ids)
     # each heading with an id on the page now carries it as {#id}; one the generator
@@ -353,6 +367,17 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     return Document(ref=leaf.ref, url=url, kind="files", title=md.title or path.stem,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
+
+
+def _lapsed(prev: Mapping[str, Any]) -> bool:
+    """Whether a stored page's publication ended since (its generator's expiry date): then
+    it is read again though unchanged, and left out as its generator now leaves it."""
+    until = prev.get(UNTIL)
+    try:
+        return isinstance(until, str) and datetime.fromisoformat(until) <= datetime.now(
+            timezone.utc)
+    except (ValueError, TypeError):  # TypeError: a stored time without a zone
+        return True
 
 
 def _published_url(leaf: Leaf, published: Published, front_matter: Mapping[str, Any]
