@@ -38,6 +38,16 @@ def read_config_text(path: Path) -> str | None:
         return None
 
 
+def first_config(folder: Path, names: Sequence[str]) -> tuple[Path, str] | None:
+    """The first of ``names`` in ``folder`` that is a file, with its text (empty when it
+    cannot be read); None when there is none."""
+    for name in names:
+        marker = folder / name
+        if marker.is_file():
+            return marker, read_config_text(marker) or ""
+    return None
+
+
 def matches_any(patterns: tuple[str, ...], path: str) -> bool:
     """Whether gitignore ``patterns`` match ``path`` (relative, ``/``-separated)."""
     return bool(patterns) and gitignore_spec(patterns).match_file(path)

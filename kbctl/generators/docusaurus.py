@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..projectfiles import read_config_text
+from ..projectfiles import first_config
 from .base import Site
 from .plain import GithubIds
 
@@ -44,20 +44,19 @@ class Docusaurus:
     markers = _CONFIG_NAMES
 
     def detect(self, folder: Path) -> Site | None:
-        for name in _CONFIG_NAMES:
-            marker = folder / name
-            if marker.is_file():
-                text = read_config_text(marker) or ""
-                route = _ROUTE_BASE.search(text)
-                path = _DOCS_PATH.search(text)
-                trailing = _TRAILING.search(text)
-                settings = {
-                    "routeBasePath": route.group(1).strip("/") if route else "docs",
-                    "path": path.group(1) if path else "docs",
-                    "trailingSlash": trailing.group(1) == "true" if trailing else None,
-                }
-                return Site(self.name, folder / settings["path"], marker, settings)
-        return None
+        found = first_config(folder, _CONFIG_NAMES)
+        if found is None:
+            return None
+        marker, text = found
+        route = _ROUTE_BASE.search(text)
+        path = _DOCS_PATH.search(text)
+        trailing = _TRAILING.search(text)
+        settings = {
+            "routeBasePath": route.group(1).strip("/") if route else "docs",
+            "path": path.group(1) if path else "docs",
+            "trailingSlash": trailing.group(1) == "true" if trailing else None,
+        }
+        return Site(self.name, folder / settings["path"], marker, settings)
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"routeBasePath": "docs", "trailingSlash": None})

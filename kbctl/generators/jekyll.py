@@ -32,7 +32,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..projectfiles import read_config_text
+from ..projectfiles import first_config, read_config_text
 from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future
 from .yamlfile import load_yaml_config
 
@@ -100,36 +100,35 @@ class Jekyll:
     markers = ("_config.yml", "_config.yaml")
 
     def detect(self, folder: Path) -> Site | None:
-        for name in self.markers:
-            marker = folder / name
-            if marker.is_file():
-                config = load_yaml_config(read_config_text(marker) or "")
-                kramdown = config.get("kramdown") if isinstance(config.get("kramdown"),
-                                                                 dict) else {}
-                source = config.get("source") if isinstance(config.get("source"), str) else "."
-                plugins = {str(p) for key in ("plugins", "gems")
-                           if isinstance(config.get(key), list) for p in config[key]}
-                pages = _github_pages(folder)
-                readme = config.get("readme_index")
-                settings = {
-                    "permalink": config.get("permalink") if isinstance(
-                        config.get("permalink"), str) else "date",
-                    "gfm": str(kramdown.get("input", "GFM")).lower() == "gfm",
-                    "auto_id_prefix": str(kramdown.get("auto_id_prefix", "")),
-                    "optional_front_matter": pages or "jekyll-optional-front-matter" in plugins,
-                    "readme_index": (pages or "jekyll-readme-index" in plugins) and not (
-                        isinstance(readme, dict) and readme.get("enabled") is False),
-                    "exclude": _DEFAULT_EXCLUDE + tuple(
-                        str(e) for e in (config.get("exclude") if isinstance(
-                            config.get("exclude"), list) else [])[:_MAX_ENTRIES]),
-                    "future": config.get("future") is True,
-                    "collections": _collections(config.get("collections")),
-                    "collections_dir": str(config.get("collections_dir") or "").strip("/"),
-                    "timezone": config.get("timezone") if isinstance(
-                        config.get("timezone"), str) else None,
-                }
-                return Site(self.name, folder / source, marker, settings)
-        return None
+        found = first_config(folder, self.markers)
+        if found is None:
+            return None
+        marker, text = found
+        config = load_yaml_config(text)
+        kramdown = config.get("kramdown") if isinstance(config.get("kramdown"), dict) else {}
+        source = config.get("source") if isinstance(config.get("source"), str) else "."
+        plugins = {str(p) for key in ("plugins", "gems")
+                   if isinstance(config.get(key), list) for p in config[key]}
+        pages = _github_pages(folder)
+        readme = config.get("readme_index")
+        settings = {
+            "permalink": config.get("permalink") if isinstance(
+                config.get("permalink"), str) else "date",
+            "gfm": str(kramdown.get("input", "GFM")).lower() == "gfm",
+            "auto_id_prefix": str(kramdown.get("auto_id_prefix", "")),
+            "optional_front_matter": pages or "jekyll-optional-front-matter" in plugins,
+            "readme_index": (pages or "jekyll-readme-index" in plugins) and not (
+                isinstance(readme, dict) and readme.get("enabled") is False),
+            "exclude": _DEFAULT_EXCLUDE + tuple(
+                str(e) for e in (config.get("exclude") if isinstance(
+                    config.get("exclude"), list) else [])[:_MAX_ENTRIES]),
+            "future": config.get("future") is True,
+            "collections": _collections(config.get("collections")),
+            "collections_dir": str(config.get("collections_dir") or "").strip("/"),
+            "timezone": config.get("timezone") if isinstance(
+                config.get("timezone"), str) else None,
+        }
+        return Site(self.name, folder / source, marker, settings)
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"permalink": "date", "gfm": True})

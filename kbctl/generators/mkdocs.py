@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from ..projectfiles import matches_any, read_config_text
+from ..projectfiles import first_config, matches_any
 from .base import UNREAD, IdRules, Site, front_matter_time
 from .yamlfile import Tagged, load_yaml_config
 
@@ -167,12 +167,11 @@ class MkDocs:
     markers = ("mkdocs.yml", "mkdocs.yaml")
 
     def detect(self, folder: Path) -> Site | None:
-        for marker_name in self.markers:
-            marker = folder / marker_name
-            if marker.is_file():
-                config = load_yaml_config(read_config_text(marker) or "")
-                return self._site(folder, marker, config)
-        return None
+        found = first_config(folder, self.markers)
+        if found is None:
+            return None
+        marker, text = found
+        return self._site(folder, marker, load_yaml_config(text))
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"use_directory_urls": True})

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chunk.slug import Slugger, slug_plain
-from ..projectfiles import read_config_text
+from ..projectfiles import first_config, read_config_text
 from .base import IdRules, Site
 
 _CONFIG_NAMES = ("astro.config.mjs", "astro.config.ts", "astro.config.mts", "astro.config.js",
@@ -73,24 +73,20 @@ class Starlight:
     markers = _CONFIG_NAMES
 
     def detect(self, folder: Path) -> Site | None:
-        for name in _CONFIG_NAMES:
-            marker = folder / name
-            if not marker.is_file():
-                continue
-            text = read_config_text(marker) or ""
-            if "@astrojs/starlight" not in text:
-                return None  # an Astro site whose content collections kbctl cannot know
-            src = _SRC_DIR.search(text)
-            trailing = _TRAILING.search(text)
-            build = _FORMAT.search(text)
-            major = _astro_major(folder)
-            cut = (major is not None and major <= _LAST_CUTTING_MAJOR
-                   and not _HEADING_ID_COMPAT.search(text))
-            settings = {"trailingSlash": trailing.group(1) if trailing else "ignore",
-                        "format": build.group(1) if build else "directory", "cutDash": cut}
-            content = folder / (src.group(1) if src else "src") / "content" / "docs"
-            return Site(self.name, content, marker, settings)
-        return None
+        found = first_config(folder, _CONFIG_NAMES)
+        if found is None or "@astrojs/starlight" not in found[1]:
+            return None  # no Astro site, or one whose content collections kbctl cannot know
+        marker, text = found
+        src = _SRC_DIR.search(text)
+        trailing = _TRAILING.search(text)
+        build = _FORMAT.search(text)
+        major = _astro_major(folder)
+        cut = (major is not None and major <= _LAST_CUTTING_MAJOR
+               and not _HEADING_ID_COMPAT.search(text))
+        settings = {"trailingSlash": trailing.group(1) if trailing else "ignore",
+                    "format": build.group(1) if build else "directory", "cutDash": cut}
+        content = folder / (src.group(1) if src else "src") / "content" / "docs"
+        return Site(self.name, content, marker, settings)
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"trailingSlash": "ignore", "format": "directory"})

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import re2
 
-from ..projectfiles import matches_any, read_config_text
+from ..projectfiles import first_config, matches_any
 from .base import CountingIds, Site
 
 _CONFIG_NAMES = ("config.mts", "config.ts", "config.mjs", "config.js", "config.cts",
@@ -62,12 +62,7 @@ class VitePress:
         config_dir = folder / ".vitepress"
         if not config_dir.is_dir():
             return None
-        text, marker = "", config_dir
-        for name in _CONFIG_NAMES:
-            if (config_dir / name).is_file():
-                marker = config_dir / name
-                text = read_config_text(marker) or ""
-                break
+        marker, text = first_config(config_dir, _CONFIG_NAMES) or (config_dir, "")
         clean = _CLEAN_URLS.search(text)
         src = _SRC_DIR.search(text)
         src_dir = src.group(1) if src else "."
