@@ -285,6 +285,7 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
                                                    *failed)))
     return leaves, unpublished
 
+
 KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
 
 
