@@ -392,3 +392,42 @@ def test_a_subset_of_the_real_docs_site_keeps_every_anchor(
     assert len(anchored) > len(urls)
     missing = [(ref, anchor) for ref, anchor in anchored if anchor not in ids[ref]]
     assert missing == []
+
+
+def test_llms_markdown_copies_are_cited_at_the_pages_they_were_made_from(
+        cli: Cli, site: LocalServer) -> None:
+    # llms.txt links a page's markdown copy (its URL with ".md" appended); the live page is
+    # what a citation should open, at the ids the page really has (here not GitHub's).
+    site.routes.update({
+        "/llms.txt": ok("# Widget\n\n## Docs\n\n- [Install](/guide/install.md)\n"
+                        "- [Notes](/notes.md)\n"),
+        "/guide/install.md": ok("# Install\n\n## Getting started\n\nRun the installer.\n"),
+        "/guide/install": etagged(
+            "<html><head><title>Install</title></head><body><main><h1 id='install'>"
+            "Install</h1><h2 id='_getting-started'>Getting started</h2><p>Run the "
+            "installer.</p></main></body></html>", '"i1"'),
+        "/notes.md": ok("# Notes\n\n## Deploy\n\nShip it.\n"),  # no page: the copy is read
+    })
+    report = cli.json("ingest", "llms", site.url("/llms.txt"), PRIVATE)
+    assert report["added"] == 2 and report["failed"] == 0
+    assert rows(cli.db_url, "SELECT ref, url FROM sources ORDER BY ref") == [
+        (site.url("/guide/install.md"), site.url("/guide/install")),
+        (site.url("/notes.md"), site.url("/notes.md"))]
+    anchors = {a for (a,) in rows(cli.db_url, "SELECT meta->>'anchor' FROM chunks")}
+    assert "_getting-started" in anchors and "deploy" in anchors
+    hits = site.hits("/guide/install.md")
+    again = cli.json("ingest", "llms", site.url("/llms.txt"), PRIVATE)
+    assert again["notModified"] == 2  # the page answered 304; the copy hashed the same
+    assert site.hits("/guide/install.md") == hits
+
+
+def test_a_site_serving_only_markdown_copies_stops_being_asked_for_pages(
+        cli: Cli, site: LocalServer) -> None:
+    names = [f"p{i}" for i in range(60)]
+    site.routes["/llms.txt"] = ok("# S\n\n## Docs\n\n" + "".join(
+        f"- [{n}](/{n}.md)\n" for n in names))
+    site.routes.update({f"/{n}.md": ok(f"# {n}\n\nText of {n}.\n") for n in names})
+    report = cli.json("ingest", "llms", site.url("/llms.txt"), PRIVATE)
+    assert report["added"] == 60
+    asked = sum(site.hits(f"/{n}") for n in names)
+    assert asked <= 40  # the pages in flight when the misses came in, then copies alone

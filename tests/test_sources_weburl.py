@@ -7,6 +7,7 @@ import pytest
 from kbctl.sources.weburl import (
     extension,
     host_allowed,
+    html_twin,
     is_markdown_url,
     is_origin_only,
     is_page_link,
@@ -77,3 +78,17 @@ def test_extensions() -> None:
     assert extension("http://x.test/.hidden") == ""
     assert is_markdown_url("http://x.test/a/b.mdx")
     assert not is_markdown_url("http://x.test/a/md")
+
+
+@pytest.mark.parametrize(("copy", "page"), [
+    ("https://d.test/guide/install.md", "https://d.test/guide/install"),
+    ("https://d.test/page.html.md", "https://d.test/page.html"),
+    ("https://d.test/index.md", "https://d.test/"),
+    ("https://d.test/docs/index.md", "https://d.test/docs/"),
+    ("https://d.test/A.MD?x=1#top", "https://d.test/A"),
+    ("https://d.test/docs/.md", None),
+    ("https://d.test/page.mdx", None),
+    ("https://d.test/notes.txt", None),
+])
+def test_the_page_a_markdown_copy_was_made_from(copy: str, page: str | None) -> None:
+    assert html_twin(copy) == page

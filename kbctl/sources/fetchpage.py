@@ -30,11 +30,16 @@ from ..net import FetchResult, GuardedClient
 from .base import READER, Leaf, Loaded
 from .directives import read_directives
 from .extractpool import ExtractJob, run_job
-from .page import PAGE_CONTENT_TYPES
+from .page import HTML_TYPES, PAGE_CONTENT_TYPES
 from .weburl import normalize_url, origin
 
 #: Source meta: the content selectors a page was extracted with (absent: none).
 SELECTORS = "selectors"
+#: Source meta: the HTML page a markdown copy was read from instead (absent: the copy).
+SERVED_FROM = "served_from"
+#: Markdown copies whose HTML page is missing, with none found, before a source stops
+#: asking for the pages (a site that serves only the copies pays no more for them).
+TWIN_MISSES = 3
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class WebHint:
     lastmod: str | None = None
     prefer_markdown: bool = False  # llms.txt links: text/plain bodies are markdown
     error: KbctlError | None = None  # a listing failure reported as this leaf's outcome
+    twin: str | None = None  # the HTML page a listed markdown copy was made from
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ class PageLoader:
         self.client = client
         self.options = options
         self.executor = executor
+        self._twins_found = self._twins_missed = 0
 
     async def load(self, leaf: Leaf, prev: dict[str, Any] | None, *,
                    want_links: bool = False, honor_canonical: bool = True) -> Fetched:
@@ -126,7 +133,14 @@ class PageLoader:
                 and unchanged_since(hint.lastmod, prev)):
             return Fetched(Loaded(leaf=leaf, not_modified=True,
                                   meta=_meta(lastmod=hint.lastmod)))
-        conditional = opts.conditional and not want_links and prev is not None and same_reading
+        if hint.twin is not None and not (self._twins_missed >= TWIN_MISSES
+                                          and not self._twins_found):
+            twin = await self._load_twin(leaf, hint.twin, prev, same_reading)
+            if twin is not None:
+                return twin
+        # validators the stored page got from its HTML twin are no use for the copy
+        conditional = (opts.conditional and not want_links and prev is not None
+                       and same_reading and SERVED_FROM not in prev)
         try:
             result = await self.client.fetch(
                 leaf.url, content_types=PAGE_CONTENT_TYPES,
@@ -164,6 +178,49 @@ class PageLoader:
         if out.document is None:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final, out.links)
         return Fetched(Loaded(leaf=leaf, document=out.document, meta=meta), final, out.links)
+
+    async def _load_twin(self, leaf: Leaf, twin: str, prev: dict[str, Any] | None,
+                         same_reading: bool) -> Fetched | None:
+        """A listed markdown copy read from the HTML page it was made from, so that its
+        citations open the live page at the ids the page really has; the leaf keeps its
+        ref (the listing's URL), its document the page's URL. None: no usable page (not
+        there, not HTML, noindex, no text), and the copy is read instead."""
+        opts = self.options
+        ours = prev is not None and same_reading and prev.get(SERVED_FROM) == twin
+        try:
+            result = await self.client.fetch(
+                twin, content_types=HTML_TYPES,
+                etag=prev.get("etag") if ours and opts.conditional and prev else None,
+                last_modified=prev.get("last_modified") if ours and opts.conditional
+                and prev else None)
+        except KbctlError:
+            self._twins_missed += 1
+            return None
+        page = normalize_url(result.url) or twin
+        meta = _meta(etag=result.etag, last_modified=result.last_modified,
+                     fetched_at=now_iso(), **{SELECTORS: opts.selectors.signature,
+                                              READER: HTML_READER, SERVED_FROM: twin})
+        if result.not_modified:
+            self._twins_found += 1
+            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), leaf.ref)
+        noindex = read_directives(result).noindex
+        if noindex and not opts.ignore_noindex:
+            self._twins_missed += 1
+            return None
+        digest = self._digest(result, WebHint())
+        meta["body_sha256"] = digest
+        job = ExtractJob(result, page, opts.kind, docs_mode=opts.docs_mode,
+                         skip_document=ours and prev is not None
+                         and prev.get("body_sha256") == digest, selectors=opts.selectors)
+        out = await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
+        if out.error is not None:
+            self._twins_missed += 1
+            return None
+        self._twins_found += 1
+        if out.document is None:
+            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), leaf.ref)
+        document = dataclasses.replace(out.document, ref=leaf.ref)  # cited at the page
+        return Fetched(Loaded(leaf=leaf, document=document, meta=meta), leaf.ref)
 
     def _drop(self, leaf: Leaf, result: FetchResult, honor_canonical: bool) -> Fetched | None:
         """The outcome of a page left out on its own say-so, or None to extract it."""

@@ -47,7 +47,7 @@ from .page import PAGE_CONTENT_TYPES
 from .sitemap import SitemapListing, SitemapOptions, discover, read_sitemaps
 from .webload import Outbox, run_async, stream
 from .webopts import WebOptions
-from .weburl import is_origin_only, normalize_url, origin
+from .weburl import html_twin, is_origin_only, normalize_url, origin
 
 WEB_KINDS = ("url", "sitemap", "crawl", "llms")
 
@@ -144,7 +144,8 @@ class WebSource:
                          note: str | None) -> Expansion:
         links = llms.links(skip_optional=self.skip_optional)
         shaped = await self._shape(client, where, [link.url for link in links])
-        leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True)) for u in shaped.kept]
+        leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True, twin=html_twin(u)))
+                  for u in shaped.kept]
         notes = [note] if note else []
         skipped = len(llms.links()) - len(links)
         if skipped:

@@ -116,6 +116,20 @@ def is_markdown_url(url: str) -> bool:
     return extension(url) in MARKDOWN_EXTENSIONS
 
 
+def html_twin(url: str) -> str | None:
+    """The page a markdown copy was made from, by llms.txt's convention of serving a page's
+    markdown at its URL with ``.md`` appended (``page.html.md`` → ``page.html``,
+    ``guide/install.md`` → ``guide/install``, ``guide/index.md`` → ``guide/``); None for
+    a URL that is no such copy."""
+    parts = urlsplit(url)
+    stem = parts.path[:-3]
+    if not parts.path.lower().endswith(".md") or stem.endswith("/") or not stem:
+        return None  # no copy, or a file named ".md"
+    if stem.endswith("/index"):
+        stem = stem[:-len("index")]
+    return urlunsplit((parts.scheme, parts.netloc, stem, "", ""))
+
+
 def is_origin_only(url: str) -> bool:
     """``https://docs.example.com`` or ``…/``: a site, not a document."""
     parts = urlsplit(url)
