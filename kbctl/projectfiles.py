@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 MAX_CONFIG_BYTES = 1024 * 1024
 # More lines than any real .gitignore has; a hostile one is read this far.
 MAX_IGNORE_PATTERNS = 2000
+# How many folders above a walked folder are searched for its repository's top.
+MAX_REPO_DEPTH = 12
 
 
 def read_config_text(path: Path) -> str | None:
@@ -82,12 +84,14 @@ def _compiles(pattern: str) -> bool:
 class IgnoreFiles:
     """The ``.gitignore`` files of a folder being walked, as git applies them: each to its
     own folder and below, the deepest file that matches a path deciding (a ``!pattern``
-    there takes back what a shallower file ignores). Files above ``root`` are not read:
-    a folder named on purpose is read whatever its parent ignores."""
+    there takes back what a shallower file ignores). In a git repository the files of the
+    folders above ``root``, up to the repository's top, count too, except one that ignores
+    ``root`` itself: a folder named on purpose is read whatever its parent ignores."""
 
     def __init__(self, root: Path) -> None:
         self._root = root
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._above = self._specs_above(root)
 
     def ignored(self, folder: Path, name: str, *, is_dir: bool) -> bool:
         """Whether the entry ``name`` of ``folder`` (``root`` or below) is ignored."""
@@ -100,9 +104,39 @@ class IgnoreFiles:
                 if verdict is not None:
                     return verdict
             if current == self._root or current.parent == current:
-                return False
+                break
             rel = f"{current.name}/{rel}"
             current = current.parent
+        for prefix, spec in self._above:  # the nearest folder's file first
+            verdict = spec.check_file(prefix + rel).include
+            if verdict is not None:
+                return verdict
+        return False
+
+    def _specs_above(self, root: Path) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+        """(``root``'s path from the folder, with a trailing ``/``; the folder's patterns)
+        for each folder above ``root`` up to the top of its git repository, nearest
+        first; none outside a repository."""
+        try:
+            real = root.resolve()
+        except (OSError, RuntimeError):
+            return []
+        if (real / ".git").exists():
+            return []  # root is the top itself
+        chain = []
+        for folder in list(real.parents)[:MAX_REPO_DEPTH]:
+            chain.append(folder)
+            if (folder / ".git").exists():
+                break
+        else:
+            return []  # not in a repository: the files above are no concern of this folder
+        out = []
+        for folder in chain:
+            spec = self._spec(folder)
+            prefix = real.relative_to(folder).as_posix() + "/"
+            if spec is not None and not spec.match_file(prefix):
+                out.append((prefix, spec))
+        return out
 
     def ignored_path(self, parts: Sequence[str], *, is_dir: bool) -> bool:
         """Whether ``root/parts…`` is ignored, itself or through a folder above it."""

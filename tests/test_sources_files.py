@@ -318,12 +318,20 @@ def test_with_no_generator_what_gitignore_leaves_out_is_skipped(
     notes, loaded = _run(root)
     assert _names(loaded) == {"README.md", "guide.md", "keep.log.md"}
     assert any(".gitignore leaves out" in note for note in notes), notes
-    monkeypatch.chdir(root)  # a relative target: only the ignore files inside it count
+    monkeypatch.chdir(root)  # a relative target, outside any repository: its own files
     assert _names(_run("docs")[1]) == {"guide.md", "keep.log.md", "other.log.md"}
     assert _names(_run(root / "build")[1]) == {"out.md"}  # named on purpose: read
     assert _names(_run(root / "docs" / "drafts" / "wip.md")[1]) == {"wip.md"}
     assert _names(_run(str(root / "**" / "*.md"))[1]) == {"README.md", "guide.md",
                                                            "keep.log.md"}
+    # in a git repository, the files above count up to its top, as git counts them, but
+    # never against the folder named: ignoring it there does not hide it when named
+    write_tree(root, {".git/HEAD": "ref: refs/heads/main\n", ".gitignore":
+                      "build/\n*.log.md\nvenv\n/docs/drafts-too/\nsecret/\n",
+                      "docs/drafts-too/x.md": "# X\n\nWords.\n",
+                      "docs/secret/s.md": "# S\n\nWords.\n"})
+    assert _names(_run("docs")[1]) == {"guide.md", "keep.log.md"}
+    assert _names(_run(root / "docs" / "secret")[1]) == {"s.md"}
     # a generator decides what it publishes itself, generated and ignored pages included
     write_tree(root, {"mkdocs.yml": "site_name: s\ndocs_dir: docs\n"})
     assert "wip.md" in _names(_run(root / "docs")[1])
