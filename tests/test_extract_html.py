@@ -682,7 +682,8 @@ def test_broken_html_is_repaired() -> None:
     [("<div>", "</div>"), ("<ul><li>", "</li></ul>"), ("<blockquote>", "</blockquote>"),
      ("<span>", "</span>"), ("<dl><dt>t</dt><dd>", "</dd></dl>"),
      ("<table><tr><td>", "</td></tr></table>"),
-     ("<table><tr><td>x</td><td>", "</td></tr></table>")],
+     ("<table><tr><td>x</td><td>", "</td></tr></table>"),
+     ("<pre><div>", "</div></pre>")],
 )
 def test_deeply_nested_markup_does_not_crash(open_tag: str, close_tag: str) -> None:
     # libxml2 stops nesting at depth 256; what it keeps must convert without overflow.
