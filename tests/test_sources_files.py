@@ -213,8 +213,8 @@ def test_an_html_file_stored_by_an_older_reading_is_read_again(docs: Path) -> No
                               "</html>")
     source = FilesSource()
     leaves = source.expand(source_spec("files", str(docs), {})).leaves
-    stamps = {leaf.ref: {"size": leaf.hint[0].stat().st_size,
-                         "mtime_ns": leaf.hint[0].stat().st_mtime_ns} for leaf in leaves}
+    stamps = {leaf.ref: {"size": leaf.hint.path.stat().st_size,
+                         "mtime_ns": leaf.hint.path.stat().st_mtime_ns} for leaf in leaves}
     older = {ref: dict(stamp) for ref, stamp in stamps.items()}  # no reader: the first one
     now = {ref: stamp | {READER: HTML_READER} for ref, stamp in stamps.items()}
     assert all(item.not_modified for item in source.load(leaves, now.get))

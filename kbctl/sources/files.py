@@ -13,6 +13,7 @@ each other, instead of one silently replacing the other.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fnmatch
 import glob
@@ -64,7 +65,6 @@ _GLOB_CHARS = set("*?[")
 UNTIL = "until"
 # Folders no docs page lives in: a JavaScript project's installed packages.
 _NEVER_DOCS = frozenset({"node_modules"})
-Published = tuple[Site, "str | None", Path]  # the site, its base URL, the file's path in it
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,21 @@ class FilesOptions(SourceOptions):
     exclude: tuple[str, ...] = option((), strings("a list of glob patterns"))
     generator: str = option(AUTO, choice(AUTO, *GENERATORS))
     ignore_noindex: bool = option(False, boolean)
+
+
+@dataclass(frozen=True)
+class _File:
+    """What a files leaf carries: the file as walked, the folder it was found in
+    (resolved), its path under that folder (where its generator looks it up), the site
+    that publishes it, the source's options, and an error known before it is read (two
+    files citing one address, a profile failing on it)."""
+
+    path: Path
+    root: Path
+    published: Path
+    site: Site
+    options: FilesOptions
+    error: SourceError | None = None
 
 
 class FilesSource:
@@ -140,21 +155,20 @@ class FilesSource:
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
-            path, real_root, published, options, *collision = leaf.hint
-            if collision:
-                yield Loaded(leaf=leaf, error=collision[0])
+            file: _File = leaf.hint
+            if file.error is not None:
+                yield Loaded(leaf=leaf, error=file.error)
                 continue
             try:
-                yield self._load_one(leaf, path, real_root, published, options,
-                                     previous(leaf.ref))
+                yield self._load_one(leaf, file, previous(leaf.ref))
             except SourceError as exc:
                 yield Loaded(leaf=leaf, error=exc)
             except Exception as exc:  # noqa: BLE001 - a reader's bug fails one file, not the run
                 yield Loaded(leaf=leaf, error=SourceError(
-                    f"{path}: cannot read: {type(exc).__name__}: {exc}"))
+                    f"{file.path}: cannot read: {type(exc).__name__}: {exc}"))
 
-    def _load_one(self, leaf: Leaf, path: Path, real_root: Path, published: Published,
-                  options: FilesOptions, prev: dict[str, Any] | None) -> Loaded:
+    def _load_one(self, leaf: Leaf, file: _File, prev: dict[str, Any] | None) -> Loaded:
+        path, real_root = file.path, file.root
         try:
             real = path.resolve()
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
@@ -194,16 +208,15 @@ class FilesSource:
             if head.refresh is not None:
                 return Loaded(leaf=leaf, dropped="redirect",
                               note=f"{path}: a redirect page to {head.refresh}, skipped")
-            if head.noindex and not options.ignore_noindex:
+            if head.noindex and not file.options.ignore_noindex:
                 return Loaded(leaf=leaf, dropped="noindex",
                               note=f"{path}: skipped: marked noindex ({head.noindex}; "
                                    "--ignore-noindex keeps such pages)")
         text = decode_text(data, source=str(path))
-        doc = _document(leaf, path, text, stamp, published)
+        doc = _document(leaf, file, text, stamp)
         if doc is None:
-            site = published[0]
             return Loaded(leaf=leaf, dropped="not a page",
-                          note=f"{path}: {site.generator} does not publish it as a page "
+                          note=f"{path}: {file.site.generator} does not publish it as a page "
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
         return Loaded(leaf=leaf, document=doc, meta=stamp)
@@ -252,10 +265,12 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
         if len(group) == 1:
             out.append(group[0])
             continue
-        names = " and ".join(str(leaf.hint[0]) for leaf in group)
+        names = " and ".join(str(leaf.hint.path) for leaf in group)
         error = SourceError(f"{names} all cite {ref}; rename or exclude all but one",
                             hint="each page needs its own address (see --exclude)")
-        out += [Leaf(ref=leaf.ref, url=leaf.url, hint=(*leaf.hint, error)) for leaf in group]
+        out += [Leaf(ref=leaf.ref, url=leaf.url,
+                     hint=dataclasses.replace(leaf.hint, error=leaf.hint.error or error))
+                for leaf in group]
     return out
 
 
@@ -268,21 +283,20 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
     leaves: list[Leaf] = []
     unpublished = 0
     for rel, path in files:
-        published: Published = (site, base_url, real_root / rel)
-        failed: tuple[SourceError, ...] = ()
+        failed: SourceError | None = None
         if base_url:
             try:
                 page = page_path(site, real_root / rel)
             except SourceError as exc:  # this file fails; the others are read
-                page, failed = rel, (exc,)
+                page, failed = rel, exc
             if page is None:
                 unpublished += 1
                 continue
             url = base_url.rstrip("/") + "/" + page
         else:
             url = local_ref(rel, root_name=real_root.name)
-        leaves.append(Leaf(ref=url, url=url, hint=(path, real_root, published, options,
-                                                   *failed)))
+        leaves.append(Leaf(ref=url, url=url, hint=_File(path, real_root, real_root / rel, site,
+                                                         options, failed)))
     return leaves, unpublished
 
 
@@ -298,12 +312,11 @@ def file_format(path: Path) -> str | None:
     return EXTENSIONS.get(path.suffix.lower())
 
 
-def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
-              published: Published) -> Document | None:
+def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Document | None:
     """The document a file makes; None when its generator does not publish it as a page
     (known only once it is read: a draft, a future date, a Jekyll file without front
     matter)."""
-    site = published[0]
+    path, site = file.path, file.site
     stamp = stamp | {"generator": site.generator}
     fmt = file_format(path)
     if fmt == "rst" and over_block_budget(text):
@@ -327,7 +340,7 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
             front_matter, text, templated = split_front_matter(text)
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
-        url = _published_url(leaf, published, front_matter) if templated else leaf.url
+        url = _published_url(leaf, file, front_matter) if templated else leaf.url
         if url is None:
             return None
         if not text.strip():  # front matter alone (a jekyll-redirect-from stub): no text
@@ -355,10 +368,10 @@ def _document(leaf: Leaf, path: Path, text: str, stamp: dict[str, Any],
     # plugin slugs a post's URL from it)
     titled = md.front_matter if "title" in md.front_matter or not md.title else {
         **md.front_matter, "title": md.title}
-    url = _published_url(leaf, published, titled if md.has_front_matter else NO_FRONT_MATTER)
+    url = _published_url(leaf, file, titled if md.has_front_matter else NO_FRONT_MATTER)
     if url is None:
         return None
-    until = expiry(site, md.front_matter) if published[1] else None
+    until = expiry(site, md.front_matter) if file.options.base_url else None
     if until is not None:
         stamp[UNTIL] = until.isoformat()
     ids = heading_ids(site)
@@ -381,15 +394,14 @@ def _lapsed(prev: Mapping[str, Any]) -> bool:
         return True
 
 
-def _published_url(leaf: Leaf, published: Published, front_matter: Mapping[str, Any]
-                   ) -> str | None:
+def _published_url(leaf: Leaf, file: _File, front_matter: Mapping[str, Any]) -> str | None:
     """The page's URL once its front matter is known (``slug``, ``url``, ``permalink``
     move a page; Jekyll publishes a file without any as it is); the path-based URL when
     there is no base URL. None: the generator does not publish the file as a page."""
-    site, base_url, path = published
+    base_url = file.options.base_url
     if not base_url:
         return leaf.url
-    page = page_path(site, path, front_matter)
+    page = page_path(file.site, file.published, front_matter)
     return None if page is None else base_url.rstrip("/") + "/" + page
 
 
