@@ -10,6 +10,7 @@ patterns show up: most runs match none.
 
 from __future__ import annotations
 
+import os
 import stat
 import warnings
 from collections.abc import Sequence
@@ -31,13 +32,20 @@ def read_config_text(path: Path) -> str | None:
     """A project file as text, or None when unreadable, oversized or not a regular file
     (reading a FIFO or a device named ``SUMMARY.md`` would block or never end)."""
     try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_CONFIG_BYTES:
-            return None
-        with path.open("rb") as handle:  # at most the cap, should the file grow meanwhile
-            return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+        # O_NONBLOCK: a FIFO (at rest, or swapped in after a check) opens at once, and
+        # fstat refuses it; a check by name before opening could not stop the swap
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_CONFIG_BYTES:
+                return None
+            # at most the cap, should the file grow meanwhile
+            return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return None
 
 
 def first_config(folder: Path, names: Sequence[str]) -> tuple[Path, str] | None:

@@ -397,3 +397,12 @@ def test_settings_a_profile_cannot_read_are_an_input_error_naming_them(
         _run(root, base_url="https://docs.test/")
     assert "mkdocs settings" in err.value.message and "unexpected setting" in err.value.message
     assert "--generator" in (err.value.hint or "")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_gitignore_that_is_a_fifo_is_no_ignore_file(tmp_path: Path) -> None:
+    # reading it would wait for a writer for ever; it is passed over like an unreadable file
+    root = write_tree(tmp_path / "repo", {"a.md": "# A\n\nWords.\n", "sub/b.md": "# B\n"})
+    os.mkfifo(root / ".gitignore")
+    os.mkfifo(root / "sub" / ".gitignore")
+    assert _names(within(lambda: _run(root)[1])) == {"a.md", "b.md"}
