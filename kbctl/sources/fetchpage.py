@@ -29,7 +29,7 @@ from ..extract.html_select import ContentSelectors
 from ..net import FetchResult, GuardedClient
 from .base import READER, Leaf, Loaded
 from .directives import read_directives
-from .extractpool import ExtractJob, run_job
+from .extractpool import ExtractJob, ExtractOutcome, run_job
 from .page import HTML_TYPES, PAGE_CONTENT_TYPES
 from .weburl import normalize_url, origin
 
@@ -163,12 +163,9 @@ class PageLoader:
             return drop
         digest = self._digest(result, hint)
         meta["body_sha256"] = digest
-        job = ExtractJob(result, leaf.ref, opts.kind, docs_mode=opts.docs_mode,
-                         prefer_markdown=hint.prefer_markdown, want_links=want_links,
-                         skip_document=drop is not None or (
-                             prev is not None and prev.get("body_sha256") == digest),
-                         selectors=opts.selectors)
-        out = await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
+        out = await self._extract(result, leaf.ref, prefer_markdown=hint.prefer_markdown,
+                                  want_links=want_links, skip=drop is not None or (
+                                      prev is not None and prev.get("body_sha256") == digest))
         if drop is not None:  # a crawl still follows the links of a dropped page
             links = out.links + ([drop.canonical] if drop.canonical else [])
             return dataclasses.replace(drop, links=links)
@@ -186,13 +183,14 @@ class PageLoader:
         ref (the listing's URL), its document the page's URL. None: no usable page (not
         there, not HTML, noindex, no text), and the copy is read instead."""
         opts = self.options
-        ours = prev is not None and same_reading and prev.get(SERVED_FROM) == twin
+        # what an earlier run stored from this page (not from the copy, nor read otherwise)
+        stored = (prev if prev is not None and same_reading and prev.get(SERVED_FROM) == twin
+                  else None)
+        validators = stored if stored is not None and opts.conditional else {}
         try:
-            result = await self.client.fetch(
-                twin, content_types=HTML_TYPES,
-                etag=prev.get("etag") if ours and opts.conditional and prev else None,
-                last_modified=prev.get("last_modified") if ours and opts.conditional
-                and prev else None)
+            result = await self.client.fetch(twin, content_types=HTML_TYPES,
+                                             etag=validators.get("etag"),
+                                             last_modified=validators.get("last_modified"))
         except KbctlError:
             self._twins_missed += 1
             return None
@@ -209,10 +207,8 @@ class PageLoader:
             return None
         digest = self._digest(result, WebHint())
         meta["body_sha256"] = digest
-        job = ExtractJob(result, page, opts.kind, docs_mode=opts.docs_mode,
-                         skip_document=ours and prev is not None
-                         and prev.get("body_sha256") == digest, selectors=opts.selectors)
-        out = await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
+        out = await self._extract(result, page, skip=stored is not None
+                                  and stored.get("body_sha256") == digest)
         if out.error is not None:
             self._twins_missed += 1
             return None
@@ -221,6 +217,16 @@ class PageLoader:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), leaf.ref)
         document = dataclasses.replace(out.document, ref=leaf.ref)  # cited at the page
         return Fetched(Loaded(leaf=leaf, document=document, meta=meta), leaf.ref)
+
+    async def _extract(self, result: FetchResult, ref: str, *, prefer_markdown: bool = False,
+                       want_links: bool = False, skip: bool = False) -> ExtractOutcome:
+        """The page's document (none with ``skip``: its body is unchanged) and links,
+        extracted off the event loop."""
+        opts = self.options
+        job = ExtractJob(result, ref, opts.kind, docs_mode=opts.docs_mode,
+                         prefer_markdown=prefer_markdown, want_links=want_links,
+                         skip_document=skip, selectors=opts.selectors)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
 
     def _drop(self, leaf: Leaf, result: FetchResult, honor_canonical: bool) -> Fetched | None:
         """The outcome of a page left out on its own say-so, or None to extract it."""
