@@ -62,7 +62,9 @@ class HeadingIds(Protocol):
 
 
 class Generator(Protocol):
-    """One docs generator: detection, page paths and heading ids."""
+    """One docs generator: detection, page paths and heading ids. A generator that stops
+    publishing a page at a date (Hugo's ``expiryDate``) also has ``expires(site,
+    front_matter) -> datetime | None``, which ``generators.expiry`` asks for."""
 
     name: str
     markers: tuple[str, ...]
