@@ -342,6 +342,80 @@ def test_hugo_content_mounted_from_a_language_folder(tmp_path: Path) -> None:
     assert urls == {"https://docs.example.com/", "https://docs.example.com/guide/install/"}
 
 
+@pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")
+def test_hugo_languages_and_a_config_folder(tmp_path: Path) -> None:
+    base = "https://docs.example.com/"
+    # Docsy's layout: a content folder per language, settings split over config/
+    folders = write_tree(tmp_path / "folders", {
+        "config/_default/hugo.toml": HUGO_SITE["hugo.toml"],
+        "config/_default/languages.toml": "[en]\ncontentDir = 'content/en'\nweight = 1\n"
+                                          "[fr]\ncontentDir = 'content/fr'\nweight = 2\n",
+        "config/_default/markup.toml": "[goldmark.parser]\nautoHeadingIDType = 'github-ascii'\n",
+        "config/production/hugo.toml": "uglyURLs = true\n",
+        "content/en/_index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nText.\n",
+        "content/en/docs/install.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,
+        "content/fr/_index.md": "---\ntitle: Accueil\n---\n\n## Bienvenue\n\nTexte.\n",
+        "content/fr/docs/install.md": "---\ntitle: Installer\n---\n\n" + HEADINGS_MD,
+    })
+    site = build_hugo(folders)
+    _assert_all_resolve(site, folders / "content", "hugo")
+    urls = {url for url, _ in citations(folders / "content")[0]}
+    assert urls == {base, base + "docs/install.html", base + "fr/", base + "fr/docs/install.html"}
+    # translations named by suffix, the default language under /en/ too
+    names = write_tree(tmp_path / "names", {
+        "hugo.toml": HUGO_SITE["hugo.toml"] + "defaultContentLanguageInSubdir = true\n"
+                     "[languages.en]\nweight = 1\n[languages.fr]\nweight = 2\n",
+        "content/about.md": "---\ntitle: About\n---\n\n" + HEADINGS_MD,
+        "content/about.fr.md": "---\ntitle: À propos\n---\n\n" + HEADINGS_MD,
+        "content/docs/_index.fr.md": "---\ntitle: Docs\n---\n\n## Liste\n\nTexte.\n",
+        "content/docs/guide.v2.md": "---\ntitle: Guide\n---\n\n## Guide\n\nText.\n",
+    })
+    site = build_hugo(names)
+    _assert_all_resolve(site, names / "content", "hugo")
+    urls = {url for url, _ in citations(names / "content")[0]}
+    assert urls == {base + "en/about/", base + "fr/about/", base + "fr/docs/",
+                    base + "en/docs/guide.v2/"}
+
+
+@pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")
+def test_hugo_permalinks(tmp_path: Path) -> None:
+    def page(front_matter: str) -> str:
+        return f"---\n{front_matter}\n---\n\n## Body\n\nText.\n"
+
+    project = write_tree(tmp_path / "site", {
+        "hugo.yaml": "baseURL: https://docs.example.com/\n"
+                     "disableKinds: [taxonomy, term, RSS, sitemap]\n"
+                     "permalinks:\n"
+                     "  blog: /:section/:year/:month/:day/:slugorcontentbasename\n"
+                     "  posts: /p/:year/:title\n"
+                     "  docs/api: /API/:sections/:filename\n"
+                     "  notes: /n/:sections[1:]/:contentbasename/\n"
+                     "  section:\n    docs: /manual/:sections\n",
+        "content/blog/_index.md": page("title: Blog"),
+        "content/blog/news/_index.md": page("title: News"),
+        "content/blog/news/first-post/index.md": page(
+            "title: First\ndate: 2018-10-06T08:00:00+10:00"),  # its own day, not UTC's
+        "content/blog/news/slugged.md": page("title: S\nslug: My Slug\ndate: 2020-02-03"),
+        "content/posts/Hello.md": page("title: Héllo Wörld! & Co\ndate: 2021-05-06"),
+        "content/posts/undated.md": page("title: No date"),
+        "content/docs/_index.md": page("title: Docs"),
+        "content/docs/api/_index.md": page("title: API"),
+        "content/docs/api/func.md": page("title: Func"),
+        "content/docs/api/deep/x.md": page("title: X"),  # deep/ has no _index: no section
+        "content/docs/guide/y.md": page("title: Y"),
+        "content/notes/a/_index.md": page("title: A"),
+        "content/notes/a/b/c.md": page("title: C"),
+    })
+    site = build_hugo(project)
+    _assert_all_resolve(site, project / "content", "hugo")
+    base = "https://docs.example.com/"
+    urls = {url.removeprefix(base) for url, _ in citations(project / "content")[0]}
+    assert urls == {"blog/", "blog/news/", "blog/2018/10/06/first-post/",
+                    "blog/2020/02/03/my-slug/", "p/2021/héllo-wörld-co/", "p/1/no-date/",
+                    "manual/docs/", "manual/docs/api/", "api/docs/api/func/",
+                    "api/docs/api/x/", "docs/guide/y/", "notes/a/", "n/a/c/"}
+
+
 VITEPRESS_SITE = {
     ".vitepress/config.mts": "export default { cleanUrls: CLEAN, ignoreDeadLinks: true, "
                              "srcExclude: ['**/README.md', 'drafts/**'] }\n",

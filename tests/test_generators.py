@@ -17,6 +17,7 @@ from kbctl.generators.anchors import with_heading_ids
 from kbctl.generators.base import NO_FRONT_MATTER
 from kbctl.generators.docusaurus import strip_number_prefix
 from kbctl.generators.hugo import goldmark_id
+from kbctl.generators.hugo_permalinks import urlize
 from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
 from kbctl.generators.mkdocs import split_attr_list, toc_slugify
@@ -202,6 +203,107 @@ def test_hugo_pages_and_ids(tmp_path: Path) -> None:
     assert goldmark_id("Hello, World -- 2!") == "hello-world----2"
     assert goldmark_id("Ünï\tx", ascii_only=True) == "unix"
     assert _ids("hugo", ["A", "A", "?"], tmp_path) == ["a", "a-1", "heading"]
+
+
+def test_hugo_config_folder_is_merged_as_hugo_builds(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "config/_default/hugo.toml": "baseURL = 'https://x.test/'\nuglyURLs = false\n",
+        "config/_default/markup.toml": "[goldmark.parser]\nautoHeadingIDType = 'github-ascii'\n",
+        "config/_default/languages.yaml": "languages:\n  fr: {weight: 2}\n  en: {weight: 1}\n",
+        "config/production/hugo.toml": "uglyURLs = true\n",
+        "config/development/hugo.toml": "buildDrafts = true\n",  # `hugo server` only
+        "content/docs/guide.md": ""})
+    site = resolve_site(tmp_path / "content" / "docs")
+    assert site.generator == "hugo"
+    assert site.marker == tmp_path.resolve() / "config/_default/hugo.toml"
+    assert site.content == (tmp_path / "content").resolve()
+    assert site.settings["autoHeadingIDType"] == "github-ascii"
+    assert site.settings["languages"] == ("en", "fr")
+    assert _page(site, "docs/guide.md") == "docs/guide.html"  # production wins
+    assert _page(site, "docs/guide.md", {"draft": True}) is None
+    # a root config file is read first, the folder over it
+    write_tree(tmp_path / "both", {"hugo.toml": "uglyURLs = true\ncontentDir = 'pages'\n",
+                                   "config/_default/params.toml": "x = 1\n",
+                                   "config/_default/hugo.yaml": "uglyURLs: false\n"})
+    both = resolve_site(tmp_path / "both")
+    assert both.marker.name == "hugo.toml" and both.content.name == "pages"
+    assert _page(both, "a.md") == "a/"
+
+
+def test_a_config_folder_that_is_not_hugo_s_is_not_hugo(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".git/HEAD": "", "config/_default/settings.yaml": "x: 1\n",
+                          "a.md": "# A\n"})
+    assert detect_site(tmp_path) is None
+    write_tree(tmp_path, {"outside/_default/hugo.toml": "uglyURLs = true\n",
+                          "up/cfg/_default/hugo.toml": "uglyURLs = true\n", "up/content/a.md": ""})
+    (tmp_path / "up" / "hugo.toml").write_text("configDir = 'cfg'\n")
+    assert resolve_site(tmp_path / "up").settings["uglyURLs"] is True
+    (tmp_path / "up" / "hugo.toml").write_text("configDir = '../outside'\n")
+    assert resolve_site(tmp_path / "up").settings["uglyURLs"] is False  # never read outside
+
+
+def test_hugo_languages_place_pages_as_hugo_does(tmp_path: Path) -> None:
+    # translations by file name: a configured language's suffix moves the page under /LANG/
+    names = resolve_site(write_tree(tmp_path / "names", {
+        "hugo.toml": "[languages.en]\n[languages.fr]\n[languages.zh-cn]\n", "content/x.md": ""}))
+    assert _page(names, "about.md") == "about/"
+    assert _page(names, "about.en.md") == "about/"
+    assert _page(names, "about.fr.md") == "fr/about/"
+    assert _page(names, "about.ZH-CN.md") == "zh-cn/about/"
+    assert _page(names, "docs/_index.fr.md") == "fr/docs/"
+    assert _page(names, "_index.fr.md") == "fr/"
+    assert _page(names, "about.v2.md") == "about.v2/"  # no such language: part of the name
+    assert _page(names, "b.fr.md", {"slug": "renamed"}) == "fr/renamed/"
+    assert _page(names, "u.fr.md", {"url": "/custom/"}) == "custom/"  # from the root
+    single = resolve_site(write_tree(tmp_path / "single", {"hugo.toml": "", "content/x.md": ""}))
+    assert _page(single, "about.en.md") == "about/"  # the default language always exists
+    assert _page(single, "about.fr.md") == "about.fr/"
+    # a content folder per language (Docsy's layout); the default language in a subfolder
+    dirs = resolve_site(write_tree(tmp_path / "dirs", {
+        "hugo.toml": "defaultContentLanguage = 'en'\ndefaultContentLanguageInSubdir = true\n"
+                     "disableLanguages = ['de']\n"
+                     "[languages.en]\ncontentDir = 'content/en'\n"
+                     "[languages.fr]\ncontentDir = 'content/fr'\n"
+                     "[languages.de]\ncontentDir = 'content/de'\n",
+        "content/en/x.md": ""}))
+    assert dirs.content == (tmp_path / "dirs" / "content").resolve()
+    assert _page(dirs, "en/docs/guide.md") == "en/docs/guide/"
+    assert _page(dirs, "fr/docs/guide.md") == "fr/docs/guide/"
+    assert _page(dirs, "fr/_index.md") == "fr/"
+    assert _page(dirs, "fr/docs/only.en.md") == "en/docs/only/"  # the name wins
+    assert _page(dirs, "de/docs/guide.md") is None  # a disabled language is not built
+    assert _page(dirs, "stray.md") is None  # in no language's folder
+    mounted = resolve_site(write_tree(tmp_path / "mounted", {
+        "hugo.toml": "[languages.en]\n[languages.fr]\n[module]\n"
+                     "[[module.mounts]]\nsource = 'docs/en'\ntarget = 'content'\nlang = 'en'\n"
+                     "[[module.mounts]]\nsource = 'docs/fr'\ntarget = 'content'\nlang = 'fr'\n",
+        "docs/en/x.md": ""}))
+    assert _page(mounted, "en/a.md") == "a/" and _page(mounted, "fr/a.md") == "fr/a/"
+
+
+def test_hugo_reads_yaml_as_yaml_1_2(tmp_path: Path) -> None:
+    # Go's YAML: `no` (Norwegian) is a key, not False; MkDocs and Jekyll read YAML 1.1
+    site = resolve_site(write_tree(tmp_path, {
+        "hugo.yaml": "languages:\n  en: {}\n  no:\n    contentDir: content/no\n",
+        "content/no/a.md": ""}))
+    assert site.settings["languages"] == ("en", "no")
+    assert _page(site, "no/a.md") == "no/a/"
+
+
+def test_hugo_permalink_patterns(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {
+        "hugo.toml": "[permalinks]\nblog = '/:year/:monthname/:weekdayname/:yearday/:slug'\n"
+                     "'/' = '/top/:filename/'\nodd = '/:2006-01/:title'\n"
+                     "[permalinks.page]\ndocs = '/d/:sections[last]/:sections[:1]/:section'\n",
+        "content/docs/a/_index.md": "", "content/docs/a/b/_index.md": ""}))
+    assert _page(site, "blog/x.md", {"title": "T", "date": "2024-03-05"}) == (
+        "2024/march/tuesday/65/t/")
+    assert _page(site, "blog/x.md") == "blog/x/"  # unread: its own path stands in
+    assert _page(site, "about.md", {}) == "top/about/"  # '/': the top-level pages
+    assert _page(site, "odd/x.md", {"title": "T"}) == "odd/x/"  # a Go layout: not read here
+    assert _page(site, "docs/a/b/c.md", {}) == "d/b/docs/docs/"
+    assert _page(site, "docs/a/b/_index.md", {}) == "docs/a/b/"  # a section page: no pattern
+    assert urlize("  Héllo,  Wörld! C++ & 2.0 ") == "héllo-wörld-c++-2.0"
 
 
 def test_vitepress_and_jekyll_ids(tmp_path: Path) -> None:

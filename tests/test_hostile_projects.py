@@ -35,13 +35,16 @@ YAML_SETTINGS = {
     "_config.yml": ["permalink", "collections", "exclude", "include", "timezone", "kramdown",
                     "defaults", "markdown", "plugins", "future", "source"],
     "hugo.yaml": ["contentDir", "uglyURLs", "markup", "module", "buildDrafts", "buildFuture",
-                  "permalinks", "defaultContentLanguage", "languages", "cascade"],
+                  "permalinks", "defaultContentLanguage", "languages", "cascade", "configDir",
+                  "disableLanguages", "defaultContentLanguageInSubdir"],
+    "config/_default/languages.yaml": ["en", "fr", "contentDir", "languages", "x"],
 }
 FRONT_MATTER = ["title", "slug", "permalink", "url", "date", "draft", "published",
                 "expiryDate", "publishDate", "id", "build", "headless", "cascade",
                 "categories", "layout", "aliases"]
-PAGES = ["a.md", "docs/b.md", "content/c.md", "src/d.md", "src/content/docs/e.mdx",
-         "_posts/2024-01-01-x.md", "_docs/f.md", "g/index.md", "h.html", "i.rst"]
+PAGES = ["a.md", "docs/b.md", "content/c.md", "content/en/c.fr.md", "content/_index.x.md",
+         "src/d.md", "src/content/docs/e.mdx", "_posts/2024-01-01-x.md", "_docs/f.md",
+         "g/index.md", "h.html", "i.rst"]
 # What the last-resort nets say: a profile or reader met an exception it did not expect.
 NET = re.compile(r"cannot place this page \(|settings there cannot be read \(|"
                  r"cannot read: [A-Z]\w*(Error|Exception)")
@@ -55,7 +58,8 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice(SCALARS) if rng.random() < 0.4 else rng.choice(STRINGS)
     if roll < 0.75:
         return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
-    return {rng.choice(["permalink", "slug", "path", "docs_dir", "name", "x"]):
+    return {rng.choice(["permalink", "slug", "path", "docs_dir", "name", "x", "contentDir",
+                        "source", "target", "lang"]):
             _value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
 
 

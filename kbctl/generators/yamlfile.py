@@ -7,6 +7,7 @@ MkDocs configs name Python callables with tags such as
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +42,29 @@ def _tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Tagged:
 _Loader.add_multi_constructor("tag:yaml.org,2002:python/", _tagged)
 _Loader.add_multi_constructor("!", _tagged)
 
+_BOOL = "tag:yaml.org,2002:bool"
 
-def load_yaml_config(text: str) -> dict[str, Any]:
+
+class _CoreLoader(_Loader):
+    """YAML 1.2's booleans, as Go's parsers read them (Hugo's): only ``true`` and ``false``.
+    YAML 1.1's ``yes``, ``no``, ``on`` and ``off`` stay strings, so Norwegian's language
+    code ``no:`` is a key, not ``False``."""
+
+
+_CoreLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()}
+_CoreLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                  list("tTfF"))
+
+
+def load_yaml_config(text: str, *, yaml_1_2: bool = False) -> dict[str, Any]:
     """The mapping in ``text``; anything unparsable, too deep, expanding past the limits
-    of ``linefile.construct_bounded`` (an alias bomb), or not a mapping counts as empty."""
+    of ``linefile.construct_bounded`` (an alias bomb), or not a mapping counts as empty.
+    ``yaml_1_2`` reads booleans as YAML 1.2 does (Hugo's configs); MkDocs' and Jekyll's
+    parsers read YAML 1.1."""
     try:
-        data = construct_bounded(_Loader(text))
+        data = construct_bounded((_CoreLoader if yaml_1_2 else _Loader)(text))
     except (yaml.YAMLError, LoadError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
