@@ -310,6 +310,11 @@ HUGO_SITE = {
     "content/shared/snippet.md": "---\ntitle: Snippet\n---\n\n" + UNPUBLISHED,
     "content/shared/kept.md": "---\ntitle: Kept\nbuild:\n  render: always\n---\n\n## Kept\n\nT.\n",
     "content/posts/dashes.md": "---\ntitle: D\n---\n\n## Example -- dashes --- and more\n\nT.\n",
+    "content/posts/attributes.md": "---\ntitle: A\n---\n\n" + "".join(
+        f"## {h}\n\nText.\n\n" for h in (
+            'Step {class="no-step-marker"}', "Named {#named .c}", 'By attr {id="by-attr"}',
+            "Not attrs {#a b}", "Spaced { #spaced }", 'Nested {data=[1, "s", {k=v}] .c}',
+            "Templating {{#include}}", "Escaped \\{#e}")),
 }
 
 
@@ -326,6 +331,9 @@ def test_hugo_citations_resolve(tmp_path: Path) -> None:
     _assert_left_out(site, project / "content")
     assert ("https://docs.example.com/shared/kept/", "kept") in pairs
     assert ("https://docs.example.com/posts/dashes/", "example--dashes--and-more") in pairs
+    attributes = {a for url, a in pairs if url.endswith("/posts/attributes/")}
+    assert attributes == {"step", "named", "by-attr", "not-attrs-a-b", "spaced", "nested",
+                          "templating-include", "escaped-e"}
 
 
 @pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")

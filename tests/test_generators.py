@@ -14,8 +14,9 @@ from kbctl.chunk import chunk_markdown
 from kbctl.errors import InputError
 from kbctl.generators import GENERATORS, detect_site, heading_ids, page_path, resolve_site
 from kbctl.generators.anchors import with_heading_ids
-from kbctl.generators.base import NO_FRONT_MATTER
+from kbctl.generators.base import NO_FRONT_MATTER, Site
 from kbctl.generators.docusaurus import strip_number_prefix
+from kbctl.generators.goldmark_attributes import split_heading_attributes
 from kbctl.generators.hugo import goldmark_id
 from kbctl.generators.hugo_permalinks import urlize
 from kbctl.generators.jekyll import gfm_id
@@ -304,6 +305,40 @@ def test_hugo_permalink_patterns(tmp_path: Path) -> None:
     assert _page(site, "docs/a/b/c.md", {}) == "d/b/docs/docs/"
     assert _page(site, "docs/a/b/_index.md", {}) == "docs/a/b/"  # a section page: no pattern
     assert urlize("  Héllo,  Wörld! C++ & 2.0 ") == "héllo-wörld-c++-2.0"
+
+
+@pytest.mark.parametrize(("heading", "expected"), [
+    ('Step {class="no-step-marker"}', ("Step", None)),
+    ("A {#x .c}", ("A", "x")),
+    ("A { #x }", ("A", "x")),
+    ('A {id="q" data=[1, "s", {k=v}]}', ("A", "q")),
+    ("A {.c,#z}", ("A", "z")),
+    ("A {}", ("A", None)),
+    ("Two\nlines {#m}", ("Two\nlines", "m")),
+    ("A {#a b}", None),  # "b" is no attribute: the braces are text
+    ("A { }", None),
+    ("A {x=}", None),
+    ("A \\{#x}", None),  # escaped
+    ("A {#x} tail", None),  # not at the end
+    ("A {{#include}}", None),
+    ("x" + "{" * 5000, None),  # a hostile line: a bounded number of tries
+    ("{" * 5000 + "}" * 5000, None),
+])
+def test_goldmark_heading_attributes(heading: str, expected: tuple | None) -> None:
+    assert split_heading_attributes(heading) == expected
+
+
+def test_hugo_heading_attributes_can_be_turned_off(tmp_path: Path) -> None:
+    headings = "## Named {#named}\n\nT.\n\n## Classy {.c}\n\nT.\n"
+    on = resolve_site(write_tree(tmp_path / "on", {"hugo.toml": "", "content/a.md": ""}))
+    off = resolve_site(write_tree(tmp_path / "off", {
+        "hugo.toml": "[markup.goldmark.parser.attribute]\ntitle = false\n", "content/a.md": ""}))
+    def anchors(site: Site) -> list[str | None]:
+        marked = with_heading_ids(headings, heading_ids(site))
+        return [c.anchor for c in chunk_markdown(marked, slug_headings=False)]
+
+    assert anchors(on) == ["named", "classy"]
+    assert anchors(off) == ["named-named", "classy-c"]
 
 
 def test_vitepress_and_jekyll_ids(tmp_path: Path) -> None:

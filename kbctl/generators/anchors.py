@@ -19,6 +19,7 @@ from ..chunk.headings import (
     split_explicit_id,
 )
 from .base import HeadingIds
+from .goldmark_attributes import split_heading_attributes
 
 # kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"
 _BLOCK_IAL = re.compile(r"\{:\s*([^{}\n]*)\}")
@@ -37,12 +38,19 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         if tok.type != "heading_open" or tok.map is None:
             continue
         content = tokens[i + 1].content
-        if honour:
+        body = content
+        if ids.attribute_lists:
+            split = split_heading_attributes(content)
+            body, explicit = split if split is not None else (content, None)
+            plain = inline_text(body)[1]
+        elif honour:
             _, plain, explicit = heading_texts(content)
+            if explicit is not None:
+                body = split_explicit_id(content)[0]
         else:  # a written {#id} is literal text for this generator
             plain, explicit = inline_text(content)[1], None
         if ids.reads_source:
-            plain = content if explicit is None else split_explicit_id(content)[0]
+            plain = body
         ial_end = None
         if ids.block_attributes and explicit is None:
             explicit, ial_end = _block_ial(tokens, i)
@@ -51,7 +59,6 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
             anchor = None  # counted, as the generator's slugger does, but never rendered
         if tok.level > 0 or anchor is None:
             continue  # no id, or inside a list or quote: not a section, but it took its id
-        body = content if explicit is None else split_explicit_id(content)[0]
         body = " ".join(part.strip() for part in body.split("\n"))
         first, end = tok.map
         replacements[first] = (ial_end or end,  # the IAL line goes with the heading it names

@@ -256,6 +256,7 @@ class Hugo:
             **{name: config.get(name.lower()) is True
                for name in ("buildDrafts", "buildFuture", "buildExpired")},
             "typographer": _typographer(goldmark),
+            "headingAttributes": _heading_attributes(parser),
             "permalinks": permalinks(config),
         }
         return Site(self.name, content, marker, settings)
@@ -304,9 +305,12 @@ class Hugo:
     def heading_ids(self, site: Site) -> CountingIds:
         kind = site.settings.get("autoHeadingIDType", "github")
         dashes = site.settings.get("typographer", True)
-        return CountingIds(lambda text: goldmark_id(_typeset(text) if dashes else text,
-                                                    ascii_only=kind == "github-ascii"),
-                           empty="heading")
+        attributes = site.settings.get("headingAttributes", True)
+        ids = CountingIds(lambda text: goldmark_id(_typeset(text) if dashes else text,
+                                                   ascii_only=kind == "github-ascii"),
+                          empty="heading", honour_explicit=attributes)
+        ids.attribute_lists = attributes  # "## T {#id .c}": the list is no text
+        return ids
 
 
 def _content_path(rel: PurePosixPath, stem: str, front_matter: Mapping[str, Any]
@@ -338,6 +342,12 @@ def _typographer(goldmark: Any) -> bool:
     typographer = extensions.get("typographer") if isinstance(extensions, dict) else None
     return not (isinstance(typographer, dict) and typographer.get("disable") is True)
 
+
+def _heading_attributes(parser: Any) -> bool:
+    """Whether goldmark reads ``{#id .class}`` after a heading (``attribute.title``, on
+    unless the config turns it off)."""
+    attribute = parser.get("attribute") if isinstance(parser, dict) else None
+    return not (isinstance(attribute, dict) and attribute.get("title") is False)
 
 def _cascaded_render(content: Path, rel: PurePosixPath) -> Any:
     """``build.render`` that the nearest section cascades to ``rel`` (a section page's
