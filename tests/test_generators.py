@@ -280,6 +280,14 @@ def test_hugo_languages_place_pages_as_hugo_does(tmp_path: Path) -> None:
                      "[[module.mounts]]\nsource = 'docs/fr'\ntarget = 'content'\nlang = 'fr'\n",
         "docs/en/x.md": ""}))
     assert _page(mounted, "en/a.md") == "a/" and _page(mounted, "fr/a.md") == "fr/a/"
+    matrix = resolve_site(write_tree(tmp_path / "matrix", {  # Hugo 0.153's sites matrix
+        "hugo.toml": "[languages.en]\n[languages.de]\n[module]\n"
+                     "[[module.mounts]]\nsource = 'content/en'\ntarget = 'content'\n"
+                     "[module.mounts.sites.matrix]\nlanguages = ['en']\n"
+                     "[[module.mounts]]\nsource = 'content/de'\ntarget = 'content'\n"
+                     "[module.mounts.sites.matrix]\nlanguages = ['de']\n",
+        "content/en/x.md": ""}))
+    assert _page(matrix, "en/a.md") == "a/" and _page(matrix, "de/a.md") == "de/a/"
 
 
 def test_hugo_reads_yaml_as_yaml_1_2(tmp_path: Path) -> None:

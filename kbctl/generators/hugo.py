@@ -422,11 +422,20 @@ def _content_mounts(config: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     for mount in mounts if isinstance(mounts, list) else []:
         if (isinstance(mount, dict) and str(mount.get("target", "")).strip("/") == "content"
                 and isinstance(mount.get("source"), str) and mount["source"].strip("/")):
-            language = mount.get("lang")
-            out.append((mount["source"].strip("/"),
-                        language.lower() if isinstance(language, str) and language else None))
+            out.append((mount["source"].strip("/"), _mount_language(mount)))
     return out
 
+
+def _mount_language(mount: Mapping[str, Any]) -> str | None:
+    """The one language a mount is for: its ``lang``, or a ``sites.matrix.languages`` of
+    one name (Hugo 0.153 and later); None when it is for every language."""
+    language = mount.get("lang")
+    sites = mount.get("sites")
+    matrix = sites.get("matrix") if isinstance(sites, dict) else None
+    languages = matrix.get("languages") if isinstance(matrix, dict) else None
+    if isinstance(languages, list) and len(languages) == 1:
+        language = languages[0]
+    return language.lower() if isinstance(language, str) and language.strip("*") else None
 
 def _expires(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
     expiry = next((front_matter[k] for k in _EXPIRY_KEYS if k in front_matter), None)
