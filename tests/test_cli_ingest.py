@@ -146,6 +146,38 @@ def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:
     assert url.endswith("/index.md")
 
 
+def test_a_built_site_in_several_languages_and_versions_keeps_one_copy(
+        cli: Cli, workdir: Path) -> None:
+    site = workdir / "built"
+    for lang in ("", "fr/", "de/"):
+        for version in ("v1/", "v2/"):
+            _write(site, f"{lang}{version}guide/install.html",
+                   f"<html><body><main><h1>Install {lang}{version}</h1><p>Words.</p></main>"
+                   "</body></html>")
+    _write(site, "about.html", "<html><body><main><h1>About</h1><p>Us.</p></main></body></html>")
+    base = "https://d.test/"
+    report = cli.json("ingest", "files", str(site), "--base-url", base)
+    urls = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources")}
+    assert urls == {base + "v2/guide/install.html", base + "about.html"}
+    assert report["dropped"] == {"other versions": 1, "other languages": 4}
+    assert any("kept version 'v2'" in note and "language '(unprefixed)'" in note
+               for note in report["notes"])
+    # the choice is recorded: a resync keeps it; another namespace takes French, v1
+    cli.json("ingest", "files", str(site), "--base-url", base, "--lang", "FR",
+             "--version", "v1", "-n", "fr")
+    fr = {u for (u,) in rows(cli.db_url, "SELECT url FROM sources WHERE namespace = 'fr'")}
+    assert fr == {base + "fr/v1/guide/install.html", base + "about.html"}
+    [(opts,)] = rows(cli.db_url, "SELECT options FROM source_defs WHERE namespace = 'fr'")
+    assert opts["lang"] == "FR" and opts["version"] == "v1"
+    unknown = cli.json("ingest", "files", str(site), "--base-url", base, "--lang", "ja",
+                       "-n", "ja", code=1)
+    assert "'ja' is not among the site's versions or languages" in str(unknown["errors"])
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE namespace = 'ja'") == [(0,)]
+    one = cli.json("ingest", "files", str(workdir / "built" / "about.html"), "--lang", "fr",
+                   "-n", "one")
+    assert any("--lang changed nothing" in note for note in one["notes"])
+
+
 def test_ingest_text_from_stdin_and_argument(cli: Cli) -> None:
     cli.json("ingest", "text", "--ref", "notes/one", "--title", "One",
              input="# Notes\n\nReleased widgets.\n")

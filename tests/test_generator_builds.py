@@ -49,8 +49,9 @@ def _assert_left_out(site_dir: Path, target: Path, generator: str | None = None)
 
 
 def _assert_all_resolve(site_dir: Path, target: Path, expected_generator: str,
-                        generator: str | None = None, minimum: int = 10) -> None:
-    pairs, detected, failed = citations(target, generator=generator)
+                        generator: str | None = None, minimum: int = 10,
+                        lang: str | None = None) -> None:
+    pairs, detected, failed = citations(target, generator=generator, lang=lang)
     assert not failed
     assert detected == expected_generator
     result = check(site_dir, pairs)
@@ -366,9 +367,14 @@ def test_hugo_languages_and_a_config_folder(tmp_path: Path) -> None:
         "content/fr/docs/install.md": "---\ntitle: Installer\n---\n\n" + HEADINGS_MD,
     })
     site = build_hugo(folders)
-    _assert_all_resolve(site, folders / "content", "hugo")
-    urls = {url for url, _ in citations(folders / "content")[0]}
+    _assert_all_resolve(site, folders / "content", "hugo", lang="all")
+    urls = {url for url, _ in citations(folders / "content", lang="all")[0]}
     assert urls == {base, base + "docs/install.html", base + "fr/", base + "fr/docs/install.html"}
+    # one copy of each page by default (the unprefixed default language), as web sources keep
+    assert {url for url, _ in citations(folders / "content")[0]} == {
+        base, base + "docs/install.html"}
+    assert {url for url, _ in citations(folders / "content", lang="fr")[0]} == {
+        base + "fr/", base + "fr/docs/install.html"}
     # translations named by suffix, the default language under /en/ too
     names = write_tree(tmp_path / "names", {
         "hugo.toml": HUGO_SITE["hugo.toml"] + "defaultContentLanguageInSubdir = true\n"
@@ -379,8 +385,8 @@ def test_hugo_languages_and_a_config_folder(tmp_path: Path) -> None:
         "content/docs/guide.v2.md": "---\ntitle: Guide\n---\n\n## Guide\n\nText.\n",
     })
     site = build_hugo(names)
-    _assert_all_resolve(site, names / "content", "hugo")
-    urls = {url for url, _ in citations(names / "content")[0]}
+    _assert_all_resolve(site, names / "content", "hugo", lang="all")
+    urls = {url for url, _ in citations(names / "content", lang="all")[0]}
     assert urls == {base + "en/about/", base + "fr/about/", base + "fr/docs/",
                     base + "en/docs/guide.v2/"}
 

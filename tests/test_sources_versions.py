@@ -86,6 +86,9 @@ def test_an_unknown_version_is_a_source_error_naming_the_choices() -> None:
      "https://d.test/guide.html"],
     # files named after versions are pages, not version folders
     ["https://d.test/whatsnew/3.11.html", "https://d.test/whatsnew/3.10.html"],
+    # ... and so are folders, with directory URLs: whatsnew/3.11/ holds no copies
+    ["https://d.test/whatsnew/3.11/", "https://d.test/whatsnew/3.10/", "https://d.test/x/"],
+    ["https://d.test/fr/", "https://d.test/de/", "https://d.test/guide/"],
 ])
 def test_sites_without_versions_are_left_alone(urls: list[str]) -> None:
     layout = detect(urls)

@@ -51,6 +51,14 @@ IgnoreNoindexOpt = Annotated[bool, typer.Option(
     "--ignore-noindex", help="Keep pages marked noindex (robots meta tag, or a web page's "
     "X-Robots-Tag header).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+VersionOpt = Annotated[str | None, typer.Option(
+    "--version", help="Versioned docs: keep this version of each page (stable, latest, a "
+    "name, or all) [default: where a site's root points, else stable, the unprefixed or the "
+    "newest].", show_default=False)]
+LangOpt = Annotated[str | None, typer.Option(
+    "--lang", help="Translated docs: keep this language (en, fr, …, or all) "
+    "[default: where a site's root points, else en, else the unprefixed].",
+    show_default=False)]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
     help="Allow fetching from loopback and private addresses (local sites, tests).",

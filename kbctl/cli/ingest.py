@@ -21,8 +21,10 @@ from .common import (
     EmbedderUrlOpt,
     IgnoreNoindexOpt,
     JsonOpt,
+    LangOpt,
     NamespaceOpt,
     PrivateOpt,
+    VersionOpt,
     exit_with,
     guard,
     read_stdin,
@@ -99,16 +101,20 @@ def ingest_files(
         "jekyll or plain. Default: detected from book.toml, mkdocs.yml, conf.py, ….",
         show_default=False)] = None,
     ignore_noindex: IgnoreNoindexOpt = False,
+    version: VersionOpt = None, lang: LangOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Ingest a folder of .md/.mdx/.markdown/.rst/.html/.txt files.
 
+    Pages published once per language or version (a multilingual Hugo site, a built site
+    with /fr/ or /v2/ copies) are kept in one of each; --lang and --version choose.
+
     Example: `kbctl ingest files docs/ --base-url https://docs.example.com/ --generator mkdocs`
     """
     spec = flag_spec("files", target, base_url=base_url, exclude=exclude, generator=generator,
-                     ignore_noindex=ignore_noindex)
+                     ignore_noindex=ignore_noindex, version=version, lang=lang)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)

@@ -19,8 +19,10 @@ from .common import (
     EmbedderUrlOpt,
     IgnoreNoindexOpt,
     JsonOpt,
+    LangOpt,
     NamespaceOpt,
     PrivateOpt,
+    VersionOpt,
     guard,
 )
 from .ingest import merged_settings, run_ingest
@@ -50,12 +52,6 @@ ContentSelectorOpt = Annotated[str | None, typer.Option(
 ExcludeSelectorOpt = Annotated[list[str] | None, typer.Option(
     "--exclude-selector", help="CSS selector of parts of the content to leave out "
     "(repeatable), e.g. '.feedback'.", show_default=False)]
-VersionOpt = Annotated[str | None, typer.Option(
-    "--version", help="Versioned docs: keep this version of each page (stable, latest, a "
-    "name, or all) [default: where the site's root points].", show_default=False)]
-LangOpt = Annotated[str | None, typer.Option(
-    "--lang", help="Translated docs: keep this language (en, fr, …, or all) "
-    "[default: where the site's root points, else en].", show_default=False)]
 
 
 def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) -> None:

@@ -44,6 +44,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..hygiene import describe_bad_char
 from ..projectfiles import IgnoreFiles
+from . import versions
 from .base import (
     READER,
     Document,
@@ -54,7 +55,7 @@ from .base import (
     SourceKind,
     SourceSpec,
 )
-from .options import SourceOptions, boolean, choice, http_url, option, strings
+from .options import SourceOptions, boolean, choice, http_url, option, strings, version_name
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
               ".html": "html", ".htm": "html", ".txt": "text"}
@@ -73,13 +74,16 @@ class FilesOptions(SourceOptions):
     live site; ``exclude``: globs of relative paths to skip; ``generator``: the docs
     generator whose URLs and heading ids to cite (``auto``: detected); ``ignore_noindex``:
     keep HTML pages whose head marks them noindex (a built site's print or search page),
-    as web sources do."""
+    as web sources do; ``version``, ``lang``: which copy of pages published once per
+    version or language to keep (``all``: every one), chosen as web sources choose."""
 
     kind: ClassVar[str] = "files"
     base_url: str | None = option(None, http_url)
     exclude: tuple[str, ...] = option((), strings("a list of glob patterns"))
     generator: str = option(AUTO, choice(AUTO, *GENERATORS))
     ignore_noindex: bool = option(False, boolean)
+    version: str | None = option(None, version_name)
+    lang: str | None = option(None, version_name)
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class FilesSource:
                          f"keeps its file names)")
             site = resolve_site(real_root, "plain")
             leaves, unpublished = _leaves(site, readable, real_root, options)
+        leaves, dropped = _one_copy_each(f"files {spec.target}", leaves, options, notes)
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
@@ -150,7 +155,7 @@ class FilesSource:
                          f"does not publish were skipped")
         elif not leaves:
             notes.append(f"files {spec.target}: found no file to read ({_READ})")
-        return Expansion(leaves=_refuse_collisions(leaves), notes=notes,
+        return Expansion(leaves=_refuse_collisions(leaves), notes=notes, dropped=dropped,
                          info={"generator": site.generator})
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
@@ -272,6 +277,26 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
                      hint=dataclasses.replace(leaf.hint, error=leaf.hint.error or error))
                 for leaf in group]
     return out
+
+
+def _one_copy_each(where: str, leaves: list[Leaf], options: FilesOptions, notes: list[str]
+                   ) -> tuple[list[Leaf], dict[str, int]]:
+    """The leaves of one version and one language of each page, chosen by their URLs as
+    web sources choose (a multilingual Hugo project, a built site with ``/fr/`` or
+    ``/v2/`` copies), and how many of each were dropped; every leaf without a base URL."""
+    urls = [leaf.url for leaf in leaves] if options.base_url else []
+    layout = versions.detect(urls) if len(urls) > 1 else versions.Layout()
+    if not (layout.versioned or layout.translated):
+        if options.version is not None or options.lang is not None:
+            notes.append(versions.nothing_to_choose(where))
+        return leaves, {}
+    selection = versions.select(urls, layout, version=options.version, lang=options.lang)
+    line = versions.describe(selection)
+    if line:
+        notes.append(f"{where}: {line}")
+    kept = set(selection.kept)
+    return ([leaf for leaf in leaves if leaf.url in kept],
+            {what: n for what, n in selection.dropped.items() if n})
 
 
 def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,

@@ -14,8 +14,8 @@ from typing import ClassVar
 from ..errors import KbctlError
 from ..net import GuardedClient
 from .base import SourceKind
-from .options import boolean, option
-from .webopts import WebOptions, version_name, web_adapter
+from .options import boolean, option, version_name
+from .webopts import WebOptions, web_adapter
 from .weburl import normalize_url
 
 LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")

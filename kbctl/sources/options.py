@@ -99,6 +99,13 @@ def strings(what: str) -> Check:
     return check
 
 
+def version_name(value: Any) -> str:
+    """A version or language name: ``stable``, ``latest``, ``3.11``, ``en``, ``all``."""
+    if not isinstance(value, str) or not value.strip() or "/" in value:
+        raise Bad("a name such as 'stable', 'latest', 'en' or 'all'")
+    return value.strip()
+
+
 # --- the options base ----------------------------------------------------------------
 
 O = TypeVar("O", bound="SourceOptions")  # noqa: E741

@@ -19,9 +19,9 @@ from lxml import etree
 from ..errors import ExtractError, KbctlError, SourceError
 from ..net import GuardedClient, gunzip
 from .base import SourceKind
-from .options import boolean, integer, option
+from .options import boolean, integer, option, version_name
 from .robots import fetch_robots
-from .webopts import WebOptions, version_name, web_adapter
+from .webopts import WebOptions, web_adapter
 from .weburl import normalize_url
 
 #: Media types a sitemap may be served as (servers are loose about XML and .gz files).

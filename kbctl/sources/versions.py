@@ -101,10 +101,15 @@ class Layout:
 
 
 def _paired(parsed: Sequence[_Parsed], attr: str, at: str) -> list[str | None]:
-    """The values of one dimension, when some page appears under two of them."""
+    """The values of one dimension, when some page appears under two of them. A value that
+    ends its URL names that page (``whatsnew/3.10/`` beside ``whatsnew/3.11/``), not a
+    folder of copies: it pairs nothing."""
     groups: dict[tuple[str, ...], set[str | None]] = defaultdict(set)
     for p in parsed:
-        groups[p.key(drop=getattr(p, at))].add(getattr(p, attr))
+        index = getattr(p, at)
+        if index is not None and not any(p.segments[index + 1:]):
+            continue
+        groups[p.key(drop=index)].add(getattr(p, attr))
     paired = set().union(*(values for values in groups.values() if len(values) > 1))
     counts = Counter(getattr(p, attr) for p in parsed if getattr(p, attr) in paired)
     return sorted(counts, key=lambda v: (-counts[v], v or ""))
@@ -280,6 +285,12 @@ def _shown(chosen: str | None, values: Sequence[str | None]) -> str:
     others = [v or "(unprefixed)" for v in values
               if (v or "").lower() != (chosen or "").lower()]
     return f"{name} of {len(values)} (others: {', '.join(others)})" if others else name
+
+
+def nothing_to_choose(where: str) -> str:
+    """The note for a ``--version`` or ``--lang`` given where pages come in one copy."""
+    return (f"{where}: no versions or translations of the same pages found in the listing; "
+            f"--version and --lang changed nothing")
 
 
 def root_url(url: str) -> str:

@@ -172,8 +172,7 @@ class WebSource:
             if line:
                 notes.append(f"{where}: {line}")
         elif self.version is not None or self.lang is not None:
-            notes.append(f"{where}: no versions or translations of the same pages found in "
-                         f"the listing; --version and --lang changed nothing")
+            notes.append(versions.nothing_to_choose(where))
         return _Shaped(kept, dropped, notes)
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,

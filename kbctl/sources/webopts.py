@@ -55,13 +55,6 @@ def _selectors(value: Any) -> tuple[str, ...]:
     return tuple(_selector(s) for s in _SELECTORS(value))
 
 
-def version_name(value: Any) -> str:
-    """A version or language name: ``stable``, ``latest``, ``3.11``, ``en``, ``all``."""
-    if not isinstance(value, str) or not value.strip() or "/" in value:
-        raise Bad("a name such as 'stable', 'latest', 'en' or 'all'")
-    return value.strip()
-
-
 @dataclass(frozen=True)
 class WebOptions(SourceOptions):
     """``timeout`` (seconds per request) and ``max_page_bytes`` default to the network
