@@ -77,6 +77,12 @@ def test_the_plain_rule_serves_text_files_as_themselves(tmp_path: Path) -> None:
     assert _page(site, "_sources/a.rst.txt") == "_sources/a.rst.txt"
     (tmp_path / ".buildinfo").write_text("# Sphinx build info\n")
     assert _page(site, "_sources/a.rst.txt") is None  # a built Sphinx site's copies
+    # a built site's markdown copies of its pages (Hugo's markdown output, llms.txt's .md)
+    write_tree(tmp_path, {"docs/intro/index.html": "", "docs/index.html": "", "x.html": ""})
+    assert _page(site, "docs/intro.md") is None  # beside docs/intro/index.html
+    assert _page(site, "docs/index.md") is None
+    assert _page(site, "x.html.md") is None and _page(site, "x.md") is None
+    assert _page(site, "docs/other.md") == "docs/other"  # no twin: a page of its own
 
 
 def test_starlight_detection_pages_and_ids(tmp_path: Path) -> None:

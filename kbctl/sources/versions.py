@@ -276,7 +276,9 @@ def describe(selection: Selection) -> str:
     if not parts:
         return ""
     dropped = ", ".join(f"{n} pages of {what}" for what, n in selection.dropped.items())
-    return (f"versioned docs ({layout.pattern or 'by path'}): kept {' and '.join(parts)} "
+    kind = " and ".join(k for k, on in (("versioned", layout.versioned),
+                                        ("translated", layout.translated)) if on)
+    return (f"{kind} docs ({layout.pattern or 'by path'}): kept {' and '.join(parts)} "
             f"({selection.reason}); dropped {dropped}")
 
 
