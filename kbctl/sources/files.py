@@ -152,7 +152,7 @@ class FilesSource:
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
-                         f"does not publish were skipped")
+                         f"does not publish as pages were skipped")
         elif not leaves:
             notes.append(f"files {spec.target}: found no file to read ({_READ})")
         return Expansion(leaves=_refuse_collisions(leaves), notes=notes, dropped=dropped,
