@@ -270,6 +270,34 @@ def test_mkdocs_unicode_slugify_setting(tmp_path: Path) -> None:
     assert any(anchor and "ü" in anchor for _, anchor in pairs)
 
 
+@pytest.mark.skipif(tool("mkdocs") is None or importlib.util.find_spec(
+    "mkdocs_static_i18n") is None, reason="MkDocs or mkdocs-static-i18n is not installed")
+@pytest.mark.parametrize("structure", ["suffix", "folder"])
+def test_mkdocs_i18n_plugin_languages(tmp_path: Path, structure: str) -> None:
+    config = ("site_name: Demo\nplugins:\n  - i18n:\n      docs_structure: " + structure +
+              "\n      languages:\n        - {locale: en, default: true, name: English}\n"
+              "        - {locale: fr, name: Français}\n        - {locale: de, name: Deutsch,"
+              " build: false}\n")
+
+    def named(rel: str, language: str) -> str:
+        if structure == "folder":
+            return f"docs/{language}/{rel}"
+        stem, _, ext = rel.rpartition(".")
+        return f"docs/{stem}.{language}.{ext}" if language != "en" else f"docs/{rel}"
+
+    files = {"mkdocs.yml": config}
+    for language in ("en", "fr", "de"):
+        files[named("index.md", language)] = f"# Home {language}\n\n## Welcome\n\nText.\n"
+        files[named("guide/install.md", language)] = HEADINGS_MD
+    project = write_tree(tmp_path / "proj", files)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs", lang="all")
+    base = "https://docs.example.com/"
+    urls = {url for url, _ in citations(project / "docs", lang="all")[0]}
+    assert urls == {base, base + "guide/install/", base + "fr/", base + "fr/guide/install/"}
+    assert {url for url, _ in citations(project / "docs")[0]} == {base, base + "guide/install/"}
+
+
 MDBOOK_SITE = {
     "book.toml": "[book]\ntitle = 'Demo'\nsrc = 'src'\n",
     "src/SUMMARY.md": "# Summary\n\n[Intro](README.md)\n\n- [Install](install.md)\n"

@@ -454,6 +454,21 @@ def test_jekyll_collections_ials_and_post_dates(tmp_path: Path) -> None:
     assert "{: .note" not in chunks[1].text
 
 
+def test_mkdocs_i18n_plugin_settings(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {"mkdocs.yml": (
+        "plugins:\n  - search\n  - i18n:\n      languages:\n"
+        "        - locale: fr\n        - locale: es\n          build: false\n"
+        "        - locale: null\n")}))  # no default marked: the first is
+    assert _page(site, "a.md") == "a/" and _page(site, "a.fr.md") == "a/"
+    assert _page(site, "a.es.md") is None  # not built
+    assert _page(site, "a.de.md") == "a.de/"  # no such language: part of the name
+    assert _page(site, "g/README.fr.md") == "g/"
+    off = resolve_site(write_tree(tmp_path / "off", {"mkdocs.yml": (
+        "plugins:\n  - i18n:\n      enabled: false\n      languages:\n"
+        "        - {locale: en, default: true}\n        - {locale: fr}\n")}))
+    assert _page(off, "a.fr.md") == "a.fr/"
+
+
 def test_mkdocs_attribute_lists_and_blog_posts(tmp_path: Path) -> None:
     assert split_attr_list('9.7.6 March 19 { id="9.7.6" }') == ("9.7.6 March 19", "9.7.6")
     assert split_attr_list("Changes { data-search-exclude }") == ("Changes", None)

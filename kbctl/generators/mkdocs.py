@@ -6,7 +6,9 @@ does); without it ``guide/install.html``. Files matching ``exclude_docs`` or
 ``draft_docs`` (gitignore patterns, after MkDocs' own ``.*`` and ``/templates/``) are not
 published by ``mkdocs build``. Material's blog plugin moves a post to
 ``blog/{date}/{slug}/`` (its ``post_url_format``; the slug from ``slug``, else the title),
-and leaves drafts out.
+and leaves drafts out. The ``i18n`` plugin (mkdocs-static-i18n) serves its default
+language at the root and the others under ``fr/``…: a file's language is its suffix
+(``install.fr.md``) or, with ``docs_structure: folder``, its top folder (``fr/``).
 
 Heading ids are Python-Markdown's ``toc`` ids: ``toc.slugify`` (NFKD to ASCII, drop what
 is not a word character, space or ``-``, lowercase, runs of spaces and separators → one
@@ -191,6 +193,7 @@ class MkDocs:
             "plugins": tuple(plugins),
             "emoji": "pymdownx.emoji" in extensions,
             "blog": _blog(plugins),
+            "i18n": _i18n(plugins),
             "unpublished": _ALWAYS_EXCLUDED + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -203,6 +206,13 @@ class MkDocs:
             return None
         if rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
             return rel.as_posix()  # static files are copied as they are
+        prefix = ""
+        i18n = site.settings.get("i18n")
+        if i18n:
+            placed = _language_of(i18n, rel)
+            if placed is None:
+                return None  # a language the plugin does not build
+            prefix, rel = placed
         blog = site.settings.get("blog")
         if blog and front_matter is not UNREAD and _is_post(blog, rel):
             moved = _post_path(blog, front_matter)
@@ -216,8 +226,8 @@ class MkDocs:
                 return None
             name = "index"
         if not site.settings.get("use_directory_urls", True):
-            return f"{parent}{name}.html"
-        return parent if name == "index" else f"{parent}{name}/"
+            return f"{prefix}{parent}{name}.html"
+        return prefix + (parent if name == "index" else f"{parent}{name}/")
 
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))
@@ -269,6 +279,45 @@ def _blog(plugins: Mapping[str, dict[str, Any]]) -> dict[str, Any] | None:
             "separator": text("post_slugify_separator", "-"),
             "categories": limit if isinstance(limit, int) and not isinstance(limit, bool)
             else 1, "drafts": options.get("draft") is True}
+
+
+def _i18n(plugins: Mapping[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The i18n plugin's (mkdocs-static-i18n) languages: their locales, which is the
+    default (served at the root) and which are built, and how files name their language
+    (``suffix``: ``page.fr.md``; ``folder``: ``fr/page.md``); None when it is not on."""
+    options = plugins.get("i18n")
+    languages = options.get("languages") if options is not None else None
+    if not isinstance(languages, list) or options.get("enabled") is False:
+        return None
+    locales = [lang for lang in languages
+               if isinstance(lang, dict) and isinstance(lang.get("locale"), str)
+               and lang["locale"].strip()]
+    if not locales:
+        return None
+    default = next((lang for lang in locales if lang.get("default") is True), locales[0])
+    structure = options.get("docs_structure")
+    return {"folder": structure == "folder", "default": default["locale"].strip(),
+            "built": tuple(lang["locale"].strip() for lang in locales
+                           if lang.get("build") is not False),
+            "locales": tuple(lang["locale"].strip() for lang in locales)}
+
+
+def _language_of(i18n: Mapping[str, Any], rel: PurePosixPath
+                 ) -> tuple[str, PurePosixPath] | None:
+    """The URL prefix of the language a file is in (``fr/``; none for the default one) and
+    its path without the language; None when that language is not built. A file in no
+    language (outside the language folders, or without a suffix) is the default's."""
+    locales, language = i18n["locales"], i18n["default"]
+    if i18n["folder"]:
+        if len(rel.parts) > 1 and rel.parts[0] in locales:
+            language, rel = rel.parts[0], PurePosixPath(*rel.parts[1:])
+    else:
+        base, dot, suffix = rel.stem.rpartition(".")
+        if dot and base and suffix in locales:
+            language, rel = suffix, rel.with_name(base + rel.suffix)
+    if language not in i18n["built"]:
+        return None
+    return ("" if language == i18n["default"] else f"{language}/"), rel
 
 
 def _is_post(blog: Mapping[str, Any], rel: PurePosixPath) -> bool:
