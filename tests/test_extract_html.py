@@ -426,6 +426,20 @@ def test_callouts_written_as_asides_are_content() -> None:
     assert "Back up first." in page.markdown and "More posts" not in page.markdown
 
 
+def test_what_a_printout_leaves_out_is_chrome_and_file_tree_folders_are_content() -> None:
+    # Tailwind themes (Hextra, Hugo's docs) mark chrome with print:hidden and nothing
+    # else; Hextra's file trees name each folder in a button heading its list item
+    page = extract_html(
+        '<main><h1>T</h1><p>Intro.</p><ul><li><button class="tree-folder"><svg></svg>'
+        '<span>content</span></button><ul><li><span>_index.md</span></li></ul></li></ul>'
+        '<p><button>Copy</button></p><div class="hx:flex hx:print:hidden"><a href="/a">'
+        'Previous</a><a href="/b">Next</a></div><div class="print:hidden">Last updated: '
+        'today</div><div class="hidden-print">Edit</div></main>')
+    assert "- content\n  - _index.md" in page.markdown
+    for chrome in ("Copy", "Previous", "Next", "Last updated", "Edit"):
+        assert chrome not in page.markdown
+
+
 def test_lines_written_as_blocks_inside_pre_stay_lines() -> None:
     # Expressive Code (Starlight, Astro's docs) writes each line as a block, no newline
     # between them; a browser shows one line per block, and so does the fence.

@@ -25,6 +25,7 @@ from kbctl.extract.html_markdown import (
     render_markdown,
 )
 from kbctl.extract.html_select import remove_matches, select_content
+from kbctl.generators.base import IdRules
 
 __all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
 
@@ -129,14 +130,11 @@ def main_content(html: str | bytes, *, url: str | None = None, markdown: bool = 
     return (text or "").strip()
 
 
-class _PageIds:
+class _PageIds(IdRules):
     """Heading ids for markdown another converter made of the page: the id the page gives
     the heading of that text, taken in page order (two "Example" headings keep theirs)."""
 
     honours_explicit = False
-    reads_source = False
-    idless_levels: frozenset[int] = frozenset()
-    block_attributes = False
 
     def __init__(self, root: etree._Element) -> None:
         self._ids = page_heading_ids(root)

@@ -197,7 +197,8 @@ DROP_CLASSES = frozenset({
     "theme-doc-footer-edit-meta-row", "theme-last-updated", "pagination-nav",
     "sphinxsidebar", "related", "footer", "copybutton", "copy-button", "viewcode-link",
     "viewcode-back", "linenos", "linenodiv", "sr-only", "visually-hidden",
-    "screen-reader-text", "d-print-none", "no-print", "noprint", "td-page-meta", "feedback",
+    "screen-reader-text", "d-print-none", "no-print", "noprint", "hidden-print",
+    "print-hidden", "td-page-meta", "feedback",
     "skip-link", "navbar", "prev-next", "pager", "rst-footer-buttons", "page-nav",
     "vp-doc-footer", "searchbox", "search", "sidebar-toc", "on-this-page", "page-toc",
     "toc-drawer", "toc-container", "toc-list", "toc-tree", "view-this-page",
@@ -241,6 +242,7 @@ def _class_is_chrome(is_link: bool, cls: str) -> bool:
             token in DROP_CLASSES
             or (is_link and token in LINK_DROP_CLASSES)
             or token.endswith(("-toc", "_toc"))
+            or token.endswith("print:hidden")  # Tailwind: what a printout leaves out
         ):
             result = True
             break
@@ -258,7 +260,9 @@ _CONDITIONAL_TAGS = frozenset({"aside", "header"})
 def is_chrome(el: etree._Element, tag: str) -> bool:
     """True when ``el`` is navigation, widget or decoration rather than page content."""
     if tag in DROP_TAGS:
-        return True
+        # a button heading a list item names a folder of a file tree (Hextra's filetree)
+        parent = el.getparent() if tag == "button" else None
+        return parent is None or parent.tag != "li"
     if tag in _CONDITIONAL_TAGS:
         if tag == "aside":
             cls = (el.get("class") or "").lower()
