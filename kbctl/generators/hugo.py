@@ -1,6 +1,6 @@
 """Hugo: ``hugo.toml``/``hugo.yaml``/``hugo.json`` (or a ``config.*`` next to a
-``content`` folder), and the files of ``config/_default/`` and ``config/production/``
-merged over it as ``hugo`` builds; pages under ``contentDir`` (default ``content``):
+``content`` folder), with ``config/_default/`` and ``config/production/`` merged over it
+(``hugo_config``); pages under ``contentDir`` (default ``content``):
 ``posts/first.md`` → ``posts/first/`` (``uglyURLs``: ``posts/first.html``),
 ``posts/_index.md`` → ``posts/``, a bundle's ``index.md`` → its folder; paths are
 lowercased. Front matter ``url`` replaces the path, ``slug`` the last segment. Not
@@ -11,11 +11,9 @@ below; ``buildDrafts``, ``buildFuture`` and ``buildExpired`` in the config turn 
 on. A module mount of a folder onto ``content`` (``source = 'content/en'``) is the
 content folder.
 
-Languages: a page is in the default language (``defaultContentLanguage``, ``en``) unless
-its folder is another language's ``contentDir`` (or mount) or its name ends in a
-configured language (``about.fr.md``); other languages are served under ``/LANG/``, the
-default one too with ``defaultContentLanguageInSubdir``. ``url`` is from the site's root in
-every language.
+Languages (``hugo_languages``): other languages than the default are served under
+``/LANG/``, the default one too with ``defaultContentLanguageInSubdir``; ``url`` is from the
+site's root in every language. ``permalinks`` patterns place pages (``hugo_permalinks``).
 
 Heading ids are goldmark's ``github`` ids (Hugo's default ``autoHeadingIDType``) of the
 heading's text, as Hugo makes them since 0.144 (before, of its source line, so that
@@ -26,9 +24,6 @@ goldmark's typographer (on unless disabled) has made ``--`` and ``---`` dashes f
 
 from __future__ import annotations
 
-import json
-import os
-import posixpath
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -41,18 +36,12 @@ from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..projectfiles import read_config_text
 from .base import UNREAD, CountingIds, Site, front_matter_time, is_future
+from .hugo_config import MARKERS, project_config
+from .hugo_languages import DEFAULT_LANGUAGE, content_dirs, language_of
 from .hugo_permalinks import PageFacts, expand, permalinks
 from .tomlfile import load_toml
-from .yamlfile import load_yaml_config
 
-_CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json")
-_LEGACY = ("config.toml", "config.yaml", "config.yml", "config.json")
 _PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
-_CONFIG_DIR = "config"
-_CONFIG_EXTENSIONS = (".toml", ".yaml", ".yml", ".json")
-_ENVIRONMENT = "production"  # what ``hugo`` builds with (``hugo server``: development)
-_MAX_CONFIG_FILES = 200  # a config folder holds a handful; a hostile one is read this far
-DEFAULT_LANGUAGE = "en"
 # the front matter keys Hugo reads each date from, first found wins (its defaults)
 _PUBLISH_KEYS = ("publishdate", "pubdate", "published", "date")
 _EXPIRY_KEYS = ("expirydate", "unpublishdate")
@@ -76,177 +65,19 @@ def goldmark_id(text: str, ascii_only: bool = False) -> str:
     return "".join(out)
 
 
-def _load(path: Path) -> dict[str, Any]:
-    text = read_config_text(path) or ""
-    if path.suffix == ".toml":
-        return load_toml(text)
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            return {}
-        return data if isinstance(data, dict) else {}
-    return load_yaml_config(text, yaml_1_2=True)
-
-
-def _lower_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k).lower(): _lower_keys(v) for k, v in value.items()}
-    return value
-
-
-def _config(path: Path) -> dict[str, Any]:
-    """The config at ``path`` with its keys lower-cased (Hugo's keys are case-insensitive);
-    one nested too deeply to walk counts as empty, like one that does not parse."""
-    try:
-        return _lower_keys(_load(path))
-    except RecursionError:
-        return {}
-
-
-
-def _project_config(folder: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The project's config as ``hugo`` merges it, with the file that marks the project:
-    the first config file in ``folder``, then the files of ``config/_default/`` and of
-    ``config/production/`` (the environment ``hugo`` builds with), each over the last.
-    None when there is none, or only a ``config.*`` that is not Hugo's."""
-    root = next((folder / name for name in _CONFIGS + _LEGACY if (folder / name).is_file()),
-                None)
-    config = _config(root) if root is not None else {}
-    files = _config_dir_files(folder, config.get("configdir"))
-    if root is None and not files:
-        return None
-    for path in files:
-        config = _merged(config, _config_dir_entry(path))
-    marker = root or next((p for p in files if p.stem in ("hugo", "config")), files[0])
-    if ((root is None or root.name in _LEGACY) and not (
-            (folder / "content").is_dir() or "contentdir" in config or "baseurl" in config)):
-        return None  # a config.toml or config/ folder that is not Hugo's
-    return marker, config
-
-
-def _config_dir_files(folder: Path, config_dir: Any) -> list[Path]:
-    """The config files under ``configDir`` (default ``config``) that ``hugo`` reads, least
-    specific first; a folder outside the project is not read."""
-    top = folder / (config_dir if isinstance(config_dir, str) and config_dir.strip()
-                    else _CONFIG_DIR)
-    try:
-        if not top.resolve().is_relative_to(folder.resolve()):
-            return []
-    except (OSError, RuntimeError, ValueError):
-        return []
-    found: list[Path] = []
-    for environment in ("_default", _ENVIRONMENT):
-        for dirpath, dirnames, filenames in os.walk(top / environment):
-            dirnames.sort()
-            found.extend(Path(dirpath) / name for name in sorted(filenames)
-                         if Path(name).suffix.lower() in _CONFIG_EXTENSIONS)
-            if len(found) >= _MAX_CONFIG_FILES:
-                return found[:_MAX_CONFIG_FILES]
-    return found
-
-
-def _config_dir_entry(path: Path) -> dict[str, Any]:
-    """One file of the config folder, placed as Hugo places it: ``hugo.*`` and ``config.*``
-    at the top, ``KEY.*`` under ``KEY``, ``KEY.LANG.*`` under ``languages.LANG`` (its menus
-    and params under their key); a file holding just ``KEY`` is that key's value."""
-    item = _config(path)
-    name = path.stem
-    if name in ("hugo", "config"):
-        return item
-    name, _, language = name.partition(".")
-    key = name.lower()
-    value: Any = item.get(key, item) if len(item) == 1 else item
-    if not language:
-        return {key: value}
-    entry = {key: value} if key in ("menu", "menus", "params") else value
-    return {"languages": {language.lower(): entry}}
-
-
-def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` merged into ``base``, table by table; ``over`` wins where both set a value."""
-    out = dict(base)
-    for key, value in over.items():
-        below = out.get(key)
-        out[key] = (_merged(below, value) if isinstance(below, dict) and isinstance(value, dict)
-                    else value)
-    return out
-
-
-def _content_dirs(folder: Path, config: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
-    """The folder holding every language's content, and the language settings: the content
-    folders below it with the language of their files (a language's own ``contentDir`` or
-    mount; the site's folder, when some language has none, for the default language), the
-    default language, whether it too is served under ``/LANG/``, and the languages a file
-    name may end in (``about.fr.md``, which wins over its folder's language)."""
-    site_dir = _content_dir(_mounted_content(config)) or _content_dir(
-        config.get("contentdir")) or "content"
-    default = config.get("defaultcontentlanguage")
-    default = default.strip().lower() if isinstance(default, str) and default.strip() else (
-        DEFAULT_LANGUAGE)
-    languages = config.get("languages") if isinstance(config.get("languages"), dict) else {}
-    disabled = config.get("disablelanguages")
-    disabled = {str(d).lower() for d in disabled} if isinstance(disabled, list) else set()
-    mounted = _mounted_language_content(config)
-    enabled = sorted({default, *(str(k).lower() for k in languages)} - disabled) or [default]
-    dirs: list[tuple[str, str]] = []  # (language, content folder)
-    for language in enabled:
-        own = languages.get(language)
-        own_dir = mounted.get(language) or _content_dir(
-            own.get("contentdir") if isinstance(own, dict) else None)
-        if own_dir:
-            dirs.append((language, own_dir))
-    if len(dirs) < len(enabled):  # some language reads the site's folder: it is mounted,
-        dirs.append((default, site_dir))  # its files the default language's unless named
-    common = PurePosixPath(os.path.commonpath([d for _, d in dirs]))
-    below = sorted(((lang, PurePosixPath(d).relative_to(common).as_posix()) for lang, d in dirs),
-                   key=lambda pair: (-len(pair[1]), pair[0]))
-    return folder / common, {
-        "contentDirs": tuple(below), "defaultLanguage": default,
-        "languageInSubdir": config.get("defaultcontentlanguageinsubdir") is True,
-        "languages": tuple(enabled), "disabledLanguages": tuple(sorted(disabled))}
-
-
-def _content_dir(value: Any) -> str | None:
-    """A content folder setting as a path inside the project; None when unset or outside."""
-    if not isinstance(value, str) or not value.strip("/ "):
-        return None
-    path = posixpath.normpath(value.strip().strip("/"))
-    return None if path == "." or path.startswith("..") else path
-
-
-def _language_of(site: Site, rel: PurePosixPath
-                 ) -> tuple[str, str, PurePosixPath, str] | None:
-    """The language of the file at ``rel`` (below ``site.content``), the content folder it
-    is in, its path in that folder and its stem without a language suffix; None when no
-    language's content holds it or its language is not built."""
-    settings = site.settings
-    for language, folder in settings.get("contentDirs", ((DEFAULT_LANGUAGE, "."),)):
-        if folder != "." and not rel.is_relative_to(folder):
-            continue
-        inner = rel if folder == "." else rel.relative_to(folder)
-        stem = inner.stem
-        base, dot, suffix = stem.rpartition(".")
-        if dot and base and suffix.lower() in settings.get("languages", (DEFAULT_LANGUAGE,)):
-            return suffix.lower(), folder, inner, base
-        if dot and base and suffix.lower() in settings.get("disabledLanguages", ()):
-            return None
-        return language, folder, inner, stem
-    return None
-
 class Hugo:
     name = "hugo"
-    markers = _CONFIGS + _LEGACY + tuple(f"config/_default/{name}" for name in _CONFIGS)
+    markers = MARKERS
 
     def detect(self, folder: Path) -> Site | None:
-        found = _project_config(folder)
+        found = project_config(folder)
         if found is None:
             return None
         marker, config = found
         goldmark = ((config.get("markup") or {}).get("goldmark") or {}) if isinstance(
             config.get("markup"), dict) else {}
         parser = goldmark.get("parser") or {} if isinstance(goldmark, dict) else {}
-        content, languages = _content_dirs(folder, config)
+        content, languages = content_dirs(folder, config)
         settings = {
             **languages,
             "uglyURLs": config.get("uglyurls") is True,
@@ -268,7 +99,7 @@ class Hugo:
         own, front_matter = front_matter, {str(k).lower(): v for k, v in front_matter.items()}
         if rel.suffix.lower() not in _PAGE_SUFFIXES or not _rendered(site, front_matter):
             return None
-        placed = _language_of(site, rel)
+        placed = language_of(site, rel)
         if placed is None:
             return None
         language, folder, rel, stem = placed
@@ -398,44 +229,6 @@ def _cascade_render(path: str, mtime_ns: int, size: int) -> Any:
                     return value
     return None
 
-
-def _mounted_content(config: Mapping[str, Any]) -> str | None:
-    """The folder a module mount serves as the whole of ``content`` for every language (the
-    first, as for the default language), e.g. ``source = 'content/en'``; None without one."""
-    return next((source for source, language in _content_mounts(config) if not language), None)
-
-
-def _mounted_language_content(config: Mapping[str, Any]) -> dict[str, str]:
-    """The content folders mounted for one language each (a mount's ``lang``)."""
-    out: dict[str, str] = {}
-    for source, language in _content_mounts(config):
-        if language and _content_dir(source):
-            out.setdefault(language, _content_dir(source) or "")
-    return out
-
-
-def _content_mounts(config: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """(source, language or None) of each module mount onto ``content``, in order."""
-    module = config.get("module")
-    mounts = module.get("mounts") if isinstance(module, dict) else None
-    out = []
-    for mount in mounts if isinstance(mounts, list) else []:
-        if (isinstance(mount, dict) and str(mount.get("target", "")).strip("/") == "content"
-                and isinstance(mount.get("source"), str) and mount["source"].strip("/")):
-            out.append((mount["source"].strip("/"), _mount_language(mount)))
-    return out
-
-
-def _mount_language(mount: Mapping[str, Any]) -> str | None:
-    """The one language a mount is for: its ``lang``, or a ``sites.matrix.languages`` of
-    one name (Hugo 0.153 and later); None when it is for every language."""
-    language = mount.get("lang")
-    sites = mount.get("sites")
-    matrix = sites.get("matrix") if isinstance(sites, dict) else None
-    languages = matrix.get("languages") if isinstance(matrix, dict) else None
-    if isinstance(languages, list) and len(languages) == 1:
-        language = languages[0]
-    return language.lower() if isinstance(language, str) and language.strip("*") else None
 
 def _expires(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
     expiry = next((front_matter[k] for k in _EXPIRY_KEYS if k in front_matter), None)
