@@ -45,14 +45,14 @@ def run(args: list[str], cwd: Path, timeout: float = 300) -> None:
 
 
 def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None = None,
-              lang: str | None = None) -> tuple[list[tuple[str, str | None]], str, list[str]]:
+              lang: str | None = None, version: str | None = None,
+              ) -> tuple[list[tuple[str, str | None]], str, list[str]]:
     """(url, anchor) of every chunk a files source makes of ``target``, the generator
     the source reported, and the refs that failed to load."""
     options: dict[str, object] = {"base_url": base_url}
-    if generator:
-        options["generator"] = generator
-    if lang:
-        options["lang"] = lang
+    for key, value in (("generator", generator), ("lang", lang), ("version", version)):
+        if value:
+            options[key] = value
     source = FilesSource()
     expansion = source.expand(source_spec("files", str(target), options))
     out: list[tuple[str, str | None]] = []

@@ -544,6 +544,27 @@ def _page_in_child(root: Path, rel: str) -> str:
     return answer.stdout.strip()
 
 
+def test_docusaurus_versions_settings(tmp_path: Path) -> None:
+    current_last = resolve_site(write_tree(tmp_path / "a", {
+        "docusaurus.config.js": "module.exports = { presets: [['classic', { docs: { "
+                                "lastVersion: 'current' } }]] };",
+        "versions.json": '["2.0"]', "docs/x.md": ""}))
+    assert current_last.content == (tmp_path / "a").resolve()
+    assert _page(current_last, "docs/intro.md") == "docs/intro"
+    assert _page(current_last, "versioned_docs/version-2.0/intro.md") == "docs/2.0/intro"
+    assert _page(current_last, "versioned_docs/version-1.0/intro.md") is None  # not listed
+    assert _page(current_last, "src/pages/about.md") is None  # no docs
+    no_current = resolve_site(write_tree(tmp_path / "b", {
+        "docusaurus.config.js": "module.exports = { docs: { includeCurrentVersion: false } };",
+        "versions.json": '["2.0", "1.0"]', "docs/x.md": ""}))
+    assert _page(no_current, "docs/intro.md") is None
+    assert _page(no_current, "versioned_docs/version-1.0/a/b.md") == "docs/1.0/a/b"
+    for i, listing in enumerate(("not json", '{"a": 1}', "[1, 2]", "")):  # none usable
+        site = resolve_site(write_tree(tmp_path / f"c{i}", {
+            "docusaurus.config.js": "", "versions.json": listing, "docs/x.md": ""}))
+        assert site.content.name == "docs" and _page(site, "intro.md") == "docs/intro"
+
+
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:
     md = "# Install\n\nIntro.\n\n## Install\n\nSteps.\n\n# Later title\n\nMore.\n"
     out = with_heading_ids(md, heading_ids(GENERATORS["docusaurus"].default_site(tmp_path)))

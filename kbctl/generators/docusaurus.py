@@ -4,18 +4,25 @@ URLs: ``docs/guide/01-install.md`` → ``docs/guide/install`` (number prefixes d
 ``index.md``/``README.md`` or a file named like its folder → the folder. Front matter
 ``slug`` (absolute from the route base, or relative to the folder) and ``id`` win;
 ``draft: true`` docs are left out of production builds.
+
+Versions (a ``versions.json``): the latest release (or ``lastVersion``) is served at
+``docs/…``, the others from ``versioned_docs/version-X/`` at ``docs/X/…``, and the docs
+folder, the unreleased current version, at ``docs/next/…``. Translations
+(``i18n: { defaultLocale, locales }``) from ``i18n/fr/docusaurus-plugin-content-docs/
+current/`` (or ``version-X/``) are served under ``fr/``.
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..projectfiles import first_config
+from ..projectfiles import first_config, read_config_text
 from .base import Site
 from .plain import GithubIds
 
@@ -25,6 +32,14 @@ _ROUTE_BASE = re.compile(r"""routeBasePath\s*:\s*['"]([^'"]*)['"]""")
 _DOCS_PATH = re.compile(r"""docs\s*:\s*\{[^{}]*?\bpath\s*:\s*['"]([^'"]+)['"]""", re.DOTALL)
 _TRAILING = re.compile(r"\btrailingSlash\s*:\s*(true|false)")
 _NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
+_LAST_VERSION = re.compile(r"""\blastVersion\s*:\s*['"]([^'"]+)['"]""")
+_NO_CURRENT = re.compile(r"\bincludeCurrentVersion\s*:\s*false\b")
+_DEFAULT_LOCALE = re.compile(r"""\bdefaultLocale\s*:\s*['"]([^'"]+)['"]""")
+_LOCALES = re.compile(r"\blocales\s*:\s*\[([^\]]*)\]")
+_QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
+_VERSIONED = "versioned_docs"
+_I18N_DOCS = "docusaurus-plugin-content-docs"
+CURRENT = "current"
 
 
 def strip_number_prefix(name: str) -> str:
@@ -55,13 +70,24 @@ class Docusaurus:
             "routeBasePath": route.group(1).strip("/") if route else "docs",
             "path": path.group(1) if path else "docs",
             "trailingSlash": trailing.group(1) == "true" if trailing else None,
+            **_versions_and_locales(folder, text),
         }
-        return Site(self.name, folder / settings["path"], marker, settings)
+        docs = folder / settings["path"]
+        spread = settings["versions"] or len(settings["locales"]) > 1
+        if spread and docs.resolve().is_relative_to(folder.resolve()):
+            return Site(self.name, folder, marker, settings)  # docs, versions, i18n below it
+        return Site(self.name, docs, marker, {**settings, "versions": (), "locales": ()})
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"routeBasePath": "docs", "trailingSlash": None})
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        prefix = ""
+        if site.settings.get("versions") or len(site.settings.get("locales", ())) > 1:
+            placed = _version_of(site, rel)
+            if placed is None:
+                return None  # not docs: the site's pages, blog, build output…
+            prefix, rel = placed
         if rel.suffix.lower() not in (".md", ".mdx") or any(
                 p.startswith("_") for p in rel.parts):
             return None  # partials and non-docs are not routes
@@ -80,13 +106,65 @@ class Docusaurus:
                 folders and last.lower() == folders[-1].lower() and "id" not in front_matter)
             path = "/".join(folders if is_index else [*folders, last])
         route = site.settings.get("routeBasePath", "docs")
-        full = "/".join(p for p in (route, path.strip("/")) if p)
+        locale, version = prefix.partition("|")[::2]
+        full = "/".join(p for p in (locale, route, version, path.strip("/")) if p)
         if site.settings.get("trailingSlash") and full:
             full += "/"
         return full
 
     def heading_ids(self, site: Site) -> GithubIds:
         return DocusaurusIds()
+
+
+def _versions_and_locales(folder: Path, config: str) -> dict[str, Any]:
+    """The released versions (``versions.json``, newest first), the one served at the
+    route base, whether the docs folder is built too, and the locales (the default first)."""
+    raw = read_config_text(folder / "versions.json")
+    try:
+        listed = json.loads(raw) if raw else []
+    except (ValueError, RecursionError):
+        listed = []
+    versions = tuple(v for v in listed if isinstance(v, str) and v.strip() and "/" not in v
+                     ) if isinstance(listed, list) else ()
+    last = _LAST_VERSION.search(config)
+    default = _DEFAULT_LOCALE.search(config)
+    listed_locales = _LOCALES.search(config)
+    locales = [m for m in _QUOTED.findall(listed_locales.group(1))] if listed_locales else []
+    first = default.group(1) if default else (locales[0] if locales else "en")
+    return {"versions": versions,
+            "lastVersion": last.group(1) if last else (versions[0] if versions else CURRENT),
+            "current": _NO_CURRENT.search(config) is None,
+            "locales": (first, *(loc for loc in locales if loc != first))}
+
+
+def _version_of(site: Site, rel: PurePosixPath) -> tuple[str, PurePosixPath] | None:
+    """Where a file below the site folder is served — ``LOCALE|VERSION`` (either part empty
+    for the default locale or the version at the route base) — and its path in its docs
+    folder; None for a file in no docs folder, or in a version the site does not build."""
+    settings = site.settings
+    docs = PurePosixPath(settings.get("path", "docs"))
+    locales = settings.get("locales", ())
+    locale, version, inner = "", CURRENT, None
+    if rel.is_relative_to(docs):
+        inner = rel.relative_to(docs)
+    elif len(rel.parts) > 2 and rel.parts[0] == _VERSIONED and rel.parts[1].startswith(
+            "version-"):
+        version, inner = rel.parts[1].removeprefix("version-"), PurePosixPath(*rel.parts[2:])
+    elif (len(rel.parts) > 4 and rel.parts[0] == "i18n" and rel.parts[1] in locales[1:]
+          and rel.parts[2] == _I18N_DOCS):
+        locale, folder = rel.parts[1], rel.parts[3]
+        version = CURRENT if folder == CURRENT else folder.removeprefix("version-")
+        inner = PurePosixPath(*rel.parts[4:])
+    if inner is None:
+        return None
+    versions = settings.get("versions", ())
+    if version == CURRENT and not settings.get("current", True):
+        return None
+    if version != CURRENT and version not in versions:
+        return None  # a folder versions.json no longer lists: not built
+    last = settings.get("lastVersion", CURRENT)
+    segment = "" if version == last else ("next" if version == CURRENT else version)
+    return f"{locale}|{segment}", inner
 
 
 GENERATOR = Docusaurus()
