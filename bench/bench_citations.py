@@ -15,7 +15,8 @@ citation, and the Python docs' reStructuredText sources against the HTML Sphinx 
 3. ``--project SOURCES BUILD BASE_URL`` (repeatable): any project you built yourself with
    its own generator, e.g. a docs folder checked out with its real config: its sources
    read as ``kbctl ingest files SOURCES --base-url BASE_URL`` reads them, every citation
-   looked up in BUILD. Only these are measured when given.
+   looked up in BUILD. Only these are measured when given; ``--lang all`` and
+   ``--version all`` read every translation and version instead of one copy of each page.
 
     python bench/bench_citations.py [--repeat 3] [--skip-builds] [--skip-retrieval]
     python bench/bench_citations.py --project docs/ site/ https://docs.example.org/
@@ -263,11 +264,15 @@ def main() -> None:
     parser.add_argument("--project", nargs=3, action="append", default=[],
                         metavar=("SOURCES", "BUILD", "BASE_URL"),
                         help="check a project built by its own generator (repeatable)")
+    parser.add_argument("--lang", help="with --project: the language(s) to read, as "
+                        "`ingest files --lang` (all: every one)")
+    parser.add_argument("--version", help="with --project: the version(s) to read")
     args = parser.parse_args()
     if args.project:
         print(f"{'generator':15} {'sources':28} {'checked':>7} {'pages':>7} {'resolved':>9}")
         for sources, build, base in args.project:
-            pairs, detected, failed = citations(Path(sources), base_url=base)
+            pairs, detected, failed = citations(Path(sources), base_url=base, lang=args.lang,
+                                                version=args.version)
             result = check(Path(build), pairs, base)
             print(f"{detected:15} {Path(sources).name[:28]:28} {result.checked:7d} "
                   f"{result.page_share:7.1%} {result.resolved_share:9.2%}"
