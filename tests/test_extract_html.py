@@ -440,6 +440,21 @@ def test_what_a_printout_leaves_out_is_chrome_and_file_tree_folders_are_content(
         assert chrome not in page.markdown
 
 
+def test_a_breadcrumb_trail_before_the_title_is_chrome_whatever_its_classes() -> None:
+    page = extract_html(
+        '<main><div class="flex gap-1"><div><a href="/docs/">Docs</a></div><svg></svg>'
+        '<div><a href="/docs/guide/">Guide</a></div> / <div class="font-medium">Install'
+        '</div></div>Lead text.<p>Version 2 only</p><div class="content"><h1>Install</h1>'
+        '<p>Body.</p></div></main>')
+    assert page.markdown.startswith("Lead text.")  # the trail's tail stays
+    assert "Docs" not in page.markdown and "Guide" not in page.markdown
+    assert "Version 2 only" in page.markdown and "Body." in page.markdown
+    # a page without an h1, or written text before it, keeps all
+    kept = extract_html('<main><p><a href="/a">A link</a> and words</p><h1>T</h1><p>B.</p>'
+                        '</main>')
+    assert "A link" in kept.markdown
+
+
 def test_lines_written_as_blocks_inside_pre_stay_lines() -> None:
     # Expressive Code (Starlight, Astro's docs) writes each line as a block, no newline
     # between them; a browser shows one line per block, and so does the fence.

@@ -17,7 +17,7 @@ from lxml import etree
 
 from kbctl.errors import ExtractError
 from kbctl.extract.decode import to_utf8
-from kbctl.extract.html_container import find_container
+from kbctl.extract.html_container import drop_breadcrumb_trail, find_container
 from kbctl.extract.html_markdown import (
     heading_key,
     page_heading_ids,
@@ -183,6 +183,8 @@ def extract_html(html: str | bytes, *, url: str | None = None,
     container = select_content(root, content_selector) if content_selector else None
     if container is None:
         container, _generator = find_container(root)
+        if container is not None:
+            drop_breadcrumb_trail(container)
     if container is None and _PAGE_TAG.search(data) is None:
         container = root.find("body")  # a bare fragment (Go's doc/*.html) is all content
     title = _title(root, container)

@@ -8,6 +8,8 @@ hundred class strings thousands of times).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from lxml import etree
 
 HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -167,6 +169,70 @@ def find_container(root: etree._Element) -> tuple[etree._Element | None, str | N
             best = candidate
     return best, RULES[rule]
 
+
+# What stands between the steps of a breadcrumb trail: "Docs / Guide", "Docs › Guide"…
+_TRAIL_SEPARATORS = frozenset({"/", ">", "›", "»", "|", "·", "•", "→", "\\", ":", "-", "–"})
+
+
+def drop_breadcrumb_trail(container: etree._Element) -> None:
+    """Remove what comes before the page's first ``<h1>`` and holds nothing but links, the
+    page's own title and separators: a breadcrumb trail (or "back to…" links) that a theme
+    marks with no class or role, only utility classes (Hextra's Tailwind). Text written
+    before the title stays."""
+    h1 = next(container.iter("h1"), None)
+    if h1 is None:
+        return
+    title = " ".join("".join(h1.itertext()).split())
+    node = h1
+    while node is not container:
+        parent = node.getparent()
+        if parent is None:
+            return
+        for sibling in list(node.itersiblings(preceding=True)):
+            if isinstance(sibling.tag, str) and _is_trail(sibling, title):
+                _remove_keeping_tail(sibling)
+        node = parent
+
+
+def _is_trail(el: etree._Element, title: str) -> bool:
+    linked = False
+    for part, in_link in _texts(el):
+        words = " ".join(part.split())
+        if not words:
+            continue
+        if in_link:
+            linked = True
+        elif words != title and words not in _TRAIL_SEPARATORS:
+            return False
+    return linked
+
+
+def _texts(el: etree._Element, in_link: bool = False) -> Iterator[tuple[str, bool]]:
+    """The text pieces inside ``el`` (not its tail), each with whether a link holds it;
+    what a page never shows (scripts, styles, icons) is skipped."""
+    if not isinstance(el.tag, str) or el.tag in ("script", "style", "svg", "template"):
+        return
+    in_link = in_link or el.tag == "a"
+    if el.text:
+        yield el.text, in_link
+    for child in el:
+        yield from _texts(child, in_link)
+        if child.tail:
+            yield child.tail, in_link
+
+
+def _remove_keeping_tail(el: etree._Element) -> None:
+    """Remove ``el`` but not the text that follows it (lxml keeps it on the element)."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        before = el.getprevious()
+        if before is not None:
+            before.tail = (before.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
 
 def _articles(articles: list[etree._Element]) -> etree._Element:
     """The first outermost ``<article>``, or, when articles beside it share its parent (a
