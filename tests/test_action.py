@@ -169,8 +169,9 @@ def test_action_declares_what_it_promises() -> None:
     install = next(s for s in steps if s.get("id") == "install")
     assert '"$GITHUB_ACTION_PATH"' in install["run"]
     ingest = next(s for s in steps if s.get("id") == "ingest")
-    assert ingest["env"]["INPUT_GENERATOR"] == "${{ inputs.generator }}"
-    assert '--generator "$INPUT_GENERATOR"' in ingest["run"]
+    for name in ("generator", "lang", "version"):
+        assert ingest["env"][f"INPUT_{name.upper()}"] == f"${{{{ inputs.{name} }}}}"
+        assert f'--{name} "$INPUT_{name.upper()}"' in ingest["run"]
     for step in steps:
         assert "${{" not in step.get("run", ""), f"step {step.get('name')} interpolates"
 
