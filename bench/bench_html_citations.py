@@ -47,6 +47,10 @@ def fallback_pages(site: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="*", type=Path, default=[DOCS_SITE])
+    parser.add_argument("--lang", help="the language(s) to read, as `ingest files --lang` "
+                        "(all: every one)")
+    parser.add_argument("--ignore-noindex", action="store_true", help="read pages marked "
+                        "noindex too (a site built for development marks every page)")
     args = parser.parse_args()
     print(f"{'folder':40} {'pages':>6} {'generic':>7} {'chunks':>7} {'anchored':>9} "
           f"{'resolved':>9} {'time':>7}")
@@ -55,7 +59,8 @@ def main() -> None:
             print(f"{str(site):40} skipped: not a folder")
             continue
         started = time.perf_counter()
-        pairs, _generator, failed = citations(site, base_url=BASE)
+        pairs, _generator, failed = citations(site, base_url=BASE, lang=args.lang,
+                                              ignore_noindex=args.ignore_noindex)
         pairs = [(url, anchor) for url, anchor in pairs if "/_sources/" not in url]
         result = check(site, pairs, base_url=BASE)
         pages = len({url for url, _ in pairs})

@@ -46,11 +46,13 @@ def run(args: list[str], cwd: Path, timeout: float = 300) -> None:
 
 def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None = None,
               lang: str | None = None, version: str | None = None,
+              ignore_noindex: bool = False,
               ) -> tuple[list[tuple[str, str | None]], str, list[str]]:
     """(url, anchor) of every chunk a files source makes of ``target``, the generator
     the source reported, and the refs that failed to load."""
     options: dict[str, object] = {"base_url": base_url}
-    for key, value in (("generator", generator), ("lang", lang), ("version", version)):
+    for key, value in (("generator", generator), ("lang", lang), ("version", version),
+                       ("ignore_noindex", ignore_noindex)):
         if value:
             options[key] = value
     source = FilesSource()
