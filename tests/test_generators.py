@@ -4,8 +4,10 @@ test_generator_builds.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -247,6 +249,19 @@ def test_a_config_folder_that_is_not_hugo_s_is_not_hugo(tmp_path: Path) -> None:
     assert resolve_site(tmp_path / "up").settings["uglyURLs"] is True
     (tmp_path / "up" / "hugo.toml").write_text("configDir = '../outside'\n")
     assert resolve_site(tmp_path / "up").settings["uglyURLs"] is False  # never read outside
+
+
+def test_a_hostile_hugo_config_folder_is_read_within_bounds(tmp_path: Path) -> None:
+    folder = tmp_path / "config" / "_default"
+    write_tree(tmp_path, {"content/a.md": "", **{
+        f"config/_default/p{i:03d}.toml": "x = 1\n" for i in range(300)}})
+    os.mkfifo(folder / "hugo.toml")  # would block a plain open() for ever
+    (folder / "loop").symlink_to(folder, target_is_directory=True)
+    (tmp_path / "config" / "production").symlink_to(tmp_path / "config")
+    started = time.monotonic()
+    site = resolve_site(tmp_path / "content")
+    assert time.monotonic() - started < 5
+    assert site.generator == "hugo" and _page(site, "a.md") == "a/"
 
 
 def test_hugo_languages_place_pages_as_hugo_does(tmp_path: Path) -> None:
