@@ -234,6 +234,7 @@ def _remove_keeping_tail(el: etree._Element) -> None:
             parent.text = (parent.text or "") + el.tail
     parent.remove(el)
 
+
 def _articles(articles: list[etree._Element]) -> etree._Element:
     """The first outermost ``<article>``, or, when articles beside it share its parent (a
     blog's or changelog's listing), that parent: each of them is content. An article
@@ -326,9 +327,9 @@ _CONDITIONAL_TAGS = frozenset({"aside", "header"})
 def is_chrome(el: etree._Element, tag: str) -> bool:
     """True when ``el`` is navigation, widget or decoration rather than page content."""
     if tag in DROP_TAGS:
-        # a button heading a list item names a folder of a file tree (Hextra's filetree)
-        parent = el.getparent() if tag == "button" else None
-        return parent is None or parent.tag != "li"
+        # but a button heading a list item names a folder of a file tree (Hextra's)
+        return not (tag == "button" and (parent := el.getparent()) is not None
+                    and parent.tag == "li")
     if tag in _CONDITIONAL_TAGS:
         if tag == "aside":
             cls = (el.get("class") or "").lower()

@@ -162,6 +162,7 @@ def _content_path(rel: PurePosixPath, stem: str, front_matter: Mapping[str, Any]
     segments = [*path, leaf] if leaf else path
     return "/".join(s.replace(" ", "-") for s in segments), leaf
 
+
 def _typeset(text: str) -> str:
     """The dashes goldmark's typographer makes (the rest of what it changes is punctuation
     an id drops anyway)."""
@@ -179,6 +180,7 @@ def _heading_attributes(parser: Any) -> bool:
     unless the config turns it off)."""
     attribute = parser.get("attribute") if isinstance(parser, dict) else None
     return not (isinstance(attribute, dict) and attribute.get("title") is False)
+
 
 def _cascaded_render(content: Path, rel: PurePosixPath) -> Any:
     """``build.render`` that the nearest section cascades to ``rel`` (a section page's
