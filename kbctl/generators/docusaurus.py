@@ -10,6 +10,7 @@ Versions (a ``versions.json``): the latest release (or ``lastVersion``) is serve
 folder, the unreleased current version, at ``docs/next/…``. Translations
 (``i18n: { defaultLocale, locales }``) from ``i18n/fr/docusaurus-plugin-content-docs/
 current/`` (or ``version-X/``) are served under ``fr/``.
+
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
 """
@@ -129,7 +130,7 @@ def _versions_and_locales(folder: Path, config: str) -> dict[str, Any]:
     last = _LAST_VERSION.search(config)
     default = _DEFAULT_LOCALE.search(config)
     listed_locales = _LOCALES.search(config)
-    locales = [m for m in _QUOTED.findall(listed_locales.group(1))] if listed_locales else []
+    locales = _QUOTED.findall(listed_locales.group(1)) if listed_locales else []
     first = default.group(1) if default else (locales[0] if locales else "en")
     return {"versions": versions,
             "lastVersion": last.group(1) if last else (versions[0] if versions else CURRENT),
