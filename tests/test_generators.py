@@ -334,6 +334,12 @@ def test_hugo_permalink_patterns(tmp_path: Path) -> None:
     assert _page(site, "docs/a/b/c.md", {}) == "d/b/docs/docs/"
     assert _page(site, "docs/a/b/_index.md", {}) == "docs/a/b/"  # a section page: no pattern
     assert urlize("  Héllo,  Wörld! C++ & 2.0 ") == "héllo-wörld-c++-2.0"
+    hostile = resolve_site(write_tree(tmp_path / "hostile", {
+        "hugo.toml": "[permalinks]\nblog = '" + "/:year" * 100_000 + "'\n",
+        "content/x.md": ""}))
+    started = time.monotonic()
+    assert _page(hostile, "blog/x.md", {"date": "2024-01-01"}) == "blog/x/"  # not read
+    assert time.monotonic() - started < 1
 
 
 @pytest.mark.parametrize(("heading", "expected"), [

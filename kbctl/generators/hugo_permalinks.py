@@ -26,6 +26,8 @@ _ATTRIBUTE = re.compile(r":\w+(\[.+?\])?")
 _DATE_KEYS = ("date", "publishdate", "pubdate", "published", "lastmod", "modified")
 _SECTION_PAGES = ("_index.md", "_index.markdown", "_index.html")
 _ALLOWED = set("./\\_#+~-@")
+# A longer pattern is no page address: a hostile one would cost every page a long scan.
+MAX_PATTERN_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def expand(links: tuple[Permalink, ...], page: PageFacts) -> str | None:
 
 
 def _expanded(pattern: str, page: PageFacts) -> str | None:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return None
     pattern = pattern.replace("\\:", "\0")
     out = pattern
     for match in _ATTRIBUTE.finditer(pattern):
