@@ -21,7 +21,9 @@ _LEGACY = ("config.toml", "config.yaml", "config.yml", "config.json")
 _CONFIG_DIR = "config"
 _CONFIG_EXTENSIONS = (".toml", ".yaml", ".yml", ".json")
 _ENVIRONMENT = "production"  # what ``hugo`` builds with (``hugo server``: development)
-_MAX_CONFIG_FILES = 200  # a config folder holds a handful; a hostile one is read this far
+# A config folder holds a handful of small files; a hostile one is read this far.
+_MAX_CONFIG_FILES = 64
+_MAX_CONFIG_FOLDER_BYTES = 4 * 1024 * 1024
 MARKERS = _CONFIGS + _LEGACY + tuple(f"{_CONFIG_DIR}/_default/{name}" for name in _CONFIGS)
 
 
@@ -84,13 +86,20 @@ def _config_dir_files(folder: Path, config_dir: Any) -> list[Path]:
     except (OSError, RuntimeError, ValueError):
         return []
     found: list[Path] = []
+    budget = _MAX_CONFIG_FOLDER_BYTES
     for environment in ("_default", _ENVIRONMENT):
         for dirpath, dirnames, filenames in os.walk(top / environment):
             dirnames.sort()
-            found.extend(Path(dirpath) / name for name in sorted(filenames)
-                         if Path(name).suffix.lower() in _CONFIG_EXTENSIONS)
-            if len(found) >= _MAX_CONFIG_FILES:
-                return found[:_MAX_CONFIG_FILES]
+            for name in sorted(filenames):
+                if Path(name).suffix.lower() not in _CONFIG_EXTENSIONS:
+                    continue
+                try:
+                    budget -= os.stat(Path(dirpath) / name).st_size
+                except OSError:
+                    continue
+                if budget < 0 or len(found) >= _MAX_CONFIG_FILES:
+                    return found
+                found.append(Path(dirpath) / name)
     return found
 
 
