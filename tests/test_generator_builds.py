@@ -689,6 +689,28 @@ def test_docusaurus_versions_and_translations(tmp_path: Path) -> None:
             if anchor} == {"docs/next/intro", "docs/next/new"}
 
 
+@pytest.mark.skipif(tool("docusaurus") is None, reason="Docusaurus is not installed")
+def test_docusaurus_docs_plugin_instances(tmp_path: Path) -> None:
+    config = DOCUSAURUS_SITE["docusaurus.config.js"].replace("OPTIONS", "").replace(
+        "DOCS", "routeBasePath: 'guide'").replace(
+        "] };", "], plugins: [['@docusaurus/plugin-content-docs', { id: 'community', "
+        "path: 'community', // the people's docs {\n routeBasePath: 'people', "
+        "sidebarPath: undefined }]] };")
+    project = write_tree(tmp_path / "site", {
+        "docusaurus.config.js": config,
+        "docs/intro.md": "# Intro\n\n## Start here\n\nText.\n",
+        "community/team/01-who.md": "# Who\n\n## The maintainers\n\nText.\n",
+        "community/index.md": "# Community\n\n## Welcome all\n\nText.\n",
+        "src/pages/about.md": "# About\n\n## Not docs\n\nText.\n",
+    })
+    site = build_docusaurus(project)
+    _assert_all_resolve(site, project, "docusaurus", minimum=3)
+    base = "https://docs.example.com/"
+    assert {(url.removeprefix(base), anchor) for url, anchor in citations(project)[0]
+            if anchor} == {("guide/intro", "start-here"), ("people/team/who", "the-maintainers"),
+                           ("people", "welcome-all")}
+
+
 STARLIGHT_SITE = {
     # cacheDir: Astro keeps its content store there, by default inside node_modules
     "astro.config.mjs": "import { defineConfig } from 'astro/config';\n"

@@ -586,6 +586,26 @@ def test_docusaurus_versions_settings(tmp_path: Path) -> None:
         assert site.content.name == "docs" and _page(site, "intro.md") == "docs/intro"
 
 
+def test_docusaurus_docs_plugin_instances_are_read_past_comments_and_templates(
+        tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path, {"docusaurus.config.js": """
+        module.exports = { presets: [['classic', { docs: { path: 'guides' } }]],
+          plugins: [
+            ['@docusaurus/plugin-content-docs', { id: 'community', // it's {
+              path: 'community', routeBasePath: 'people',
+              editUrl: ({docPath}) => `https://x/${docPath}`, /* } */ }],
+            ["@docusaurus/plugin-content-docs", {id: "api", path: "api-docs",
+              routeBasePath: "/reference/"}],
+            ['@docusaurus/plugin-content-docs', { id: 'out', path: '../elsewhere' }],
+          ] };""", "guides/a.md": ""}))
+    assert site.content == tmp_path.resolve()
+    assert site.settings["instances"] == (("community", "people"), ("api-docs", "reference"))
+    assert _page(site, "guides/a.md") == "docs/a"  # the preset's route is not a plugin's
+    assert _page(site, "community/team/who.md") == "people/team/who"
+    assert _page(site, "api-docs/index.md") == "reference"
+    assert _page(site, "blog/post.md") is None
+
+
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:
     md = "# Install\n\nIntro.\n\n## Install\n\nSteps.\n\n# Later title\n\nMore.\n"
     out = with_heading_ids(md, heading_ids(GENERATORS["docusaurus"].default_site(tmp_path)))

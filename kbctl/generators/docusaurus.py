@@ -9,7 +9,9 @@ Versions (a ``versions.json``): the latest release (or ``lastVersion``) is serve
 ``docs/…``, the others from ``versioned_docs/version-X/`` at ``docs/X/…``, and the docs
 folder, the unreleased current version, at ``docs/next/…``. Translations
 (``i18n: { defaultLocale, locales }``) from ``i18n/fr/docusaurus-plugin-content-docs/
-current/`` (or ``version-X/``) are served under ``fr/``.
+current/`` (or ``version-X/``) are served under ``fr/``. Further docs plugin instances
+(``['@docusaurus/plugin-content-docs', { path, routeBasePath }]``) serve their folders at
+their route bases, in one version and language.
 
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
@@ -38,6 +40,8 @@ _NO_CURRENT = re.compile(r"\bincludeCurrentVersion\s*:\s*false\b")
 _DEFAULT_LOCALE = re.compile(r"""\bdefaultLocale\s*:\s*['"]([^'"]+)['"]""")
 _LOCALES = re.compile(r"\blocales\s*:\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
+_DOCS_PLUGIN = re.compile(r"""['"]@docusaurus/plugin-content-docs['"]\s*,\s*\{""")
+_DOCS_PATH_IN = re.compile(r"""\bpath\s*:\s*['"]([^'"]+)['"]""")
 _VERSIONED = "versioned_docs"
 _I18N_DOCS = "docusaurus-plugin-content-docs"
 CURRENT = "current"
@@ -64,8 +68,9 @@ class Docusaurus:
         if found is None:
             return None
         marker, text = found
-        route = _ROUTE_BASE.search(text)
-        path = _DOCS_PATH.search(text)
+        instances, preset = _docs_instances(text)
+        route = _ROUTE_BASE.search(preset)
+        path = _DOCS_PATH.search(preset)
         trailing = _TRAILING.search(text)
         settings = {
             "routeBasePath": route.group(1).strip("/") if route else "docs",
@@ -73,22 +78,28 @@ class Docusaurus:
             "trailingSlash": trailing.group(1) == "true" if trailing else None,
             **_versions_and_locales(folder, text),
         }
-        docs = folder / settings["path"]
-        spread = settings["versions"] or len(settings["locales"]) > 1
-        if spread and docs.resolve().is_relative_to(folder.resolve()):
-            return Site(self.name, folder, marker, settings)  # docs, versions, i18n below it
-        return Site(self.name, docs, marker, {**settings, "versions": (), "locales": ()})
+        inside = [(p, r) for p, r in instances if _below(folder, p)]
+        settings["instances"] = tuple(
+            (PurePosixPath(p).as_posix(), r) for p, r in inside if p != settings["path"])
+        spread = (settings["versions"] or len(settings["locales"]) > 1
+                  or settings["instances"])
+        if spread and _below(folder, settings["path"]):
+            return Site(self.name, folder, marker, settings)  # every docs folder below it
+        return Site(self.name, folder / settings["path"], marker,
+                    {**settings, "versions": (), "locales": (), "instances": ()})
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"routeBasePath": "docs", "trailingSlash": None})
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        prefix = ""
-        if site.settings.get("versions") or len(site.settings.get("locales", ())) > 1:
-            placed = _version_of(site, rel)
+        settings = site.settings
+        locale, route, version = "", settings.get("routeBasePath", "docs"), ""
+        if (settings.get("versions") or len(settings.get("locales", ())) > 1
+                or settings.get("instances")):
+            placed = _placed(site, rel)
             if placed is None:
                 return None  # not docs: the site's pages, blog, build output…
-            prefix, rel = placed
+            locale, route, version, rel = placed
         if rel.suffix.lower() not in (".md", ".mdx") or any(
                 p.startswith("_") for p in rel.parts):
             return None  # partials and non-docs are not routes
@@ -106,8 +117,6 @@ class Docusaurus:
             is_index = last.lower() in ("index", "readme") or (
                 folders and last.lower() == folders[-1].lower() and "id" not in front_matter)
             path = "/".join(folders if is_index else [*folders, last])
-        route = site.settings.get("routeBasePath", "docs")
-        locale, version = prefix.partition("|")[::2]
         full = "/".join(p for p in (locale, route, version, path.strip("/")) if p)
         if site.settings.get("trailingSlash") and full:
             full += "/"
@@ -138,12 +147,17 @@ def _versions_and_locales(folder: Path, config: str) -> dict[str, Any]:
             "locales": (first, *(loc for loc in locales if loc != first))}
 
 
-def _version_of(site: Site, rel: PurePosixPath) -> tuple[str, PurePosixPath] | None:
-    """Where a file below the site folder is served — ``LOCALE|VERSION`` (either part empty
-    for the default locale or the version at the route base) — and its path in its docs
-    folder; None for a file in no docs folder, or in a version the site does not build."""
+def _placed(site: Site, rel: PurePosixPath) -> tuple[str, str, str, PurePosixPath] | None:
+    """Where a file below the site folder is served: its locale (empty for the default),
+    its docs instance's route base, its version segment (empty for the version served at
+    the route base) and its path in its docs folder; None for a file in no docs folder, or
+    in a version the site does not build."""
     settings = site.settings
+    for path, route in settings.get("instances", ()):  # the other docs plugins: one version
+        if rel.is_relative_to(path):
+            return "", route, "", rel.relative_to(path)
     docs = PurePosixPath(settings.get("path", "docs"))
+    route = settings.get("routeBasePath", "docs")
     locales = settings.get("locales", ())
     locale, version, inner = "", CURRENT, None
     if rel.is_relative_to(docs):
@@ -165,7 +179,64 @@ def _version_of(site: Site, rel: PurePosixPath) -> tuple[str, PurePosixPath] | N
         return None  # a folder versions.json no longer lists: not built
     last = settings.get("lastVersion", CURRENT)
     segment = "" if version == last else ("next" if version == CURRENT else version)
-    return f"{locale}|{segment}", inner
+    return locale, route, segment, inner
+
+
+def _docs_instances(config: str) -> tuple[list[tuple[str, str]], str]:
+    """The docs plugins besides the preset's, as (folder, route base), and the config
+    without their option blocks (so the preset's ``path`` and ``routeBasePath`` are not
+    read from them)."""
+    instances: list[tuple[str, str]] = []
+    rest: list[str] = []
+    at = 0
+    for match in _DOCS_PLUGIN.finditer(config):
+        if match.start() < at:
+            continue
+        end = _block_end(config, match.end() - 1)
+        block = config[match.end() - 1:end]
+        path, route = _DOCS_PATH_IN.search(block), _ROUTE_BASE.search(block)
+        instances.append((path.group(1).strip("/") if path else "docs",
+                          route.group(1).strip("/") if route else "docs"))
+        rest.append(config[at:match.start()])
+        at = end
+    rest.append(config[at:])
+    return instances, "".join(rest)
+
+
+def _block_end(text: str, start: int) -> int:
+    """The end of the ``{…}`` opening at ``text[start]``: braces counted, quoted strings
+    and comments skipped; the text's end when it never closes."""
+    depth, i, quote = 0, start, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = len(text) if i < 0 else i
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = len(text) if i < 0 else i + 1
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def _below(folder: Path, path: str) -> bool:
+    try:
+        return (folder / path).resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 GENERATOR = Docusaurus()
