@@ -260,7 +260,7 @@ def test_a_hostile_hugo_config_folder_is_read_within_bounds(tmp_path: Path) -> N
     (tmp_path / "config" / "production").symlink_to(tmp_path / "config")
     started = time.monotonic()
     site = resolve_site(tmp_path / "content")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # a guard against a hang, not a speed test
     assert site.generator == "hugo" and _page(site, "a.md") == "a/"
 
 
@@ -337,9 +337,9 @@ def test_hugo_permalink_patterns(tmp_path: Path) -> None:
     hostile = resolve_site(write_tree(tmp_path / "hostile", {
         "hugo.toml": "[permalinks]\nblog = '" + "/:year" * 100_000 + "'\n",
         "content/x.md": ""}))
-    started = time.monotonic()
+    started = time.monotonic()  # expanded, it took about 30 s a page
     assert _page(hostile, "blog/x.md", {"date": "2024-01-01"}) == "blog/x/"  # not read
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize(("heading", "expected"), [
