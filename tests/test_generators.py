@@ -599,11 +599,23 @@ def test_docusaurus_docs_plugin_instances_are_read_past_comments_and_templates(
             ['@docusaurus/plugin-content-docs', { id: 'out', path: '../elsewhere' }],
           ] };""", "guides/a.md": ""}))
     assert site.content == tmp_path.resolve()
-    assert site.settings["instances"] == (("community", "people"), ("api-docs", "reference"))
+    assert [(d.id, d.path, d.route) for d in site.settings["docs"]] == [
+        ("default", "guides", "docs"), ("community", "community", "people"),
+        ("api", "api-docs", "reference")]  # '../elsewhere' is outside: not read
     assert _page(site, "guides/a.md") == "docs/a"  # the preset's route is not a plugin's
     assert _page(site, "community/team/who.md") == "people/team/who"
     assert _page(site, "api-docs/index.md") == "reference"
     assert _page(site, "blog/post.md") is None
+    versioned = resolve_site(write_tree(tmp_path / "v", {
+        "docusaurus.config.js": "module.exports = { presets: [['classic', {}]], plugins: "
+                                "[['@docusaurus/plugin-content-docs', { id: 'api', path: 'api',"
+                                " routeBasePath: 'api', lastVersion: 'current' }]] };",
+        "api_versions.json": '["2.0"]', "versions.json": '["1.0"]', "docs/a.md": ""}))
+    assert _page(versioned, "docs/a.md") == "docs/next/a"  # the preset's lastVersion: 1.0
+    assert _page(versioned, "versioned_docs/version-1.0/a.md") == "docs/a"
+    assert _page(versioned, "api/a.md") == "api/a"  # the plugin's: current
+    assert _page(versioned, "api_versioned_docs/version-2.0/a.md") == "api/2.0/a"
+    assert _page(versioned, "api_versioned_docs/version-1.0/a.md") is None
 
 
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ Versions (a ``versions.json``): the latest release (or ``lastVersion``) is serve
 folder, the unreleased current version, at ``docs/next/…``. Translations
 (``i18n: { defaultLocale, locales }``) from ``i18n/fr/docusaurus-plugin-content-docs/
 current/`` (or ``version-X/``) are served under ``fr/``. Further docs plugin instances
-(``['@docusaurus/plugin-content-docs', { path, routeBasePath }]``) serve their folders at
-their route bases, in one version and language.
+(``['@docusaurus/plugin-content-docs', { id, path, routeBasePath }]``) serve their folders
+at their route bases, with versions and translations of their own (``DocsInstance``).
 
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -42,9 +43,11 @@ _LOCALES = re.compile(r"\blocales\s*:\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
 _DOCS_PLUGIN = re.compile(r"""['"]@docusaurus/plugin-content-docs['"]\s*,\s*\{""")
 _DOCS_PATH_IN = re.compile(r"""\bpath\s*:\s*['"]([^'"]+)['"]""")
+_ID = re.compile(r"""\bid\s*:\s*['"]([^'"/]+)['"]""")
 _VERSIONED = "versioned_docs"
 _I18N_DOCS = "docusaurus-plugin-content-docs"
 CURRENT = "current"
+DEFAULT_ID = "default"
 
 
 def strip_number_prefix(name: str) -> str:
@@ -68,25 +71,27 @@ class Docusaurus:
         if found is None:
             return None
         marker, text = found
-        instances, preset = _docs_instances(text)
-        route = _ROUTE_BASE.search(preset)
-        path = _DOCS_PATH.search(preset)
+        blocks, preset_text = _plugin_blocks(text)
+        preset = _instance(folder, DEFAULT_ID, preset_text, preset=True)
+        docs = [preset]
+        for block in blocks:
+            instance = _instance(folder, _block_id(block), block)
+            if instance.id == DEFAULT_ID:
+                docs[0] = instance  # the default docs plugin, configured on its own
+            elif _below(folder, instance.path):
+                docs.append(instance)
         trailing = _TRAILING.search(text)
         settings = {
-            "routeBasePath": route.group(1).strip("/") if route else "docs",
-            "path": path.group(1) if path else "docs",
+            "routeBasePath": docs[0].route, "path": docs[0].path,
             "trailingSlash": trailing.group(1) == "true" if trailing else None,
-            **_versions_and_locales(folder, text),
+            "locales": _locales(text), "docs": tuple(docs),
         }
-        inside = [(p, r) for p, r in instances if _below(folder, p)]
-        settings["instances"] = tuple(
-            (PurePosixPath(p).as_posix(), r) for p, r in inside if p != settings["path"])
-        spread = (settings["versions"] or len(settings["locales"]) > 1
-                  or settings["instances"])
-        if spread and _below(folder, settings["path"]):
+        spread = (len(docs) > 1 or len(settings["locales"]) > 1
+                  or any(d.versions for d in docs))
+        if spread and _below(folder, docs[0].path):
             return Site(self.name, folder, marker, settings)  # every docs folder below it
-        return Site(self.name, folder / settings["path"], marker,
-                    {**settings, "versions": (), "locales": (), "instances": ()})
+        return Site(self.name, folder / docs[0].path, marker,
+                    {**settings, "locales": settings["locales"][:1], "docs": ()})
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"routeBasePath": "docs", "trailingSlash": None})
@@ -94,8 +99,7 @@ class Docusaurus:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         settings = site.settings
         locale, route, version = "", settings.get("routeBasePath", "docs"), ""
-        if (settings.get("versions") or len(settings.get("locales", ())) > 1
-                or settings.get("instances")):
+        if settings.get("docs"):
             placed = _placed(site, rel)
             if placed is None:
                 return None  # not docs: the site's pages, blog, build output…
@@ -126,25 +130,59 @@ class Docusaurus:
         return DocusaurusIds()
 
 
-def _versions_and_locales(folder: Path, config: str) -> dict[str, Any]:
-    """The released versions (``versions.json``, newest first), the one served at the
-    route base, whether the docs folder is built too, and the locales (the default first)."""
-    raw = read_config_text(folder / "versions.json")
+@dataclass(frozen=True)
+class DocsInstance:
+    """One docs plugin: its id, folder and route base, its released versions (newest
+    first), the one served at the route base, and whether its folder (the unreleased
+    current version) is built. Another plugin than the default keeps its versions in
+    ``ID_versions.json`` and ``ID_versioned_docs/``, its translations in
+    ``i18n/LOCALE/docusaurus-plugin-content-docs-ID/``."""
+
+    id: str
+    path: str
+    route: str
+    versions: tuple[str, ...] = ()
+    last: str = CURRENT
+    current: bool = True
+
+    @property
+    def prefix(self) -> str:
+        return "" if self.id == DEFAULT_ID else f"{self.id}_"
+
+    @property
+    def i18n_folder(self) -> str:
+        return _I18N_DOCS if self.id == DEFAULT_ID else f"{_I18N_DOCS}-{self.id}"
+
+
+def _instance(folder: Path, plugin_id: str, options: str, *, preset: bool = False
+              ) -> DocsInstance:
+    """A docs plugin from its options' text (the preset's: the config without the other
+    plugins' blocks) and its ``versions.json``."""
+    path = (_DOCS_PATH if preset else _DOCS_PATH_IN).search(options)
+    route = _ROUTE_BASE.search(options)
+    last = _LAST_VERSION.search(options)
+    prefix = "" if plugin_id == DEFAULT_ID else f"{plugin_id}_"
+    raw = read_config_text(folder / f"{prefix}versions.json")
     try:
         listed = json.loads(raw) if raw else []
     except (ValueError, RecursionError):
         listed = []
     versions = tuple(v for v in listed if isinstance(v, str) and v.strip() and "/" not in v
                      ) if isinstance(listed, list) else ()
-    last = _LAST_VERSION.search(config)
+    return DocsInstance(
+        plugin_id, PurePosixPath(path.group(1).strip("/") if path else "docs").as_posix(),
+        route.group(1).strip("/") if route else "docs", versions,
+        last.group(1) if last else (versions[0] if versions else CURRENT),
+        _NO_CURRENT.search(options) is None)
+
+
+def _locales(config: str) -> tuple[str, ...]:
+    """The site's locales, the default first."""
     default = _DEFAULT_LOCALE.search(config)
-    listed_locales = _LOCALES.search(config)
-    locales = _QUOTED.findall(listed_locales.group(1)) if listed_locales else []
+    listed = _LOCALES.search(config)
+    locales = _QUOTED.findall(listed.group(1)) if listed else []
     first = default.group(1) if default else (locales[0] if locales else "en")
-    return {"versions": versions,
-            "lastVersion": last.group(1) if last else (versions[0] if versions else CURRENT),
-            "current": _NO_CURRENT.search(config) is None,
-            "locales": (first, *(loc for loc in locales if loc != first))}
+    return (first, *(loc for loc in locales if loc != first))
 
 
 def _placed(site: Site, rel: PurePosixPath) -> tuple[str, str, str, PurePosixPath] | None:
@@ -152,55 +190,50 @@ def _placed(site: Site, rel: PurePosixPath) -> tuple[str, str, str, PurePosixPat
     its docs instance's route base, its version segment (empty for the version served at
     the route base) and its path in its docs folder; None for a file in no docs folder, or
     in a version the site does not build."""
-    settings = site.settings
-    for path, route in settings.get("instances", ()):  # the other docs plugins: one version
-        if rel.is_relative_to(path):
-            return "", route, "", rel.relative_to(path)
-    docs = PurePosixPath(settings.get("path", "docs"))
-    route = settings.get("routeBasePath", "docs")
-    locales = settings.get("locales", ())
-    locale, version, inner = "", CURRENT, None
-    if rel.is_relative_to(docs):
-        inner = rel.relative_to(docs)
-    elif len(rel.parts) > 2 and rel.parts[0] == _VERSIONED and rel.parts[1].startswith(
-            "version-"):
-        version, inner = rel.parts[1].removeprefix("version-"), PurePosixPath(*rel.parts[2:])
-    elif (len(rel.parts) > 4 and rel.parts[0] == "i18n" and rel.parts[1] in locales[1:]
-          and rel.parts[2] == _I18N_DOCS):
-        locale, folder = rel.parts[1], rel.parts[3]
-        version = CURRENT if folder == CURRENT else folder.removeprefix("version-")
-        inner = PurePosixPath(*rel.parts[4:])
-    if inner is None:
-        return None
-    versions = settings.get("versions", ())
-    if version == CURRENT and not settings.get("current", True):
-        return None
-    if version != CURRENT and version not in versions:
-        return None  # a folder versions.json no longer lists: not built
-    last = settings.get("lastVersion", CURRENT)
-    segment = "" if version == last else ("next" if version == CURRENT else version)
-    return locale, route, segment, inner
+    locales = site.settings.get("locales", ())
+    parts = rel.parts
+    for docs in sorted(site.settings.get("docs", ()), key=lambda d: -len(d.path)):
+        locale, version, inner = "", CURRENT, None
+        if rel.is_relative_to(docs.path):
+            inner = rel.relative_to(docs.path)
+        elif (len(parts) > 2 and parts[0] == f"{docs.prefix}{_VERSIONED}"
+              and parts[1].startswith("version-")):
+            version, inner = parts[1].removeprefix("version-"), PurePosixPath(*parts[2:])
+        elif (len(parts) > 4 and parts[0] == "i18n" and parts[1] in locales[1:]
+              and parts[2] == docs.i18n_folder):
+            locale = parts[1]
+            version = CURRENT if parts[3] == CURRENT else parts[3].removeprefix("version-")
+            inner = PurePosixPath(*parts[4:])
+        if inner is None:
+            continue
+        if (version == CURRENT and not docs.current) or (
+                version != CURRENT and version not in docs.versions):
+            return None  # a version the site does not build
+        segment = "" if version == docs.last else ("next" if version == CURRENT else version)
+        return locale, docs.route, segment, inner
+    return None
 
 
-def _docs_instances(config: str) -> tuple[list[tuple[str, str]], str]:
-    """The docs plugins besides the preset's, as (folder, route base), and the config
-    without their option blocks (so the preset's ``path`` and ``routeBasePath`` are not
-    read from them)."""
-    instances: list[tuple[str, str]] = []
+def _plugin_blocks(config: str) -> tuple[list[str], str]:
+    """The option blocks of the docs plugins configured beside the preset, and the config
+    without them (so the preset's settings are not read from them)."""
+    blocks: list[str] = []
     rest: list[str] = []
     at = 0
     for match in _DOCS_PLUGIN.finditer(config):
         if match.start() < at:
             continue
         end = _block_end(config, match.end() - 1)
-        block = config[match.end() - 1:end]
-        path, route = _DOCS_PATH_IN.search(block), _ROUTE_BASE.search(block)
-        instances.append((path.group(1).strip("/") if path else "docs",
-                          route.group(1).strip("/") if route else "docs"))
+        blocks.append(config[match.end() - 1:end])
         rest.append(config[at:match.start()])
         at = end
     rest.append(config[at:])
-    return instances, "".join(rest)
+    return blocks, "".join(rest)
+
+
+def _block_id(block: str) -> str:
+    found = _ID.search(block)
+    return found.group(1) if found else DEFAULT_ID
 
 
 def _block_end(text: str, start: int) -> int:
