@@ -17,7 +17,7 @@ from kbctl.errors import InputError
 from kbctl.generators import GENERATORS, detect_site, heading_ids, page_path, resolve_site
 from kbctl.generators.anchors import with_heading_ids
 from kbctl.generators.base import NO_FRONT_MATTER, Site
-from kbctl.generators.docusaurus import strip_number_prefix
+from kbctl.generators.docusaurus import MAX_DOCS_PLUGINS, MAX_VERSIONS, strip_number_prefix
 from kbctl.generators.goldmark_attributes import split_heading_attributes
 from kbctl.generators.hugo import goldmark_id
 from kbctl.generators.hugo_permalinks import urlize
@@ -616,6 +616,21 @@ def test_docusaurus_docs_plugin_instances_are_read_past_comments_and_templates(
     assert _page(versioned, "api/a.md") == "api/a"  # the plugin's: current
     assert _page(versioned, "api_versioned_docs/version-2.0/a.md") == "api/2.0/a"
     assert _page(versioned, "api_versioned_docs/version-1.0/a.md") is None
+
+
+def test_a_hostile_docusaurus_config_is_read_to_a_bound(tmp_path: Path) -> None:
+    # 9,000 docs plugins and 100,000 versions made every page cost a scan of them all
+    # (2,000 pages: 61 s); real sites have a handful of each
+    blocks = "".join(f"['@docusaurus/plugin-content-docs', {{ id: 'p{i}', path: 'p{i}' }}],"
+                     for i in range(9000))
+    site = resolve_site(write_tree(tmp_path, {
+        "docusaurus.config.js": f"module.exports = {{ plugins: [{blocks}] }};",
+        "versions.json": "[" + ",".join(f'"{i}.0"' for i in range(100_000)) + "]",
+        "docs/a.md": ""}))
+    docs = site.settings["docs"]
+    assert len(docs) == 1 + MAX_DOCS_PLUGINS and len(docs[0].versions) == MAX_VERSIONS
+    assert _page(site, "docs/a.md") == "docs/next/a"
+    assert _page(site, "p5/a.md") == "docs/a" and _page(site, "p40/a.md") is None
 
 
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:

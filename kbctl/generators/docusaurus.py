@@ -48,6 +48,10 @@ _VERSIONED = "versioned_docs"
 _I18N_DOCS = "docusaurus-plugin-content-docs"
 CURRENT = "current"
 DEFAULT_ID = "default"
+# More than any real site has; a hostile config is read this far (every page is matched
+# against each docs plugin and looked up among the versions).
+MAX_DOCS_PLUGINS = 32
+MAX_VERSIONS = 1000
 
 
 def strip_number_prefix(name: str) -> str:
@@ -74,7 +78,7 @@ class Docusaurus:
         blocks, preset_text = _plugin_blocks(text)
         preset = _instance(folder, DEFAULT_ID, preset_text, preset=True)
         docs = [preset]
-        for block in blocks:
+        for block in blocks[:MAX_DOCS_PLUGINS]:  # each page is matched against them all
             instance = _instance(folder, _block_id(block), block)
             if instance.id == DEFAULT_ID:
                 docs[0] = instance  # the default docs plugin, configured on its own
@@ -167,8 +171,8 @@ def _instance(folder: Path, plugin_id: str, options: str, *, preset: bool = Fals
         listed = json.loads(raw) if raw else []
     except (ValueError, RecursionError):
         listed = []
-    versions = tuple(v for v in listed if isinstance(v, str) and v.strip() and "/" not in v
-                     ) if isinstance(listed, list) else ()
+    versions = tuple(v for v in listed[:MAX_VERSIONS] if isinstance(v, str) and v.strip()
+                     and "/" not in v) if isinstance(listed, list) else ()
     return DocsInstance(
         plugin_id, PurePosixPath(path.group(1).strip("/") if path else "docs").as_posix(),
         route.group(1).strip("/") if route else "docs", versions,
