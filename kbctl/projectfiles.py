@@ -10,13 +10,14 @@ patterns show up: most runs match none.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pathspec
@@ -46,6 +47,25 @@ def read_config_text(path: Path) -> str | None:
             return handle.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
+
+
+def read_config_json(path: Path) -> Any:
+    """A project's JSON file (``package.json``, ``versions.json``, ``hugo.json``) as data;
+    None when it cannot be read or does not parse (nested past the stack included)."""
+    text = read_config_text(path)
+    try:
+        return json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def inside(folder: Path, path: Path) -> bool:
+    """Whether ``path``, links followed, lies in ``folder``: a setting naming a folder
+    elsewhere (``../..``) is not the project's to read."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop
+        return False
 
 
 def first_config(folder: Path, names: Sequence[str]) -> tuple[Path, str] | None:

@@ -19,14 +19,13 @@ none on the page (the theme drops it), though each still takes its slug.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..projectfiles import first_config, read_config_text
+from ..projectfiles import first_config, inside, read_config_json
 from .base import Site
 from .plain import GithubIds
 
@@ -82,7 +81,7 @@ class Docusaurus:
             instance = _instance(folder, _block_id(block), block)
             if instance.id == DEFAULT_ID:
                 docs[0] = instance  # the default docs plugin, configured on its own
-            elif _below(folder, instance.path):
+            elif inside(folder, folder / instance.path):
                 docs.append(instance)
         trailing = _TRAILING.search(text)
         settings = {
@@ -92,7 +91,7 @@ class Docusaurus:
         }
         spread = (len(docs) > 1 or len(settings["locales"]) > 1
                   or any(d.versions for d in docs))
-        if spread and _below(folder, docs[0].path):
+        if spread and inside(folder, folder / docs[0].path):
             return Site(self.name, folder, marker, settings)  # every docs folder below it
         return Site(self.name, folder / docs[0].path, marker,
                     {**settings, "locales": settings["locales"][:1], "docs": ()})
@@ -166,11 +165,7 @@ def _instance(folder: Path, plugin_id: str, options: str, *, preset: bool = Fals
     route = _ROUTE_BASE.search(options)
     last = _LAST_VERSION.search(options)
     prefix = "" if plugin_id == DEFAULT_ID else f"{plugin_id}_"
-    raw = read_config_text(folder / f"{prefix}versions.json")
-    try:
-        listed = json.loads(raw) if raw else []
-    except (ValueError, RecursionError):
-        listed = []
+    listed = read_config_json(folder / f"{prefix}versions.json")
     versions = tuple(v for v in listed[:MAX_VERSIONS] if isinstance(v, str) and v.strip()
                      and "/" not in v) if isinstance(listed, list) else ()
     return DocsInstance(
@@ -267,13 +262,6 @@ def _block_end(text: str, start: int) -> int:
                 return i + 1
         i += 1
     return len(text)
-
-
-def _below(folder: Path, path: str) -> bool:
-    try:
-        return (folder / path).resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError, ValueError):
-        return False
 
 
 GENERATOR = Docusaurus()

@@ -6,13 +6,12 @@ case-insensitive, so they are lower-cased; YAML is read as YAML 1.2, as Go reads
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..projectfiles import read_config_text
+from ..projectfiles import inside, read_config_json, read_config_text
 from .tomlfile import load_toml
 from .yamlfile import load_yaml_config
 
@@ -28,15 +27,12 @@ MARKERS = _CONFIGS + _LEGACY + tuple(f"{_CONFIG_DIR}/_default/{name}" for name i
 
 
 def _load(path: Path) -> dict[str, Any]:
+    if path.suffix == ".json":
+        data = read_config_json(path)
+        return data if isinstance(data, dict) else {}
     text = read_config_text(path) or ""
     if path.suffix == ".toml":
         return load_toml(text)
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            return {}
-        return data if isinstance(data, dict) else {}
     return load_yaml_config(text, yaml_1_2=True)
 
 
@@ -80,10 +76,7 @@ def _config_dir_files(folder: Path, config_dir: Any) -> list[Path]:
     specific first; a folder outside the project is not read."""
     top = folder / (config_dir if isinstance(config_dir, str) and config_dir.strip()
                     else _CONFIG_DIR)
-    try:
-        if not top.resolve().is_relative_to(folder.resolve()):
-            return []
-    except (OSError, RuntimeError, ValueError):
+    if not inside(folder, top):
         return []
     found: list[Path] = []
     budget = _MAX_CONFIG_FOLDER_BYTES

@@ -12,14 +12,13 @@ rule (no cut) holds.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chunk.slug import Slugger, slug_plain
-from ..projectfiles import first_config, read_config_text
+from ..projectfiles import first_config, read_config_json
 from .base import IdRules, Site
 
 _CONFIG_NAMES = ("astro.config.mjs", "astro.config.ts", "astro.config.mts", "astro.config.js",
@@ -52,11 +51,7 @@ class AstroIds(IdRules):
 
 def _astro_major(folder: Path) -> int | None:
     """The major version of Astro the project's ``package.json`` asks for, if it says."""
-    text = read_config_text(folder / "package.json")
-    try:
-        manifest = json.loads(text) if text else None
-    except (ValueError, RecursionError):  # RecursionError: nested past the stack
-        return None
+    manifest = read_config_json(folder / "package.json")
     if not isinstance(manifest, dict):
         return None
     for key in ("dependencies", "devDependencies"):
