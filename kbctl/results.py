@@ -45,3 +45,6 @@ class QueryResult:
     embedder: str  # identity string, "none" for lexical-only
     elapsed_ms: float
     reranker: str = "none"  # identity string of the rerank stage, "none" without one
+    # Query words no chunk uses, each matched as the indexed word (a stem) nearest in
+    # spelling: typo tolerance (kbctl.store.spelling).
+    corrected: dict[str, str] = field(default_factory=dict)

@@ -14,7 +14,7 @@ from ..embed.base import Embedder
 from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
-from ..pipeline.query import retrieve, source_parts
+from ..pipeline.query import retrieve, source_parts, spelling_note
 from ..rerank.base import Reranker
 from ..results import Hit
 from ..store.knowledge import KnowledgeStore
@@ -98,6 +98,8 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     sources = source_parts(hits)
     if result.mode == "lexical":
         notes.append("lexical search: this knowledge base has no embedder")
+    if result.corrected:
+        notes.append(spelling_note(result.corrected))
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "topK": top_k,

@@ -39,11 +39,13 @@ def retrieve(
     fusion: str = "weighted",
     reranker: Reranker | None = None,
     rerank_top: int = DEFAULT_TOP_N,
+    typo_tolerance: bool = True,
 ) -> QueryResult:
     """Rank a namespace's chunks for ``question``; lexical-only when there is no embedder.
 
     With a ``reranker``, the first ``rerank_top`` fused candidates are re-scored by it and
     its score (0..1) becomes the result's score; ``min_score`` then applies to that.
+    ``typo_tolerance`` matches a word no chunk uses as the nearest one in spelling.
     """
     if not question.strip():
         raise InputError("the question is empty")
@@ -56,9 +58,11 @@ def retrieve(
     started = time.perf_counter()
     k = clamp_k(k)
     qv = embedder.embed_query(question) if embedder is not None else None
+    corrected = store.spelling_corrections(namespace, question) if typo_tolerance else {}
     rows = store.search(namespace, question, k=max(k, rerank_top) if reranker else k,
                         filters=filters or {}, query_vector=qv,
-                        vector_weight=vector_weight, fusion=fusion)
+                        vector_weight=vector_weight, fusion=fusion,
+                        also_match=sorted(set(corrected.values())))
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
@@ -69,6 +73,7 @@ def retrieve(
         embedder=str(embedder.identity) if embedder else "none",
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
+        corrected=corrected,
     )
 
 
@@ -95,6 +100,13 @@ def _hit(rank: int, r: ScoredChunk) -> Hit:
         vector_score=round(r.vector_score, 6) if r.vector_score is not None else None,
         fused_score=round(r.fused_score, 6) if r.fused_score is not None else None,
     )
+
+
+def spelling_note(corrected: dict[str, str]) -> str:
+    """What typo tolerance did, for people and agents: the words as typed and the indexed
+    words (stems, hence the ellipsis) they were matched as."""
+    pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
+    return f"words no passage uses were matched by spelling: {pairs}"
 
 
 @dataclass(frozen=True)

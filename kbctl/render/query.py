@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..agent.context import render_context
-from ..pipeline.query import source_parts
+from ..pipeline.query import source_parts, spelling_note
 from ..results import QueryResult
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
@@ -21,6 +21,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "embedder": result.embedder,
         "reranker": result.reranker,
         "elapsedMs": result.elapsed_ms,
+        "corrected": result.corrected,
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -55,9 +56,11 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
             styled(f"   [dim]{shown(snippet)}[/dim]\n"))
     reranked = (f"reranked by {shown(result.reranker)}, "
                 if result.reranker and result.reranker != "none" else "")
-    return out + Rendered.stderr(styled(f"[dim]{result.mode} search in "
-                                        f"'{shown(result.namespace)}', {reranked}"
-                                        f"{result.elapsed_ms:.1f} ms[/dim]"))
+    footer = (f"[dim]{result.mode} search in '{shown(result.namespace)}', {reranked}"
+              f"{result.elapsed_ms:.1f} ms[/dim]")
+    if result.corrected:
+        footer += f"\n[dim]{shown(spelling_note(result.corrected))}[/dim]"
+    return out + Rendered.stderr(styled(footer))
 
 
 def query_context(result: QueryResult, **options: Any) -> Rendered:

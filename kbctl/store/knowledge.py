@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ..embed.base import NO_EMBEDDER, EmbedderIdentity
 from ..errors import DatabaseError, EmbedderMismatch, LockBusy
-from . import lexical, ranking
+from . import lexical, ranking, spelling
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
 from .vectors import as_floats, vector_text
 
@@ -451,11 +451,15 @@ class KnowledgeStore:
         query_vector: Sequence[float] | None = None,
         vector_weight: float = 0.7,
         fusion: str = "weighted",
+        also_match: Sequence[str] = (),
     ) -> list[ScoredChunk]:
-        """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity."""
+        """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity.
+        ``also_match`` adds lexemes to the query's own (``spelling_corrections``')."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
                                   **lexical.query_params(query)}
+        if also_match:
+            params["qx"] = " ".join([params["qx"], *also_match]).strip()
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:
@@ -484,6 +488,30 @@ class KnowledgeStore:
                 source_url=r["source_url"], source_title=r["source_title"],
             ))
         return out if query_vector is None else ranking.crowd_pages(out, k)
+
+    def spelling_corrections(self, namespace: str, query: str) -> dict[str, str]:
+        """The query's words that no chunk of the namespace uses, each with the lexeme it
+        most likely meant (``kbctl.store.spelling``); words with no near match are left
+        out."""
+        params: dict[str, Any] = {"ns": namespace, "config": lexical.TEXT_CONFIG,
+                                  "text": lexical.analyse(query).text}
+        try:
+            with self.conn.cursor() as cur:
+                unknown = [(token, stem) for token, stem in
+                           cur.execute(spelling.KB_UNKNOWN_SQL, params).fetchall()
+                           if spelling.correctable(stem)][:spelling.MAX_WORDS]
+                if not unknown:
+                    return {}
+                stems = sorted({stem for _, stem in unknown})
+                rows = cur.execute(spelling.KB_CANDIDATES_SQL,
+                                   {"ns": namespace, **spelling.candidate_params(stems)}
+                                   ).fetchall()
+        except psycopg.Error as exc:
+            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+        vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
+                      for stem, lexemes, dfs in rows}
+        meant = {stem: spelling.nearest(stem, vocabulary.get(stem, ())) for stem in stems}
+        return {token: meant[stem] for token, stem in unknown if meant[stem] is not None}
 
     def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
                            cand: int) -> list[int]:

@@ -1,0 +1,131 @@
+"""Typo tolerance: a query word no chunk uses is matched as the nearest word the namespace
+does use, and a query of known words ranks exactly as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.pipeline.query import retrieve
+from kbctl.store import spelling
+from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ChunkRecord, SourceRecord
+
+from .conftest import Cli
+from .embedders import HashingEmbedder
+
+DOCS = {
+    "env": "Read an environment variable with os.getenv; set it in the shell first.",
+    "timeout": "The server closes idle connections after the timeout in seconds.",
+    "cache": "Clear the cache directory to rebuild every page.",
+    "dirs": "Remove a directory tree and all the files inside it.",
+    "nearby": "A server farm of several serving machines.",
+}
+
+
+def _kb(store: KnowledgeStore, docs: dict[str, str], namespace: str = "ns") -> None:
+    for ref, text in docs.items():
+        store.replace_source(
+            SourceRecord(namespace=namespace, ref=ref, kind="text", url=f"kb://{ref}",
+                         title=ref, content_hash="h"), [ChunkRecord(0, text, {})])
+
+
+def _refs(store: KnowledgeStore, question: str, **options: object) -> list[str]:
+    result = retrieve(store, question, namespace="ns", k=5, **options)  # type: ignore[arg-type]
+    return [h.source_ref for h in result.hits]
+
+
+@pytest.mark.parametrize(("stem", "budget"), [
+    ("cat", 0), ("read", 0), ("servr", 1), ("variabl", 1), ("directori", 2)])
+def test_longer_words_may_hold_more_typos(stem: str, budget: int) -> None:
+    assert spelling.typo_budget(stem) == budget
+
+
+def test_identifiers_numbers_and_short_words_are_not_corrected() -> None:
+    assert not spelling.correctable("os.getenv")
+    assert not spelling.correctable("max_depth")
+    assert not spelling.correctable("3.11")
+    assert not spelling.correctable("size")  # short words have too many neighbours
+    assert spelling.correctable("enviro") and spelling.correctable("résumé")
+
+
+def test_the_nearest_then_the_most_used_word_wins() -> None:
+    vocabulary = [("servic", 3), ("server", 40), ("serv", 9), ("severi", 90)]
+    assert spelling.nearest("servr", vocabulary) == "server"  # one edit, most used
+    assert spelling.nearest("sevrer", vocabulary) == "server"  # a swap is one edit
+    # Equally near and equally used: the alphabetical first, whatever the row order.
+    assert spelling.nearest("abcde", [("abcdf", 2), ("abcdd", 2)]) == "abcdd"
+    assert spelling.nearest("abcde", [("abcdd", 2), ("abcdf", 2)]) == "abcdd"
+    # Never a word of other first letter, an identifier, an unused word, or itself.
+    assert spelling.nearest("xerver", vocabulary) is None
+    assert spelling.nearest("getenx", [("os.getenv", 5), ("getenv", 0)]) is None
+    assert spelling.nearest("sise", [("size", 5)]) is None  # too short to correct
+
+
+def test_a_misspelled_question_finds_what_was_meant(store: KnowledgeStore) -> None:
+    _kb(store, DOCS)
+    assert store.spelling_corrections("ns", "read an enviroment varable") == {
+        "enviroment": "environ", "varable": "variabl"}
+    assert _refs(store, "enviroment varable")[0] == "env"
+    assert _refs(store, "enviroment varable", typo_tolerance=False) == []
+    result = retrieve(store, "servre timout", namespace="ns", k=5)
+    assert result.hits[0].source_ref == "timeout"
+    assert result.corrected == {"servre": "server", "timout": "timeout"}
+
+
+def test_known_words_rank_exactly_as_before(store: KnowledgeStore) -> None:
+    _kb(store, DOCS)
+    for question in ("server timeout", "remove a directory", "environment variable"):
+        tolerant = retrieve(store, question, namespace="ns", k=5)
+        assert tolerant.corrected == {}
+        plain = retrieve(store, question, namespace="ns", k=5, typo_tolerance=False)
+        assert [(h.source_ref, h.score) for h in tolerant.hits] == [
+            (h.source_ref, h.score) for h in plain.hits]
+
+
+def test_what_is_left_as_typed(store: KnowledgeStore) -> None:
+    _kb(store, DOCS)
+    # The first letter is taken as typed, and a word far from every other stays unknown.
+    assert store.spelling_corrections("ns", "nvironment") == {}
+    assert store.spelling_corrections("ns", "quantum") == {}
+    # Stop words and numbers are not corrected; an identifier's words are, one by one.
+    assert store.spelling_corrections("ns", "the 3.11 os.getenx") == {"getenx": "getenv"}
+    # Only the namespace's own words are candidates.
+    _kb(store, {"other": "A xylophone of many bars."}, namespace="other")
+    assert store.spelling_corrections("ns", "xylophome") == {}
+    assert store.spelling_corrections("other", "xylophome") == {"xylophome": "xylophon"}
+
+
+def test_hybrid_search_matches_the_corrected_word_too(store: KnowledgeStore) -> None:
+    emb = HashingEmbedder(dimensions=16)
+    store.bind_embedder(emb.identity)
+    for ref, text in DOCS.items():
+        store.replace_source(
+            SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
+                         content_hash="h"), [ChunkRecord(0, text, {}, emb.embed([text])[0])])
+
+    def text_scores(**options: object) -> dict[str, float]:
+        result = retrieve(store, "directroy", namespace="ns", k=5, embedder=emb,
+                          **options)  # type: ignore[arg-type]
+        return {h.source_ref: h.text_score or 0.0 for h in result.hits}
+
+    assert retrieve(store, "directroy", namespace="ns", k=5, embedder=emb).corrected == {
+        "directroy": "directori"}
+    tolerant = text_scores()
+    assert max(tolerant, key=tolerant.__getitem__) == "dirs" and tolerant["dirs"] > 0
+    assert not any(text_scores(typo_tolerance=False).values())
+
+
+def test_the_cli_says_what_it_matched(cli: Cli, workdir: Path) -> None:
+    (workdir / "docs").mkdir()
+    (workdir / "docs" / "env.md").write_text("# Environment\n\nRead an environment "
+                                             "variable with os.getenv.\n")
+    cli.json("ingest", "files", str(workdir / "docs"))
+    out = cli.json("query", "enviroment varable")
+    assert out["corrected"] == {"enviroment": "environ", "varable": "variabl"}
+    assert out["results"][0]["title"] == "Environment"
+    table = cli("query", "enviroment varable")
+    assert table.exit_code == 0
+    assert "enviroment → environ…" in table.stderr
+    assert "matched by spelling" not in cli("query", "environment").stderr
