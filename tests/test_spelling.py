@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.memory.model import SearchOptions
+from kbctl.memory.paths import MemoryScope
+from kbctl.memory.postgres import PostgresMemoryBackend
 from kbctl.pipeline.query import retrieve
 from kbctl.store import spelling
 from kbctl.store.knowledge import KnowledgeStore
@@ -129,3 +132,20 @@ def test_the_cli_says_what_it_matched(cli: Cli, workdir: Path) -> None:
     assert table.exit_code == 0
     assert "enviroment → environ…" in table.stderr
     assert "matched by spelling" not in cli("query", "environment").stderr
+
+
+def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeStore) -> None:
+    memory = PostgresMemoryBackend(store.conn, None)
+    alice, bob = MemoryScope("bot", "alice"), MemoryScope("bot", "bob")
+    memory.put(alice, "memory/user/env.md", "Alice reads the environment variable first.")
+    memory.put(bob, "memory/user/music.md", "Bob plays the xylophone on Fridays.")
+
+    found = memory.search(alice, "enviroment", SearchOptions(max_results=3))
+    assert [h.path for h in found.hits] == ["memory/user/env.md"]
+    assert any("enviroment → environ…" in n for n in found.notes)
+    assert memory.search(alice, "enviroment",
+                         SearchOptions(max_results=3, typo_tolerance=False)).hits == []
+    # Another user's words are never candidates: a correction would reveal them.
+    private = memory.search(alice, "xylophome", SearchOptions(max_results=3))
+    assert private.hits == [] and not any("spelling" in n for n in private.notes)
+    assert [h.path for h in memory.search(bob, "xylophome").hits] == ["memory/user/music.md"]

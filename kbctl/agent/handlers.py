@@ -14,9 +14,10 @@ from ..embed.base import Embedder
 from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
-from ..pipeline.query import retrieve, source_parts, spelling_note
+from ..pipeline.query import retrieve, source_parts
 from ..rerank.base import Reranker
 from ..results import Hit
+from ..store import spelling
 from ..store.knowledge import KnowledgeStore
 from .arguments import ToolArgumentError
 from .context import (
@@ -99,7 +100,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     if result.mode == "lexical":
         notes.append("lexical search: this knowledge base has no embedder")
     if result.corrected:
-        notes.append(spelling_note(result.corrected))
+        notes.append(spelling.note(result.corrected))
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "topK": top_k,

@@ -33,6 +33,7 @@ class SearchOptions:
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     track: bool = False
     today: date | None = None
+    typo_tolerance: bool = True
 
     @classmethod
     def from_settings(cls, m: MemorySettings, **overrides: Any) -> SearchOptions:

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..errors import DatabaseError, EmbedderMismatch, InputError
-from ..store import lexical
+from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
 from ..store.knowledge import KnowledgeStore
 from ..store.migrations import migrate
@@ -96,9 +96,12 @@ class PostgresMemoryBackend:
         started = time.perf_counter()
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
+        fenced = {"agent": scope.agent_id, "user": scope.user_id}
+        corrected = self._spelling(query, fenced) if opts.typo_tolerance else {}
+        terms = lexical.query_params(query)
+        terms["qx"] = " ".join([terms["qx"], *sorted(set(corrected.values()))]).strip()
         params: dict[str, Any] = {
-            "agent": scope.agent_id, "user": scope.user_id, "k": fetch,
-            **lexical.query_params(query),
+            **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES,
             "today": opts.today or datetime.now(timezone.utc).date(),
             "half_life": opts.half_life_days,
@@ -126,6 +129,8 @@ class PostgresMemoryBackend:
         notes = []
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
+        if corrected:
+            notes.append(spelling.note(corrected))
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)
@@ -136,6 +141,16 @@ class PostgresMemoryBackend:
             embedder=str(self._identity), backend=self.name,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             notes=notes, tracked=tracked)
+
+    def _spelling(self, query: str, fenced: dict[str, Any]) -> dict[str, str]:
+        """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
+        try:
+            with self.conn.cursor() as cur:
+                return spelling.corrections(cur, lexical.analyse(query).text,
+                                            known=search_sql.KNOWN_WORD,
+                                            words=search_sql.WORDS, params=fenced)
+        except psycopg.Error as exc:
+            raise DatabaseError(f"memory search failed: {str(exc).strip()}") from exc
 
     def get(self, scope: MemoryScope, path: str, *, from_line: int | None = None,
             lines: int | None = None) -> MemoryText:

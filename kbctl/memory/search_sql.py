@@ -21,6 +21,17 @@ def fence(alias: str) -> str:
     return FENCE.format(a=alias)
 
 
+# The caller's vocabulary for typo tolerance (``spelling.corrections``): is the query's
+# stem ``s.lexeme`` a word of the visible rows, and their words in a candidate range ``u``.
+KNOWN_WORD = f"""EXISTS (SELECT 1 FROM memory_postings p WHERE {fence("p")}
+                         AND p.lexeme = s.lexeme)"""
+WORDS = f"""
+    SELECT p.lexeme, count(*) AS df FROM memory_postings p
+    WHERE {fence("p")} AND p.lexeme >= u.low AND p.lexeme < u.high
+      AND length(p.lexeme) BETWEEN u.shortest AND u.longest
+    GROUP BY p.lexeme"""
+
+
 def _bm25_ctes() -> str:
     """``lexical.bm25_ctes`` over the caller's visible rows: document frequencies and
     lengths count only what the fence lets through."""

@@ -102,13 +102,6 @@ def _hit(rank: int, r: ScoredChunk) -> Hit:
     )
 
 
-def spelling_note(corrected: dict[str, str]) -> str:
-    """What typo tolerance did, for people and agents: the words as typed and the indexed
-    words (stems, hence the ellipsis) they were matched as."""
-    pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
-    return f"words no passage uses were matched by spelling: {pairs}"
-
-
 @dataclass(frozen=True)
 class SourceCitation:
     """One distinct citation and the 1-indexed passages it stands for."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..agent.context import render_context
-from ..pipeline.query import source_parts, spelling_note
+from ..pipeline.query import source_parts
 from ..results import QueryResult
+from ..store import spelling
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
 
@@ -59,7 +60,7 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
     footer = (f"[dim]{result.mode} search in '{shown(result.namespace)}', {reranked}"
               f"{result.elapsed_ms:.1f} ms[/dim]")
     if result.corrected:
-        footer += f"\n[dim]{shown(spelling_note(result.corrected))}[/dim]"
+        footer += f"\n[dim]{shown(spelling.note(result.corrected))}[/dim]"
     return out + Rendered.stderr(styled(footer))
 
 

@@ -493,25 +493,13 @@ class KnowledgeStore:
         """The query's words that no chunk of the namespace uses, each with the lexeme it
         most likely meant (``kbctl.store.spelling``); words with no near match are left
         out."""
-        params: dict[str, Any] = {"ns": namespace, "config": lexical.TEXT_CONFIG,
-                                  "text": lexical.analyse(query).text}
         try:
             with self.conn.cursor() as cur:
-                unknown = [(token, stem) for token, stem in
-                           cur.execute(spelling.KB_UNKNOWN_SQL, params).fetchall()
-                           if spelling.correctable(stem)][:spelling.MAX_WORDS]
-                if not unknown:
-                    return {}
-                stems = sorted({stem for _, stem in unknown})
-                rows = cur.execute(spelling.KB_CANDIDATES_SQL,
-                                   {"ns": namespace, **spelling.candidate_params(stems)}
-                                   ).fetchall()
+                return spelling.corrections(
+                    cur, lexical.analyse(query).text, known=lexical.KB_KNOWN_WORD,
+                    words=lexical.KB_WORDS, params={"ns": namespace})
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
-        vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
-                      for stem, lexemes, dfs in rows}
-        meant = {stem: spelling.nearest(stem, vocabulary.get(stem, ())) for stem in stems}
-        return {token: meant[stem] for token, stem in unknown if meant[stem] is not None}
 
     def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
                            cand: int) -> list[int]:

@@ -25,8 +25,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from psycopg import Cursor
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
+
+from .lexical import TEXT_CONFIG
 
 MIN_CHARS = 5
 TWO_TYPOS_CHARS = 8
@@ -42,32 +45,53 @@ _WORD = re.compile(r"[^\W\d_]+")
 # and are left out.
 QUERY_STEMS_SQL = """
     SELECT d.token, d.lexemes[1] AS lexeme, min(d.n) AS n
-    FROM ts_debug(%(config)s::regconfig, %(text)s)
+    FROM ts_debug(%(config)s::regconfig, %(text)s::text)
          WITH ORDINALITY AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
     WHERE d.alias IN ('asciiword', 'word', 'hword_asciipart', 'hword_part')
       AND cardinality(d.lexemes) = 1
     GROUP BY d.token, d.lexemes[1]"""
 
 
-# The KB's side: which of the query's stems no chunk of the namespace uses, then for each
-# the namespace's words in its candidate range (index order on (namespace, lexeme)).
-KB_UNKNOWN_SQL = f"""
-    WITH s AS ({QUERY_STEMS_SQL})
-    SELECT s.token, s.lexeme FROM s
-    WHERE NOT EXISTS (SELECT 1 FROM lexeme_stats ls WHERE ls.namespace = %(ns)s
-                      AND ls.lexeme = s.lexeme AND ls.df > 0)
-    ORDER BY s.n"""
+def unknown_sql(known: str) -> str:
+    """The query's stems (``token``, ``lexeme``), first seen first, for which the SQL
+    condition ``known`` on ``s.lexeme`` (its corpus uses it) is false."""
+    return f"""
+        WITH s AS ({QUERY_STEMS_SQL})
+        SELECT s.token, s.lexeme FROM s WHERE NOT ({known}) ORDER BY s.n"""
 
-KB_CANDIDATES_SQL = """
-    SELECT u.stem, c.lexemes, c.dfs
-    FROM unnest(%(stems)s::text[], %(lows)s::text[], %(highs)s::text[], %(shortest)s::int[],
-                %(longest)s::int[]) AS u(stem, low, high, shortest, longest)
-    CROSS JOIN LATERAL (
-        SELECT array_agg(v.lexeme) AS lexemes, array_agg(v.df) AS dfs FROM (
-            SELECT ls.lexeme, ls.df FROM lexeme_stats ls
-            WHERE ls.namespace = %(ns)s AND ls.lexeme >= u.low AND ls.lexeme < u.high
-              AND length(ls.lexeme) BETWEEN u.shortest AND u.longest AND ls.df > 0
-            LIMIT %(most)s) v) c"""
+
+def candidates_sql(words: str) -> str:
+    """For each stem of ``candidate_params``, its candidates as two arrays (``lexemes``,
+    ``dfs``): ``words`` selects (``lexeme``, ``df``) from the corpus's vocabulary within
+    the stem's range ``u.low``..``u.high`` (its first letter, on the vocabulary's index)
+    and lengths ``u.shortest``..``u.longest``."""
+    return f"""
+        SELECT u.stem, c.lexemes, c.dfs
+        FROM unnest(%(stems)s::text[], %(lows)s::text[], %(highs)s::text[],
+                    %(shortest)s::int[], %(longest)s::int[])
+             AS u(stem, low, high, shortest, longest)
+        CROSS JOIN LATERAL (
+            SELECT array_agg(v.lexeme) AS lexemes, array_agg(v.df) AS dfs
+            FROM ({words} LIMIT %(most)s) v) c"""
+
+
+def corrections(cur: Cursor[Any], text: str, *, known: str, words: str,
+                params: Mapping[str, Any]) -> dict[str, str]:
+    """The words of the analysed query ``text`` that its corpus never uses, each with the
+    corpus word it most likely meant; ``known`` and ``words`` describe the corpus (see
+    ``unknown_sql`` and ``candidates_sql``), ``params`` binds their placeholders."""
+    unknown = [(token, stem) for token, stem in cur.execute(
+        unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()
+        if correctable(stem)][:MAX_WORDS]
+    if not unknown:
+        return {}
+    stems = sorted({stem for _, stem in unknown})
+    rows = cur.execute(candidates_sql(words), {**params, **candidate_params(stems)}
+                       ).fetchall()
+    vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
+                  for stem, lexemes, dfs in rows}
+    meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
+    return {token: meant[stem] for token, stem in unknown if meant[stem] is not None}
 
 
 def typo_budget(stem: str) -> int:
@@ -114,3 +138,10 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
         return None
     best = min(matches, key=lambda m: (m[1], -usage[m[0]], m[0]))
     return best[0]
+
+
+def note(corrected: Mapping[str, str]) -> str:
+    """What typo tolerance did, for people and agents: the words as typed and the indexed
+    words (stems, hence the ellipsis) they were matched as."""
+    pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
+    return f"words no passage uses were matched by spelling: {pairs}"
