@@ -149,3 +149,17 @@ def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeS
     private = memory.search(alice, "xylophome", SearchOptions(max_results=3))
     assert private.hits == [] and not any("spelling" in n for n in private.notes)
     assert [h.path for h in memory.search(bob, "xylophome").hits] == ["memory/user/music.md"]
+
+
+def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    _kb(store, {"many": " ".join(f"zeta{chr(97 + i)}{chr(97 + j)}" for i in range(26)
+                                 for j in range(26)) + " zzzzzz"})
+    # At most MAX_WORDS words of a question are corrected, first seen first.
+    question = " ".join(f"zetb{chr(97 + i)}a" for i in range(20))
+    corrected = store.spelling_corrections("ns", question)
+    assert list(corrected) == [f"zetb{chr(97 + i)}a" for i in range(spelling.MAX_WORDS)]
+    # Each word is compared with at most MAX_CANDIDATES words, in index order.
+    assert store.spelling_corrections("ns", "zzzzzy") == {"zzzzzy": "zzzzzz"}
+    monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
+    assert store.spelling_corrections("ns", "zzzzzy") == {}

@@ -36,7 +36,7 @@ TWO_TYPOS_CHARS = 8
 # A long pasted question corrects at most this many words, each against at most this many
 # candidates (in index order), so a query's cost stays bounded in any vocabulary.
 MAX_WORDS = 8
-MAX_CANDIDATES = 50000
+MAX_CANDIDATES = 20000
 # What a correction may be: a plain word (not an identifier, option or number).
 _WORD = re.compile(r"[^\W\d_]+")
 
