@@ -5,7 +5,8 @@ The book is ingested with ``kbctl ingest files`` and the OpenAI-compatible provi
 the shared all-MiniLM-L6-v2 server (``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL,
 default http://127.0.0.1:8799/v1; ~950 chunks, about a minute), then the 60 hand-written
 questions of bench/suites/rust-book.yaml run in-process per mode: hit@5 and MRR@5, where a
-hit is a result whose source matches the case's ``sourceIncludes``.
+hit is a result whose source matches the case's ``sourceIncludes``. The last rows ask each
+question with one typing error (bench_typos.py's, same seed), typo tolerance off and on.
 
     python bench/bench_rust_hybrid.py [--keep DIR]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -24,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import KBCTL, ROOT, RUST_BOOK, require, temp_dir  # noqa: E402
+from bench_typos import SEED, mistyped  # noqa: E402
 
 SUITE = ROOT / "bench" / "suites" / "rust-book.yaml"
 MODEL = "all-minilm-l6-v2"
@@ -33,6 +36,12 @@ MODES: list[tuple[str, dict[str, Any]]] = [
     ("hybrid (default w=0.7)", {}),
     ("hybrid w=0.5", {"vector_weight": 0.5}),
     ("hybrid rrf", {"fusion": "rrf"}),
+    # The same questions with one typing error each (bench_typos.py's), typo tolerance
+    # off and on.
+    ("lexical, typo, off", {"lexical": True, "typo": True, "typo_tolerance": False}),
+    ("lexical, typo, on", {"lexical": True, "typo": True}),
+    ("hybrid, typo, off", {"typo": True, "typo_tolerance": False}),
+    ("hybrid, typo, on", {"typo": True}),
 ]
 
 
@@ -68,7 +77,10 @@ def main() -> None:
         store = stack.enter_context(open_store(Settings(data_dir=data)))
         embedder = resolve_embedder(store, Settings(embedder_base_url=base_url), writing=False)
         assert embedder is not None, "the KB has no embedder"
-        vectors = {c["question"]: embedder.embed_query(c["question"]) for c in cases}
+        rng = random.Random(SEED)
+        typed = {c["question"]: mistyped(c["question"], rng, every_word=False) for c in cases}
+        vectors = {q: embedder.embed_query(q) for c in cases
+                   for q in (c["question"], typed[c["question"]])}
 
         class Remembered:
             identity, dimensions = embedder.identity, embedder.dimensions
@@ -81,11 +93,13 @@ def main() -> None:
         for label, options in MODES:
             options = dict(options)
             lexical = options.pop("lexical", False)
+            typo = options.pop("typo", False)
             hits, reciprocal = 0, 0.0
             for case in cases:
                 want = case["expect"]["sourceIncludes"]
                 want = [want] if isinstance(want, str) else want
-                result = retrieve(store, case["question"], namespace="default", k=5,
+                question = typed[case["question"]] if typo else case["question"]
+                result = retrieve(store, question, namespace="default", k=5,
                                   embedder=None if lexical else Remembered(), **options)
                 rank = next((h.rank for h in result.hits
                              if any(w in h.source_ref for w in want)), None)

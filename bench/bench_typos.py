@@ -70,21 +70,21 @@ def mistype(word: str, rng: random.Random) -> str:
             return typed
 
 
+def mistyped(question: str, rng: random.Random, *, every_word: bool) -> str:
+    """``question`` with one of its words of five letters or more mistyped, or each."""
+    words = list(_WORD.finditer(question))
+    if not words:
+        return question
+    for m in reversed(words if every_word else [rng.choice(words)]):
+        question = question[:m.start()] + mistype(m.group(0), rng) + question[m.end():]
+    return question
+
+
 def with_typos(cases: Sequence[Case], *, every_word: bool, seed: int = SEED) -> list[Case]:
     """The cases with their questions mistyped (see the module docstring)."""
     rng = random.Random(seed)
-    out = []
-    for case in cases:
-        words = list(_WORD.finditer(case.question))
-        if not words:
-            out.append(case)
-            continue
-        chosen = words if every_word else [rng.choice(words)]
-        question = case.question
-        for m in reversed(chosen):
-            question = question[:m.start()] + mistype(m.group(0), rng) + question[m.end():]
-        out.append(Case(case.id, case.kind, question, case.pages, case.anchors))
-    return out
+    return [Case(c.id, c.kind, mistyped(c.question, rng, every_word=every_word), c.pages,
+                 c.anchors) for c in cases]
 
 
 def corrections(cases: Sequence[Case], originals: Sequence[Case], store, ns: str
