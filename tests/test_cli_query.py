@@ -1,4 +1,4 @@
-"""`kbctl query` output formats, citations and options."""
+"""`kbctl query` output formats, citations and options, and the questions retrieval refuses."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+
+from kbctl.errors import InputError
+from kbctl.pipeline.query import retrieve
+from kbctl.store.knowledge import KnowledgeStore
 
 from .conftest import Cli
 
@@ -88,3 +92,10 @@ def test_empty_question_and_bad_format_are_usage_errors(kb: Cli) -> None:
 
 def test_unknown_namespace_returns_no_results(kb: Cli) -> None:
     assert kb.json("query", "widget", "-n", "elsewhere")["results"] == []
+
+
+@pytest.mark.parametrize("question", ["enviro\x00ment", "\ud800 lone"])
+def test_a_question_the_database_cannot_hold_is_refused_as_input(store: KnowledgeStore,
+                                                                 question: str) -> None:
+    with pytest.raises(InputError, match="the question: a (NUL byte|lone surrogate)"):
+        retrieve(store, question, namespace="ns")

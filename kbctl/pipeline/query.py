@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from ..embed.base import Embedder
 from ..errors import InputError
+from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
 from ..results import MAX_K, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
@@ -49,6 +50,7 @@ def retrieve(
     """
     if not question.strip():
         raise InputError("the question is empty")
+    require_clean("the question", question)
     if not 0.0 <= vector_weight <= 1.0:
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
     if fusion not in ("weighted", "rrf"):
