@@ -39,6 +39,8 @@ class Settings:
     rerank: str | None = None
     rerank_base_url: str | None = None
     rerank_top: int = DEFAULT_TOP_N
+    # Match a question word no chunk uses as the nearest in spelling (kbctl.store.spelling).
+    typo_tolerance: bool = True
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
@@ -63,6 +65,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "rerank": ("rerank", (str,)),
     "rerank_base_url": ("rerank_base_url", (str,)),
     "rerank_top": ("rerank_top", (int,)),
+    "typo_tolerance": ("typo_tolerance", (bool,)),
     "allow_private_network": ("allow_private_network", (bool,)),
     "agent": ("agent", (str,)),
     "user": ("user", (str,)),

@@ -163,3 +163,22 @@ def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
     assert store.spelling_corrections("ns", "zzzzzy") == {"zzzzzy": "zzzzzz"}
     monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
     assert store.spelling_corrections("ns", "zzzzzy") == {}
+
+
+def test_kbctl_yaml_can_turn_it_off(cli: Cli, workdir: Path) -> None:
+    (workdir / "docs").mkdir()
+    (workdir / "docs" / "env.md").write_text("# Environment\n\nRead an environment "
+                                             "variable with os.getenv.\n")
+    cli.json("ingest", "files", str(workdir / "docs"))
+    cli.json("memory", "append", "memory/agent/env.md", "the environment of the bot",
+             "--agent", "bot")
+    assert cli.json("query", "enviroment")["corrected"] == {"enviroment": "environ"}
+    assert cli.json("memory", "search", "enviroment", "--agent", "bot")["results"]
+
+    (workdir / "kbctl.yaml").write_text("typo_tolerance: false\n")
+    out = cli.json("query", "enviroment")
+    assert out["corrected"] == {} and out["results"] == []
+    assert cli.json("memory", "search", "enviroment", "--agent", "bot")["results"] == []
+    (workdir / "kbctl.yaml").write_text("typo_tolerance: 'no'\n")
+    refused = cli("query", "enviroment")
+    assert refused.exit_code == 2 and "typo_tolerance" in refused.stderr

@@ -93,7 +93,8 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     result = retrieve(ctx.store, args["query"], namespace=ctx.settings.namespace, k=top_k,
                       min_score=min_score, embedder=ctx.embedder,
                       vector_weight=ctx.settings.vector_weight, reranker=ctx.reranker,
-                      rerank_top=ctx.settings.rerank_top)
+                      rerank_top=ctx.settings.rerank_top,
+                      typo_tolerance=ctx.settings.typo_tolerance)
     hits, cut = fit(result.hits, ctx.limits.max_chars, notes)
     nonce = ctx.nonce()
     sources = source_parts(hits)
@@ -126,7 +127,9 @@ def memory_search(ctx: CallContext, args: dict[str, Any]) -> Reply:
     k = clamp("max_results", args.get("max_results", defaults.max_results), 1,
               ctx.limits.max_memory_results, notes)
     result = backend.search(scope, args["query"],
-                            SearchOptions.from_settings(defaults, max_results=k))
+                            SearchOptions.from_settings(
+                                defaults, max_results=k,
+                                typo_tolerance=ctx.settings.typo_tolerance))
     notes += result.notes
     hits = memory_hits(result)
     hits, cut = fit(hits, min(ctx.limits.max_chars,

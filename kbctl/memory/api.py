@@ -71,6 +71,8 @@ def search(settings: Settings, query: str, options: SearchOptions | None = None,
     opts = options or SearchOptions.from_settings(settings.memory)
     if not opts.track and settings.memory.track:
         opts = replace(opts, track=True)
+    if not settings.typo_tolerance:
+        opts = replace(opts, typo_tolerance=False)
     with open_backend(settings) as backend:
         return backend.search(scope, query, opts)
 

@@ -81,7 +81,7 @@ def query(
             filters=filters, embedder=embedder,
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
             fusion=fusion, reranker=resolve_reranker(store, settings),
-            rerank_top=settings.rerank_top,
+            rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
         )
 
 
@@ -130,7 +130,8 @@ def evaluate(
                 hits = retrieve(store, question, namespace=settings.namespace, k=top_k,
                                 min_score=min_score, filters=filters, embedder=embedder,
                                 vector_weight=settings.vector_weight, reranker=reranker,
-                                rerank_top=settings.rerank_top).hits
+                                rerank_top=settings.rerank_top,
+                                typo_tolerance=settings.typo_tolerance).hits
             except EnvironmentFailure as exc:
                 if not worked:
                     raise _BrokenFromStart(exc) from exc
