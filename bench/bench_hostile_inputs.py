@@ -177,7 +177,7 @@ def typo_vocabulary() -> None:
         times = []
         for q in questions:
             started = time.perf_counter()
-            store.spelling_corrections("v", q)
+            store.spelling("v", q)
             times.append(time.perf_counter() - started)
         store.conn.close()
     print(f"\ntypo tolerance, {vocabulary:,} words on one letter, questions of 12 unknown "

@@ -95,7 +95,7 @@ def corrections(cases: Sequence[Case], originals: Sequence[Case], store, ns: str
 
     total = right = 0
     for case, original in zip(cases, originals, strict=True):
-        fixed = store.spelling_corrections(ns, case.question)
+        fixed = store.spelling(ns, case.question).corrected
         total += len(fixed)
         if fixed:
             meant = set(store.conn.execute(

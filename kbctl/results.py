@@ -48,3 +48,5 @@ class QueryResult:
     # Query words no chunk uses, each matched as the indexed word (a stem) nearest in
     # spelling: typo tolerance (kbctl.store.spelling).
     corrected: dict[str, str] = field(default_factory=dict)
+    # Query words no chunk uses that were not corrected, as typed (lower case).
+    unmatched: tuple[str, ...] = ()

@@ -68,7 +68,7 @@ def test_the_nearest_then_the_most_used_word_wins() -> None:
 
 def test_a_misspelled_question_finds_what_was_meant(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
-    assert store.spelling_corrections("ns", "read an enviroment varable") == {
+    assert store.spelling("ns", "read an enviroment varable").corrected == {
         "enviroment": "environ", "varable": "variabl"}
     assert _refs(store, "enviroment varable")[0] == "env"
     assert _refs(store, "enviroment varable", typo_tolerance=False) == []
@@ -90,14 +90,24 @@ def test_known_words_rank_exactly_as_before(store: KnowledgeStore) -> None:
 def test_what_is_left_as_typed(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
     # The first letter is taken as typed, and a word far from every other stays unknown.
-    assert store.spelling_corrections("ns", "nvironment") == {}
-    assert store.spelling_corrections("ns", "quantum") == {}
+    assert store.spelling("ns", "nvironment").corrected == {}
+    assert store.spelling("ns", "quantum").corrected == {}
     # Stop words and numbers are not corrected; an identifier's words are, one by one.
-    assert store.spelling_corrections("ns", "the 3.11 os.getenx") == {"getenx": "getenv"}
+    assert store.spelling("ns", "the 3.11 os.getenx").corrected == {"getenx": "getenv"}
     # Only the namespace's own words are candidates.
     _kb(store, {"other": "A xylophone of many bars."}, namespace="other")
-    assert store.spelling_corrections("ns", "xylophome") == {}
-    assert store.spelling_corrections("other", "xylophome") == {"xylophome": "xylophon"}
+    assert store.spelling("ns", "xylophome").corrected == {}
+    assert store.spelling("other", "xylophome").corrected == {"xylophome": "xylophon"}
+
+
+def test_the_words_nothing_uses_are_named(store: KnowledgeStore) -> None:
+    _kb(store, DOCS)
+    found = store.spelling("ns", "Kubernetes helm for the servre and kubernetes")
+    assert found.corrected == {"servre": "server"}
+    assert found.unmatched == ("kubernetes", "helm")  # as typed, once, stop words never
+    off = store.spelling("ns", "the servre", correct=False)
+    assert off.corrected == {} and off.unmatched == ("servre",)
+    assert store.spelling("ns", "server timeout") == spelling.Spelling()
 
 
 def test_hybrid_search_matches_the_corrected_word_too(store: KnowledgeStore) -> None:
@@ -132,6 +142,9 @@ def test_the_cli_says_what_it_matched(cli: Cli, workdir: Path) -> None:
     assert table.exit_code == 0
     assert "enviroment → environ…" in table.stderr
     assert "matched by spelling" not in cli("query", "environment").stderr
+    nothing = cli("query", "kubernetes helm")
+    assert nothing.exit_code == 0 and "no passage uses: kubernetes, helm" in nothing.stderr
+    assert cli.json("query", "kubernetes helm")["unmatched"] == ["kubernetes", "helm"]
 
 
 def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeStore) -> None:
@@ -143,6 +156,7 @@ def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeS
     found = memory.search(alice, "enviroment", SearchOptions(max_results=3))
     assert [h.path for h in found.hits] == ["memory/user/env.md"]
     assert any("enviroment → environ…" in n for n in found.notes)
+    assert "no passage uses: tuba" in memory.search(alice, "tuba environment").notes
     assert memory.search(alice, "enviroment",
                          SearchOptions(max_results=3, typo_tolerance=False)).hits == []
     # Another user's words are never candidates: a correction would reveal them.
@@ -157,12 +171,12 @@ def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
                                  for j in range(26)) + " zzzzzz"})
     # At most MAX_WORDS words of a question are corrected, first seen first.
     question = " ".join(f"zetb{chr(97 + i)}a" for i in range(20))
-    corrected = store.spelling_corrections("ns", question)
+    corrected = store.spelling("ns", question).corrected
     assert list(corrected) == [f"zetb{chr(97 + i)}a" for i in range(spelling.MAX_WORDS)]
     # Each word is compared with at most MAX_CANDIDATES words, in index order.
-    assert store.spelling_corrections("ns", "zzzzzy") == {"zzzzzy": "zzzzzz"}
+    assert store.spelling("ns", "zzzzzy").corrected == {"zzzzzy": "zzzzzz"}
     monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
-    assert store.spelling_corrections("ns", "zzzzzy") == {}
+    assert store.spelling("ns", "zzzzzy").corrected == {}
 
 
 def test_kbctl_yaml_can_turn_it_off(cli: Cli, workdir: Path) -> None:

@@ -196,6 +196,16 @@ def test_search_knowledge_returns_cited_passages_and_sources(kb: Cli) -> None:
         assert f"[{','.join(map(str, s['passages']))}] {s['citation']}" in result.text
 
 
+def test_search_knowledge_says_what_the_words_matched(kb: Cli) -> None:
+    with AgentTools(settings(kb.db_url)) as tools:
+        result = tools.call("search_knowledge", {"query": "upgrde the widgett on kubernetes"})
+    assert result.data["passages"][0]["citation"].startswith(BASE)
+    assert "words no passage uses were matched by spelling: upgrde → upgrad…, widgett → " \
+        "widget…" in result.data["notes"]
+    assert "no passage uses: kubernetes" in result.data["notes"]
+    assert "no passage uses: kubernetes" in result.text
+
+
 def test_namespace_is_pinned(kb: Cli) -> None:
     with AgentTools(settings(kb.db_url)) as tools:
         found = tools.call("search_knowledge", {"query": "zebracorn install code"})

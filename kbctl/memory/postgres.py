@@ -97,9 +97,9 @@ class PostgresMemoryBackend:
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         fenced = {"agent": scope.agent_id, "user": scope.user_id}
-        corrected = self._spelling(query, fenced) if opts.typo_tolerance else {}
+        found = self._spelling(query, fenced, opts.typo_tolerance)
         terms = lexical.query_params(query)
-        terms["qx"] = " ".join([terms["qx"], *sorted(set(corrected.values()))]).strip()
+        terms["qx"] = " ".join([terms["qx"], *sorted(set(found.corrected.values()))]).strip()
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES,
@@ -129,8 +129,7 @@ class PostgresMemoryBackend:
         notes = []
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
-        if corrected:
-            notes.append(spelling.note(corrected))
+        notes += spelling.notes(found)
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)
@@ -142,13 +141,14 @@ class PostgresMemoryBackend:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             notes=notes, tracked=tracked)
 
-    def _spelling(self, query: str, fenced: dict[str, Any]) -> dict[str, str]:
+    def _spelling(self, query: str, fenced: dict[str, Any], correct: bool
+                  ) -> spelling.Spelling:
         """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
         try:
             with self.conn.cursor() as cur:
-                return spelling.corrections(cur, lexical.analyse(query).text,
-                                            known=search_sql.KNOWN_WORD,
-                                            words=search_sql.WORDS, params=fenced)
+                return spelling.check(cur, lexical.analyse(query).text,
+                                      known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
+                                      params=fenced, correct=correct)
         except psycopg.Error as exc:
             raise DatabaseError(f"memory search failed: {str(exc).strip()}") from exc
 

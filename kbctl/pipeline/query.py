@@ -46,7 +46,8 @@ def retrieve(
 
     With a ``reranker``, the first ``rerank_top`` fused candidates are re-scored by it and
     its score (0..1) becomes the result's score; ``min_score`` then applies to that.
-    ``typo_tolerance`` matches a word no chunk uses as the nearest one in spelling.
+    ``typo_tolerance`` matches a word no chunk uses as the nearest one in spelling; the
+    result names such words either way.
     """
     if not question.strip():
         raise InputError("the question is empty")
@@ -60,11 +61,11 @@ def retrieve(
     started = time.perf_counter()
     k = clamp_k(k)
     qv = embedder.embed_query(question) if embedder is not None else None
-    corrected = store.spelling_corrections(namespace, question) if typo_tolerance else {}
+    found = store.spelling(namespace, question, correct=typo_tolerance)
     rows = store.search(namespace, question, k=max(k, rerank_top) if reranker else k,
                         filters=filters or {}, query_vector=qv,
                         vector_weight=vector_weight, fusion=fusion,
-                        also_match=sorted(set(corrected.values())))
+                        also_match=sorted(set(found.corrected.values())))
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
@@ -75,7 +76,7 @@ def retrieve(
         embedder=str(embedder.identity) if embedder else "none",
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
-        corrected=corrected,
+        corrected=found.corrected, unmatched=found.unmatched,
     )
 
 

@@ -23,6 +23,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "reranker": result.reranker,
         "elapsedMs": result.elapsed_ms,
         "corrected": result.corrected,
+        "unmatched": list(result.unmatched),
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -39,10 +40,15 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
     }
 
 
+def _word_notes(result: QueryResult) -> list[str]:
+    return spelling.notes(spelling.Spelling(result.corrected, result.unmatched))
+
+
 def query_table(result: QueryResult, **options: Any) -> Rendered:
     if not result.hits:
         return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
-                                      f"({result.mode} search)"))
+                                      f"({result.mode} search)"),
+                               *(styled(f"[dim]{shown(n)}[/dim]") for n in _word_notes(result)))
     out = Rendered()
     for h in result.hits:
         where = " › ".join(h.heading_path) or h.title
@@ -59,8 +65,8 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
                 if result.reranker and result.reranker != "none" else "")
     footer = (f"[dim]{result.mode} search in '{shown(result.namespace)}', {reranked}"
               f"{result.elapsed_ms:.1f} ms[/dim]")
-    if result.corrected:
-        footer += f"\n[dim]{shown(spelling.note(result.corrected))}[/dim]"
+    for note in _word_notes(result):
+        footer += f"\n[dim]{shown(note)}[/dim]"
     return out + Rendered.stderr(styled(footer))
 
 

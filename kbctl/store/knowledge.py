@@ -454,7 +454,7 @@ class KnowledgeStore:
         also_match: Sequence[str] = (),
     ) -> list[ScoredChunk]:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity.
-        ``also_match`` adds lexemes to the query's own (``spelling_corrections``')."""
+        ``also_match`` adds lexemes to the query's own (``spelling``'s corrections)."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
                                   **lexical.query_params(query)}
@@ -489,15 +489,15 @@ class KnowledgeStore:
             ))
         return out if query_vector is None else ranking.crowd_pages(out, k)
 
-    def spelling_corrections(self, namespace: str, query: str) -> dict[str, str]:
-        """The query's words that no chunk of the namespace uses, each with the lexeme it
-        most likely meant (``kbctl.store.spelling``); words with no near match are left
-        out."""
+    def spelling(self, namespace: str, query: str, *, correct: bool = True
+                 ) -> spelling.Spelling:
+        """The query's words that no chunk of the namespace uses, and the lexemes they most
+        likely meant (``kbctl.store.spelling``); ``correct=False`` only finds them."""
         try:
             with self.conn.cursor() as cur:
-                return spelling.corrections(
+                return spelling.check(
                     cur, lexical.analyse(query).text, known=lexical.KB_KNOWN_WORD,
-                    words=lexical.KB_WORDS, params={"ns": namespace})
+                    words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import Cursor
@@ -37,6 +38,8 @@ TWO_TYPOS_CHARS = 8
 # candidates (in index order), so a query's cost stays bounded in any vocabulary.
 MAX_WORDS = 8
 MAX_CANDIDATES = 20000
+# Unmatched words reported, at most (a pasted paragraph may hold hundreds).
+MAX_UNMATCHED = 20
 # What a correction may be: a plain word (not an identifier, option or number).
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -75,23 +78,35 @@ def candidates_sql(words: str) -> str:
             FROM ({words} LIMIT %(most)s) v) c"""
 
 
-def corrections(cur: Cursor[Any], text: str, *, known: str, words: str,
-                params: Mapping[str, Any]) -> dict[str, str]:
-    """The words of the analysed query ``text`` that its corpus never uses, each with the
-    corpus word it most likely meant; ``known`` and ``words`` describe the corpus (see
-    ``unknown_sql`` and ``candidates_sql``), ``params`` binds their placeholders."""
+@dataclass(frozen=True)
+class Spelling:
+    """What a question's words found in a corpus: ``corrected`` maps each word it never uses
+    to the word it most likely meant; ``unmatched`` are the ones it never uses and that
+    were not corrected (no near word, too short, or correction off), as typed."""
+
+    corrected: dict[str, str] = field(default_factory=dict)
+    unmatched: tuple[str, ...] = ()
+
+
+def check(cur: Cursor[Any], text: str, *, known: str, words: str,
+          params: Mapping[str, Any], correct: bool = True) -> Spelling:
+    """The words of the analysed query ``text`` that its corpus never uses, and what they
+    were matched as; ``known`` and ``words`` describe the corpus (see ``unknown_sql`` and
+    ``candidates_sql``), ``params`` binds their placeholders."""
     unknown = [(token, stem) for token, stem in cur.execute(
-        unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()
-        if correctable(stem)][:MAX_WORDS]
-    if not unknown:
-        return {}
-    stems = sorted({stem for _, stem in unknown})
-    rows = cur.execute(candidates_sql(words), {**params, **candidate_params(stems)}
-                       ).fetchall()
-    vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
-                  for stem, lexemes, dfs in rows}
-    meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
-    return {token: meant[stem] for token, stem in unknown if meant[stem] is not None}
+        unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()]
+    to_correct = [(t, s) for t, s in unknown if correct and correctable(s)][:MAX_WORDS]
+    meant: dict[str, str | None] = {}
+    if to_correct:
+        stems = sorted({stem for _, stem in to_correct})
+        rows = cur.execute(candidates_sql(words), {**params, **candidate_params(stems)}
+                           ).fetchall()
+        vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
+                      for stem, lexemes, dfs in rows}
+        meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
+    corrected = {token: m for token, stem in to_correct if (m := meant.get(stem))}
+    unmatched = dict.fromkeys(token.lower() for token, _ in unknown if token not in corrected)
+    return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED])
 
 
 def typo_budget(stem: str) -> int:
@@ -140,8 +155,13 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
     return best[0]
 
 
-def note(corrected: Mapping[str, str]) -> str:
-    """What typo tolerance did, for people and agents: the words as typed and the indexed
-    words (stems, hence the ellipsis) they were matched as."""
-    pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
-    return f"words no passage uses were matched by spelling: {pairs}"
+def notes(spelling: Spelling) -> list[str]:
+    """What the words found, for people and agents: the words as typed and the indexed
+    words (stems, hence the ellipsis) they were matched as, and the ones nothing uses."""
+    out = []
+    if spelling.corrected:
+        pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in spelling.corrected.items())
+        out.append(f"words no passage uses were matched by spelling: {pairs}")
+    if spelling.unmatched:
+        out.append(f"no passage uses: {', '.join(spelling.unmatched)}")
+    return out
