@@ -31,7 +31,9 @@ from kbctl.render.github import (
     md,
 )
 from kbctl.render.junit import junit_xml
-from kbctl.results import Hit
+from kbctl.results import Hit, QueryResult
+
+from .test_eval_run import found
 
 
 def hit(url: str, score: float, anchor: str | None = None) -> Hit:
@@ -69,11 +71,11 @@ def build(paths: tuple[str, ...] = ("evals/docs.yaml",),
     }
     default.update(answers or {})
 
-    def retriever(q: str, k: int, m: float | None, f: dict[str, str]) -> list[Hit]:
+    def retriever(q: str, k: int, m: float | None, f: dict[str, str]) -> QueryResult:
         answer = default[q]
         if isinstance(answer, Exception):
             raise answer
-        return list(answer)  # type: ignore[call-overload]
+        return found(q, list(answer))  # type: ignore[call-overload]
 
     return run_suites(suites, retriever, namespace="docs", embedder="fake/m@8")
 

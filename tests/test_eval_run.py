@@ -6,6 +6,7 @@ import copy
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from kbctl.evals import (
 from kbctl.evals.model import Defaults
 from kbctl.evals.run import RETRIEVAL_CHECK, format_pair
 from kbctl.pipeline.evals import run_eval
-from kbctl.results import Hit
+from kbctl.results import Hit, QueryResult
 
 # --- fakes -----------------------------------------------------------------------------
 
@@ -52,12 +53,17 @@ class FakeRetriever:
         self.calls: list[tuple[str, int, float | None, dict[str, str]]] = []
 
     def __call__(self, question: str, top_k: int, min_score: float | None,
-                 filt: dict[str, str]) -> list[Hit]:
+                 filt: dict[str, str]) -> QueryResult:
         self.calls.append((question, top_k, min_score, filt))
         answer = self.answers.get(question, [])
         if isinstance(answer, Exception):
             raise answer
-        return list(answer)
+        return found(question, answer)
+
+
+def found(question: str, hits: list[Hit], **words: Any) -> QueryResult:
+    return QueryResult(question=question, namespace="docs", hits=list(hits), mode="lexical",
+                       embedder="none", elapsed_ms=1.0, **words)
 
 
 def case(case_id: str = "c", *, question: str | None = None, top_k: int = 5,
@@ -312,15 +318,15 @@ def test_a_service_that_stays_down_stops_the_run_with_its_error() -> None:
 
 
 def test_retriever_returning_garbage_is_that_case_failing() -> None:
-    def broken(q: str, k: int, m: float | None, f: dict[str, str]) -> list[Hit]:
-        return [object()]  # type: ignore[list-item]
+    def broken(q: str, k: int, m: float | None, f: dict[str, str]) -> QueryResult:
+        return [object()]  # type: ignore[return-value]
 
     (result,) = run_suites([suite_of(case())], broken, namespace="n", embedder="e").results
     assert not result.passed and result.error is not None and "AttributeError" in result.error
 
 
 def test_base_exceptions_are_not_swallowed() -> None:
-    def interrupted(q: str, k: int, m: float | None, f: dict[str, str]) -> list[Hit]:
+    def interrupted(q: str, k: int, m: float | None, f: dict[str, str]) -> QueryResult:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

@@ -196,3 +196,26 @@ def test_kbctl_yaml_can_turn_it_off(cli: Cli, workdir: Path) -> None:
     (workdir / "kbctl.yaml").write_text("typo_tolerance: 'no'\n")
     refused = cli("query", "enviroment")
     assert refused.exit_code == 2 and "typo_tolerance" in refused.stderr
+
+
+def test_eval_names_the_words_a_failing_case_matched_nothing_with(cli: Cli,
+                                                                  workdir: Path) -> None:
+    (workdir / "docs").mkdir()
+    (workdir / "docs" / "env.md").write_text("# Environment\n\nRead an environment "
+                                             "variable with os.getenv.\n")
+    (workdir / "docs" / "deploy.md").write_text("# Deploy\n\nShip the container image.\n")
+    cli.json("ingest", "files", str(workdir / "docs"))
+    (workdir / "suite.yaml").write_text(
+        "version: 1\ncases:\n"
+        "  - {id: env, question: read an enviroment variable, "
+        "expect: {sourceIncludes: env}}\n"
+        "  - {id: helm, question: deploy on kubernetes with helm, "
+        "expect: {sourceIncludes: helm-chart}}\n")
+    report = cli.json("eval", "suite.yaml", code=1)
+    env, helm = report["cases"]
+    assert env["passed"] and env["corrected"] == {"enviroment": "environ"}
+    assert not helm["passed"] and helm["unmatched"] == ["kubernetes", "helm"]
+    table = cli("eval", "suite.yaml")
+    assert table.exit_code == 1
+    assert "no passage uses: kubernetes, helm" in table.stdout + table.stderr
+    assert "enviroment → environ" not in table.stdout + table.stderr  # a passing case

@@ -24,6 +24,8 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
       durationMs
       firstMatchRank, topScore  rank of the first sourceIncludes match; best score
       ndcg, recall              this case's nDCG@topK and recall@topK (null: not scored)
+      corrected, unmatched      the question's words the KB never uses: {typed: the
+                                indexed word matched instead}, and [those matching nothing]
       checks[]                  {name, passed, detail}; name "retrieval" marks a
                                 retriever failure
       retrieved[]               {rank, score, citation, url, anchor, sourceRef, title}
@@ -76,6 +78,8 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
         "firstMatchRank": result.first_match_rank,
         "topScore": result.top_score,
         **_gains(result),
+        "corrected": dict(result.corrected),
+        "unmatched": list(result.unmatched),
         "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail}
                    for c in result.checks],
         "retrieved": [

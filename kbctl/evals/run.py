@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from kbctl import __version__
@@ -18,10 +18,11 @@ from kbctl.evals.checks.min_score import format_pair
 from kbctl.evals.checks.source_includes import first_match_rank
 from kbctl.evals.metrics import Metrics, compute_metrics
 from kbctl.evals.model import Case, Suite
-from kbctl.results import Hit
+from kbctl.results import Hit, QueryResult
 
-Retriever = Callable[[str, int, float | None, dict[str, str]], list[Hit]]
-"""(question, top_k, min_score, filter) -> hits, best first. May raise anything."""
+Retriever = Callable[[str, int, float | None, dict[str, str]], QueryResult]
+"""(question, top_k, min_score, filter) -> the retrieval, hits best first. May raise
+anything."""
 
 RETRIEVAL_CHECK = "retrieval"
 # Cases in a row whose retrieval failed for the environment (the database, the embedding or
@@ -52,6 +53,9 @@ class CaseResult:
     top_score: float | None
     duration_ms: float
     error: str | None = None
+    # The question's words the KB never uses: matched by spelling, and matched by nothing.
+    corrected: dict[str, str] = field(default_factory=dict)
+    unmatched: tuple[str, ...] = ()
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
@@ -150,9 +154,10 @@ def _run_case(case: Case, retriever: Retriever, clock: Callable[[], float]
     """``run_case``, and the retriever's exception when it raised one."""
     start = clock()
     try:
-        hits = list(retriever(case.question, case.top_k, case.min_score, dict(case.filter)))
+        found = retriever(case.question, case.top_k, case.min_score, dict(case.filter))
         retrieved = tuple(_keep(position, hit)
-                          for position, hit in enumerate(hits[: case.top_k], start=1))
+                          for position, hit in enumerate(list(found.hits)[: case.top_k],
+                                                         start=1))
     except Exception as exc:  # any retriever failure fails this case only
         message = exc.message if isinstance(exc, KbctlError) else str(exc)
         error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
@@ -169,6 +174,7 @@ def _run_case(case: Case, retriever: Retriever, clock: Callable[[], float]
         first_match_rank=first_rank,
         top_score=max((chunk.score for chunk in retrieved), default=None),
         duration_ms=(clock() - start) * 1000.0,
+        corrected=dict(found.corrected), unmatched=tuple(found.unmatched),
     ), None
 
 

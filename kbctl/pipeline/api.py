@@ -14,7 +14,7 @@ from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
 from ..net.endpoint import public_endpoint
-from ..results import Hit, QueryResult
+from ..results import QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.server import DoctorReport
@@ -124,20 +124,20 @@ def evaluate(
         worked = False
 
         def retriever(question: str, top_k: int, min_score: float | None,
-                      filters: dict[str, str]) -> list[Hit]:
+                      filters: dict[str, str]) -> QueryResult:
             nonlocal worked
             try:
-                hits = retrieve(store, question, namespace=settings.namespace, k=top_k,
-                                min_score=min_score, filters=filters, embedder=embedder,
-                                vector_weight=settings.vector_weight, reranker=reranker,
-                                rerank_top=settings.rerank_top,
-                                typo_tolerance=settings.typo_tolerance).hits
+                found = retrieve(store, question, namespace=settings.namespace, k=top_k,
+                                 min_score=min_score, filters=filters, embedder=embedder,
+                                 vector_weight=settings.vector_weight, reranker=reranker,
+                                 rerank_top=settings.rerank_top,
+                                 typo_tolerance=settings.typo_tolerance)
             except EnvironmentFailure as exc:
                 if not worked:
                     raise _BrokenFromStart(exc) from exc
                 raise
             worked = True
-            return hits
+            return found
 
         try:
             return run_plan(

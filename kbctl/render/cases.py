@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..evals.baseline import BaselineDiff, Regression
 from ..evals.metrics import Metrics
 from ..evals.run import CaseResult, EvalReport
+from ..store import spelling
 
 SUMMARY_FAILURES = 50
 SUMMARY_ROWS = 300
@@ -32,6 +33,8 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     lines = [f"{check.name}: {check.detail}" for check in result.failures]
     if regression is not None:
         lines += [f"regression: {reason}" for reason in regression.reasons]
+    if lines:
+        lines += spelling.notes(spelling.Spelling(result.corrected, result.unmatched))
     return lines
 
 
