@@ -100,7 +100,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     sources = source_parts(hits)
     if result.mode == "lexical":
         notes.append("lexical search: this knowledge base has no embedder")
-    notes += spelling.notes(spelling.Spelling(result.corrected, result.unmatched))
+    notes += spelling.notes(result.corrected, result.unmatched)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "topK": top_k,

@@ -129,7 +129,7 @@ class PostgresMemoryBackend:
         notes = []
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
-        notes += spelling.notes(found)
+        notes += spelling.notes(found.corrected, found.unmatched)
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)

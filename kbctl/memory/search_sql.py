@@ -21,7 +21,7 @@ def fence(alias: str) -> str:
     return FENCE.format(a=alias)
 
 
-# The caller's vocabulary for typo tolerance (``spelling.corrections``): is the query's
+# The caller's vocabulary for typo tolerance (``spelling.check``): is the query's
 # stem ``s.lexeme`` a word of the visible rows, and their words in a candidate range ``u``.
 KNOWN_WORD = f"""EXISTS (SELECT 1 FROM memory_postings p WHERE {fence("p")}
                          AND p.lexeme = s.lexeme)"""

@@ -34,7 +34,7 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     if regression is not None:
         lines += [f"regression: {reason}" for reason in regression.reasons]
     if lines:
-        lines += spelling.notes(spelling.Spelling(result.corrected, result.unmatched))
+        lines += spelling.notes(result.corrected, result.unmatched)
     return lines
 
 

@@ -40,15 +40,12 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
     }
 
 
-def _word_notes(result: QueryResult) -> list[str]:
-    return spelling.notes(spelling.Spelling(result.corrected, result.unmatched))
-
-
 def query_table(result: QueryResult, **options: Any) -> Rendered:
+    words = [styled(f"[dim]{shown(n)}[/dim]")
+             for n in spelling.notes(result.corrected, result.unmatched)]
     if not result.hits:
         return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
-                                      f"({result.mode} search)"),
-                               *(styled(f"[dim]{shown(n)}[/dim]") for n in _word_notes(result)))
+                                      f"({result.mode} search)"), *words)
     out = Rendered()
     for h in result.hits:
         where = " › ".join(h.heading_path) or h.title
@@ -63,11 +60,9 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
             styled(f"   [dim]{shown(snippet)}[/dim]\n"))
     reranked = (f"reranked by {shown(result.reranker)}, "
                 if result.reranker and result.reranker != "none" else "")
-    footer = (f"[dim]{result.mode} search in '{shown(result.namespace)}', {reranked}"
-              f"{result.elapsed_ms:.1f} ms[/dim]")
-    for note in _word_notes(result):
-        footer += f"\n[dim]{shown(note)}[/dim]"
-    return out + Rendered.stderr(styled(footer))
+    return out + Rendered.stderr(styled(f"[dim]{result.mode} search in "
+                                        f"'{shown(result.namespace)}', {reranked}"
+                                        f"{result.elapsed_ms:.1f} ms[/dim]"), *words)
 
 
 def query_context(result: QueryResult, **options: Any) -> Rendered:

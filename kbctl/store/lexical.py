@@ -231,7 +231,7 @@ KB_DF = """
     SELECT q.lexeme, coalesce(ls.df, 0) AS df FROM q
     LEFT JOIN lexeme_stats ls ON ls.namespace = %(ns)s AND ls.lexeme = q.lexeme"""
 
-# The namespace's vocabulary for typo tolerance (``spelling.corrections``): is the query's
+# The namespace's vocabulary for typo tolerance (``spelling.check``): is the query's
 # stem ``s.lexeme`` a word of it, and its words in a candidate range ``u``.
 KB_KNOWN_WORD = """EXISTS (SELECT 1 FROM lexeme_stats ls WHERE ls.namespace = %(ns)s
                            AND ls.lexeme = s.lexeme AND ls.df > 0)"""

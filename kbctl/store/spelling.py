@@ -155,13 +155,13 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
     return best[0]
 
 
-def notes(spelling: Spelling) -> list[str]:
-    """What the words found, for people and agents: the words as typed and the indexed
+def notes(corrected: Mapping[str, str], unmatched: Sequence[str]) -> list[str]:
+    """What a ``Spelling`` found, for people and agents: the words as typed and the indexed
     words (stems, hence the ellipsis) they were matched as, and the ones nothing uses."""
     out = []
-    if spelling.corrected:
-        pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in spelling.corrected.items())
+    if corrected:
+        pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
         out.append(f"words no passage uses were matched by spelling: {pairs}")
-    if spelling.unmatched:
-        out.append(f"no passage uses: {', '.join(spelling.unmatched)}")
+    if unmatched:
+        out.append(f"no passage uses: {', '.join(unmatched)}")
     return out
