@@ -10,9 +10,10 @@ import pytest
 from kbctl.errors import SuiteError
 from kbctl.evals import CHECKS, Expect, load_suite
 from kbctl.pipeline.evals import run_eval
-from kbctl.results import Hit
+from kbctl.results import Hit, QueryResult
 
 from . import check_title
+from .test_eval_run import found
 
 SUITE = """\
 version: 1
@@ -29,10 +30,11 @@ cases:
 
 
 def retriever(question: str, top_k: int, min_score: float | None,
-              filters: dict[str, str]) -> list[Hit]:
+              filters: dict[str, str]) -> QueryResult:
     url = "https://docs.example.com/install"
-    return [Hit(rank=1, score=0.8, title="Install Guide", url=url, citation=url + "#pnpm",
-                anchor="pnpm", heading_path=(), text="…", source_ref=url, namespace="docs")]
+    return found(question, [Hit(rank=1, score=0.8, title="Install Guide", url=url,
+                                citation=url + "#pnpm", anchor="pnpm", heading_path=(),
+                                text="…", source_ref=url, namespace="docs")])
 
 
 def test_builtin_checks_run_in_registry_order() -> None:

@@ -112,9 +112,9 @@ cases:
 
 
 def test_filter_given_to_retriever_is_a_copy() -> None:
-    def mutating(q: str, k: int, m: float | None, f: dict[str, str]) -> list[Hit]:
+    def mutating(q: str, k: int, m: float | None, f: dict[str, str]) -> QueryResult:
         f["lang"] = "xx"
-        return []
+        return found(q, [])
 
     text = "version: 1\ndefaults: {filter: {lang: en}}\ncases:\n  - {id: a, question: q}\n"
     suite = parse_suite(text, "s.yaml")
