@@ -76,7 +76,8 @@ def _search_knowledge(limits: ToolLimits) -> ToolSpec:
         "Search the documentation knowledge base and return the best passages, each with "
         "its title, citation URL (url#anchor), heading path and score, plus the distinct "
         "sources with the passage numbers they stand for. Cite sources by their URL. "
-        + UNTRUSTED,
+        "Notes name the query's words the documentation never uses (rephrase with its "
+        "words) and misspellings matched as the nearest word. " + UNTRUSTED,
         _object({
             "query": {"type": "string", "minLength": 1, "maxLength": limits.max_query_chars,
                       "description": "What to look for, in natural language or keywords."},
