@@ -177,6 +177,10 @@ def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
     assert store.spelling("ns", "zzzzzy").corrected == {"zzzzzy": "zzzzzz"}
     monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
     assert store.spelling("ns", "zzzzzy").corrected == {}
+    # A pasted page of unknown words names at most MAX_UNMATCHED of them, the first ones.
+    page = [f"qx{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(600)]
+    assert store.spelling("ns", " ".join(page)).unmatched == tuple(
+        page[:spelling.MAX_UNMATCHED])
 
 
 def test_kbctl_yaml_can_turn_it_off(cli: Cli, workdir: Path) -> None:

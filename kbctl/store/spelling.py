@@ -38,8 +38,10 @@ TWO_TYPOS_CHARS = 8
 # candidates (in index order), so a query's cost stays bounded in any vocabulary.
 MAX_WORDS = 8
 MAX_CANDIDATES = 20000
-# Unmatched words reported, at most (a pasted paragraph may hold hundreds).
+# Unmatched words reported, at most (a pasted paragraph may hold hundreds), out of the
+# first MAX_UNKNOWN unknown words read.
 MAX_UNMATCHED = 20
+MAX_UNKNOWN = 200
 # What a correction may be: a plain word (not an identifier, option or number).
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -57,10 +59,12 @@ QUERY_STEMS_SQL = """
 
 def unknown_sql(known: str) -> str:
     """The query's stems (``token``, ``lexeme``), first seen first, for which the SQL
-    condition ``known`` on ``s.lexeme`` (its corpus uses it) is false."""
+    condition ``known`` on ``s.lexeme`` (its corpus uses it) is false; at most
+    ``MAX_UNKNOWN`` of them."""
     return f"""
         WITH s AS ({QUERY_STEMS_SQL})
-        SELECT s.token, s.lexeme FROM s WHERE NOT ({known}) ORDER BY s.n"""
+        SELECT s.token, s.lexeme FROM s WHERE NOT ({known}) ORDER BY s.n
+        LIMIT {MAX_UNKNOWN}"""
 
 
 def candidates_sql(words: str) -> str:
@@ -122,7 +126,7 @@ def correctable(stem: str) -> bool:
 
 
 def candidate_params(stems: Sequence[str]) -> dict[str, Any]:
-    """``KB_CANDIDATES_SQL``'s parameters for ``stems``: the index range of each one's
+    """``candidates_sql``'s parameters for ``stems``: the index range of each one's
     first letter, and the lengths a correction within its budget may have."""
     params: dict[str, Any] = {k: [] for k in ("stems", "lows", "highs", "shortest",
                                                "longest")}
