@@ -1,5 +1,6 @@
 """Typo tolerance: a query word no chunk uses is matched as the nearest word the namespace
-does use, and a query of known words ranks exactly as before."""
+does use, a query of known words ranks exactly as before, and the words nothing matches are
+named (query, eval, agent tools, memory)."""
 
 from __future__ import annotations
 
