@@ -166,6 +166,19 @@ def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeS
     assert [h.path for h in memory.search(bob, "xylophome").hits] == ["memory/user/music.md"]
 
 
+def test_memory_reads_a_bounded_share_of_a_large_scope(store: KnowledgeStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = PostgresMemoryBackend(store.conn, None)
+    bot = MemoryScope("bot")
+    memory.put(bot, "memory/agent/words.md", " ".join(
+        f"zeta{chr(97 + i)}{chr(97 + j)}" for i in range(26) for j in range(26)) + " zzzzzz")
+    assert any("zzzzzy → zzzzzz…" in n for n in memory.search(bot, "zzzzzy").notes)
+    monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
+    assert memory.search(bot, "zzzzzy").notes == [
+        "keyword-only search: this knowledge base has no embedder",
+        "no passage uses: zzzzzy"]
+
+
 def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
         store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     _kb(store, {"many": " ".join(f"zeta{chr(97 + i)}{chr(97 + j)}" for i in range(26)

@@ -25,11 +25,15 @@ def fence(alias: str) -> str:
 # stem ``s.lexeme`` a word of the visible rows, and their words in a candidate range ``u``.
 KNOWN_WORD = f"""EXISTS (SELECT 1 FROM memory_postings p WHERE {fence("p")}
                          AND p.lexeme = s.lexeme)"""
+# The postings are cut to the candidate limit before they are counted: a scope of many
+# rows on one letter would otherwise be read whole for every word corrected.
 WORDS = f"""
-    SELECT p.lexeme, count(*) AS df FROM memory_postings p
-    WHERE {fence("p")} AND p.lexeme >= u.low AND p.lexeme < u.high
-      AND length(p.lexeme) BETWEEN u.shortest AND u.longest
-    GROUP BY p.lexeme"""
+    SELECT w.lexeme, count(*) AS df FROM (
+        SELECT p.lexeme FROM memory_postings p
+        WHERE {fence("p")} AND p.lexeme >= u.low AND p.lexeme < u.high
+          AND length(p.lexeme) BETWEEN u.shortest AND u.longest
+        LIMIT %(most)s) w
+    GROUP BY w.lexeme"""
 
 
 def _bm25_ctes() -> str:
