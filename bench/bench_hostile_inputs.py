@@ -16,7 +16,8 @@
 6. Typo tolerance against a vocabulary shaped against it: 500,000 distinct words on one
    first letter, written through the knowledge store, then questions of 12 unknown words of
    that letter (each word is compared with at most 20,000 candidates, at most 8 words a
-   question). Needs the embedded PostgreSQL; milliseconds per question.
+   question), in the knowledge base and in an agent's memory of 400 such files. Needs the
+   embedded PostgreSQL; milliseconds per question.
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -153,6 +154,8 @@ def typo_vocabulary() -> None:
 
     from _common import embedded_server, temp_dir
 
+    from kbctl.memory.paths import MemoryScope
+    from kbctl.memory.postgres import PostgresMemoryBackend
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
     from kbctl.store.records import ChunkRecord, SourceRecord
@@ -179,9 +182,19 @@ def typo_vocabulary() -> None:
             started = time.perf_counter()
             store.spelling("v", q)
             times.append(time.perf_counter() - started)
+        memory = PostgresMemoryBackend(store.conn, None)
+        scope = MemoryScope("bot")
+        for i, (_, chunks) in enumerate(pages[:400]):
+            memory.put(scope, f"memory/agent/f{i}.md", chunks[0].text)
+        recalls = []
+        for q in questions:
+            started = time.perf_counter()
+            memory.search(scope, q)
+            recalls.append(time.perf_counter() - started)
         store.conn.close()
     print(f"\ntypo tolerance, {vocabulary:,} words on one letter, questions of 12 unknown "
-          f"words: median {statistics.median(times) * 1000:.0f} ms a question (of 7)")
+          f"words: median {statistics.median(times) * 1000:.0f} ms a question (of 7); "
+          f"memory search over 400 files of them: {statistics.median(recalls) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":
