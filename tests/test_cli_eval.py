@@ -149,6 +149,17 @@ def test_invalid_suite_is_usage_error_before_the_database(cli: Cli, workdir: Pat
     assert json.loads(as_json.stdout)["error"]["type"] == "SuiteError"
 
 
+def test_a_question_longer_than_retrieval_takes_is_a_suite_error(cli: Cli,
+                                                                  workdir: Path) -> None:
+    # A million characters once reached the database, failed there and read as exit 3.
+    long = write(workdir / "long.yaml", "version: 1\ncases:\n  - id: a\n    question: "
+                 + "word " * 250_000 + "\n    expect: {sourceIncludes: x}\n")
+    result = cli("eval", str(long), "--db", UNREACHABLE, db=False)
+    assert result.exit_code == 2
+    assert f"{long.as_posix()}:4" in result.stderr
+    assert "1,249,999 characters long; at most 20,000" in result.stderr  # YAML trims
+
+
 @pytest.mark.parametrize("args", [
     ["missing.yaml"],
     ["nothing/*.yaml"],

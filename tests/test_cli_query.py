@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbctl.errors import InputError
+from kbctl.memory.paths import MemoryScope
+from kbctl.memory.postgres import PostgresMemoryBackend
 from kbctl.pipeline.query import retrieve
 from kbctl.store.knowledge import KnowledgeStore
 
@@ -99,3 +101,14 @@ def test_a_question_the_database_cannot_hold_is_refused_as_input(store: Knowledg
                                                                  question: str) -> None:
     with pytest.raises(InputError, match="the question: a (NUL byte|lone surrogate)"):
         retrieve(store, question, namespace="ns")
+
+
+def test_a_question_past_what_retrieval_takes_is_refused_as_input(
+        store: KnowledgeStore) -> None:
+    # A million characters overflowed the database's text search: a database error, exit 3.
+    page = "word " * 250_000
+    with pytest.raises(InputError, match="1,250,000 characters long; at most 20,000"):
+        retrieve(store, page, namespace="ns")
+    with pytest.raises(InputError, match="at most 20,000"):
+        PostgresMemoryBackend(store.conn, None).search(MemoryScope("bot"), page)
+    assert retrieve(store, "word " * 3_999, namespace="ns").hits == []

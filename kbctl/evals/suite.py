@@ -28,6 +28,7 @@ from kbctl.errors import SuiteError
 from kbctl.evals.checks import CHECKS
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
 from kbctl.linefile import LineDict, LoadError, load_json, load_yaml, read_capped
+from kbctl.results import MAX_QUESTION_CHARS
 
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 SUITE_VERSION = 1
@@ -342,6 +343,11 @@ class _Validator:
             self.add(_line(item), where, "question", "is required")
         else:
             question = self.text(item, "question", where, "question")
+            if question is not None and len(question) > MAX_QUESTION_CHARS:
+                self.add(_line(item, "question"), where, "question",
+                         f"is {len(question):,} characters long; at most "
+                         f"{MAX_QUESTION_CHARS:,}")
+                question = None
         top_k = self.top_k(item, where, "topK") if "topK" in item else None
         min_score = self.score(item, "minScore", where, "minScore") if "minScore" in item else None
         own_filter = self.filter(item, where, "filter")

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..errors import DatabaseError, EmbedderMismatch, InputError
+from ..results import MAX_QUESTION_CHARS
 from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
 from ..store.knowledge import KnowledgeStore
@@ -93,6 +94,9 @@ class PostgresMemoryBackend:
         opts = options or SearchOptions()
         if not query.strip():
             raise InputError("the search query is empty")
+        if len(query) > MAX_QUESTION_CHARS:
+            raise InputError(f"the search query is {len(query):,} characters long; at most "
+                             f"{MAX_QUESTION_CHARS:,}")
         started = time.perf_counter()
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k

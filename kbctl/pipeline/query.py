@@ -10,7 +10,7 @@ from ..embed.base import Embedder
 from ..errors import InputError
 from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
-from ..results import MAX_K, MIN_K, Hit, QueryResult
+from ..results import MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from .embedding_text import embedding_text
@@ -51,6 +51,9 @@ def retrieve(
     """
     if not question.strip():
         raise InputError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(question):,} characters long; at most "
+                         f"{MAX_QUESTION_CHARS:,}")
     require_clean("the question", question)
     if not 0.0 <= vector_weight <= 1.0:
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
