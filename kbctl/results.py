@@ -10,6 +10,8 @@ MIN_K, MAX_K = 1, 50  # how many results a query may ask for
 # The longest question retrieval takes: far past any question, and far below what the
 # database's text search accepts (a question of a million characters overflows it).
 MAX_QUESTION_CHARS = 20_000
+# What to do about a namespace that holds nothing, said by query and eval alike.
+EMPTY_NAMESPACE_HINT = "ingest first, or name another --namespace or --data-dir"
 
 
 @dataclass(frozen=True)
@@ -53,3 +55,6 @@ class QueryResult:
     corrected: dict[str, str] = field(default_factory=dict)
     # Query words no chunk uses that were not corrected, as typed (lower case).
     unmatched: tuple[str, ...] = ()
+    # The namespace holds no chunks at all: nothing was ingested there, or the wrong
+    # namespace or data directory was named. Its words are then not reported as unmatched.
+    empty: bool = False

@@ -40,9 +40,25 @@ def test_json_results_carry_anchor_citations(kb: Cli) -> None:
     assert [r["rank"] for r in out["results"]] == list(range(1, len(out["results"]) + 1))
 
 
-def test_top_k_is_clamped(kb: Cli) -> None:
-    assert len(kb.json("query", "widget", "-k", "0")["results"]) == 1
-    assert len(kb.json("query", "widget", "-k", "500")["results"]) <= 50
+def test_an_empty_namespace_says_so(kb: Cli) -> None:
+    out = kb.json("query", "install widget", "-n", "typo-of-a-namespace")
+    assert out["results"] == [] and out["empty"] is True and out["unmatched"] == []
+    assert kb.json("query", "install widget")["empty"] is False
+    table = kb("query", "install widget", "-n", "typo-of-a-namespace")
+    assert table.exit_code == 0
+    assert "namespace 'typo-of-a-namespace' holds no chunks (ingest first, or name another " \
+        "--namespace or --data-dir)" in table.stderr
+    assert "no passage uses" not in table.stderr
+    nothing = kb("query", "zebracorn", "--format", "context")  # not empty: found nothing
+    assert "no results in namespace 'default'" in nothing.stderr
+
+
+def test_top_k_out_of_range_is_refused(kb: Cli) -> None:
+    for k in ("0", "51", "-3"):
+        result = kb("query", "widget", "-k", k)
+        assert result.exit_code == 2, k
+        assert f"--top-k must be within 1..50, got {k}" in result.stderr
+    assert len(kb.json("query", "widget", "-k", "50")["results"]) <= 50
 
 
 def test_filters_and_min_score(kb: Cli) -> None:

@@ -206,6 +206,14 @@ def test_search_knowledge_says_what_the_words_matched(kb: Cli) -> None:
     assert "no passage uses: kubernetes" in result.text
 
 
+def test_search_knowledge_says_an_empty_namespace_is_empty(kb: Cli) -> None:
+    with AgentTools(settings(kb.db_url, namespace="nothing-here")) as tools:
+        result = tools.call("search_knowledge", {"query": "install widget"})
+    assert not result.is_error and result.data["passages"] == []
+    assert any("holds no documents" in n for n in result.data["notes"])
+    assert not any("no passage uses" in n for n in result.data["notes"])
+
+
 def test_namespace_is_pinned(kb: Cli) -> None:
     with AgentTools(settings(kb.db_url)) as tools:
         found = tools.call("search_knowledge", {"query": "zebracorn install code"})

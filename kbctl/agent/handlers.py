@@ -100,6 +100,9 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     sources = source_parts(hits)
     if result.mode == "lexical":
         notes.append("lexical search: this knowledge base has no embedder")
+    if result.empty:
+        notes.append(f"namespace '{result.namespace}' holds no documents: nothing has been "
+                     "ingested into it, so no question can find anything here")
     notes += spelling.notes(result.corrected, result.unmatched)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,

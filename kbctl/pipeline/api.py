@@ -14,7 +14,7 @@ from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
 from ..net.endpoint import public_endpoint
-from ..results import QueryResult
+from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.server import DoctorReport
@@ -120,7 +120,7 @@ def evaluate(
         reranker = resolve_reranker(store, settings)
         if store.counts(settings.namespace)[1] == 0:
             announce(f"namespace '{settings.namespace}' holds no chunks: every case will find "
-                     "nothing (ingest first, or pick another --namespace)")
+                     f"nothing ({EMPTY_NAMESPACE_HINT})")
         worked = False
 
         def retriever(question: str, top_k: int, min_score: float | None,

@@ -16,10 +16,6 @@ from ..store.records import ScoredChunk
 from .embedding_text import embedding_text
 
 
-def clamp_k(k: int) -> int:
-    return max(MIN_K, min(MAX_K, int(k)))
-
-
 def citation_for(url: str, anchor: str | None) -> str:
     """``url#anchor`` when the chunk has an anchor and the url has no fragment yet."""
     if anchor and "#" not in url:
@@ -59,10 +55,11 @@ def retrieve(
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
     if fusion not in ("weighted", "rrf"):
         raise InputError(f"--fusion must be 'weighted' or 'rrf', got '{fusion}'")
+    if not MIN_K <= k <= MAX_K:  # like every range: refused, not silently cut
+        raise InputError(f"--top-k must be within {MIN_K}..{MAX_K}, got {k}")
     if not MIN_K <= rerank_top <= MAX_K:
         raise InputError(f"--rerank-top must be within {MIN_K}..{MAX_K}, got {rerank_top}")
     started = time.perf_counter()
-    k = clamp_k(k)
     qv = embedder.embed_query(question) if embedder is not None else None
     found = store.spelling(namespace, question, correct=typo_tolerance)
     rows = store.search(namespace, question, k=max(k, rerank_top) if reranker else k,
@@ -74,12 +71,13 @@ def retrieve(
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
                                                    if min_score is None or r.score >= min_score)]
     mode = "lexical" if qv is None else ("rrf" if fusion == "rrf" else "hybrid")
+    empty = not rows and store.counts(namespace)[1] == 0
     return QueryResult(
         question=question, namespace=namespace, hits=hits, mode=mode,
         embedder=str(embedder.identity) if embedder else "none",
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
-        corrected=found.corrected, unmatched=found.unmatched,
+        corrected=found.corrected, unmatched=() if empty else found.unmatched, empty=empty,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..agent.context import render_context
 from ..pipeline.query import source_parts
-from ..results import QueryResult
+from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..store import spelling
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
@@ -24,6 +24,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "elapsedMs": result.elapsed_ms,
         "corrected": result.corrected,
         "unmatched": list(result.unmatched),
+        "empty": result.empty,
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -40,12 +41,19 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
     }
 
 
+def nothing_found(result: QueryResult) -> str:
+    """Why a query has no hits: an empty namespace says so, with what to do about it."""
+    where = f"namespace '{shown(result.namespace)}'"
+    if result.empty:
+        return f"{where} holds no chunks ({EMPTY_NAMESPACE_HINT})"
+    return f"no results in {where} ({result.mode} search)"
+
+
 def query_table(result: QueryResult, **options: Any) -> Rendered:
     words = [styled(f"[dim]{shown(n)}[/dim]")
              for n in spelling.notes(result.corrected, result.unmatched)]
     if not result.hits:
-        return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
-                                      f"({result.mode} search)"), *words)
+        return Rendered.stderr(styled(nothing_found(result)), *words)
     out = Rendered()
     for h in result.hits:
         where = " › ".join(h.heading_path) or h.title
@@ -69,8 +77,7 @@ def query_context(result: QueryResult, **options: Any) -> Rendered:
     """The spotlighted block; nothing at all when nothing was found, so a prompt built
     from it never vouches for passages that are not there."""
     if not result.hits:
-        return Rendered.stderr(styled(f"no results in namespace '{shown(result.namespace)}' "
-                                      f"({result.mode} search): the context block is empty"))
+        return Rendered.stderr(styled(nothing_found(result) + ": the context block is empty"))
     return Rendered.stdout(plain(render_context(result.hits), keep_newlines=True))
 
 
