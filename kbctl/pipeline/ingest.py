@@ -31,7 +31,9 @@ DROP_NOTES = 5
 # Batches in a row whose embedding failed after the retry policy gave up: past this, the
 # provider is down or stalled, not unlucky, and every later batch would cost the same wait.
 PROVIDER_FAILURES_TO_STOP = 2
-TEXT_HASH = "text_sha256"  # source meta: sha256 of the cleaned text, for duplicates
+# Source meta: sha256 of the title and cleaned text, for duplicates. The title counts: two
+# pages of one boilerplate body (a "deprecated" notice) under their own titles are two pages.
+TEXT_HASH = "text_sha256"
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     writer.drain()
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
-    seen -= writer.duplicates
+    seen -= writer.left_out
     if not policy.prune:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
@@ -323,7 +325,9 @@ class _Writer:
                                         thread_name_prefix="kbctl-writer")
         self._inflight: deque[tuple[Future[_BatchResult], set[str]]] = deque()
         self.texts: dict[str, str] = {}  # hash of a page's cleaned text -> the ref stored
-        self.duplicates: set[str] = set()
+        # Pages read but not stored (copies of another, empty): a stored old version of
+        # one is an orphan, deleted like a page gone from the source.
+        self.left_out: set[str] = set()
 
     def know(self, sources: Iterable[SourceRecord]) -> None:
         """Learn the cleaned-text hashes of stored pages, so a copy of one is not stored."""
@@ -350,10 +354,11 @@ class _Writer:
                     f"… and {more} more {'page' if more == 1 else 'pages'} dropped ({why})")
 
     def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None) -> bool:
-        """True when another URL of the namespace already has this cleaned text."""
+        """True when another URL of the namespace already has this title and cleaned
+        text."""
         owner = self.texts.get(text_hash)
         if owner is not None and owner != ref:
-            self.duplicates.add(ref)
+            self.left_out.add(ref)
             self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
             return True
         old = prev.meta.get(TEXT_HASH) if prev is not None else None
@@ -381,7 +386,11 @@ class _Writer:
             self.report.notes.append(note)
             self.progress(ProgressEvent("note", message=note))
         body = clean_text(doc.body)
-        text_hash = hashlib.sha256(body.encode()).hexdigest()
+        if not body:  # nothing to find there; nor is it a copy of another empty page
+            self.left_out.add(ref)
+            self.drop("empty", ref, f"{ref}: no text once extracted, nothing stored")
+            return
+        text_hash = hashlib.sha256(f"{doc.title}\0{body}".encode()).hexdigest()
         if self._duplicate(ref, text_hash, prev):
             return
         digest = content_hash(doc, body)

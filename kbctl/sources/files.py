@@ -389,6 +389,13 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         from ..extract.mdx import mdx_to_markdown
 
         body = mdx_to_markdown(body)
+    if site.generator == "hugo":
+        from ..extract.shortcodes import shortcodes_to_markdown
+
+        body = shortcodes_to_markdown(body)
+    description = md.front_matter.get("description")
+    if not body.strip() and isinstance(description, str):
+        body = description  # a page of front matter alone (a section's): its summary
     # the title a page gets from its first H1 counts as front matter's (Material's blog
     # plugin slugs a post's URL from it)
     titled = md.front_matter if "title" in md.front_matter or not md.title else {
