@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbctl.chunk import chunk_markdown
-from kbctl.extract.mdx import mdx_to_markdown
+from kbctl.extract.mdx import containers_to_markdown, mdx_to_markdown
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 
@@ -69,3 +69,68 @@ def test_mdx_headings_get_docusaurus_ids(tmp_path: Path) -> None:
     assert doc is not None and doc.url == "https://d.example/docs/install"
     anchors = [c.anchor for c in chunk_markdown(doc.body, slug_headings=doc.slug_headings)]
     assert anchors == [None, "next"]  # the theme renders h1 without its id
+
+
+CONTAINERS = """\
+# Guide
+
+::: tip
+Pin the version.
+:::
+
+:::caution[Before you upgrade]
+Read the changelog.
+:::
+
+::: details Show the config
+Set `base`.
+:::
+
+:::: code-group
+```sh [npm]
+npm add -D site
+```
+::::
+
+```md
+::: warning
+a container, shown as code
+:::
+```
+
+Keep <Badge text="beta" /> as written.
+"""
+
+
+def test_containers_read_as_labelled_paragraphs_in_plain_markdown() -> None:
+    md = containers_to_markdown(CONTAINERS)
+    assert "**Tip:**\nPin the version." in md
+    assert "**Caution: Before you upgrade**\nRead the changelog." in md
+    assert "**Details: Show the config**" in md
+    assert "code-group" not in md and "::::" not in md
+    assert "```md\n::: warning\na container, shown as code\n:::\n```" in md  # code stays
+    assert 'Keep <Badge text="beta" /> as written.' in md  # no JSX rules in plain markdown
+    assert containers_to_markdown("no containers here") == "no containers here"
+
+
+def test_which_generators_read_containers(tmp_path: Path) -> None:
+    page = "# Guide\n\n:::tip\nPin the version.\n:::\n\n<Highlight>words</Highlight>\n"
+    sites = {"docusaurus": ("docusaurus.config.js", "module.exports = {}", "docs"),
+             "vitepress": (".vitepress/config.mts", "export default {}", ""),
+             "plain": ("README.txt", "", "")}
+    bodies = {}
+    for name, (marker, text, folder) in sites.items():
+        root = tmp_path / name
+        (root / marker).parent.mkdir(parents=True, exist_ok=True)
+        (root / marker).write_text(text)
+        (root / folder / "guide.md").parent.mkdir(parents=True, exist_ok=True)
+        (root / folder / "guide.md").write_text(page)
+        source = FilesSource()
+        expansion = source.expand(source_spec("files", str(root / folder),
+                                             {"base_url": "https://d.example/"}))
+        [body] = [x.document.body for x in source.load(expansion.leaves, lambda ref: None)
+                  if x.document is not None and "Pin the version." in x.document.body]
+        bodies[name] = body
+    assert "**Tip:**" in bodies["docusaurus"] and "<Highlight>" not in bodies["docusaurus"]
+    assert "**Tip:**" in bodies["vitepress"] and "<Highlight>words" in bodies["vitepress"]
+    assert ":::tip" in bodies["plain"]

@@ -228,6 +228,25 @@ def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool, build) -
                                         "template"}
 
 
+BLOCKS_SITE = {
+    "mkdocs.yml": "site_name: Demo\nmarkdown_extensions:\n  - toc\n  - admonition\n"
+                  "  - pymdownx.details\n  - pymdownx.superfences\n  - pymdownx.tabbed\n",
+    "docs/setup.md": "# Setup\n\n!!! note \"Before you start\"\n    You need **Python**.\n\n"
+                     "=== \"pip\"\n\n    ## Install with pip\n\n    ```\n    pip install demo\n"
+                     "    ```\n\n=== \"uv\"\n\n    Run uv.\n\n??? tip\n    ## Hidden heading\n\n"
+                     "    A tip.\n\n## After\n\nText.\n",
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+def test_mkdocs_headings_inside_admonitions_and_tabs_are_cited(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", BLOCKS_SITE)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs", minimum=4)
+    cited = {anchor for _, anchor in citations(project / "docs")[0]}
+    assert {"install-with-pip", "hidden-heading", "after"} <= cited
+
+
 MATERIAL_BLOG_SITE = {
     "mkdocs.yml": "site_name: Demo\ntheme:\n  name: material\nplugins:\n  - blog\n"
                   "markdown_extensions:\n  - toc:\n      permalink: true\n  - attr_list\n"

@@ -3,8 +3,13 @@ renders it.
 
 ESM blocks (``import``/``export`` up to the next blank line) are dropped; JSX tags are
 removed and the text between them kept (``<TabItem label="npm">npm i x</TabItem>`` →
-``npm i x``); ``{/* comments */}`` go; Docusaurus admonitions (``:::note Title`` …
-``:::``) become a labelled paragraph. Code fences and inline code are left untouched.
+``npm i x``); ``{/* comments */}`` go; admonitions (``:::note Title`` or
+``:::note[Title]`` … ``:::``) become a labelled paragraph. Code fences and inline code are
+left untouched.
+
+Docusaurus reads its ``.md`` pages as MDX too. Starlight's asides and VitePress' custom
+containers share the admonition syntax in plain markdown: ``containers_to_markdown``
+reads those alone.
 """
 
 from __future__ import annotations
@@ -18,15 +23,30 @@ _ESM = re.compile(r"(?:import|export)\b")
 # start on a different character: a hostile line costs linear time.
 _TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
 _COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
-_ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[[^\]]*\])?\s*(.*?)\s*$")
+_ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?\s*(.*?)\s*$")
 _ADMONITION_CLOSE = re.compile(r"^\s*:::+\s*$")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _LABELS = {"note": "Note", "tip": "Tip", "info": "Info", "caution": "Caution",
-           "warning": "Warning", "danger": "Danger", "important": "Important"}
+           "warning": "Warning", "danger": "Danger", "important": "Important",
+           "details": "Details"}
+# Containers that only arrange what they hold (VitePress): no label of their own.
+_UNLABELLED = frozenset({"code-group", "raw", "v-pre"})
 
 
 def mdx_to_markdown(text: str) -> str:
     """The markdown an MDX page reads as; fences and code spans stay byte for byte."""
+    return _read(text, jsx=True)
+
+
+def containers_to_markdown(text: str) -> str:
+    """Plain markdown with ``:::`` containers read as labelled paragraphs, nothing else
+    changed (Starlight's asides, VitePress' custom containers)."""
+    if ":::" not in text:
+        return text
+    return _read(text, jsx=False)
+
+
+def _read(text: str, *, jsx: bool) -> str:
     text = normalize_source(text)
     lines = text.split("\n")
     fenced = _fenced_lines(text)
@@ -40,10 +60,10 @@ def mdx_to_markdown(text: str) -> str:
         if in_esm:
             in_esm = bool(line.strip())
             continue
-        if _ESM.match(line):
+        if jsx and _ESM.match(line):
             in_esm = True
             continue
-        out.append(_prose_line(line))
+        out.append(_prose_line(line) if jsx else _container_line(line))
     return "\n".join(out)
 
 
@@ -55,14 +75,24 @@ def _fenced_lines(text: str) -> set[int]:
     return lines
 
 
-def _prose_line(line: str) -> str:
+def _container_line(line: str) -> str:
+    """An admonition's opening line as its label, its closing line as nothing."""
     m = _ADMONITION_OPEN.match(line)
     if m:
-        indent, kind, title = m.groups()
+        indent, kind, bracketed, rest = m.groups()
+        title = (bracketed or "").strip() or rest
+        if kind.lower() in _UNLABELLED:
+            return f"{indent}{title}" if title else ""
         label = _LABELS.get(kind.lower(), kind.capitalize())
         return f"{indent}**{label}{': ' + title if title else ':'}**"
     if _ADMONITION_CLOSE.match(line):
         return ""
+    return line
+
+
+def _prose_line(line: str) -> str:
+    if _ADMONITION_OPEN.match(line) or _ADMONITION_CLOSE.match(line):
+        return _container_line(line)
     line = _COMMENT.sub("", line)
     parts: list[str] = []
     last = 0

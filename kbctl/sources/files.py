@@ -29,6 +29,7 @@ from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
+from ..extract.dialects import page_markdown
 from ..extract.markdown import parse_markdown_document
 from ..frontmatter import split_front_matter
 from ..generators import (
@@ -385,14 +386,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     filterable = {k: v for k, v in md.front_matter.items()
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
     body = md.body
-    if fmt == "mdx":
-        from ..extract.mdx import mdx_to_markdown
-
-        body = mdx_to_markdown(body)
-    if site.generator == "hugo":
-        from ..extract.shortcodes import shortcodes_to_markdown
-
-        body = shortcodes_to_markdown(body)
+    body = page_markdown(body, generator=site.generator, fmt=fmt)
     description = md.front_matter.get("description")
     if not body.strip() and isinstance(description, str):
         body = description  # a page of front matter alone (a section's): its summary

@@ -1,0 +1,100 @@
+"""MkDocs' indented blocks → markdown: admonitions, collapsible details and content tabs
+read as the labelled paragraphs their readers see.
+
+Python-Markdown's ``admonition`` (``!!! note "Title"``), ``pymdownx.details``
+(``??? note``, ``???+ note``) and ``pymdownx.tabbed`` (``=== "Tab"``) open a block whose
+content is indented by four spaces under the marker. Read as CommonMark, that content is an
+indented code block: prose shown as code, fences inside it as literal backticks. Here the
+marker becomes ``**Note: Title**`` (``**Tab**`` for a tab, the title alone for a type
+with an empty title ``""``) and the content is dedented, nested blocks too. Fenced code
+is left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..chunk.headings import normalize_source
+
+# Each pattern is matched once a line and backtracks at most over one run: linear time.
+_OPEN = re.compile(r"([ \t]*)(!!!|\?\?\?\+?|===[!+]?)(?:[ \t]+(.*))?")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+# Python-Markdown's own shape: type words (``note``, ``info inline end``), then a title.
+_KIND = re.compile(r'([A-Za-z][\w-]*(?: +[\w-]+)*)(?: +"(.*)")?')
+_TAB = re.compile(r'"(.*)"')
+_INDENT = "    "
+# Blocks nested deeper than this are left as they are: each level re-reads its content.
+MAX_DEPTH = 32
+
+
+def admonitions_to_markdown(text: str) -> str:
+    """The page's markdown with its admonitions, details and tabs read as text."""
+    if "!!!" not in text and "???" not in text and "===" not in text:
+        return text
+    return "\n".join(_read(normalize_source(text).split("\n"), 0))
+
+
+def _read(lines: list[str], depth: int) -> list[str]:
+    out: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if fence is not None:
+            out.append(line)
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            i += 1
+            continue
+        if m := _FENCE.match(line):
+            fence = m.group(1)
+            out.append(line)
+            i += 1
+            continue
+        m = _OPEN.fullmatch(line)
+        label = _label(m.group(2), (m.group(3) or "").strip()) if m else None
+        if m is None or label is None or depth >= MAX_DEPTH:
+            out.append(line)
+            i += 1
+            continue
+        indent = m.group(1)
+        inner = indent + _INDENT
+        end = i + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(
+                (inner, indent + "\t"))):
+            end += 1
+        while end > i + 1 and not lines[end - 1].strip():
+            end -= 1  # blank lines after the block are outside it
+        if label:
+            out.append(f"{indent}{label}")
+        body = [_dedent(b, indent) for b in lines[i + 1:end]]
+        out.extend(f"{indent}{b}" if b else "" for b in _read(body, depth + 1))
+        i = end
+    return out
+
+
+def _dedent(line: str, indent: str) -> str:
+    if not line.strip():
+        return ""
+    rest = line[len(indent):]
+    return rest[1:] if rest.startswith("\t") else rest[len(_INDENT):]
+
+
+def _label(marker: str, rest: str) -> str | None:
+    """The line a block's marker reads as ("" for none); None when it opens no block."""
+    if marker.startswith("==="):
+        tab = _TAB.fullmatch(rest)
+        return None if tab is None else (f"**{_unescaped(tab.group(1))}**" if tab.group(1)
+                                         else "")
+    m = _KIND.fullmatch(rest)
+    if m is None:
+        return None
+    kind, title = m.group(1).split()[0], m.group(2)
+    if title is not None and not title.strip():
+        return ""  # an empty title hides the title bar
+    label = kind.replace("-", " ").replace("_", " ").capitalize()
+    return f"**{label}: {_unescaped(title).strip()}**" if title else f"**{label}:**"
+
+
+def _unescaped(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
