@@ -530,6 +530,10 @@ JEKYLL_SITE = {
     "_posts/2024-01-02-hello-world.md": "---\ntitle: Hello\n---\n\n## First post\n\nHi.\n",
     "_drafts/unfinished.md": "---\ntitle: Draft\n---\n\n## Not yet\n\nText.\n",
     "_includes/note.md": "## Included\n\nText.\n",
+    "guide/liquid.md": "---\ntitle: Liquid\n---\n\n{% comment %}\n## Hidden\n{% endcomment %}\n\n"
+                       "## Highlighted\n\n{% highlight ruby %}\nputs 'hi'\n{% endhighlight %}\n\n"
+                       "{% if page.title %}Shown.{% endif %} {% raw %}{{ page.title }}{% endraw %}"
+                       "\n\n## After the code\n\nText.\n\n{% include note.md %}\n",
     "hidden.md": "---\ntitle: Hidden\npublished: false\n---\n\n" + UNPUBLISHED,
     "_posts/2999-01-02-later.md": "---\ntitle: Later\n---\n\n" + UNPUBLISHED,
     "scratch/wip.md": "---\ntitle: WIP\n---\n\n" + UNPUBLISHED,
@@ -548,6 +552,8 @@ def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
     site = build_jekyll(project)
     _assert_all_resolve(site, project, "jekyll")
     _assert_left_out(site, project)
+    anchors = {a for url, a in citations(project)[0] if "liquid" in url}
+    assert {"highlighted", "after-the-code"} <= anchors and "hidden" not in anchors
     pretty = config.startswith("permalink: pretty")
     urls = {url for url, _ in citations(project)[0]}
     assert "https://docs.example.com/team/about-us/" in urls

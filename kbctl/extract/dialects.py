@@ -1,9 +1,9 @@
 """Each docs generator's markdown dialect, read as the text its pages show.
 
 A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
-shortcodes, MkDocs' indented admonitions, ``:::`` containers); kbctl runs none of it, and
-reads each as what a reader of the built page sees. A new dialect is one module and one
-line here.
+shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers); kbctl runs
+none of it, and reads each as what a reader of the built page sees. A new dialect is one
+module and one line here.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .admonitions import admonitions_to_markdown
+from .liquid import liquid_to_markdown
 from .mdx import containers_to_markdown, mdx_to_markdown
 from .shortcodes import shortcodes_to_markdown
 
@@ -20,6 +21,7 @@ DIALECTS: dict[str, Callable[[str], str]] = {
     "vitepress": containers_to_markdown,
     "hugo": shortcodes_to_markdown,
     "mkdocs": admonitions_to_markdown,
+    "jekyll": liquid_to_markdown,
 }
 
 

@@ -7,8 +7,8 @@ markdown is rendered; kbctl cannot run the site's templates, so:
 
 - a tag goes, and the text between a pair of tags stays (``{{< note >}}Mind the
   gap{{< /note >}}`` → ``Mind the gap``);
-- the values a reader sees on the page stay as text: a ``title``, ``caption`` or
-  ``summary`` argument (``figure``, ``details``);
+- the values a reader sees on the page stay as text: a ``title``, ``caption``,
+  ``summary`` or ``content`` argument (``figure``, ``details``);
 - ``{{< highlight LANG >}}`` … ``{{< /highlight >}}`` becomes a fence in that language, as
   the code block it renders;
 - an escaped shortcode (``{{</* name */>}}``), which is how docs show one, reads as the
@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import re
 
+from .template_args import visible_values
+
 _TAG = re.compile(r"\{\{([<%])([^{}]*)([>%])\}\}")
-_ESCAPE = re.compile(r"\\(.)")
 _CLOSERS = {"<": ">", "%": "%"}
 _NAME = re.compile(r"[A-Za-z_][\w./-]*")
-# Named arguments whose value the rendered page shows as text.
-_VISIBLE = ("title", "caption", "summary")
-# From a word's start only (the lookbehind), so a long word is scanned once, not once per
-# letter.
-_NAMED = re.compile(r"(?<![\w-])([A-Za-z_][\w-]*)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|`[^`]*`|\S+)")
 
 
 def shortcodes_to_markdown(text: str) -> str:
@@ -58,27 +54,10 @@ def _replacement(match: re.Match[str]) -> str:
         return "```" if closing else f"```{_first_positional(args)}"
     if closing:
         return ""
-    return " ".join(_visible_values(args))
+    return " ".join(visible_values(args))
 
 
 def _first_positional(args: str) -> str:
     """The language of ``highlight go "linenos=table"``: its first positional argument."""
     first = args.split(maxsplit=1)[0] if args.split() else ""
     return "" if "=" in first else first.strip("\"'`")
-
-
-def _visible_values(args: str) -> list[str]:
-    values = []
-    for key, raw in _NAMED.findall(args):
-        if key.lower() in _VISIBLE:
-            values.append(_unquoted(raw))
-    return [v for v in values if v.strip()]
-
-
-def _unquoted(raw: str) -> str:
-    """A Go string literal's text: backquoted as written, double-quoted unescaped."""
-    if raw.startswith("`"):
-        return raw.strip("`")
-    if raw.startswith('"') and raw.endswith('"') and len(raw) > 1:
-        return _ESCAPE.sub(r"\1", raw[1:-1])
-    return raw

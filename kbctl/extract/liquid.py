@@ -1,0 +1,68 @@
+"""Jekyll's Liquid → what a reader of the built page sees, without the site that renders it.
+
+Jekyll renders Liquid over the whole page, code blocks included, before the markdown.
+kbctl has neither the site's data nor its includes, so:
+
+- ``{{ output }}`` goes (its value is the site's: ``{{ site.baseurl }}``);
+- a tag goes (``{% if %}``, ``{% include nav.html %}``, ``{% link x.md %}``), and what
+  it wraps stays, but a ``title``, ``caption``, ``summary`` or ``content`` argument stays
+  as text (``{% include note.html content="Back up first." %}``);
+- ``{% highlight ruby %}`` … ``{% endhighlight %}`` becomes a fence in that language;
+- ``{% raw %}`` … ``{% endraw %}`` is shown as written (how docs show Liquid itself);
+- ``{% comment %}`` … ``{% endcomment %}`` is not shown.
+
+A tag cannot contain a brace, so a scan never runs past the next one: linear time on any
+input.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .template_args import visible_values
+
+_MARKUP = re.compile(r"\{%([^{}]*)%\}|\{\{([^{}]*)\}\}")
+
+
+def liquid_to_markdown(text: str) -> str:
+    """The page's markdown as its readers see it (see the module docstring)."""
+    if "{%" not in text and "{{" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    hidden_until: str | None = None  # inside raw (shown) or comment (not shown)
+    for m in _MARKUP.finditer(text):
+        tag = m.group(1)
+        name, args = _parts(tag) if tag is not None else ("", "")
+        if hidden_until is not None:
+            if name != hidden_until:
+                continue
+            if hidden_until == "endraw":
+                out.append(text[last:m.start()])
+            hidden_until, last = None, m.end()
+            continue
+        out.append(text[last:m.start()])
+        last = m.end()
+        if name in ("raw", "comment"):
+            hidden_until = f"end{name}"
+            continue
+        if tag is not None:
+            out.append(_tag_text(name, args))
+    out.append(text[last:])  # a raw or comment never closed (no build) loses nothing
+    return "".join(out)
+
+
+def _parts(tag: str) -> tuple[str, str]:
+    """A tag's name and arguments, whitespace control (``{%- … -%}``) aside."""
+    body = tag.strip().removeprefix("-").removesuffix("-").strip()
+    name, _, args = body.replace("\n", " ").replace("\t", " ").partition(" ")
+    return name, args
+
+
+def _tag_text(name: str, args: str) -> str:
+    if name == "highlight":
+        language = args.split(maxsplit=1)[0] if args.split() else ""
+        return f"```{language}"
+    if name == "endhighlight":
+        return "```"
+    return " ".join(visible_values(args))

@@ -1,0 +1,30 @@
+"""The arguments of a template tag that its page shows as text, for the dialects that drop
+the tag itself (Hugo's shortcodes, Jekyll's Liquid includes)."""
+
+from __future__ import annotations
+
+import re
+
+# Named arguments whose value the rendered page shows as text.
+VISIBLE = ("title", "caption", "summary", "content")
+# From a word's start only (the lookbehind), so a long word is scanned once, not once per
+# letter.
+_NAMED = re.compile(
+    r"(?<![\w-])([A-Za-z_][\w-]*)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|`[^`]*`|\S+)")
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def visible_values(args: str) -> list[str]:
+    """The texts of ``args``' named arguments in ``VISIBLE``, in order, unquoted."""
+    values = [_unquoted(raw) for key, raw in _NAMED.findall(args) if key.lower() in VISIBLE]
+    return [v for v in values if v.strip()]
+
+
+def _unquoted(raw: str) -> str:
+    """A string literal's text: single- and backquoted as written, double-quoted unescaped;
+    anything else (a variable) as written."""
+    if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "`'":
+        return raw[1:-1]
+    if len(raw) > 1 and raw[0] == raw[-1] == '"':
+        return _ESCAPE.sub(r"\1", raw[1:-1])
+    return raw
