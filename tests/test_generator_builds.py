@@ -328,16 +328,28 @@ MDBOOK_SITE = {
     "src/sub/deep.md": "# Deep\n\n## Ça va? Oui!\n\nOne.\n\n## Ça va? Oui!\n\nTwo.\n",
     "src/draft.md": "# Not in the summary\n",
 }
+MDBOOK_INCLUDES = {
+    "src/SUMMARY.md": "# Summary\n\n[Intro](README.md)\n\n- [Install](install.md)\n"
+                      "  - [Deep](sub/deep.md)\n- [Listings](listings.md)\n",
+    "src/listings.md": "# Listings\n\n{{#include parts/part.md}}\n\n```rust\n"
+                       "{{#rustdoc_include ../code/main.rs:here}}\n```\n\n## After\n\nText.\n",
+    "src/parts/part.md": "## Included section\n\nFrom another file.\n",
+    "code/main.rs": "fn main() {\n    // ANCHOR: here\n    let answer = 42;\n"
+                    "    // ANCHOR_END: here\n}\n",
+}
 
 
 @pytest.mark.skipif(tool("mdbook") is None, reason="mdBook is not installed")
 def test_mdbook_citations_resolve(tmp_path: Path) -> None:
-    project = write_tree(tmp_path / "book", MDBOOK_SITE)
+    project = write_tree(tmp_path / "book", {**MDBOOK_SITE, **MDBOOK_INCLUDES})
     site = build_mdbook(project)
     _assert_all_resolve(site, project / "src", "mdbook")
     pairs, _, _ = citations(project / "src")
     assert not any("draft" in url for url, _ in pairs)  # not in SUMMARY.md: not published
     assert any(url.endswith("/index.html") for url, _ in pairs)  # README.md
+    # a heading from an included file is the chapter's, cited by the id mdBook gives it
+    assert {a for url, a in pairs if url.endswith("/listings.html")} >= {
+        "included-section", "after"}
 
 
 HUGO_SITE = {

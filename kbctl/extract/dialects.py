@@ -1,33 +1,56 @@
 """Each docs generator's markdown dialect, read as the text its pages show.
 
 A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
-shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers); kbctl runs
-none of it, and reads each as what a reader of the built page sees. A new dialect is one
-module and one line here.
+shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers, mdBook's
+include links); kbctl runs none of its templates, and reads each as what a reader of the
+built page sees. A new dialect is one module and one line here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from .admonitions import admonitions_to_markdown
 from .liquid import liquid_to_markdown
+from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
 from .shortcodes import shortcodes_to_markdown
 
-DIALECTS: dict[str, Callable[[str], str]] = {
-    "docusaurus": mdx_to_markdown,  # Docusaurus reads .md as MDX too
-    "starlight": containers_to_markdown,
-    "vitepress": containers_to_markdown,
-    "hugo": shortcodes_to_markdown,
-    "mkdocs": admonitions_to_markdown,
-    "jekyll": liquid_to_markdown,
+
+@dataclass(frozen=True)
+class PageFile:
+    """Where a page's file lies, the project folder a dialect may read files from, and the
+    files it read (the page must be read again when one of them changes)."""
+
+    path: Path
+    project: Path
+    reads: list[Path] = field(default_factory=list)
+
+
+Dialect = Callable[[str, PageFile], str]
+
+
+def _text_only(read: Callable[[str], str]) -> Dialect:
+    return lambda text, _page: read(text)
+
+
+DIALECTS: dict[str, Dialect] = {
+    "docusaurus": _text_only(mdx_to_markdown),  # Docusaurus reads .md as MDX too
+    "starlight": _text_only(containers_to_markdown),
+    "vitepress": _text_only(containers_to_markdown),
+    "hugo": _text_only(shortcodes_to_markdown),
+    "mkdocs": _text_only(admonitions_to_markdown),
+    "jekyll": _text_only(liquid_to_markdown),
+    "mdbook": lambda text, page: expand_links(text, page=page.path, project=page.project,
+                                              reads=page.reads),
 }
 
 
-def page_markdown(body: str, *, generator: str, fmt: str) -> str:
+def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile) -> str:
     """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere."""
     if fmt == "mdx":
         return mdx_to_markdown(body)
     read = DIALECTS.get(generator)
-    return read(body) if read is not None else body
+    return read(body, page) if read is not None else body

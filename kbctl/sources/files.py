@@ -29,7 +29,7 @@ from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
-from ..extract.dialects import page_markdown
+from ..extract.dialects import PageFile, page_markdown
 from ..extract.markdown import parse_markdown_document
 from ..frontmatter import split_front_matter
 from ..generators import (
@@ -65,6 +65,11 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
 # The stored time (ISO 8601) after which a page's generator stops publishing it.
 UNTIL = "until"
+# The stored {path: [size, mtime_ns]} of the files a page includes (mdBook's {{#include}}):
+# an unchanged page is read again when one of them changed. Past MAX_TRACKED_INCLUDES
+# files, null: such a page is read again every time.
+INCLUDES = "includes"
+MAX_TRACKED_INCLUDES = 1000
 # Folders no docs page lives in: a JavaScript project's installed packages.
 _NEVER_DOCS = frozenset({"node_modules"})
 
@@ -196,7 +201,8 @@ class FilesSource:
             if html:  # a page stored by an older HTML reading is read again
                 stamp[READER] = HTML_READER
             if prev and all(prev.get(key, 1 if key == READER else None) == value
-                            for key, value in stamp.items()) and not _lapsed(prev):
+                            for key, value in stamp.items()) and not _lapsed(prev) \
+                    and _includes_unchanged(prev):
                 return Loaded(leaf=leaf, not_modified=True, meta=stamp)
             if st.st_size > self.max_bytes:
                 raise SourceError(f"{path}: {st.st_size} bytes is over the "
@@ -386,7 +392,11 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     filterable = {k: v for k, v in md.front_matter.items()
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
     body = md.body
-    body = page_markdown(body, generator=site.generator, fmt=fmt)
+    project = site.marker.parent if site.marker is not None else site.content
+    page = PageFile(path, project)
+    body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
+    if page.reads:
+        stamp[INCLUDES] = _include_stamps(page.reads)
     description = md.front_matter.get("description")
     if not body.strip() and isinstance(description, str):
         body = description  # a page of front matter alone (a section's): its summary
@@ -407,6 +417,38 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     return Document(ref=leaf.ref, url=url, kind="files", title=md.title or path.stem,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
+
+
+def _include_stamps(paths: Sequence[Path]) -> dict[str, list[int] | None] | None:
+    stamps: dict[str, list[int] | None] = {}
+    for path in paths:
+        if str(path) in stamps:
+            continue
+        if len(stamps) >= MAX_TRACKED_INCLUDES:
+            return None
+        try:
+            st = os.stat(path)
+            stamps[str(path)] = [st.st_size, st.st_mtime_ns]
+        except OSError:
+            stamps[str(path)] = None
+    return stamps
+
+
+def _includes_unchanged(prev: Mapping[str, Any]) -> bool:
+    """Whether the files a stored page included are as they were when it was read."""
+    if INCLUDES not in prev:
+        return True
+    recorded = prev[INCLUDES]
+    if not isinstance(recorded, dict):
+        return False
+    for name, was in recorded.items():
+        try:
+            st = os.stat(name)
+        except OSError:
+            return False
+        if was != [st.st_size, st.st_mtime_ns]:
+            return False
+    return True
 
 
 def _lapsed(prev: Mapping[str, Any]) -> bool:

@@ -1,0 +1,94 @@
+"""mdBook's include links, expanded as mdBook's ``links`` preprocessor does, so a chapter
+reads with the code listings its readers see.
+
+``{{#include file}}``, ``{{#rustdoc_include file}}`` and ``{{#playground file}}`` put a
+file's text in the page: whole, its lines ``a:b`` (1-based, either end open), or the part
+between ``ANCHOR: name`` and ``ANCHOR_END: name`` (anchor lines never show). For
+``rustdoc_include`` the lines outside the part are hidden on the page, so they are left
+out here too. ``{{#title …}}`` shows nothing; ``\\{{#include x}}`` shows as written.
+
+Only the project's own files are read: a path that leads out of the folder holding
+``book.toml`` (``../..``, an absolute path, a symlink elsewhere), a missing or oversized
+file leaves the link as it is, as mdBook leaves a link it cannot follow. Included files are
+expanded in turn, ten levels deep at most, and a page grows by at most
+``MAX_INCLUDED_CHARS`` in all (a file included twice in each of ten levels would otherwise
+be copied a thousand times).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..projectfiles import inside, read_config_text
+
+_LINK = re.compile(r"\\\{\{#[^{}]*\}\}|\{\{\s*#([A-Za-z0-9_]+)\s*([^{}]*)\}\}")
+_INCLUDES = frozenset({"include", "rustdoc_include", "playground", "playpen"})
+_ANCHOR = re.compile(r"ANCHOR(?:_END)?:\s*([\w-]+)")
+MAX_DEPTH = 10
+MAX_INCLUDED_CHARS = 5 * 1024 * 1024
+
+
+def expand_links(text: str, *, page: Path, project: Path, reads: list[Path] | None = None
+                 ) -> str:
+    """The chapter ``text`` of the file ``page`` with its links expanded (see above); each
+    file read is appended to ``reads``."""
+    if "{{" not in text:
+        return text
+    budget = [MAX_INCLUDED_CHARS]
+    return _expand(text, page.parent, project, 0, budget, [] if reads is None else reads)
+
+
+def _expand(text: str, folder: Path, project: Path, depth: int, budget: list[int],
+            reads: list[Path]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        written = match.group(0)
+        if written.startswith("\\"):
+            return written[1:]
+        kind, args = match.group(1), match.group(2).strip()
+        if kind == "title":
+            return ""
+        if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
+            return written
+        included = _included(args.split()[0], folder, project)
+        if included is None or len(included[0]) > budget[0]:
+            return written
+        content, path = included
+        budget[0] -= len(content)
+        reads.append(path)
+        return _expand(content, path.parent, project, depth + 1, budget, reads)
+
+    return _LINK.sub(replace, text)
+
+
+def _included(spec: str, folder: Path, project: Path) -> tuple[str, Path] | None:
+    """The part of the file ``spec`` names (``path``, ``path:anchor``, ``path:a:b``)."""
+    name, _, selector = spec.partition(":")
+    path = folder / name
+    if not name or not inside(project, path):
+        return None
+    text = read_config_text(path)
+    if text is None:
+        return None
+    lines = text.splitlines()
+    if selector:
+        lines = _selected(lines, selector)
+    return "\n".join(line for line in lines if not _ANCHOR.search(line)), path
+
+
+def _selected(lines: list[str], selector: str) -> list[str]:
+    start, sep, end = selector.partition(":")
+    if start.isdigit() or (sep and (not start or start.isdigit())
+                           and (not end or end.isdigit())):
+        first = max(int(start) - 1, 0) if start else 0
+        last = int(end) if sep and end else (len(lines) if sep else first + 1)
+        return lines[first:last]
+    inside_anchor, kept = False, []
+    for line in lines:
+        m = _ANCHOR.search(line)
+        if m and m.group(1) == selector:
+            inside_anchor = "ANCHOR_END" not in line
+            continue
+        if inside_anchor:
+            kept.append(line)
+    return kept
