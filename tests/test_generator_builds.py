@@ -152,8 +152,16 @@ def test_sphinx_citations_resolve(tmp_path: Path, builder: str) -> None:
 
 MYST_SITE = {
     "conf.py": "project = 'Demo'\nextensions = ['myst_parser']\n"
+               "myst_enable_extensions = ['colon_fence']\n"
                "exclude_patterns = ['_build', 'drafts/*', '**/old-*']\n",
-    "index.md": "# Home\n\n```{toctree}\nguide/install\nguide/page\n```\n\n## Welcome\n\nT.\n",
+    "index.md": "# Home\n\n```{toctree}\n:maxdepth: 2\n\nguide/install\nguide/page\n"
+                "guide/directives\n```\n\n## Welcome\n\nT.\n",
+    "guide/directives.md": "(directives-page)=\n# Directives\n\n% a comment\n\n"
+                           "```{note}\nA note about {py:func}`os.path.join`.\n```\n\n"
+                           "## Code\n\n```{code-block} python\n:caption: Example\n\n"
+                           "# a comment, not a heading\nimport os\n```\n\n"
+                           ":::{versionadded} 1.2\nThe {ref}`options <directives-page>`.\n:::\n"
+                           "\n## After\n\nText.\n",
     "guide/install.md": HEADINGS_MD,
     "guide/page.rst": "An RST page\n===========\n\nSection\n-------\n\nText.\n",
     "drafts/wip.md": "# WIP\n\n" + UNPUBLISHED,
@@ -171,6 +179,8 @@ def test_sphinx_markdown_with_myst(tmp_path: Path) -> None:
     _assert_left_out(site, project)
     assert ("https://docs.example.com/guide/install.html", "options-custom-options") in (
         citations(project)[0])
+    assert {a for url, a in citations(project)[0] if url.endswith("/directives.html")} == {
+        "directives", "code", "after"}
 
 
 @pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")

@@ -1,9 +1,10 @@
 """Each docs generator's markdown dialect, read as the text its pages show.
 
 A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
-shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers, mdBook's
-include links); kbctl runs none of its templates, and reads each as what a reader of the
-built page sees. A new dialect is one module and one line here.
+shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers, MyST's
+directives and roles, mdBook's include links); kbctl runs none of its templates, and
+reads each as what a reader of the built page sees. A new dialect is one module and one
+line here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .admonitions import admonitions_to_markdown
 from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
+from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
 
 
@@ -43,6 +45,8 @@ DIALECTS: dict[str, Dialect] = {
     "hugo": _text_only(shortcodes_to_markdown),
     "mkdocs": _text_only(admonitions_to_markdown),
     "jekyll": _text_only(liquid_to_markdown),
+    "sphinx": _text_only(myst_to_markdown),  # Sphinx reads markdown with MyST
+    "sphinx-dirhtml": _text_only(myst_to_markdown),
     "mdbook": lambda text, page: expand_links(text, page=page.path, project=page.project,
                                               reads=page.reads),
 }

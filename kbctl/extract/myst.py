@@ -1,0 +1,116 @@
+"""MyST markdown (Sphinx's markdown) → what a reader of the built page sees.
+
+MyST writes Sphinx's directives as fences named in braces (```` ```{note} ````, or
+``:::{note}`` with ``colon_fence``) and its roles as ``{name}`text```. Read as CommonMark
+a directive is a code block and a role literal braces. Here, as the reStructuredText
+reader does for the same directives and roles (``rst_sphinx``):
+
+- an admonition or a labelled directive (``{note}``, ``{versionadded} 3.2``,
+  ``{seealso}``) becomes a labelled paragraph with its content;
+- a code directive (``{code-block} python``) becomes a fence in that language;
+- a directive that shows nothing of its own (``{toctree}``, ``{index}``, ``{include}``,
+  ``{automodule}``) goes; any other keeps its content;
+- the directive's options (``:caption: x`` lines, or a ``---`` YAML block) go;
+- a role shows its text (``{func}`os.path.join``` → ```os.path.join()```, ``{ref}`the
+  guide <guide>``` → ``the guide``);
+- ``(label)=`` targets and ``%`` comment lines go.
+
+Plain code fences are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..chunk.headings import normalize_source
+from .rst_sphinx import CODE_DIRECTIVES, IGNORED_DIRECTIVES, LABELLED_DIRECTIVES, role_text
+
+_DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+_OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?")
+_ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]+)`")
+_TARGET = re.compile(r"[ \t]*\([\w:.+-]+\)=[ \t]*")
+_ADMONITIONS = {"note": "Note", "warning": "Warning", "tip": "Tip", "hint": "Hint",
+                "important": "Important", "caution": "Caution", "danger": "Danger",
+                "attention": "Attention", "error": "Error", "todo": "To do"}
+MAX_DEPTH = 16
+
+
+def myst_to_markdown(text: str) -> str:
+    """The page's markdown as its readers see it (see the module docstring)."""
+    if "{" not in text and "%" not in text and ")=" not in text:
+        return text
+    return "\n".join(_read(normalize_source(text).split("\n"), 0))
+
+
+def _read(lines: list[str], depth: int) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        directive = _DIRECTIVE.fullmatch(line) if depth < MAX_DEPTH else None
+        fence = None if directive else _FENCE.match(line)
+        if directive is None and fence is None:
+            if not _TARGET.fullmatch(line) and not line.lstrip().startswith("%"):
+                out.append(_ROLE.sub(_role, line) if "{" in line else line)
+            i += 1
+            continue
+        marker = (directive or fence).group(2 if directive else 1)
+        end = _closing(lines, i + 1, marker)
+        if directive is None:
+            out.extend(lines[i:end + 1])
+        else:
+            indent, _, name, argument = directive.groups()
+            out.extend(indent + x if x else "" for x in _directive(
+                name, argument.strip(), [x[len(indent):] for x in lines[i + 1:end]], depth))
+        i = end + 1
+    return out
+
+
+def _closing(lines: list[str], start: int, marker: str) -> int:
+    """The index of the line closing a fence opened by ``marker`` (or the last line)."""
+    for j in range(start, len(lines)):
+        stripped = lines[j].strip()
+        if stripped.startswith(marker) and not stripped.strip(marker[0]):
+            return j
+    return len(lines)
+
+
+def _directive(name: str, argument: str, content: list[str], depth: int) -> list[str]:
+    content = _without_options(content)
+    kind = name.split(":")[-1]
+    if kind in CODE_DIRECTIVES:
+        language = argument.split()[0] if argument.split() else ""
+        return [f"```{language}", *content, "```"]
+    if kind in IGNORED_DIRECTIVES or kind == "image":
+        return []
+    body = _read(content, depth + 1)
+    if kind == "admonition":  # its argument is its title
+        return [f"**{argument}**", "", *body] if argument else body
+    if kind in _ADMONITIONS:
+        label = _ADMONITIONS[kind]
+        return [f"**{label}: {argument}**" if argument else f"**{label}:**", "", *body]
+    if kind in LABELLED_DIRECTIVES:
+        label, versioned = LABELLED_DIRECTIVES[kind]
+        version, _, rest = argument.partition(" ") if versioned else ("", "", argument)
+        head = f"{label} {version}".strip() + ":"
+        return [f"**{head}**" + (f" {rest}" if rest else ""), "", *body]
+    return ([argument, ""] if argument else []) + body
+
+
+def _without_options(content: list[str]) -> list[str]:
+    """The content after a directive's options: a ``---`` YAML block or ``:key:`` lines."""
+    if content and content[0].strip() == "---":
+        for j in range(1, len(content)):
+            if content[j].strip() == "---":
+                return content[j + 1:]
+        return content
+    j = 0
+    while j < len(content) and _OPTION.fullmatch(content[j]):
+        j += 1
+    return content[j:]
+
+
+def _role(match: re.Match[str]) -> str:
+    shown, code = role_text(match.group(1), match.group(2))
+    return f"`{shown}`" if code else shown

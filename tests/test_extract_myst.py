@@ -1,0 +1,69 @@
+"""MyST pages read as the text their readers see: directives by kind, roles as text."""
+
+from __future__ import annotations
+
+from kbctl.extract.myst import MAX_DEPTH, myst_to_markdown
+
+PAGE = """\
+(install-guide)=
+# Install
+
+% an editor's comment
+
+```{note}
+Use a virtual environment.
+```
+
+````{versionadded} 3.2 The --fast flag.
+:class: custom
+
+See {func}`os.path.join` and {ref}`the guide <install-guide>`.
+
+```{code-block} python
+:caption: example
+
+import os
+```
+````
+
+:::{admonition} Custom title
+---
+class: tip
+---
+Body here.
+:::
+
+```{toctree}
+:maxdepth: 2
+
+intro
+```
+
+```python
+```{note}
+not a directive: code
+```
+
+Press {kbd}`Ctrl-C`, read {pep}`8`.
+"""
+
+
+def test_directives_by_kind_and_roles_as_text() -> None:
+    md = myst_to_markdown(PAGE)
+    assert "install-guide)=" not in md and "editor's comment" not in md
+    assert "**Note:**\n\nUse a virtual environment." in md
+    assert "**Added in version 3.2:** The --fast flag." in md and ":class:" not in md
+    assert "See `os.path.join()` and the guide." in md
+    assert "```python\n\nimport os\n```" in md and ":caption:" not in md
+    assert "**Custom title**\n\nBody here." in md and "class: tip" not in md
+    assert "intro" not in md and "maxdepth" not in md
+    assert "```python\n```{note}\nnot a directive: code\n```" in md  # plain code stays
+    assert "Press `Ctrl-C`, read PEP 8." in md
+
+
+def test_plain_markdown_is_untouched_and_hostile_nesting_ends() -> None:
+    assert myst_to_markdown("# Plain\n\nNo MyST here.") == "# Plain\n\nNo MyST here."
+    deep = "".join(f"{'`' * (40 - n)}{{note}}\n" for n in range(MAX_DEPTH + 8)) + "core\n"
+    assert "core" in myst_to_markdown(deep)
+    unclosed = "```{note}\n" * 50_000
+    assert myst_to_markdown(unclosed).count("**Note:**") == MAX_DEPTH
