@@ -132,5 +132,7 @@ def test_which_generators_read_containers(tmp_path: Path) -> None:
                   if x.document is not None and "Pin the version." in x.document.body]
         bodies[name] = body
     assert "**Tip:**" in bodies["docusaurus"] and "<Highlight>" not in bodies["docusaurus"]
-    assert "**Tip:**" in bodies["vitepress"] and "<Highlight>words" in bodies["vitepress"]
+    assert "**Tip:**" in bodies["vitepress"]
     assert ":::tip" in bodies["plain"]
+    # raw HTML reads as the browser shows it, whatever the generator
+    assert all("<Highlight>" not in b and "words" in b for b in bodies.values())

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .admonitions import admonitions_to_markdown
+from .inline_html import html_to_text
 from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
@@ -53,8 +54,9 @@ DIALECTS: dict[str, Dialect] = {
 
 
 def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile) -> str:
-    """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere."""
+    """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere,
+    and raw HTML reads as a browser shows it whatever the generator."""
     if fmt == "mdx":
-        return mdx_to_markdown(body)
+        return html_to_text(mdx_to_markdown(body))
     read = DIALECTS.get(generator)
-    return read(body, page) if read is not None else body
+    return html_to_text(read(body, page) if read is not None else body)

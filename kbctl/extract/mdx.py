@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import re
 
-from ..chunk.headings import block_tokens, normalize_source
+from ..chunk.headings import normalize_source
+from .inline_html import code_lines, outside_code, without_tags
 
 _ESM = re.compile(r"(?:import|export)\b")
-# After the name, one whitespace character opens the attributes, whose alternatives each
-# start on a different character: a hostile line costs linear time.
-_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
-_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
-_ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?\s*(.*?)\s*$")
+# The title is taken greedily and stripped after: a lazy one before "\s*$" would rescan a
+# run of spaces from each of its characters.
+_ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?(.*)$")
 _ADMONITION_CLOSE = re.compile(r"^\s*:::+\s*$")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _LABELS = {"note": "Note", "tip": "Tip", "info": "Info", "caution": "Caution",
            "warning": "Warning", "danger": "Danger", "important": "Important",
            "details": "Details"}
@@ -49,7 +47,7 @@ def containers_to_markdown(text: str) -> str:
 def _read(text: str, *, jsx: bool) -> str:
     text = normalize_source(text)
     lines = text.split("\n")
-    fenced = _fenced_lines(text)
+    fenced = code_lines(text)
     out: list[str] = []
     in_esm = False
     for n, line in enumerate(lines):
@@ -67,20 +65,12 @@ def _read(text: str, *, jsx: bool) -> str:
     return "\n".join(out)
 
 
-def _fenced_lines(text: str) -> set[int]:
-    lines: set[int] = set()
-    for tok in block_tokens(text):
-        if tok.type in ("fence", "code_block") and tok.map:
-            lines.update(range(tok.map[0], tok.map[1]))
-    return lines
-
-
 def _container_line(line: str) -> str:
     """An admonition's opening line as its label, its closing line as nothing."""
     m = _ADMONITION_OPEN.match(line)
     if m:
         indent, kind, bracketed, rest = m.groups()
-        title = (bracketed or "").strip() or rest
+        title = (bracketed or "").strip() or rest.strip()
         if kind.lower() in _UNLABELLED:
             return f"{indent}{title}" if title else ""
         label = _LABELS.get(kind.lower(), kind.capitalize())
@@ -93,14 +83,22 @@ def _container_line(line: str) -> str:
 def _prose_line(line: str) -> str:
     if _ADMONITION_OPEN.match(line) or _ADMONITION_CLOSE.match(line):
         return _container_line(line)
-    line = _COMMENT.sub("", line)
-    parts: list[str] = []
-    last = 0
-    for span in _CODE_SPAN.finditer(line):
-        parts.append(_TAG.sub("", line[last:span.start()]))
-        parts.append(span.group(0))
-        last = span.end()
-    parts.append(_TAG.sub("", line[last:]))
-    stripped = "".join(parts)
+    stripped = outside_code(_without_jsx_comments(line), without_tags)
     return "" if not stripped.strip() and line.strip() else stripped
+
+
+def _without_jsx_comments(line: str) -> str:
+    """``line`` without ``{/* … */}`` comments, found with ``str.find``: linear time."""
+    if "{/*" not in line:
+        return line
+    out: list[str] = []
+    pos = 0
+    while (start := line.find("{/*", pos)) >= 0:
+        end = line.find("*/}", start + 3)
+        if end < 0:
+            break
+        out.append(line[pos:start])
+        pos = end + 3
+    out.append(line[pos:])
+    return "".join(out)
 

@@ -1,0 +1,138 @@
+"""Raw HTML in markdown, read as the text a browser shows: comments gone, tags dropped and
+the text between them kept, code (fences, indented blocks, code spans) left as written.
+
+Markdown allows HTML anywhere; a page shows ``<kbd>Ctrl</kbd>`` as ``Ctrl``, and an
+``<!-- editor's note -->`` or a ``<script>`` block not at all, while a chunk read from the
+source would carry them all.
+
+Every scan here is linear in the text, whatever it holds: code spans are paired in one
+pass over the backtick runs (a regex with a backreference took seconds for a few KB of
+unmatched backticks), a comment is searched for with ``str.find``, and a tag cannot hold
+``<``, ``>`` or a brace, so its match never runs past the next one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ..chunk.headings import block_tokens
+
+# After the name, one whitespace character opens the attributes, whose alternatives each
+# start on a different character: a hostile line costs linear time.
+TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
+_BACKTICKS = re.compile(r"`+")
+_SCRIPT = re.compile(r"\s*<(?:script|style)\b", re.IGNORECASE)
+
+
+def code_lines(text: str) -> set[int]:
+    """The indexes of the lines of ``text`` inside fenced or indented code blocks."""
+    return _block_lines(text)[0]
+
+
+def _block_lines(text: str) -> tuple[set[int], set[int]]:
+    """(code lines, lines of ``<script>`` and ``<style>`` blocks, which show nothing)."""
+    code: set[int] = set()
+    hidden: set[int] = set()
+    for tok in block_tokens(text):
+        if not tok.map:
+            continue
+        if tok.type in ("fence", "code_block"):
+            code.update(range(tok.map[0], tok.map[1]))
+        elif tok.type == "html_block" and _SCRIPT.match(tok.content):
+            hidden.update(range(tok.map[0], tok.map[1]))
+    return code, hidden
+
+
+def code_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of ``line``: a run of n backticks up to the next run
+    of exactly n (CommonMark). One pass: each length's next run is found by a pointer that
+    only moves forward."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    pointer: dict[int, int] = {}
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        length = runs[i][1] - runs[i][0]
+        same, p = by_length[length], pointer.get(length, 0)
+        while p < len(same) and same[p] <= i:
+            p += 1
+        pointer[length] = p
+        if p < len(same):
+            closer = same[p]
+            spans.append((runs[i][0], runs[closer][1]))
+            i = closer + 1
+        else:
+            i += 1
+    return spans
+
+
+def outside_code(line: str, change: Callable[[str], str]) -> str:
+    """``line`` with ``change`` applied to the parts that are not code spans."""
+    parts: list[str] = []
+    last = 0
+    for start, end in code_spans(line) if "`" in line else ():
+        parts.append(change(line[last:start]))
+        parts.append(line[start:end])
+        last = end
+    parts.append(change(line[last:]))
+    return "".join(parts)
+
+
+def without_tags(text: str) -> str:
+    return TAG.sub("", text) if "<" in text else text
+
+
+def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
+    """``line`` without its ``<!-- … -->`` comments outside code spans, and whether a
+    comment is still open at its end (``in_comment``: one was open at its start)."""
+    pos = 0
+    if in_comment:
+        end = line.find("-->")
+        if end < 0:
+            return "", True
+        pos = end + 3
+    rest = line[pos:]
+    spans = code_spans(rest) if "`" in rest else []
+    out: list[str] = []
+    i = k = 0
+    while True:
+        start = rest.find("<!--", i)
+        if start < 0:
+            out.append(rest[i:])
+            return "".join(out), False
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        if k < len(spans) and spans[k][0] <= start:  # inside code: shown as written
+            out.append(rest[i:spans[k][1]])
+            i = spans[k][1]
+            continue
+        out.append(rest[i:start])
+        end = rest.find("-->", start + 4)
+        if end < 0:
+            return "".join(out), True
+        i = end + 3
+
+
+def html_to_text(text: str) -> str:
+    """Markdown with its raw HTML read as a browser shows it (see the module docstring).
+    A line that held only a comment is left empty, so no two blocks run together."""
+    if "<" not in text:
+        return text
+    code, hidden = _block_lines(text)
+    out: list[str] = []
+    in_comment = False
+    for n, line in enumerate(text.split("\n")):
+        if n in hidden:
+            out.append("")
+            continue
+        if n in code and not in_comment:
+            out.append(line)
+            continue
+        if in_comment or "<!--" in line:
+            line, in_comment = _without_comments(line, in_comment)
+        out.append(outside_code(line, without_tags) if "<" in line else line)
+    return "\n".join(out)
