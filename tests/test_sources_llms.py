@@ -81,3 +81,13 @@ def test_probe_finds_a_list_and_falls_through_silently_otherwise() -> None:
         assert _probe(server) is None
     with LocalServer({"/llms.txt": ok("# S\n\nNo links at all.\n")}) as server:
         assert _probe(server) is None
+
+
+def test_headings_keep_a_trailing_hash_and_hostile_spaces_cost_linear_time() -> None:
+    parsed = parse_llms_txt("# C#\n\n## Setup ##\n\n- [A](https://a.example/p): notes\n",
+                            "https://a.example/")
+    assert parsed.title == "C#" and [s.name for s in parsed.sections] == ["Setup"]
+    spaces = " " * 200_000  # the old pattern backtracked in cubic time over such a run
+    hostile = parse_llms_txt(f"# a{spaces}b\n## x{spaces}y\n- [a](u{spaces}x\n",
+                             "https://a.example/")
+    assert hostile.title == f"a{spaces}b" and hostile.sections[0].name == f"x{spaces}y"
