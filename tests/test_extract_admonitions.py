@@ -68,3 +68,9 @@ def test_deep_nesting_stops_at_the_limit() -> None:
     md = admonitions_to_markdown(deep + "    " * (MAX_DEPTH + 5) + "bottom\n")
     assert md.count("**Note:**") == MAX_DEPTH and "bottom" in md
     assert admonitions_to_markdown("no blocks") == "no blocks"
+
+
+def test_api_blocks_read_as_the_object_name() -> None:
+    md = admonitions_to_markdown("Intro.\n\n::: httpx.get\n    :docstring:\n\n"
+                                 "::: pkg.Client\n    options:\n      members: [get]\n\nAfter.\n")
+    assert md == "Intro.\n\n`httpx.get`\n\n`pkg.Client`\n\nAfter.\n"

@@ -62,3 +62,18 @@ def test_hostile_lines_end() -> None:
     assert html_to_text("x <a" + " " * n) == "x <a" + " " * n
     assert mdx_to_markdown("x " + "{/*" * n) == "x " + "{/*" * n
     assert mdx_to_markdown(":::note a" + " " * n + "b").startswith("**Note: a")
+
+
+def test_a_tag_holding_backticks_goes_whole_and_html_blocks_read_no_code_spans() -> None:
+    inline = 'See <Listing caption="made by `cargo new`">the listing</Listing> and `<b>`.'
+    assert html_to_text(inline) == "See the listing and `<b>`."
+    block = '<Listing number="1-2" caption="Contents of `Cargo.toml`">\n\ntext\n\n</Listing>\n'
+    assert html_to_text(block) == "\n\ntext\n\n\n"
+
+
+def test_a_tag_over_several_lines_of_an_html_block_goes_whole() -> None:
+    md = '# Ownership\n\n<img alt="Three tables:\nthe stack and the heap." src="x.svg"\n' \
+         'class="center" />\n\nFigure 4-2: the representation.\n'
+    text = html_to_text(md)
+    assert "Three tables" not in text and "src=" not in text and "class=" not in text
+    assert text.startswith("# Ownership\n") and "\n\nFigure 4-2: the representation." in text

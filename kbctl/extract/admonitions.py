@@ -6,8 +6,9 @@ Python-Markdown's ``admonition`` (``!!! note "Title"``), ``pymdownx.details``
 content is indented by four spaces under the marker. Read as CommonMark, that content is an
 indented code block: prose shown as code, fences inside it as literal backticks. Here the
 marker becomes ``**Note: Title**`` (``**Tab**`` for a tab, the title alone for a type
-with an empty title ``""``) and the content is dedented, nested blocks too. Fenced code
-is left as it is.
+with an empty title ``""``) and the content is dedented, nested blocks too. An API block
+of mkdocstrings or mkautodoc (``::: package.Name`` and its indented options) reads as the
+object's name. Fenced code is left as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 # Python-Markdown's own shape: type words (``note``, ``info inline end``), then a title.
 _KIND = re.compile(r'([A-Za-z][\w-]*(?: +[\w-]+)*)(?: +"(.*)")?')
 _TAB = re.compile(r'"(.*)"')
+# An API block of mkdocstrings or mkautodoc (``::: package.Name``, its options indented
+# under it): the documentation is generated from code kbctl does not run; the name stays.
+_AUTODOC = re.compile(r"([ \t]*):::[ \t]+([A-Za-z_][\w.:]*)[ \t]*")
 _INDENT = "    "
 # Blocks nested deeper than this are left as they are: each level re-reads its content.
 MAX_DEPTH = 32
@@ -29,7 +33,7 @@ MAX_DEPTH = 32
 
 def admonitions_to_markdown(text: str) -> str:
     """The page's markdown with its admonitions, details and tabs read as text."""
-    if "!!!" not in text and "???" not in text and "===" not in text:
+    if not any(marker in text for marker in ("!!!", "???", "===", ":::")):
         return text
     return "\n".join(_read(normalize_source(text).split("\n"), 0))
 
@@ -51,6 +55,11 @@ def _read(lines: list[str], depth: int) -> list[str]:
             out.append(line)
             i += 1
             continue
+        if auto := _AUTODOC.fullmatch(line):
+            indent = auto.group(1)
+            out.append(f"{indent}`{auto.group(2)}`")
+            i = _block_end(lines, i, indent)
+            continue
         m = _OPEN.fullmatch(line)
         label = _label(m.group(2), (m.group(3) or "").strip()) if m else None
         if m is None or label is None or depth >= MAX_DEPTH:
@@ -58,19 +67,26 @@ def _read(lines: list[str], depth: int) -> list[str]:
             i += 1
             continue
         indent = m.group(1)
-        inner = indent + _INDENT
-        end = i + 1
-        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(
-                (inner, indent + "\t"))):
-            end += 1
-        while end > i + 1 and not lines[end - 1].strip():
-            end -= 1  # blank lines after the block are outside it
+        end = _block_end(lines, i, indent)
         if label:
             out.append(f"{indent}{label}")
         body = [_dedent(b, indent) for b in lines[i + 1:end]]
         out.extend(f"{indent}{b}" if b else "" for b in _read(body, depth + 1))
         i = end
     return out
+
+
+def _block_end(lines: list[str], opening: int, indent: str) -> int:
+    """The end of the block opened at line ``opening``: its lines are indented four more
+    than ``indent``, or blank (but blank lines after it are outside it)."""
+    inner = indent + _INDENT
+    end = opening + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith(
+            (inner, indent + "\t"))):
+        end += 1
+    while end > opening + 1 and not lines[end - 1].strip():
+        end -= 1
+    return end
 
 
 def _dedent(line: str, indent: str) -> str:

@@ -14,7 +14,6 @@ unmatched backticks), a comment is searched for with ``str.find``, and a tag can
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from ..chunk.headings import block_tokens
 
@@ -30,10 +29,13 @@ def code_lines(text: str) -> set[int]:
     return _block_lines(text)[0]
 
 
-def _block_lines(text: str) -> tuple[set[int], set[int]]:
-    """(code lines, lines of ``<script>`` and ``<style>`` blocks, which show nothing)."""
+def _block_lines(text: str) -> tuple[set[int], set[int], dict[int, int]]:
+    """(code lines, lines of ``<script>`` and ``<style>`` blocks, which show nothing, and
+    the other HTML blocks as {first line: end}, where no markdown, code spans included, is
+    read and a tag may span lines)."""
     code: set[int] = set()
     hidden: set[int] = set()
+    html: dict[int, int] = {}
     for tok in block_tokens(text):
         if not tok.map:
             continue
@@ -41,7 +43,9 @@ def _block_lines(text: str) -> tuple[set[int], set[int]]:
             code.update(range(tok.map[0], tok.map[1]))
         elif tok.type == "html_block" and _SCRIPT.match(tok.content):
             hidden.update(range(tok.map[0], tok.map[1]))
-    return code, hidden
+        elif tok.type == "html_block":
+            html[tok.map[0]] = tok.map[1]
+    return code, hidden, html
 
 
 def code_spans(line: str) -> list[tuple[int, int]]:
@@ -70,20 +74,31 @@ def code_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def outside_code(line: str, change: Callable[[str], str]) -> str:
-    """``line`` with ``change`` applied to the parts that are not code spans."""
-    parts: list[str] = []
-    last = 0
-    for start, end in code_spans(line) if "`" in line else ():
-        parts.append(change(line[last:start]))
-        parts.append(line[start:end])
-        last = end
-    parts.append(change(line[last:]))
-    return "".join(parts)
-
-
 def without_tags(text: str) -> str:
+    """``text`` without HTML tags, code spans or not (an HTML block's line)."""
     return TAG.sub("", text) if "<" in text else text
+
+
+def without_inline_tags(line: str) -> str:
+    """``line`` without the HTML tags outside its code spans. Whichever starts first, a tag
+    or a code span, wins (CommonMark), so a tag whose attribute holds backticks
+    (``<Listing caption="`cargo new`">``) goes whole."""
+    if "<" not in line:
+        return line
+    spans = code_spans(line) if "`" in line else []
+    out: list[str] = []
+    pos = k = 0
+    for m in TAG.finditer(line):
+        while k < len(spans) and spans[k][1] <= m.start():
+            k += 1
+        if k < len(spans) and spans[k][0] < m.start():
+            continue  # inside a code span: shown as written
+        out.append(line[pos:m.start()])
+        pos = m.end()
+        while k < len(spans) and spans[k][0] < pos:
+            k += 1  # a span the tag holds is part of the tag
+    out.append(line[pos:])
+    return "".join(out)
 
 
 def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
@@ -122,17 +137,36 @@ def html_to_text(text: str) -> str:
     A line that held only a comment is left empty, so no two blocks run together."""
     if "<" not in text:
         return text
-    code, hidden = _block_lines(text)
-    out: list[str] = []
+    code, hidden, html = _block_lines(text)
+    lines = text.split("\n")
     in_comment = False
-    for n, line in enumerate(text.split("\n")):
-        if n in hidden:
-            out.append("")
-            continue
-        if n in code and not in_comment:
-            out.append(line)
+    for n, line in enumerate(lines):
+        if n in hidden or (n in code and not in_comment):
             continue
         if in_comment or "<!--" in line:
-            line, in_comment = _without_comments(line, in_comment)
-        out.append(outside_code(line, without_tags) if "<" in line else line)
+            lines[n], in_comment = _without_comments(line, in_comment)
+    # a block at once, an HTML block or a paragraph (up to a blank line): a tag, and a code
+    # span, may span its lines
+    out: list[str] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            out.append(without_inline_tags("\n".join(paragraph)))
+            paragraph.clear()
+
+    n = 0
+    while n < len(lines):
+        if n in html:
+            flush()
+            out.append(without_tags("\n".join(lines[n:html[n]])))
+            n = html[n]
+            continue
+        if n in hidden or n in code or not lines[n].strip():
+            flush()
+            out.append("" if n in hidden else lines[n])
+        else:
+            paragraph.append(lines[n])
+        n += 1
+    flush()
     return "\n".join(out)
