@@ -65,10 +65,16 @@ def test_hostile_lines_end() -> None:
 
 
 def test_a_tag_holding_backticks_goes_whole_and_html_blocks_read_no_code_spans() -> None:
-    inline = 'See <Listing caption="made by `cargo new`">the listing</Listing> and `<b>`.'
+    inline = 'See <span data-x="`cargo new`">the listing</span> and `<b>`.'
     assert html_to_text(inline) == "See the listing and `<b>`."
     block = '<Listing number="1-2" caption="Contents of `Cargo.toml`">\n\ntext\n\n</Listing>\n'
-    assert html_to_text(block) == "\n\ntext\n\n\n"
+    assert html_to_text(block).split() == ["Contents", "of", "`Cargo.toml`", "text"]
+
+
+def test_components_show_their_visible_arguments() -> None:
+    md = 'A <TabItem value="n" label="npm">npm i</TabItem>, <abbr title="a tip">x</abbr>, ' \
+         '<Badge type="tip" text="beta" />.'
+    assert html_to_text(md).split() == ["A", "npm", "npm", "i,", "x,", "beta", "."]
 
 
 def test_a_tag_over_several_lines_of_an_html_block_goes_whole() -> None:
@@ -77,3 +83,11 @@ def test_a_tag_over_several_lines_of_an_html_block_goes_whole() -> None:
     text = html_to_text(md)
     assert "Three tables" not in text and "src=" not in text and "class=" not in text
     assert text.startswith("# Ownership\n") and "\n\nFigure 4-2: the representation." in text
+
+
+def test_a_heading_shows_no_component_arguments() -> None:
+    """Its id comes from its text, which a component's arguments are no part of."""
+    md = "## Install <Badge text=\"new\" />\n\nText <Badge text=\"beta\" />.\n"
+    assert html_to_text(md).split("\n")[0].rstrip() == "## Install"
+    assert mdx_to_markdown(md).split("\n")[0].rstrip() == "## Install"
+    assert "beta" in html_to_text(md) and "beta" in mdx_to_markdown(md)

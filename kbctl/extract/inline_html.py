@@ -16,11 +16,15 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import block_tokens
+from .template_args import visible_values
 
 # After the name, one whitespace character opens the attributes, whose alternatives each
 # start on a different character: a hostile line costs linear time.
-TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?/?>")
+TAG = re.compile(r"</?([A-Za-z][\w.:-]*)((?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?)/?>")
 _BACKTICKS = re.compile(r"`+")
+# An ATX heading: its text gives its id, which the generator takes from the text alone (a
+# component's arguments are not part of it), so a heading's tags show nothing.
+HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _SCRIPT = re.compile(r"\s*<(?:script|style)\b", re.IGNORECASE)
 
 
@@ -74,15 +78,25 @@ def code_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
+def tag_text(match: re.Match[str]) -> str:
+    """What a tag shows: nothing, but a component's (``<Listing caption="…">``,
+    ``<TabItem label="npm">``: capitalised, as JSX names them) visible arguments."""
+    if not match.group(1)[0].isupper():
+        return ""
+    shown = " ".join(visible_values(match.group(2)))
+    return f" {shown} " if shown else ""  # set apart from the words around it
+
+
 def without_tags(text: str) -> str:
     """``text`` without HTML tags, code spans or not (an HTML block's line)."""
-    return TAG.sub("", text) if "<" in text else text
+    return TAG.sub(tag_text, text) if "<" in text else text
 
 
-def without_inline_tags(line: str) -> str:
+def without_inline_tags(line: str, *, shown: bool = True) -> str:
     """``line`` without the HTML tags outside its code spans. Whichever starts first, a tag
     or a code span, wins (CommonMark), so a tag whose attribute holds backticks
-    (``<Listing caption="`cargo new`">``) goes whole."""
+    (``<Listing caption="`cargo new`">``) goes whole. ``shown=False``: a component shows
+    nothing either (a heading's)."""
     if "<" not in line:
         return line
     spans = code_spans(line) if "`" in line else []
@@ -94,6 +108,7 @@ def without_inline_tags(line: str) -> str:
         if k < len(spans) and spans[k][0] < m.start():
             continue  # inside a code span: shown as written
         out.append(line[pos:m.start()])
+        out.append(tag_text(m) if shown else "")
         pos = m.end()
         while k < len(spans) and spans[k][0] < pos:
             k += 1  # a span the tag holds is part of the tag
@@ -165,6 +180,9 @@ def html_to_text(text: str) -> str:
         if n in hidden or n in code or not lines[n].strip():
             flush()
             out.append("" if n in hidden else lines[n])
+        elif HEADING.match(lines[n]):
+            flush()
+            out.append(without_inline_tags(lines[n], shown=False))
         else:
             paragraph.append(lines[n])
         n += 1

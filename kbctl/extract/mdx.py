@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import normalize_source
-from .inline_html import code_lines, without_inline_tags
+from .inline_html import HEADING, code_lines, without_inline_tags
 
 _ESM = re.compile(r"(?:import|export)\b")
 # The title is taken greedily and stripped after: a lazy one before "\s*$" would rescan a
@@ -83,7 +83,8 @@ def _container_line(line: str) -> str:
 def _prose_line(line: str) -> str:
     if _ADMONITION_OPEN.match(line) or _ADMONITION_CLOSE.match(line):
         return _container_line(line)
-    stripped = without_inline_tags(_without_jsx_comments(line))
+    stripped = without_inline_tags(_without_jsx_comments(line),
+                                   shown=not HEADING.match(line))
     return "" if not stripped.strip() and line.strip() else stripped
 
 

@@ -1,12 +1,13 @@
-"""The arguments of a template tag that its page shows as text, for the dialects that drop
-the tag itself (Hugo's shortcodes, Jekyll's Liquid includes)."""
+"""The arguments of a template tag or a component that its page shows as text, for the
+dialects that drop the tag itself (Hugo's shortcodes, Jekyll's Liquid includes, MDX and
+HTML components)."""
 
 from __future__ import annotations
 
 import re
 
 # Named arguments whose value the rendered page shows as text.
-VISIBLE = ("title", "caption", "summary", "content")
+VISIBLE = ("title", "caption", "summary", "content", "label", "text")
 # From a word's start only (the lookbehind), so a long word is scanned once, not once per
 # letter.
 _NAMED = re.compile(
