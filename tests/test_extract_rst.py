@@ -187,3 +187,11 @@ def test_an_unparsable_file_fails_alone(tmp_path: Path) -> None:
     deep = outcomes["deep.rst"]
     assert deep.document is None and "deep.rst" in deep.error.message
     assert "cannot parse reStructuredText" in deep.error.message
+
+
+def test_a_hostile_signature_is_read_in_linear_time() -> None:
+    """Runs of space side by side in the signature pattern cost the cube of their length:
+    800 spaces took most of a second; 9,000 (docutils reads lines up to 10,000 characters)
+    would have taken about twenty minutes."""
+    page = "Title\n=====\n\n.. function:: x" + " " * 9_000 + "}\n\n   Body.\n"
+    assert "Body." in rst_to_markdown(page, source="hostile.rst").markdown
