@@ -18,6 +18,10 @@
    that letter (each word is compared with at most 20,000 candidates, at most 8 words a
    question), in the knowledge base and in an agent's memory of 400 such files. Needs the
    embedded PostgreSQL; milliseconds per question.
+7. Lines shaped against the patterns that backtracked and the linear scans that replaced
+   them: MDX code spans (unmatched backticks), llms.txt headings and Sphinx signatures (runs
+   of spaces), at growing sizes. The old pattern runs once per size, and no more once one
+   run passes 1 s.
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -197,6 +201,41 @@ def typo_vocabulary() -> None:
           f"memory search over 400 files of them: {statistics.median(recalls) * 1000:.0f} ms")
 
 
+# The patterns section 7 measures against, as they were before their linear replacements.
+OLD_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+OLD_LLMS_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+OLD_SIGNATURE = re.compile(
+    r"^\s*([\w.]*\.)?(\w+)\s*(?:\[[^\]]*\])?\s*(?:\(.*\)(?:\s*->.*)?)?\s*$", re.DOTALL)
+
+
+def replaced_patterns() -> None:
+    from kbctl.extract.inline_html import code_spans
+    from kbctl.extract.rst_sphinx import written_name
+    from kbctl.sources.llms import parse_llms_txt
+
+    shapes = [
+        ("MDX code spans, n backticks then n letters", lambda n: "x " + "`" * n + "a" * n,
+         lambda line: list(OLD_CODE_SPAN.finditer(line)), code_spans),
+        ("llms.txt heading, '# a', n spaces, 'b'", lambda n: "# a" + " " * n + "b",
+         OLD_LLMS_HEADING.match, lambda line: parse_llms_txt(line, "https://a.example/")),
+        ("Sphinx signature, 'x', n spaces, '}'", lambda n: "x" + " " * n + "}",
+         OLD_SIGNATURE.match, written_name),
+    ]
+    print("\nlines shaped against the patterns replaced by linear scans (seconds):")
+    print(f"  {'shape':44} {'n':>6} {'linear':>9} {'old pattern':>12}")
+    for name, make, old, new in shapes:
+        old_alive = True
+        for n in (250, 500, 1000, 2000, 4000, 100_000):
+            line = make(n)
+            linear = median_seconds(lambda line=line, new=new: new(line), 5)
+            old_cell = "skipped"
+            if old_alive:
+                took = median_seconds(lambda line=line, old=old: old(line), 1)
+                old_cell = f"{took:12.4f}"
+                old_alive = took < 1
+            print(f"  {name:44} {n:>6} {linear:9.5f} {old_cell:>12}")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
@@ -204,3 +243,4 @@ if __name__ == "__main__":
     html_pages()
     markdown_files()
     typo_vocabulary()
+    replaced_patterns()
