@@ -94,3 +94,14 @@ def test_bad_bodies_are_extract_errors_naming_the_url(body: bytes, content_type:
         to_document(result(body, content_type), ref="https://docs.test/install", kind="url")
     assert info.value.message.startswith("https://docs.test/install: ")
     assert message.lower() in info.value.message.lower()
+
+
+def test_served_markdown_reads_as_its_readers_see_it() -> None:
+    body = "# Guide\n\n<!-- an editor's note -->\nPress <kbd>Ctrl</kbd>, then `<b>`.\n"
+    doc = to_document(result(body, "text/markdown", "https://d.test/guide.md"),
+                      ref="https://d.test/guide.md", kind="llms")
+    assert "editor's note" not in doc.body and "Press Ctrl, then `<b>`." in doc.body
+    mdx = "import X from './x';\n\n# Guide\n\n:::tip\nPin it.\n:::\n"
+    doc = to_document(result(mdx, "text/plain", "https://d.test/guide.mdx"),
+                      ref="https://d.test/guide.mdx", kind="llms")
+    assert "import" not in doc.body and "**Tip:**" in doc.body

@@ -32,7 +32,8 @@ class PageFile:
     reads: list[Path] = field(default_factory=list)
 
 
-Dialect = Callable[[str, PageFile], str]
+# A dialect reads a page's markdown; the page's file is None for a page fetched from the web.
+Dialect = Callable[[str, PageFile | None], str]
 
 
 def _text_only(read: Callable[[str], str]) -> Dialect:
@@ -48,12 +49,13 @@ DIALECTS: dict[str, Dialect] = {
     "jekyll": _text_only(liquid_to_markdown),
     "sphinx": _text_only(myst_to_markdown),  # Sphinx reads markdown with MyST
     "sphinx-dirhtml": _text_only(myst_to_markdown),
-    "mdbook": lambda text, page: expand_links(text, page=page.path, project=page.project,
-                                              reads=page.reads),
+    "mdbook": lambda text, page: text if page is None else expand_links(
+        text, page=page.path, project=page.project, reads=page.reads),
 }
 
 
-def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile) -> str:
+def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile | None = None
+                  ) -> str:
     """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere,
     and raw HTML reads as a browser shows it whatever the generator."""
     if fmt == "mdx":

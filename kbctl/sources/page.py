@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ..errors import ExtractError, KbctlError
+from ..extract.dialects import page_markdown
 from ..extract.html_select import ContentSelectors
 from ..extract.markdown import parse_markdown_document
 from ..net import FetchResult
@@ -49,8 +50,10 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
             md = parse_markdown_document(text)
             filterable = {k: v for k, v in md.front_matter.items()
                           if isinstance(k, str) and isinstance(v, str | int | float | bool)}
+            mdx = urlsplit(ref).path.lower().endswith(".mdx")
+            body = page_markdown(md.body, generator="plain", fmt="mdx" if mdx else "markdown")
             return Document(ref=ref, url=ref, kind=kind, title=md.title or _url_title(ref),
-                            body=md.body, format="markdown", filterable=filterable)
+                            body=body, format="markdown", filterable=filterable)
         if not text.strip():
             raise ExtractError("the document is empty")
         return Document(ref=ref, url=ref, kind=kind, title=_url_title(ref), body=text,
