@@ -108,6 +108,16 @@ def test_people_output_puts_failures_first_with_details(small_kb: Cli, workdir: 
     assert "FAIL: 1 of 2 cases failed" in out
 
 
+def test_an_empty_namespace_is_named_before_every_case_fails(small_kb: Cli,
+                                                             workdir: Path) -> None:
+    suite = write(workdir / "suite.yaml", PASSING)
+    result = small_kb("eval", str(suite), "-n", "nothing-ingested")
+    assert result.exit_code == 1
+    assert "namespace 'nothing-ingested' holds no chunks: every case will find nothing " \
+        "(ingest first, or name another --namespace or --data-dir)" in result.stderr
+    assert "holds no chunks" not in small_kb("eval", str(suite)).stderr
+
+
 def test_explicit_run_subcommand_is_the_same_command(small_kb: Cli, workdir: Path) -> None:
     suite = write(workdir / "passing.yaml", PASSING)
     assert small_kb("eval", "run", str(suite)).exit_code == 0

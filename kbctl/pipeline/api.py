@@ -118,7 +118,7 @@ def evaluate(
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         reranker = resolve_reranker(store, settings)
-        if store.counts(settings.namespace)[1] == 0:
+        if not store.has_chunks(settings.namespace):
             announce(f"namespace '{settings.namespace}' holds no chunks: every case will find "
                      f"nothing ({EMPTY_NAMESPACE_HINT})")
         worked = False

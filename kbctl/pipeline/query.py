@@ -71,7 +71,7 @@ def retrieve(
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
                                                    if min_score is None or r.score >= min_score)]
     mode = "lexical" if qv is None else ("rrf" if fusion == "rrf" else "hybrid")
-    empty = not rows and store.counts(namespace)[1] == 0
+    empty = not rows and not store.has_chunks(namespace)
     return QueryResult(
         question=question, namespace=namespace, hits=hits, mode=mode,
         embedder=str(embedder.identity) if embedder else "none",

@@ -571,6 +571,13 @@ class KnowledgeStore:
         row = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         return int(row[0]) if row else 0
 
+    def has_chunks(self, namespace: str) -> bool:
+        """Whether the namespace holds any chunk (one index probe, not a count)."""
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM chunks WHERE namespace = %s)", (namespace,)
+        ).fetchone()
+        return bool(row and row[0])
+
     def counts(self, namespace: str) -> tuple[int, int]:
         """(sources, chunks) in a namespace."""
         row = self.conn.execute(
