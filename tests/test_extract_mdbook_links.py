@@ -94,3 +94,14 @@ def test_a_chapter_is_read_again_when_a_file_it_includes_changes(
     assert changed.updated == 1
     [hit] = store.search("book", "guess", k=1)
     assert "let guess = 7;" in hit.text
+
+
+def test_a_file_named_many_times_is_read_once(tmp_path: Path) -> None:
+    root = book(tmp_path)
+    (root / "src" / "empty.md").write_text("")
+    reads: list[Path] = []
+    page = "{{#include empty.md}}{{#include ./empty.md}}" * 50_000 + \
+        "{{#include ../listings/main.rs:1}}" * 3
+    out = expand_links(page, page=root / "src" / "ch01.md", project=root, reads=reads)
+    assert out == "use std::io;" * 3
+    assert reads == [root / "src" / "empty.md", root / "listings" / "main.rs"]

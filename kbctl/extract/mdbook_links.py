@@ -17,6 +17,7 @@ be copied a thousand times).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -32,48 +33,64 @@ MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 def expand_links(text: str, *, page: Path, project: Path, reads: list[Path] | None = None
                  ) -> str:
     """The chapter ``text`` of the file ``page`` with its links expanded (see above); each
-    file read is appended to ``reads``."""
+    file read is appended to ``reads``, once."""
     if "{{" not in text:
         return text
-    budget = [MAX_INCLUDED_CHARS]
-    return _expand(text, page.parent, project, 0, budget, [] if reads is None else reads)
+    return _Expansion(project, [] if reads is None else reads).expand(text, page.parent, 0)
 
 
-def _expand(text: str, folder: Path, project: Path, depth: int, budget: list[int],
-            reads: list[Path]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        written = match.group(0)
-        if written.startswith("\\"):
-            return written[1:]
-        kind, args = match.group(1), match.group(2).strip()
-        if kind == "title":
-            return ""
-        if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
-            return written
-        included = _included(args.split()[0], folder, project)
-        if included is None or len(included[0]) > budget[0]:
-            return written
-        content, path = included
-        budget[0] -= len(content)
-        reads.append(path)
-        return _expand(content, path.parent, project, depth + 1, budget, reads)
+class _Expansion:
+    """One page's expansion: what it may still add, and each file read once (a hostile
+    page may name one file a hundred thousand times)."""
 
-    return _LINK.sub(replace, text)
+    def __init__(self, project: Path, reads: list[Path]) -> None:
+        self.project = project
+        self.reads = reads
+        self.budget = MAX_INCLUDED_CHARS
+        self.files: dict[Path, str | None] = {}
+
+    def expand(self, text: str, folder: Path, depth: int) -> str:
+        def replace(match: re.Match[str]) -> str:
+            written = match.group(0)
+            if written.startswith("\\"):
+                return written[1:]
+            kind, args = match.group(1), match.group(2).strip()
+            if kind == "title":
+                return ""
+            if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
+                return written
+            name, _, selector = args.split()[0].partition(":")
+            path = folder / name
+            text = self._read(path) if name else None
+            if text is None:
+                return written
+            content = _part(text, selector)
+            if len(content) > self.budget:
+                return written
+            self.budget -= len(content)
+            return self.expand(content, path.parent, depth + 1)
+
+        return _LINK.sub(replace, text)
+
+    def _read(self, path: Path) -> str | None:
+        """The file's text; None when it is not the project's or cannot be read. Named
+        by its normalised path, so ``a.md``, ``./a.md`` and ``x/../a.md`` are one file."""
+        key = Path(os.path.normpath(path))
+        if key not in self.files:
+            text = read_config_text(path) if inside(self.project, path) else None
+            self.files[key] = text
+            if text is not None:
+                self.reads.append(key)
+        return self.files[key]
 
 
-def _included(spec: str, folder: Path, project: Path) -> tuple[str, Path] | None:
-    """The part of the file ``spec`` names (``path``, ``path:anchor``, ``path:a:b``)."""
-    name, _, selector = spec.partition(":")
-    path = folder / name
-    if not name or not inside(project, path):
-        return None
-    text = read_config_text(path)
-    if text is None:
-        return None
+def _part(text: str, selector: str) -> str:
+    """The part of a file's text a link names (``path``, ``path:anchor``, ``path:a:b``),
+    its anchor lines left out."""
     lines = text.splitlines()
     if selector:
         lines = _selected(lines, selector)
-    return "\n".join(line for line in lines if not _ANCHOR.search(line)), path
+    return "\n".join(line for line in lines if not _ANCHOR.search(line))
 
 
 def _selected(lines: list[str], selector: str) -> list[str]:
