@@ -102,8 +102,7 @@ class PostgresMemoryBackend:
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         fenced = {"agent": scope.agent_id, "user": scope.user_id}
         found = self._spelling(query, fenced, opts.typo_tolerance)
-        terms = lexical.query_params(query)
-        terms["qx"] = " ".join([terms["qx"], *sorted(set(found.corrected.values()))]).strip()
+        terms = lexical.query_params(query, found.lexemes)
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES,

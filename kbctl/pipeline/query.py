@@ -65,7 +65,7 @@ def retrieve(
     rows = store.search(namespace, question, k=max(k, rerank_top) if reranker else k,
                         filters=filters or {}, query_vector=qv,
                         vector_weight=vector_weight, fusion=fusion,
-                        also_match=sorted(set(found.corrected.values())))
+                        also_match=found.lexemes)
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows

@@ -457,9 +457,7 @@ class KnowledgeStore:
         ``also_match`` adds lexemes to the query's own (``spelling``'s corrections)."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
-                                  **lexical.query_params(query)}
-        if also_match:
-            params["qx"] = " ".join([params["qx"], *also_match]).strip()
+                                  **lexical.query_params(query, also_match)}
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:

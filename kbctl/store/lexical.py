@@ -122,10 +122,11 @@ def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
               UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' ')))"""
 
 
-def query_params(query: str) -> dict[str, str]:
-    """The parameters ``q`` and ``qx`` of ``query_lexemes_cte`` for a user's question."""
+def query_params(query: str, also_match: Sequence[str] = ()) -> dict[str, str]:
+    """The parameters ``q`` and ``qx`` of ``query_lexemes_cte`` for a user's question;
+    ``also_match`` adds lexemes to its own (typo tolerance's corrections)."""
     analysed = analyse(query)
-    return {"q": analysed.text, "qx": analysed.exact_text}
+    return {"q": analysed.text, "qx": " ".join([analysed.exact_text, *also_match]).strip()}
 
 
 def lexeme_ctes(keys: str, fields: Sequence[Field] = BODY) -> str:

@@ -91,6 +91,11 @@ class Spelling:
     corrected: dict[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()
 
+    @property
+    def lexemes(self) -> list[str]:
+        """The corrections as lexemes a search adds to the question's own, once each."""
+        return sorted(set(self.corrected.values()))
+
 
 def check(cur: Cursor[Any], text: str, *, known: str, words: str,
           params: Mapping[str, Any], correct: bool = True) -> Spelling:
