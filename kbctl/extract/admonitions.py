@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import normalize_source
+from .inline_html import FENCE, fence_end
 
 # Each pattern is matched once a line and backtracks at most over one run: linear time.
 _OPEN = re.compile(r"([ \t]*)(!!!|\?\?\?\+?|===[!+]?)(?:[ \t]+(.*))?")
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 # Python-Markdown's own shape: type words (``note``, ``info inline end``), then a title.
 _KIND = re.compile(r'([A-Za-z][\w-]*(?: +[\w-]+)*)(?: +"(.*)")?')
 _TAB = re.compile(r'"(.*)"')
@@ -40,20 +40,13 @@ def admonitions_to_markdown(text: str) -> str:
 
 def _read(lines: list[str], depth: int) -> list[str]:
     out: list[str] = []
-    fence: str | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        if fence is not None:
-            out.append(line)
-            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
-                fence = None
-            i += 1
-            continue
-        if m := _FENCE.match(line):
-            fence = m.group(1)
-            out.append(line)
-            i += 1
+        if fence := FENCE.match(line):  # code, as written
+            end = fence_end(lines, i + 1, fence.group(1))
+            out.extend(lines[i:end + 1])
+            i = end + 1
             continue
         if auto := _AUTODOC.fullmatch(line):
             indent = auto.group(1)

@@ -22,6 +22,8 @@ from .template_args import visible_values
 # start on a different character: a hostile line costs linear time.
 TAG = re.compile(r"</?([A-Za-z][\w.:-]*)((?:\s(?:[^<>{}\"']|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)?)/?>")
 _BACKTICKS = re.compile(r"`+")
+# A line opening a fenced code block, for the line-based dialects (its marker: group 1).
+FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 # An ATX heading: its text gives its id, which the generator takes from the text alone (a
 # component's arguments are not part of it), so a heading's tags show nothing.
 HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
@@ -50,6 +52,16 @@ def _block_lines(text: str) -> tuple[set[int], set[int], dict[int, int]]:
         elif tok.type == "html_block":
             html[tok.map[0]] = tok.map[1]
     return code, hidden, html
+
+
+def fence_end(lines: list[str], start: int, marker: str) -> int:
+    """The index of the first line from ``start`` that closes a fence opened by ``marker``
+    (as long a run of its character, nothing else), or ``len(lines)``: never closed."""
+    for j in range(start, len(lines)):
+        stripped = lines[j].strip()
+        if stripped.startswith(marker) and not stripped.strip(marker[0]):
+            return j
+    return len(lines)
 
 
 def code_spans(line: str) -> list[tuple[int, int]]:

@@ -23,10 +23,10 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import normalize_source
+from .inline_html import FENCE, fence_end
 from .rst_sphinx import CODE_DIRECTIVES, IGNORED_DIRECTIVES, LABELLED_DIRECTIVES, role_text
 
 _DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?")
 _ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]+)`")
 _TARGET = re.compile(r"[ \t]*\([\w:.+-]+\)=[ \t]*")
@@ -49,14 +49,14 @@ def _read(lines: list[str], depth: int) -> list[str]:
     while i < len(lines):
         line = lines[i]
         directive = _DIRECTIVE.fullmatch(line) if depth < MAX_DEPTH else None
-        fence = None if directive else _FENCE.match(line)
+        fence = None if directive else FENCE.match(line)
         if directive is None and fence is None:
             if not _TARGET.fullmatch(line) and not line.lstrip().startswith("%"):
                 out.append(_ROLE.sub(_role, line) if "{" in line else line)
             i += 1
             continue
         marker = (directive or fence).group(2 if directive else 1)
-        end = _closing(lines, i + 1, marker)
+        end = fence_end(lines, i + 1, marker)
         if directive is None:
             out.extend(lines[i:end + 1])
         else:
@@ -65,15 +65,6 @@ def _read(lines: list[str], depth: int) -> list[str]:
                 name, argument.strip(), [x[len(indent):] for x in lines[i + 1:end]], depth))
         i = end + 1
     return out
-
-
-def _closing(lines: list[str], start: int, marker: str) -> int:
-    """The index of the line closing a fence opened by ``marker`` (or the last line)."""
-    for j in range(start, len(lines)):
-        stripped = lines[j].strip()
-        if stripped.startswith(marker) and not stripped.strip(marker[0]):
-            return j
-    return len(lines)
 
 
 def _directive(name: str, argument: str, content: list[str], depth: int) -> list[str]:
