@@ -17,6 +17,7 @@ import re
 
 from ..chunk.headings import normalize_source
 from .inline_html import FENCE, fence_end
+from .template_args import unescaped
 
 # Each pattern is matched once a line and backtracks at most over one run: linear time.
 _OPEN = re.compile(r"([ \t]*)(!!!|\?\?\?\+?|===[!+]?)(?:[ \t]+(.*))?")
@@ -93,7 +94,7 @@ def _label(marker: str, rest: str) -> str | None:
     """The line a block's marker reads as ("" for none); None when it opens no block."""
     if marker.startswith("==="):
         tab = _TAB.fullmatch(rest)
-        return None if tab is None else (f"**{_unescaped(tab.group(1))}**" if tab.group(1)
+        return None if tab is None else (f"**{unescaped(tab.group(1))}**" if tab.group(1)
                                          else "")
     m = _KIND.fullmatch(rest)
     if m is None:
@@ -102,8 +103,5 @@ def _label(marker: str, rest: str) -> str | None:
     if title is not None and not title.strip():
         return ""  # an empty title hides the title bar
     label = kind.replace("-", " ").replace("_", " ").capitalize()
-    return f"**{label}: {_unescaped(title).strip()}**" if title else f"**{label}:**"
+    return f"**{label}: {unescaped(title).strip()}**" if title else f"**{label}:**"
 
-
-def _unescaped(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)

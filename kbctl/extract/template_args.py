@@ -21,11 +21,16 @@ def visible_values(args: str) -> list[str]:
     return [v for v in values if v.strip()]
 
 
+def unescaped(text: str) -> str:
+    """A double-quoted string's text: each backslash escape as the character it escapes."""
+    return _ESCAPE.sub(r"\1", text)
+
+
 def _unquoted(raw: str) -> str:
     """A string literal's text: single- and backquoted as written, double-quoted unescaped;
     anything else (a variable) as written."""
     if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "`'":
         return raw[1:-1]
     if len(raw) > 1 and raw[0] == raw[-1] == '"':
-        return _ESCAPE.sub(r"\1", raw[1:-1])
+        return unescaped(raw[1:-1])
     return raw
