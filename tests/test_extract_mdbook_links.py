@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kbctl.extract.mdbook_links import MAX_INCLUDED_CHARS, expand_links
+from kbctl.extract.includes import MAX_INCLUDED_CHARS
+from kbctl.extract.mdbook_links import expand_links
 from kbctl.pipeline.ingest import ingest
 from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore

@@ -7,27 +7,22 @@ between ``ANCHOR: name`` and ``ANCHOR_END: name`` (anchor lines never show). For
 ``rustdoc_include`` the lines outside the part are hidden on the page, so they are left
 out here too. ``{{#title …}}`` shows nothing; ``\\{{#include x}}`` shows as written.
 
-Only the project's own files are read: a path that leads out of the folder holding
-``book.toml`` (``../..``, an absolute path, a symlink elsewhere), a missing or oversized
-file leaves the link as it is, as mdBook leaves a link it cannot follow. Included files are
-expanded in turn, ten levels deep at most, and a page grows by at most
-``MAX_INCLUDED_CHARS`` in all (a file included twice in each of ten levels would otherwise
-be copied a thousand times).
+Files are read under ``includes``' rules (the project's own only, each once, a budget
+per page); a link to a file that cannot be read is left as it is, as mdBook leaves a link
+it cannot follow. Included files are expanded in turn, ten levels deep at most.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-from ..projectfiles import inside, read_config_text
+from .includes import IncludedFiles
 
 _LINK = re.compile(r"\\\{\{#[^{}]*\}\}|\{\{\s*#([A-Za-z0-9_]+)\s*([^{}]*)\}\}")
 _INCLUDES = frozenset({"include", "rustdoc_include", "playground", "playpen"})
 _ANCHOR = re.compile(r"ANCHOR(?:_END)?:\s*([\w-]+)")
 MAX_DEPTH = 10
-MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 
 
 def expand_links(text: str, *, page: Path, project: Path, reads: list[Path] | None = None
@@ -36,52 +31,30 @@ def expand_links(text: str, *, page: Path, project: Path, reads: list[Path] | No
     file read is appended to ``reads``, once."""
     if "{{" not in text:
         return text
-    return _Expansion(project, [] if reads is None else reads).expand(text, page.parent, 0)
+    return _expand(text, page.parent, 0, IncludedFiles(project, [] if reads is None else reads))
 
 
-class _Expansion:
-    """One page's expansion: what it may still add, and each file read once (a hostile
-    page may name one file a hundred thousand times)."""
+def _expand(text: str, folder: Path, depth: int, files: IncludedFiles) -> str:
+    def replace(match: re.Match[str]) -> str:
+        written = match.group(0)
+        if written.startswith("\\"):
+            return written[1:]
+        kind, args = match.group(1), match.group(2).strip()
+        if kind == "title":
+            return ""
+        if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
+            return written
+        name, _, selector = args.split()[0].partition(":")
+        path = folder / name
+        text = files.read(path) if name else None
+        if text is None:
+            return written
+        content = _part(text, selector)
+        if not files.take(content):
+            return written
+        return _expand(content, path.parent, depth + 1, files)
 
-    def __init__(self, project: Path, reads: list[Path]) -> None:
-        self.project = project
-        self.reads = reads
-        self.budget = MAX_INCLUDED_CHARS
-        self.files: dict[Path, str | None] = {}
-
-    def expand(self, text: str, folder: Path, depth: int) -> str:
-        def replace(match: re.Match[str]) -> str:
-            written = match.group(0)
-            if written.startswith("\\"):
-                return written[1:]
-            kind, args = match.group(1), match.group(2).strip()
-            if kind == "title":
-                return ""
-            if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
-                return written
-            name, _, selector = args.split()[0].partition(":")
-            path = folder / name
-            text = self._read(path) if name else None
-            if text is None:
-                return written
-            content = _part(text, selector)
-            if len(content) > self.budget:
-                return written
-            self.budget -= len(content)
-            return self.expand(content, path.parent, depth + 1)
-
-        return _LINK.sub(replace, text)
-
-    def _read(self, path: Path) -> str | None:
-        """The file's text; None when it is not the project's or cannot be read. Named
-        by its normalised path, so ``a.md``, ``./a.md`` and ``x/../a.md`` are one file."""
-        key = Path(os.path.normpath(path))
-        if key not in self.files:
-            text = read_config_text(path) if inside(self.project, path) else None
-            self.files[key] = text
-            if text is not None:
-                self.reads.append(key)
-        return self.files[key]
+    return _LINK.sub(replace, text)
 
 
 def _part(text: str, selector: str) -> str:
