@@ -78,12 +78,14 @@ def _lines(text: str) -> list[str]:
 
 
 def content_without_headings(text: str) -> str:
+    """The lines a page shows outside its headings: those of markdown-it's blocks (lines
+    outside every block, link reference definitions, show nothing)."""
     lines = _lines(text)
-    drop: set[int] = set()
+    shown: set[int] = set()
     for tok in _MD.parse("\n".join(lines)):
-        if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            drop.update(range(*tok.map))
-    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+        if tok.level == 0 and tok.map and tok.nesting >= 0 and tok.type != "heading_open":
+            shown.update(range(*tok.map))
+    return "\n".join(line for i, line in enumerate(lines) if i in shown)
 
 
 def _is_closer(line: str, marker: str) -> bool:
@@ -423,10 +425,13 @@ def test_fence_nested_in_a_large_list_stays_together() -> None:
     assert all(c.text.count("```") in (0, 2) for c in chunks)
 
 
-def test_reference_definitions_are_kept() -> None:
-    doc = "# Links\n\nSee [the docs][docs].\n\n[docs]: https://example.com/docs\n"
-    [chunk] = chunk_markdown(doc)
-    assert "[docs]: https://example.com/docs" in chunk.text
+def test_reference_definitions_show_nothing_as_on_the_page() -> None:
+    doc = ("# Links\n\nSee [the docs][docs].\n\n[docs]: https://example.com/docs\n"
+           '  [api]: /api "The API"\n\n## Only links\n\n[x]: /x\n\n## Odd\n\n[y]:\n  /y\n')
+    chunks = chunk_markdown(doc)
+    assert [c.text for c in chunks] == [
+        "Links\n\nSee [the docs][docs].",
+        "Links › Odd\n\n[y]:\n  /y"]  # a definition over two lines is kept: nothing lost
 
 
 def test_windows_line_endings() -> None:

@@ -33,6 +33,9 @@ from kbctl.chunk.text import Boundaries, Span, budget_chars, chunk_text, pack, s
 
 BREADCRUMB_SEPARATOR = " › "
 _CLOSING_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+# A link reference definition on one line (``[guide]: https://… "Title"``): markdown-it
+# gives it no token, and a page shows nothing of it.
+_REFERENCE = re.compile(r" {0,3}\[[^\]\n]+\]:[ \t]*\S+(?:[ \t]+.*)?")
 
 
 @dataclass
@@ -139,7 +142,11 @@ def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
     current: _Block | None = None
 
     def add_gap(upto: int) -> None:
-        if src.span(covered, upto) is not None:
+        """Lines no token covers: blank, or link reference definitions (left out when they
+        all read as such: the page shows none of them); anything else is kept."""
+        if src.span(covered, upto) is not None and not all(
+                _REFERENCE.fullmatch(line) or not line.strip()
+                for line in map(src.line, range(covered, upto))):
             sections[-1].blocks.append(_Block(covered, upto, "other"))
 
     for i, tok in enumerate(tokens):
