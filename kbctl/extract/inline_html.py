@@ -54,12 +54,14 @@ def _block_lines(text: str) -> tuple[set[int], set[int], dict[int, int]]:
     return code, hidden, html
 
 
-def fence_end(lines: list[str], start: int, marker: str) -> int:
+def fence_end(lines: list[str], start: int, marker: str, indent: int = 0) -> int:
     """The index of the first line from ``start`` that closes a fence opened by ``marker``
-    (as long a run of its character, nothing else), or ``len(lines)``: never closed."""
+    at ``indent`` (as long a run of its character, nothing else, indented at most three
+    more: a deeper one is the fence's content), or ``len(lines)``: never closed."""
     for j in range(start, len(lines)):
-        stripped = lines[j].strip()
-        if stripped.startswith(marker) and not stripped.strip(marker[0]):
+        stripped = lines[j].lstrip()
+        if (len(lines[j]) - len(stripped) <= indent + 3 and stripped.startswith(marker)
+                and not stripped.rstrip().strip(marker[0])):
             return j
     return len(lines)
 

@@ -55,8 +55,9 @@ def _read(lines: list[str], depth: int) -> list[str]:
                 out.append(_ROLE.sub(_role, line) if "{" in line else line)
             i += 1
             continue
-        marker = (directive or fence).group(2 if directive else 1)
-        end = fence_end(lines, i + 1, marker)
+        opened = directive or fence
+        group = 2 if directive else 1
+        end = fence_end(lines, i + 1, opened.group(group), opened.start(group))
         if directive is None:
             out.extend(lines[i:end + 1])
         else:
