@@ -71,6 +71,15 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
     return out, str(expansion.info.get("generator")), failed
 
 
+def page_bodies(target: Path, *, base_url: str = BASE_URL) -> dict[str, str]:
+    """{url: body} of the pages a files source reads from ``target``, as ingest chunks them."""
+    source = FilesSource()
+    expansion = source.expand(source_spec("files", str(target), {"base_url": base_url}))
+    return {loaded.document.url: loaded.document.body
+            for loaded in source.load(expansion.leaves, lambda ref: None)
+            if loaded.document is not None}
+
+
 @dataclass
 class CitationCheck:
     """How many citations open an existing page, and an existing id on it."""

@@ -5,6 +5,7 @@ page and an id on it. A generator that is not installed skips its test."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from tests.sitebuild import (
     check,
     citations,
     failures,
+    page_bodies,
     tool,
     write_tree,
 )
@@ -256,6 +258,36 @@ def test_mkdocs_headings_inside_admonitions_and_tabs_are_cited(tmp_path: Path) -
     cited = {anchor for _, anchor in citations(project / "docs")[0]}
     assert {"install-with-pip", "hidden-heading", "after"} <= cited
 
+
+FENCED_BLOCKS_SITE = {
+    "mkdocs.yml": "site_name: Demo\nmarkdown_extensions:\n  - toc\n  - pymdownx.superfences\n"
+                  "  - pymdownx.blocks.admonition\n  - pymdownx.blocks.details\n"
+                  "  - pymdownx.blocks.tab\n  - attr_list\n  - pymdownx.emoji:\n"
+                  "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+                  "      emoji_generator: !!python/name:material.extensions.emoji.to_svg\n",
+    "docs/setup.md": "# Setup\n\n/// note | Before you start\n    type: warning\n\n"
+                     "## Inside a note\n\nYou need **Python**.\n///\n\n//// tab | pip\n\n"
+                     "## Install with pip\n\n/// details | More\nHidden.\n///\n\n////\n\n"
+                     "## After { #later .wide data-toc-label=\"Later\" }\n\nText.\n\n"
+                     "## :material-check: Done { .big }\n\n[Start](x.md){ .md-button } "
+                     ":octicons-tag-24: now.\n",
+    "docs/x.md": "# X\n",
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+def test_mkdocs_fenced_blocks_icons_and_attribute_lists_read_as_the_page_shows_them(
+        tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", FENCED_BLOCKS_SITE)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs", minimum=4)
+    assert {"inside-a-note", "install-with-pip", "later", "done"} <= {
+        anchor for _, anchor in citations(project / "docs")[0]}
+    text = "\n".join(page_bodies(project / "docs").values())
+    assert "**Note: Before you start**" in text and "**More**" in text
+    assert "///" not in text and "type: warning" not in text
+    assert "[Start](x.md)  now." in text and "## Done {#done}" in text
+    assert "{" not in re.sub(r"\{#[\w-]+\}", "", text)  # only the ids of headings
 
 MATERIAL_BLOG_SITE = {
     "mkdocs.yml": "site_name: Demo\ntheme:\n  name: material\nplugins:\n  - blog\n"

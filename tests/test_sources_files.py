@@ -406,3 +406,21 @@ def test_a_gitignore_that_is_a_fifo_is_no_ignore_file(tmp_path: Path) -> None:
     os.mkfifo(root / ".gitignore")
     os.mkfifo(root / "sub" / ".gitignore")
     assert _names(within(lambda: _run(root)[1])) == {"a.md", "b.md"}
+
+
+@pytest.mark.parametrize(("config", "rendered"), [
+    ("plugins:\n  - search\n  - macros\n", True),
+    ("markdown_extensions:\n  - zensical.extensions.macros\n", True),
+    ("plugins:\n  - search\n", False),
+])
+def test_mkdocs_pages_read_their_macros_only_where_the_plugin_renders_them(
+        tmp_path: Path, config: str, rendered: bool) -> None:
+    page = ("# Setup\n\nInstall {{ config.site_name }}.\n\n{% if beta %}\nBeta only.\n{% endif %}"
+            "\n/// tip | Faster\nUse the cache.\n///\n")
+    root = write_tree(tmp_path / "p", {"mkdocs.yml": f"site_name: s\n{config}",
+                                       "docs/setup.md": page})
+    _, loaded = _run(root, base_url="https://docs.example.com/")
+    body = next(item.document.body for item in loaded if item.document)
+    assert "**Tip: Faster**\nUse the cache." in body and "///" not in body
+    assert ("{{" in body or "{%" in body) is not rendered
+    assert "Beta only." in body and "Install" in body

@@ -9,26 +9,32 @@ line here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
 from .inline_html import html_to_text
 from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
+from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
+from .snippets import expand_snippets
 
 
 @dataclass(frozen=True)
 class PageFile:
-    """Where a page's file lies, the project folder a dialect may read files from, and the
-    files it read (the page must be read again when one of them changes)."""
+    """Where a page's file lies, the project folder a dialect may read files from, the
+    generator's settings for the project, and the files the dialect read (the page must be
+    read again when one of them changes)."""
 
     path: Path
     project: Path
+    settings: Mapping[str, Any] = field(default_factory=dict)
     reads: list[Path] = field(default_factory=list)
 
 
@@ -40,12 +46,28 @@ def _text_only(read: Callable[[str], str]) -> Dialect:
     return lambda text, _page: read(text)
 
 
+def _mkdocs(text: str, page: PageFile | None) -> str:
+    """In the order MkDocs renders them: the Jinja the macros plugin renders over the page
+    (which reads as Liquid does), the snippets it takes in, abbreviations, blocks, then
+    icons and attribute lists."""
+    settings = page.settings if page is not None else {}
+    if settings.get("macros"):
+        text = liquid_to_markdown(text)
+    if page is not None and (snippets := settings.get("snippets")):
+        text = expand_snippets(text, project=page.project, reads=page.reads, **snippets)
+    if settings.get("abbr"):
+        text = abbreviations_removed(text)
+    return inline_marks_removed(admonitions_to_markdown(text),
+                                icons=bool(settings.get("emoji")),
+                                attr_lists=bool(settings.get("attr_list")))
+
+
 DIALECTS: dict[str, Dialect] = {
     "docusaurus": _text_only(mdx_to_markdown),  # Docusaurus reads .md as MDX too
     "starlight": _text_only(containers_to_markdown),
     "vitepress": _text_only(containers_to_markdown),
     "hugo": _text_only(shortcodes_to_markdown),
-    "mkdocs": _text_only(admonitions_to_markdown),
+    "mkdocs": _mkdocs,
     "jekyll": _text_only(liquid_to_markdown),
     "sphinx": _text_only(myst_to_markdown),  # Sphinx reads markdown with MyST
     "sphinx-dirhtml": _text_only(myst_to_markdown),

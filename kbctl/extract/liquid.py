@@ -1,6 +1,7 @@
 """Jekyll's Liquid → what a reader of the built page sees, without the site that renders it.
 
-Jekyll renders Liquid over the whole page, code blocks included, before the markdown.
+Jekyll renders Liquid over the whole page, code blocks included, before the markdown, as
+MkDocs' macros plugin renders Jinja, whose outputs and tags are written the same way.
 kbctl has neither the site's data nor its includes, so:
 
 - ``{{ output }}`` goes (its value is the site's: ``{{ site.baseurl }}``);

@@ -192,6 +192,13 @@ class MkDocs:
             "permalink": bool(toc.get("permalink", False)),
             "plugins": tuple(plugins),
             "emoji": "pymdownx.emoji" in extensions,
+            "snippets": (_snippets(extensions["pymdownx.snippets"])
+                         if "pymdownx.snippets" in extensions else None),
+            # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing
+            "abbr": any(name in extensions for name in ("abbr", "extra", "pymdownx.extra")),
+            # mkdocs-macros (or Zensical's macros extension) renders Jinja over each page
+            "macros": "macros" in plugins or any(
+                name.split(".")[-1] in ("macros", "mkdocs_macros") for name in extensions),
             "blog": _blog(plugins),
             "i18n": _i18n(plugins),
             "unpublished": _ALWAYS_EXCLUDED + tuple(
@@ -363,6 +370,17 @@ def _babel_date(pattern: str, when: datetime) -> str:
             return f"{value % 100:02d}" if len(run) == 2 else str(value)
         return f"{value:0{len(run)}d}"
     return re.sub(r"y+|M{1,2}|d{1,2}", field, pattern)
+
+
+def _snippets(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``pymdownx.snippets`` that change what a page takes in."""
+    def names(value: Any) -> tuple[str, ...]:
+        items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        return tuple(item for item in items if isinstance(item, str))
+
+    return {"base_path": names(config.get("base_path", ".")) or (".",),
+            "auto_append": names(config.get("auto_append")),
+            "restrict_base_path": config.get("restrict_base_path", True) is not False}
 
 
 def _plugins(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -393,7 +393,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
     body = md.body
     project = site.marker.parent if site.marker is not None else site.content
-    page = PageFile(path, project)
+    page = PageFile(path, project, site.settings)
     body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
     if page.reads:
         stamp[INCLUDES] = _include_stamps(page.reads)
