@@ -8,8 +8,10 @@ and without (the page's markdown as written; ``.mdx`` still read as MDX). For ea
 script prints the chunks and their characters, and how many chunks hold syntax a reader of
 the built page never sees, outside code blocks and code spans:
 
-- shortcodes ``{{< >}}``/``{{% %}}``, Liquid ``{% %}``/``{{ }}``, mdBook ``{{#…}}``;
-- MkDocs blocks (a line opening with ``!!!``, ``???`` or ``=== "``), ``:::`` containers,
+- shortcodes ``{{< >}}``/``{{% %}}``, Liquid and Jinja ``{% %}``/``{{ }}``, mdBook
+  ``{{#…}}``, MkDocs snippets ``--8<--``;
+- MkDocs blocks (a line opening with ``!!!``, ``???``, ``=== "`` or pymdownx.blocks'
+  ``///``), ``:::`` containers,
   MyST directive fences (```` ```{name} ````) and roles (``{name}`x```);
 - raw HTML: comments and tags.
 
@@ -43,8 +45,8 @@ from kbctl.store.db import connect  # noqa: E402
 from kbctl.store.knowledge import KnowledgeStore  # noqa: E402
 
 RESIDUE = {
-    "template tags": re.compile(r"\{\{[<%#]|\{%|\{\{ "),
-    "block markers": re.compile(r"(?m)^\s*(?:!!!|\?\?\?|=== \"|:::|```\{)"),
+    "template tags": re.compile(r"\{\{[<%#]|\{%|\{\{ |-8<-"),
+    "block markers": re.compile(r"(?m)^\s*(?:!!!|\?\?\?|=== \"|:::|```\{|///)"),
     "MyST roles": re.compile(r"\{[\w:.+-]+\}`"),
     "raw HTML": re.compile(r"<!--|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>"),
 }
