@@ -576,6 +576,31 @@ def test_vitepress_rewrites_move_pages(tmp_path: Path) -> None:
     assert "zh/guide/install" not in {url for url, _ in citations(project)[0]}
 
 
+VITEPRESS_INCLUDES = {
+    ".vitepress/config.mts": "export default { srcDir: 'src', ignoreDeadLinks: true, "
+                             "srcExclude: ['parts/**'] }\n",
+    "src/guide.md": "# Guide\n\n## Basics\n\n<!--@include: ./parts/basics.md-->\n\n"
+                    "## Section\n\n<!--@include: @/parts/basics.md#my-base-section-->\n\n"
+                    "## Code\n\n<<< @/snippets/demo.js#main{1 js}\n",
+    "src/parts/basics.md": "---\ntitle: Part\n---\nGetting started.\n\n### Configuration\n\n"
+                           "Use the file.\n\n## My Base Section\n\nBase content.\n\n"
+                           "### My Sub Section\n\nSub content.\n\n## Another\n\nOut.\n",
+    "src/snippets/demo.js": "// #region main\nconst answer = 42\n// #endregion main\nrest()\n",
+}
+
+
+@pytest.mark.skipif(tool("vitepress") is None, reason="VitePress is not installed")
+def test_vitepress_inclusions_are_read_and_their_headings_cited(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "docs", VITEPRESS_INCLUDES)
+    site = build_vitepress(project)
+    _assert_all_resolve(site, project, "vitepress", minimum=8)
+    assert {"configuration", "my-sub-section", "my-sub-section-1", "code"} <= {
+        anchor for _, anchor in citations(project)[0]}
+    [body] = page_bodies(project).values()
+    assert body.count("Sub content.") == 2 and "Out." in body and "title: Part" not in body
+    assert "```js\nconst answer = 42\n```" in body
+    assert "@include" not in body and "<<<" not in body and "rest()" not in body
+
 JEKYLL_SITE = {
     "index.md": "---\ntitle: Home\n---\n\n## Welcome\n\nSome text.\n",
     "guide/install.md": "---\ntitle: Install\n---\n\n" + HEADINGS_MD,

@@ -24,6 +24,7 @@ from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
 from .snippets import expand_snippets
+from .vitepress_includes import expand_includes
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,18 @@ def _mkdocs(text: str, page: PageFile | None) -> str:
                                 attr_lists=bool(settings.get("attr_list")))
 
 
+def _vitepress(text: str, page: PageFile | None) -> str:
+    """Its inclusions, then its containers."""
+    if page is not None:
+        text = expand_includes(text, page=page.path, project=page.project, reads=page.reads,
+                               source_root=page.project / page.settings.get("srcDir", "."))
+    return containers_to_markdown(text)
+
+
 DIALECTS: dict[str, Dialect] = {
     "docusaurus": _text_only(mdx_to_markdown),  # Docusaurus reads .md as MDX too
     "starlight": _text_only(containers_to_markdown),
-    "vitepress": _text_only(containers_to_markdown),
+    "vitepress": _vitepress,
     "hugo": _text_only(shortcodes_to_markdown),
     "mkdocs": _mkdocs,
     "jekyll": _text_only(liquid_to_markdown),

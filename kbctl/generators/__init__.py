@@ -7,6 +7,7 @@ Adding a generator means one module with a ``GENERATOR`` and one line in ``GENER
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -88,7 +89,7 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
     for folder in _folders_up(root):
         site = _detect(name, folder)
         if site is not None:
-            return Site(name, site.content, site.marker, site.settings)
+            return replace(site, generator=name)
     return generator.default_site(root.resolve())
 
 

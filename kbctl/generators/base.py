@@ -34,13 +34,23 @@ class Site:
 
     ``content`` is the folder whose files are published (mdBook's ``src``, MkDocs'
     ``docs_dir``, Hugo's ``content``…); page paths are relative to it. ``marker`` is the
-    file that identified the generator (None when it was chosen without one).
+    file that identified the generator (None when it was chosen without one); ``root``
+    the project folder, when it is not the marker's (VitePress' is above ``.vitepress/``).
     """
 
     generator: str
     content: Path
     marker: Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    root: Path | None = None
+
+    @property
+    def project(self) -> Path:
+        """The project's folder: what its pages may take files from, and where its
+        generator's config lives."""
+        if self.root is not None:
+            return self.root
+        return self.marker.parent if self.marker is not None else self.content
 
     def describe(self) -> str:
         how = f"detected from {self.marker}" if self.marker else "chosen"

@@ -74,7 +74,7 @@ class VitePress:
                     "rewrites": tuple(pairs),
                     "exclude": _ALWAYS_EXCLUDED + tuple(
                         "/" + g.removeprefix("./").lstrip("/") for g in globs)}
-        return Site(self.name, (folder / src_dir), marker, settings)
+        return Site(self.name, (folder / src_dir), marker, settings, root=folder)
 
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"cleanUrls": False})

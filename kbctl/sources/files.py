@@ -145,11 +145,11 @@ class FilesSource:
             readable.append((rel, path))
         leaves, unpublished = _leaves(site, readable, real_root, options)
         if (not leaves and unpublished and options.generator == AUTO
-                and site.marker is not None and site.marker.parent != real_root):
+                and site.marker is not None and site.project != real_root):
             # The project above publishes nothing from here: its build output (book/, site/,
             # _build/html…) or a folder beside its content. Read as the files it holds.
             notes.append(f"files {spec.target}: not content of the {site.generator} project "
-                         f"at {site.marker.parent}; read with the plain rule (a built site "
+                         f"at {site.project}; read with the plain rule (a built site "
                          f"keeps its file names)")
             site = resolve_site(real_root, "plain")
             leaves, unpublished = _leaves(site, readable, real_root, options)
@@ -392,8 +392,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     filterable = {k: v for k, v in md.front_matter.items()
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
     body = md.body
-    project = site.marker.parent if site.marker is not None else site.content
-    page = PageFile(path, project, site.settings)
+    page = PageFile(path, site.project, site.settings)
     body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
     if page.reads:
         stamp[INCLUDES] = _include_stamps(page.reads)

@@ -1,0 +1,95 @@
+"""VitePress' inclusions expanded from the project's own files, within bounds."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from kbctl.extract.vitepress_includes import expand_includes
+from kbctl.pipeline.ingest import ingest
+from kbctl.sources.registry import source_spec
+from kbctl.store.knowledge import KnowledgeStore
+from tests.sitebuild import write_tree
+
+PART = ("---\ntitle: Part\n---\n<!-- #region usage -->\n## Usage\n<!-- #endregion usage -->\n\n"
+        "## Base ##\n\nBase content.\n\n```md\n## Not a heading\n```\n\n### Sub\n\nMore.\n\n"
+        "## Another\n\nOut.\n")
+CODE = ("export function demo() {\n  // #region inner\n  const x = 1\n  // #region nested\n"
+        "  use(x)\n  // #endregion nested\n  // #endregion inner\n}\n")
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "secret.md").write_text("SECRET\n")
+    return write_tree(tmp_path / "site", {"docs/parts/part.md": PART,
+                                          "docs/snippets/demo.ts": CODE,
+                                          "docs/loop.md": "loop <!--@include: ./loop.md--> end\n"})
+
+
+def expand(root: Path, text: str, reads: list[Path] | None = None) -> str:
+    return expand_includes(text, page=root / "docs" / "guide.md", source_root=root / "docs",
+                           project=root, reads=reads)
+
+
+def test_markdown_parts_lines_regions_and_heading_sections(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    reads: list[Path] = []
+    whole = expand(root, "<!--@include: ./parts/part.md-->", reads)
+    assert whole.startswith("<!-- #region usage -->") and "title: Part" not in whole
+    assert expand(root, "<!-- @include: @/parts/part.md{5,5} -->") == "## Usage"
+    assert expand(root, "<!--@include: ./parts/part.md#usage-->") == "## Usage"
+    section = expand(root, "<!--@include: ./parts/part.md#base-->")
+    assert section == "\nBase content.\n\n```md\n## Not a heading\n```\n\n### Sub\n\nMore.\n"
+    assert expand(root, "<!--@include: ./parts/part.md{90,}-->") == ""  # out of range
+    assert reads == [root / "docs" / "parts" / "part.md"]
+
+
+def test_code_files_become_code_blocks(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    whole = expand(root, "<<< @/snippets/demo.ts{2}")
+    assert whole == "```ts\n" + CODE + "```"
+    region = expand(root, "<<< ./snippets/demo.ts#inner{1,2 js:line-numbers} [Demo]")
+    assert region == "```js\nconst x = 1\nuse(x)\n```"  # dedented, markers gone
+    fenced = "```md\n<<< @/snippets/demo.ts\n```"
+    assert expand(root, fenced) == fenced  # in code, shown as written
+
+
+def test_what_cannot_be_read_shows_nothing_and_cycles_stay_as_written(tmp_path: Path
+                                                                      ) -> None:
+    root = project(tmp_path)
+    assert expand(root, "a <!--@include: ../../secret.md--> b") == "a  b"
+    assert expand(root, "a <!--@include: ./missing.md--> b") == "a  b"
+    assert expand(root, "<<< ../../secret.md") == ""
+    assert expand(root, "<!--@include: ./loop.md-->") == (
+        "loop <!--@include: ./loop.md--> end\n")
+    assert expand(root, "<!-- not @include: x.md --> <!--@include:\n./loop.md-->") == (
+        "<!-- not @include: x.md --> <!--@include:\n./loop.md-->")
+
+
+def test_hostile_pages_cost_linear_time(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    started = time.perf_counter()
+    for text in ("<!--@include: x" * 200_000, "<!--" * 200_000 + "-->",
+                 "<!--@include: a#b#b" + "#b" * 200_000 + " x -->",
+                 "<<< a.js [" + "[" * 200_000 + "]", "## " + " #" * 200_000):
+        expand(root, text)
+    assert time.perf_counter() - started < 5
+
+
+def test_a_page_is_read_again_when_a_part_changes(store: KnowledgeStore, tmp_path: Path
+                                                  ) -> None:
+    root = write_tree(tmp_path / "site", {
+        ".vitepress/config.mts": "export default { srcDir: 'docs', srcExclude: ['parts/**'] }\n",
+        "docs/guide.md": "# Guide\n\n<!--@include: @/parts/p.md-->\n",
+        "docs/parts/p.md": "The widget turns.\n",
+    })
+    spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
+    ingest(store, [spec], namespace="v")
+    [hit] = store.search("v", "widget", k=1)
+    assert "The widget turns." in hit.text and hit.source_url.endswith("/guide.html")
+    part = root / "docs" / "parts" / "p.md"
+    part.write_text("The gadget spins.\n")
+    os.utime(part, ns=(1, 1))
+    assert ingest(store, [spec], namespace="v").updated == 1
+    [hit] = store.search("v", "gadget", k=1)
+    assert "The gadget spins." in hit.text
