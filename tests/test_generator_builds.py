@@ -732,6 +732,9 @@ DOCUSAURUS_SITE = {
     "DIR/mdx/page.mdx": "import Note from '@site/src/note';\n\n# MDX page\n\n<Note />\n\n"
                         "## Hello {#hello-custom}\n\nText.\n\n## Second\n\nMore.\n",
     "DIR/draft.md": "---\ndraft: true\n---\n\n# Draft\n\n" + UNPUBLISHED,
+    "DIR/_steps.mdx": "## Shared step\n\nRun the shared step.\n",
+    "DIR/guide/with-partial.mdx": "import Steps from '../_steps.mdx';\n\n# With partial\n\n"
+                                  "<Steps />\n\n## After it\n\nText.\n",
 }
 
 
@@ -764,6 +767,7 @@ def test_docusaurus_citations_resolve(tmp_path: Path, options: str, docs: str, f
     base = "https://docs.example.com/" + route
     assert (base + "custom/place" + slash, "inside") in pairs
     assert (base + "other/given-id" + slash, "section") in pairs
+    assert (base + "guide/with-partial" + slash, "shared-step") in pairs  # from its partial
     assert (base + "guide/install" + slash, "install-the-tool-1") in pairs
     assert (base + "intro" + slash, None) in pairs  # the h1 has no id on the page
 
@@ -863,6 +867,10 @@ STARLIGHT_SITE = {
     "src/content/docs/guide/index.mdx": "---\ntitle: Guide\n---\n\nimport { Aside } from "
                                         "'@astrojs/starlight/components';\n\n## Guide intro"
                                         "\n\n<Aside>Careful.</Aside>\n\nText.\n",
+    "src/partials/steps.mdx": "## Shared step\n\nRun the shared step.\n",
+    "src/content/docs/guide/with-partial.mdx": "---\ntitle: With partial\n---\n\nimport Steps "
+                                               "from '../../../partials/steps.mdx';\n\n"
+                                               "<Steps />\n\n## After it\n\nText.\n",
     "src/content/docs/other.md": "---\ntitle: Other\nslug: custom/place\n---\n\n## Inside"
                                  "\n\nText.\n",
     "src/content/docs/draft.md": "---\ntitle: Draft\ndraft: true\n---\n\n" + UNPUBLISHED,
@@ -887,6 +895,8 @@ def test_starlight_citations_resolve(tmp_path: Path, options: str, page: str) ->
     _assert_left_out(site, project)
     pairs = citations(project)[0]
     base = "https://docs.example.com/"
+    assert any(url.startswith(base + "guide/with-partial") and anchor == "shared-step"
+               for url, anchor in pairs)  # from the partial it imports
     anchors = [anchor for url, anchor in pairs if url == base + page]
     if int(version.split(".")[0]) <= 5:  # one trailing dash is cut after the slug is unique
         assert "foo-" in anchors and anchors.count("bar") == 2

@@ -20,6 +20,7 @@ from .inline_html import html_to_text
 from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
+from .mdx_imports import expand_partials
 from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
@@ -47,6 +48,13 @@ def _text_only(read: Callable[[str], str]) -> Dialect:
     return lambda text, _page: read(text)
 
 
+def _mdx(text: str, page: PageFile | None) -> str:
+    """MDX, with the partials it imports in place."""
+    if page is not None:
+        text = expand_partials(text, page=page.path, project=page.project, reads=page.reads)
+    return mdx_to_markdown(text)
+
+
 def _mkdocs(text: str, page: PageFile | None) -> str:
     """In the order MkDocs renders them: the Jinja the macros plugin renders over the page
     (which reads as Liquid does), the snippets it takes in, abbreviations, blocks, then
@@ -72,7 +80,7 @@ def _vitepress(text: str, page: PageFile | None) -> str:
 
 
 DIALECTS: dict[str, Dialect] = {
-    "docusaurus": _text_only(mdx_to_markdown),  # Docusaurus reads .md as MDX too
+    "docusaurus": _mdx,  # Docusaurus reads .md as MDX too
     "starlight": _text_only(containers_to_markdown),
     "vitepress": _vitepress,
     "hugo": _text_only(shortcodes_to_markdown),
@@ -90,6 +98,6 @@ def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile | None 
     """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere,
     and raw HTML reads as a browser shows it whatever the generator."""
     if fmt == "mdx":
-        return html_to_text(mdx_to_markdown(body))
+        return html_to_text(_mdx(body, page))
     read = DIALECTS.get(generator)
     return html_to_text(read(body, page) if read is not None else body)
