@@ -608,11 +608,14 @@ JEKYLL_SITE = {
     "about.markdown": "---\npermalink: /team/about-us/\n---\n\n## Who we are\n\nText.\n",
     "_posts/2024-01-02-hello-world.md": "---\ntitle: Hello\n---\n\n## First post\n\nHi.\n",
     "_drafts/unfinished.md": "---\ntitle: Draft\n---\n\n## Not yet\n\nText.\n",
-    "_includes/note.md": "## Included\n\nText.\n",
+    "_includes/note.md": "## Included\n\n{{ include.level }}: back up first.\n",
+    "guide/_part.md": "## From beside\n\nRelative text.\n",
     "guide/liquid.md": "---\ntitle: Liquid\n---\n\n{% comment %}\n## Hidden\n{% endcomment %}\n\n"
                        "## Highlighted\n\n{% highlight ruby %}\nputs 'hi'\n{% endhighlight %}\n\n"
                        "{% if page.title %}Shown.{% endif %} {% raw %}{{ page.title }}{% endraw %}"
-                       "\n\n## After the code\n\nText.\n\n{% include note.md %}\n",
+                       "\n\n## After the code\n\nText.\n\n"
+                       "{% include note.md level=\"Warning\" %}\n\n"
+                       "{% include_relative _part.md %}\n",
     "hidden.md": "---\ntitle: Hidden\npublished: false\n---\n\n" + UNPUBLISHED,
     "_posts/2999-01-02-later.md": "---\ntitle: Later\n---\n\n" + UNPUBLISHED,
     "scratch/wip.md": "---\ntitle: WIP\n---\n\n" + UNPUBLISHED,
@@ -633,6 +636,8 @@ def test_jekyll_citations_resolve(tmp_path: Path, config: str) -> None:
     _assert_left_out(site, project)
     anchors = {a for url, a in citations(project)[0] if "liquid" in url}
     assert {"highlighted", "after-the-code"} <= anchors and "hidden" not in anchors
+    assert {"included", "from-beside"} <= anchors  # from the files the page includes
+    assert "Warning: back up first." in "".join(page_bodies(project).values())
     pretty = config.startswith("permalink: pretty")
     urls = {url for url, _ in citations(project)[0]}
     assert "https://docs.example.com/team/about-us/" in urls

@@ -17,6 +17,7 @@ from typing import Any
 from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
 from .inline_html import html_to_text
+from .jekyll_includes import liquid_with_includes
 from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
@@ -46,6 +47,16 @@ Dialect = Callable[[str, PageFile | None], str]
 
 def _text_only(read: Callable[[str], str]) -> Dialect:
     return lambda text, _page: read(text)
+
+
+def _jekyll(text: str, page: PageFile | None) -> str:
+    """Liquid, with the files it includes in place."""
+    if page is None:
+        return liquid_to_markdown(text)
+    source = page.project / page.settings.get("source", ".")
+    return liquid_with_includes(
+        text, page=page.path, project=page.project, reads=page.reads,
+        includes_dir=source / page.settings.get("includes_dir", "_includes"))
 
 
 def _mdx(text: str, page: PageFile | None) -> str:
@@ -85,7 +96,7 @@ DIALECTS: dict[str, Dialect] = {
     "vitepress": _vitepress,
     "hugo": _text_only(shortcodes_to_markdown),
     "mkdocs": _mkdocs,
-    "jekyll": _text_only(liquid_to_markdown),
+    "jekyll": _jekyll,
     "sphinx": _text_only(myst_to_markdown),  # Sphinx reads markdown with MyST
     "sphinx-dirhtml": _text_only(myst_to_markdown),
     "mdbook": lambda text, page: text if page is None else expand_links(

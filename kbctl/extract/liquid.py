@@ -10,7 +10,9 @@ kbctl has neither the site's data nor its includes, so:
   as text (``{% include note.html content="Back up first." %}``);
 - ``{% highlight ruby %}`` … ``{% endhighlight %}`` becomes a fence in that language;
 - ``{% raw %}`` … ``{% endraw %}`` is shown as written (how docs show Liquid itself);
-- ``{% comment %}`` … ``{% endcomment %}`` is not shown.
+- ``{% comment %}`` … ``{% endcomment %}`` is not shown;
+- given a way to read them (``include``), ``{% include x.md key="v" %}`` and
+  ``{% include_relative x.md %}`` put that file there, read in turn (``jekyll_includes``).
 
 A tag cannot contain a brace, so a scan never runs past the next one: linear time on any
 input.
@@ -19,13 +21,18 @@ input.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .template_args import visible_values
 
 _MARKUP = re.compile(r"\{%([^{}]*)%\}|\{\{([^{}]*)\}\}")
 
 
-def liquid_to_markdown(text: str) -> str:
+# An include's text, given the tag's name and arguments; None: the tag reads as any other.
+Include = Callable[[str, str], "str | None"]
+
+
+def liquid_to_markdown(text: str, include: Include | None = None) -> str:
     """The page's markdown as its readers see it (see the module docstring)."""
     if "{%" not in text and "{{" not in text:
         return text
@@ -47,8 +54,11 @@ def liquid_to_markdown(text: str) -> str:
         if name in ("raw", "comment"):
             hidden_until = f"end{name}"
             continue
-        if tag is not None:
-            out.append(_tag_text(name, args))
+        if tag is None:
+            continue
+        inserted = (include(name, args) if include is not None
+                    and name in ("include", "include_relative") else None)
+        out.append(_tag_text(name, args) if inserted is None else inserted)
     out.append(text[last:])  # a raw or comment never closed (no build) loses nothing
     return "".join(out)
 

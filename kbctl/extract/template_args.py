@@ -21,6 +21,13 @@ def visible_values(args: str) -> list[str]:
     return [v for v in values if v.strip()]
 
 
+def named_values(args: str) -> dict[str, str]:
+    """Every named argument of ``args`` whose value is a string literal, unquoted (a
+    variable's value is the site's, which kbctl does not have)."""
+    return {key: _unquoted(raw) for key, raw in _NAMED.findall(args)
+            if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "\"'`"}
+
+
 def unescaped(text: str) -> str:
     """A double-quoted string's text: each backslash escape as the character it escapes."""
     return _ESCAPE.sub(r"\1", text)

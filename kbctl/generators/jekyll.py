@@ -127,6 +127,9 @@ class Jekyll:
             "collections_dir": str(config.get("collections_dir") or "").strip("/"),
             "timezone": config.get("timezone") if isinstance(
                 config.get("timezone"), str) else None,
+            "source": source,
+            "includes_dir": config.get("includes_dir") if isinstance(
+                config.get("includes_dir"), str) else "_includes",
         }
         return Site(self.name, folder / source, marker, settings)
 
