@@ -68,6 +68,19 @@ def inside(folder: Path, path: Path) -> bool:
         return False
 
 
+def repository_top(folder: Path) -> Path | None:
+    """The top of the git repository ``folder`` lies in (``folder`` itself, or one of the
+    ``MAX_REPO_DEPTH`` folders above it), resolved; None outside a repository."""
+    try:
+        real = folder.resolve()
+    except (OSError, RuntimeError):
+        return None
+    for candidate in (real, *list(real.parents)[:MAX_REPO_DEPTH]):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
 def first_config(folder: Path, names: Sequence[str]) -> tuple[Path, str] | None:
     """The first of ``names`` in ``folder`` that is a file, with its text (empty when it
     cannot be read); None when there is none."""
@@ -145,19 +158,11 @@ class IgnoreFiles:
         """(``root``'s path from the folder, with a trailing ``/``; the folder's patterns)
         for each folder above ``root`` up to the top of its git repository, nearest
         first; none outside a repository."""
-        try:
-            real = root.resolve()
-        except (OSError, RuntimeError):
-            return []
-        if (real / ".git").exists():
-            return []  # root is the top itself
-        chain = []
-        for folder in list(real.parents)[:MAX_REPO_DEPTH]:
-            chain.append(folder)
-            if (folder / ".git").exists():
-                break
-        else:
+        top = repository_top(root)
+        if top is None:
             return []  # not in a repository: the files above are no concern of this folder
+        real = root.resolve()
+        chain = [folder for folder in real.parents if folder.is_relative_to(top)]
         out = []
         for folder in chain:
             spec = self._spec(folder)

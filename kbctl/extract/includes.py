@@ -1,12 +1,17 @@
-"""The files a page takes in from its project (mdBook's include links, MkDocs' snippets),
-read under the rules every such dialect shares.
+"""The files a page takes in from its project (mdBook's include links, MkDocs' snippets,
+VitePress' inclusions, MDX partials, Jekyll's and Sphinx's includes), read under the
+rules every such dialect shares.
 
-Only the project's own files are read: a path that leads out of the folder holding the
-generator's config (``../..``, an absolute path, a symlink elsewhere), or a missing or
-oversized file, reads as nothing. Each file is read once however often a page names it,
-under its normalised path (``a.md``, ``./a.md`` and ``x/../a.md`` are one file), and a
-page grows by at most ``MAX_INCLUDED_CHARS`` in all: a file included twice at each of ten
-levels would otherwise be copied a thousand times.
+Only the project's own files are read: those of the git repository the folder holding the
+generator's config lies in (``docs/index.rst`` takes in ``../README.rst``), or of that
+folder alone outside a repository or in one kept at a home folder or above it (dotfiles:
+the home's files are not the project's). A path that leads elsewhere (``../..``, an absolute path, a
+symlink out), through a hidden folder or to a hidden file (``.git/config`` may hold a
+token, ``.env`` secrets), or to a missing or oversized file, reads as nothing. Each file
+is read once however often a page names it, under its normalised path (``a.md``,
+``./a.md`` and ``x/../a.md`` are one file), and a page grows by at most
+``MAX_INCLUDED_CHARS`` in all: a file included twice at each of ten levels would
+otherwise be copied a thousand times.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..projectfiles import inside, read_config_text
+from ..projectfiles import read_config_text, repository_top
 
 MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 
@@ -24,7 +29,7 @@ class IncludedFiles:
     is read again when one changes) and what the page may still grow by."""
 
     def __init__(self, project: Path, reads: list[Path]) -> None:
-        self.project = project
+        self.boundary = _boundary(project)
         self.reads = reads
         self.budget = MAX_INCLUDED_CHARS
         self._files: dict[Path, str | None] = {}
@@ -33,11 +38,18 @@ class IncludedFiles:
         """The file's text; None when it is not the project's or cannot be read."""
         key = Path(os.path.normpath(path))
         if key not in self._files:
-            text = read_config_text(path) if inside(self.project, path) else None
+            text = read_config_text(path) if self._readable(path) else None
             self._files[key] = text
             if text is not None:
                 self.reads.append(key)
         return self._files[key]
+
+    def _readable(self, path: Path) -> bool:
+        try:
+            rel = path.resolve().relative_to(self.boundary)
+        except (OSError, RuntimeError, ValueError):  # elsewhere, or a symlink loop
+            return False
+        return not any(part.startswith(".") for part in rel.parts)
 
     def take(self, text: str) -> bool:
         """Whether ``text`` still fits in the page's budget (which it then uses up)."""
@@ -45,3 +57,16 @@ class IncludedFiles:
             return False
         self.budget -= len(text)
         return True
+
+
+def _boundary(project: Path) -> Path:
+    """The folder whose files are the project's (see the module docstring)."""
+    real = project.resolve()
+    top = repository_top(real)
+    try:
+        home: Path | None = Path.home().resolve()
+    except (OSError, RuntimeError, KeyError):  # no home to speak of
+        home = None
+    if top is None or (home is not None and home.is_relative_to(top)):
+        return real
+    return top

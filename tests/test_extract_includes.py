@@ -1,0 +1,44 @@
+"""The one rule every include dialect reads files under: the project's own, never hidden."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.extract.includes import IncludedFiles
+from tests.sitebuild import write_tree
+
+
+def test_the_project_or_its_repository_and_never_a_hidden_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Path, "home", lambda: tmp_path / "home")
+    repo = write_tree(tmp_path / "home" / "repo", {
+        ".git/config": "[http]\n\textraheader = AUTHORIZATION: basic SECRET\n",
+        ".env": "TOKEN=SECRET\n",
+        "README.md": "The readme.\n",
+        "docs/index.md": "Docs.\n",
+        "site/docs/notes.md": "Notes.\n",
+    })
+    (tmp_path / "home" / ".git").mkdir()  # a home folder kept in git (dotfiles)
+    (tmp_path / "home" / "private.md").write_text("SECRET\n")
+    (repo / "docs" / "link.md").symlink_to(repo / ".env")
+
+    at_top = IncludedFiles(repo, [])
+    assert at_top.read(repo / "README.md") == "The readme.\n"
+    assert at_top.read(repo / ".git" / "config") is None
+    assert at_top.read(repo / "docs" / "link.md") is None  # a link to a hidden file
+    assert at_top.read(repo / ".." / "private.md") is None
+
+    docs = IncludedFiles(repo / "site" / "docs", [])  # takes in ../../README.md
+    assert docs.read(repo / "site" / "docs" / ".." / ".." / "README.md") == "The readme.\n"
+    assert docs.read(repo / ".env") is None
+    assert docs.read(tmp_path / "home" / "private.md") is None
+
+    # not in a repository of its own: the home's repository is not the project's
+    unpacked = write_tree(tmp_path / "home" / "Downloads" / "proj", {"docs/a.md": "A.\n",
+                                                                     "README.md": "R.\n"})
+    alone = IncludedFiles(unpacked / "docs", [])
+    assert alone.read(unpacked / "docs" / "a.md") == "A.\n"
+    assert alone.read(unpacked / "README.md") is None
+    assert alone.read(tmp_path / "home" / "private.md") is None
