@@ -134,3 +134,4 @@ def test_an_mkdocs_page_reads_its_snippets_and_is_read_again_when_one_changes(
     assert ingest(store, [spec], namespace="s").updated == 1
     [hit] = store.search("s", "gadget", k=1)
     assert "Use the gadget CLI." in hit.text
+

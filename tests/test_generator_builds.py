@@ -152,12 +152,40 @@ def test_sphinx_citations_resolve(tmp_path: Path, builder: str) -> None:
                         generator=None if builder == "html" else "sphinx-dirhtml")
 
 
+SPHINX_INCLUDES = {
+    ".git/HEAD": "ref: refs/heads/main\n",  # docs/ sits right under a repository's top
+    "README.rst": "Project readme\n==============\n\nThe readme text.\n\nReadme section\n"
+                  "--------------\n\nMore of it.\n",
+    "src/demo.py": "import os\n\n\ndef run():\n    return os.getcwd()\n",
+    "docs/conf.py": "project = 'Demo'\nexclude_patterns = ['_build', '_parts']\n",
+    "docs/index.rst": "Demo\n====\n\n.. toctree::\n\n   usage\n\n.. include:: ../README.rst\n",
+    "docs/usage.rst": "Usage\n=====\n\n.. include:: /_parts/steps.rst\n\nCode\n----\n\n"
+                      ".. literalinclude:: ../src/demo.py\n   :lines: 4-5\n\n"
+                      "After\n-----\n\nText after.\n\n.. include:: ../README.rst\n"
+                      "   :start-after: readme text.\n   :end-before: More\n",
+    "docs/_parts/steps.rst": "Steps\n-----\n\nRun the steps.\n",
+}
+
+
+@pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")
+def test_sphinx_includes_read_as_the_page_shows_them(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", SPHINX_INCLUDES)
+    site = build_sphinx(repo / "docs")
+    _assert_all_resolve(site, repo / "docs", "sphinx", minimum=5)
+    cited = {(url.rsplit("/", 1)[-1], anchor) for url, anchor in citations(repo / "docs")[0]}
+    assert {("usage.html", "steps"), ("usage.html", "code"), ("index.html", "readme-section"),
+            ("index.html", "project-readme")} <= cited
+    bodies = page_bodies(repo / "docs")
+    usage = next(body for url, body in bodies.items() if url.endswith("usage.html"))
+    assert "Run the steps." in usage and "def run():\n    return os.getcwd()" in usage
+    assert "import os" not in usage and "The readme text." not in usage
+
 MYST_SITE = {
     "conf.py": "project = 'Demo'\nextensions = ['myst_parser']\n"
                "myst_enable_extensions = ['colon_fence']\n"
-               "exclude_patterns = ['_build', 'drafts/*', '**/old-*']\n",
+               "exclude_patterns = ['_build', '_parts', 'drafts/*', '**/old-*']\n",
     "index.md": "# Home\n\n```{toctree}\n:maxdepth: 2\n\nguide/install\nguide/page\n"
-                "guide/directives\n```\n\n## Welcome\n\nT.\n",
+                "guide/directives\nguide/included\n```\n\n## Welcome\n\nT.\n",
     "guide/directives.md": "(directives-page)=\n# Directives\n\n% a comment\n\n"
                            "```{note}\nA note about {py:func}`os.path.join`.\n```\n\n"
                            "## Code\n\n```{code-block} python\n:caption: Example\n\n"
@@ -166,6 +194,11 @@ MYST_SITE = {
                            "\n## After\n\nText.\n",
     "guide/install.md": HEADINGS_MD,
     "guide/page.rst": "An RST page\n===========\n\nSection\n-------\n\nText.\n",
+    "guide/included.md": "# Included\n\n```{include} ../_parts/steps.md\n:start-after: <!-- s -->"
+                         "\n```\n\n## Listing\n\n```{literalinclude} /_parts/demo.py\n"
+                         ":lines: 2\n```\n",
+    "_parts/steps.md": "Hidden above.\n<!-- s -->\n## Shared steps\n\nRun them.\n",
+    "_parts/demo.py": "import os\nprint(os.getcwd())\n",
     "drafts/wip.md": "# WIP\n\n" + UNPUBLISHED,
     "guide/old-thing.md": "# Old\n\n" + UNPUBLISHED,
 }
@@ -183,6 +216,11 @@ def test_sphinx_markdown_with_myst(tmp_path: Path) -> None:
         citations(project)[0])
     assert {a for url, a in citations(project)[0] if url.endswith("/directives.html")} == {
         "directives", "code", "after"}
+    assert {a for url, a in citations(project)[0] if url.endswith("/included.html")} == {
+        "shared-steps", "listing"}
+    included = next(b for u, b in page_bodies(project).items() if u.endswith("included.html"))
+    assert "Run them." in included and "Hidden above." not in included
+    assert "```python\nprint(os.getcwd())\n```" in included and "import os" not in included
 
 
 @pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")

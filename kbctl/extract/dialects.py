@@ -26,6 +26,7 @@ from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
 from .snippets import expand_snippets
+from .sphinx_includes import SphinxIncludes
 from .vitepress_includes import expand_includes
 
 
@@ -57,6 +58,15 @@ def _jekyll(text: str, page: PageFile | None) -> str:
     return liquid_with_includes(
         text, page=page.path, project=page.project, reads=page.reads,
         includes_dir=source / page.settings.get("includes_dir", "_includes"))
+
+
+def _sphinx(text: str, page: PageFile | None) -> str:
+    """MyST, with the files its include directives name (the source folder is the
+    project's, where ``conf.py`` is)."""
+    if page is None:
+        return myst_to_markdown(text)
+    return myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
+        source_dir=page.project, project=page.project, reads=page.reads))
 
 
 def _mdx(text: str, page: PageFile | None) -> str:
@@ -97,8 +107,8 @@ DIALECTS: dict[str, Dialect] = {
     "hugo": _text_only(shortcodes_to_markdown),
     "mkdocs": _mkdocs,
     "jekyll": _jekyll,
-    "sphinx": _text_only(myst_to_markdown),  # Sphinx reads markdown with MyST
-    "sphinx-dirhtml": _text_only(myst_to_markdown),
+    "sphinx": _sphinx,  # Sphinx reads markdown with MyST
+    "sphinx-dirhtml": _sphinx,
     "mdbook": lambda text, page: text if page is None else expand_links(
         text, page=page.path, project=page.project, reads=page.reads),
 }

@@ -66,6 +66,15 @@ def fence_end(lines: list[str], start: int, marker: str, indent: int = 0) -> int
     return len(lines)
 
 
+def fenced(code: str, language: str = "") -> list[str]:
+    """``code`` as the lines of a fenced block, its fence longer than any run of backticks
+    the code holds."""
+    lines = code.split("\n")
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{language}", *lines, fence]
+
+
 def code_spans(line: str) -> list[tuple[int, int]]:
     """(start, end) of each code span of ``line``: a run of n backticks up to the next run
     of exactly n (CommonMark). One pass: each length's next run is found by a pointer that

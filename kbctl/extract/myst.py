@@ -8,8 +8,10 @@ reader does for the same directives and roles (``rst_sphinx``):
 - an admonition or a labelled directive (``{note}``, ``{versionadded} 3.2``,
   ``{seealso}``) becomes a labelled paragraph with its content;
 - a code directive (``{code-block} python``) becomes a fence in that language;
-- a directive that shows nothing of its own (``{toctree}``, ``{index}``, ``{include}``,
+- a directive that shows nothing of its own (``{toctree}``, ``{index}``,
   ``{automodule}``) goes; any other keeps its content;
+- given the page's includes (``sphinx_includes``), ``{include}`` puts a file's markdown
+  there (read in turn) and ``{literalinclude}`` a file's code; without, they show nothing;
 - the directive's options (``:caption: x`` lines, or a ``---`` YAML block) go;
 - a role shows its text (``{func}`os.path.join``` → ```os.path.join()```, ``{ref}`the
   guide <guide>``` → ``the guide``);
@@ -21,10 +23,13 @@ Plain code fences are left as they are.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..chunk.headings import normalize_source
-from .inline_html import FENCE, fence_end
+from .inline_html import FENCE, fence_end, fenced
 from .rst_sphinx import CODE_DIRECTIVES, IGNORED_DIRECTIVES, LABELLED_DIRECTIVES, role_text
+from .sphinx_includes import SphinxIncludes
 
 _DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
 _OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?")
@@ -36,14 +41,25 @@ _ADMONITIONS = {"note": "Note", "warning": "Warning", "tip": "Tip", "hint": "Hin
 MAX_DEPTH = 16
 
 
-def myst_to_markdown(text: str) -> str:
-    """The page's markdown as its readers see it (see the module docstring)."""
+@dataclass(frozen=True)
+class _File:
+    """The file being read, and the includes of the page it belongs to."""
+
+    path: Path
+    includes: SphinxIncludes
+
+
+def myst_to_markdown(text: str, *, path: Path | None = None,
+                     includes: SphinxIncludes | None = None) -> str:
+    """The page's markdown as its readers see it (see the module docstring); ``path`` is
+    the page's file, which its includes are found from."""
     if "{" not in text and "%" not in text and ")=" not in text:
         return text
-    return "\n".join(_read(normalize_source(text).split("\n"), 0))
+    file = _File(path, includes) if path is not None and includes is not None else None
+    return "\n".join(_read(normalize_source(text).split("\n"), 0, file))
 
 
-def _read(lines: list[str], depth: int) -> list[str]:
+def _read(lines: list[str], depth: int, file: _File | None = None) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -63,20 +79,24 @@ def _read(lines: list[str], depth: int) -> list[str]:
         else:
             indent, _, name, argument = directive.groups()
             out.extend(indent + x if x else "" for x in _directive(
-                name, argument.strip(), [x[len(indent):] for x in lines[i + 1:end]], depth))
+                name, argument.strip(), [x[len(indent):] for x in lines[i + 1:end]], depth,
+                file))
         i = end + 1
     return out
 
 
-def _directive(name: str, argument: str, content: list[str], depth: int) -> list[str]:
-    content = _without_options(content)
+def _directive(name: str, argument: str, content: list[str], depth: int,
+               file: _File | None) -> list[str]:
     kind = name.split(":")[-1]
+    if kind in ("include", "literalinclude") and file is not None:
+        return _included(kind, argument, _options(content), depth, file)
+    content = _without_options(content)
     if kind in CODE_DIRECTIVES:
         language = argument.split()[0] if argument.split() else ""
         return [f"```{language}", *content, "```"]
     if kind in IGNORED_DIRECTIVES or kind == "image":
         return []
-    body = _read(content, depth + 1)
+    body = _read(content, depth + 1, file)
     if kind == "admonition":  # its argument is its title
         return [f"**{argument}**", "", *body] if argument else body
     if kind in _ADMONITIONS:
@@ -88,6 +108,34 @@ def _directive(name: str, argument: str, content: list[str], depth: int) -> list
         head = f"{label} {version}".strip() + ":"
         return [f"**{head}**" + (f" {rest}" if rest else ""), "", *body]
     return ([argument, ""] if argument else []) + body
+
+
+def _included(kind: str, argument: str, options: dict[str, str], depth: int,
+              file: _File) -> list[str]:
+    """What ``{include}`` or ``{literalinclude}`` of ``argument`` shows (nothing when
+    the file cannot be read)."""
+    if kind == "literalinclude":
+        code = file.includes.code(argument, file.path, options)
+        return fenced(code[1], code[0]) if code else []
+    found = file.includes.text(argument, file.path, options)
+    if found is None or depth >= MAX_DEPTH:
+        return []
+    path, text = found
+    return _read(normalize_source(text).split("\n"), depth + 1, _File(path, file.includes))
+
+
+def _options(content: list[str]) -> dict[str, str]:
+    """A directive's options, from its ``:key: value`` lines or its ``---`` block."""
+    yaml = bool(content) and content[0].strip() == "---"
+    lines = content[1:len(content) - len(_without_options(content)) - 1] if yaml else content
+    options: dict[str, str] = {}
+    for line in lines:
+        stripped = line.strip()
+        if not yaml and not _OPTION.fullmatch(line):
+            break
+        key, _, value = (stripped if yaml else stripped[1:]).partition(":")
+        options[key.strip()] = value.strip().strip("\"'")
+    return options
 
 
 def _without_options(content: list[str]) -> list[str]:

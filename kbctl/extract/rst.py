@@ -1,7 +1,8 @@
 """reStructuredText → markdown with Sphinx's ids, for the heading-aware chunker.
 
-docutils parses the file (no file inclusion, no raw passthrough, no messages); the tree
-is written back as markdown: sections as headings carrying their docutils id as an
+docutils parses the file (no raw passthrough, no messages; ``include`` and
+``literalinclude`` read the project's files through ``sphinx_includes``, when given); the
+tree is written back as markdown: sections as headings carrying their docutils id as an
 explicit ``{#id}``, literal and ``code-block`` blocks as fences with their language,
 lists, tables, admonitions as labelled text. Sphinx's own roles and directives are not
 known to docutils; rather than errors, they become readable text (``:func:`os.getcwd```
@@ -17,8 +18,9 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from docutils import nodes
+from docutils import nodes, statemachine
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.transforms.references import PropagateTargets
@@ -34,6 +36,7 @@ from .rst_sphinx import (
     role_text,
     written_name,
 )
+from .sphinx_includes import SphinxIncludes
 
 _ROLE_USE = re.compile(r"(?<![\w`]):((?:(?!_)\w)+(?:[-.+:](?:(?!_)\w)+)*):`")
 _DIRECTIVE_USE = re.compile(r"^[ \t]*\.\.[ \t]+([\w][\w:.+-]*)[ \t]*::", re.MULTILINE)
@@ -111,6 +114,54 @@ class _Ignored(_Lenient):
                 target = nodes.target("", "", ids=[f"module-{module}"])
                 return [target]
         return []
+
+
+# The includes of the page being parsed (a files source's Sphinx page); None: none are read.
+_PAGE = threading.local()
+
+
+def _page_includes(directive: Directive) -> tuple[SphinxIncludes, Path] | None:
+    """The page's includes and the file the directive is written in (an included file's
+    own name, for the includes it makes in turn); None when includes are not read."""
+    includes = getattr(_PAGE, "includes", None)
+    if includes is None or not directive.arguments:
+        return None
+    machine = directive.state_machine
+    source = machine.input_lines.source(directive.lineno - machine.input_offset - 1)
+    return includes, Path(source or directive.state.document["source"])
+
+
+class _Include(_Lenient):
+    """``.. include:: file``: its text parsed in place (``sphinx_includes``), or as code
+    with ``:literal:`` or ``:code: lang``."""
+
+    def run(self) -> list[nodes.Node]:
+        page = _page_includes(self)
+        found = page[0].text(self.arguments[0], page[1], self.options) if page else None
+        if found is None:
+            return []
+        path, text = found
+        if "literal" in self.options or "code" in self.options:
+            block = nodes.literal_block(text, text)
+            block["language"] = (self.options.get("code") or "").strip()
+            return [block]
+        _register(text)
+        self.state_machine.insert_input(
+            statemachine.string2lines(text, 8, convert_whitespace=True), str(path))
+        return []
+
+
+class _LiteralInclude(_Lenient):
+    """``.. literalinclude:: file``: a fence of the file's code (``sphinx_includes``)."""
+
+    def run(self) -> list[nodes.Node]:
+        page = _page_includes(self)
+        found = page[0].code(self.arguments[0], page[1], self.options) if page else None
+        if found is None:
+            return []
+        block = nodes.literal_block(found[1], found[1])
+        block["language"] = found[0]
+        return [block]
 
 
 class _Labelled(_Lenient):
@@ -194,6 +245,8 @@ def _register(text: str) -> None:
         for name in wanted_roles - _BUILTIN_ROLES:
             if name not in roles._roles:  # noqa: SLF001
                 roles.register_local_role(name, _sphinx_role)
+        directives.register_directive("include", _Include)
+        directives.register_directive("literalinclude", _LiteralInclude)
         for name in wanted_directives | CODE_DIRECTIVES:
             if name in directives._directives and name not in ("code",):  # noqa: SLF001
                 continue
@@ -239,8 +292,10 @@ def _settings():  # docutils settings are a plain Values object; built once
         return _SETTINGS
 
 
-def rst_to_markdown(text: str, *, source: str = "<rst>") -> RstDocument:
-    """Parse reStructuredText and write it as markdown with explicit heading ids.
+def rst_to_markdown(text: str, *, source: str = "<rst>",
+                    includes: SphinxIncludes | None = None) -> RstDocument:
+    """Parse reStructuredText and write it as markdown with explicit heading ids; with
+    ``includes``, the page's ``include`` and ``literalinclude`` read their files.
 
     Raises ``ExtractError`` when docutils cannot parse the file at all.
     """
@@ -248,12 +303,15 @@ def rst_to_markdown(text: str, *, source: str = "<rst>") -> RstDocument:
     document = new_document(source, _settings())
     document.reporter.stream = None
     writer = _Writer()
+    outer, _PAGE.includes = getattr(_PAGE, "includes", None), includes
     try:
         Parser().parse(text, document)
         PropagateTargets(document).apply()
         writer.document(document)
     except Exception as exc:  # docutils raises assorted errors (and recursion) on bad input
         raise ExtractError(f"cannot parse reStructuredText: {exc}") from exc
+    finally:
+        _PAGE.includes = outer
     return RstDocument(title=writer.title, markdown=writer.output())
 
 

@@ -27,7 +27,7 @@ from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..generators.vitepress import mdit_vue_slugify
 from .includes import IncludedFiles
-from .inline_html import FENCE, fence_end
+from .inline_html import FENCE, fence_end, fenced
 
 MAX_DEPTH = 10
 # Every scan here is linear in the text, whatever it holds: suffixes are peeled off with
@@ -178,9 +178,7 @@ class _Includes:
         if not self.files.take("\n".join(lines)):
             return []
         extension = _EXTENSION.search(path.name)
-        fence = "`" * max(3, _longest_backticks(lines) + 1)
-        return [f"{fence}{language or (extension.group(1) if extension else '')}", *lines,
-                fence]
+        return fenced("\n".join(lines), language or (extension.group(1) if extension else ""))
 
 
 def _marker(line: str, end: bool) -> str | None:
@@ -267,8 +265,3 @@ def _dedented(lines: list[str]) -> list[str]:
     indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
     cut = min(indents, default=0)
     return [line[cut:] for line in lines] if cut else lines
-
-
-def _longest_backticks(lines: list[str]) -> int:
-    runs = [len(m.group(0)) for line in lines for m in re.finditer(r"`{3,}", line)]
-    return max(runs, default=0)

@@ -31,6 +31,7 @@ from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_markdown
 from ..extract.markdown import parse_markdown_document
+from ..extract.sphinx_includes import SphinxIncludes
 from ..frontmatter import split_front_matter
 from ..generators import (
     AUTO,
@@ -359,10 +360,14 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     if fmt == "rst":
         from ..extract.rst import rst_to_markdown
 
+        reads: list[Path] = []
+        includes = SphinxIncludes(source_dir=site.content, project=site.project, reads=reads)
         try:
-            rst = rst_to_markdown(text, source=str(path))
+            rst = rst_to_markdown(text, source=str(path), includes=includes)
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
+        if reads:
+            stamp[INCLUDES] = _include_stamps(reads)
         return Document(ref=leaf.ref, url=leaf.url, kind="files", title=rst.title or path.stem,
                         body=rst.markdown, format="markdown", meta=dict(stamp))
     if fmt == "html":
