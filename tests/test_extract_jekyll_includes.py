@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from kbctl.extract.jekyll_includes import liquid_with_includes
-from kbctl.pipeline.ingest import ingest
-from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
+from tests.includes_check import BEFORE, assert_read_again_when_changed
 from tests.sitebuild import write_tree
 
 
@@ -65,16 +63,7 @@ def test_a_page_is_read_again_when_an_include_changes(store: KnowledgeStore,
                                                       tmp_path: Path) -> None:
     root = write_tree(tmp_path / "site", {
         "_config.yml": "title: Demo\n",
-        "_includes/step.md": "Turn the widget.\n",
+        "_includes/step.md": BEFORE,
         "guide.md": "---\ntitle: Guide\n---\n\n## Steps\n\n{% include step.md %}\n",
     })
-    spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
-    ingest(store, [spec], namespace="j")
-    [hit] = store.search("j", "widget", k=1)
-    assert "Turn the widget." in hit.text
-    step = root / "_includes" / "step.md"
-    step.write_text("Spin the gadget.\n")
-    os.utime(step, ns=(1, 1))
-    assert ingest(store, [spec], namespace="j").updated == 1
-    [hit] = store.search("j", "gadget", k=1)
-    assert "Spin the gadget." in hit.text
+    assert_read_again_when_changed(store, root, root / "_includes" / "step.md")

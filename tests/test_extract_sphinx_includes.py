@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from kbctl.extract.myst import myst_to_markdown
 from kbctl.extract.rst import rst_to_markdown
 from kbctl.extract.sphinx_includes import SphinxIncludes
-from kbctl.pipeline.ingest import ingest
-from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
+from tests.includes_check import BEFORE, assert_read_again_when_changed
 from tests.sitebuild import write_tree
 
 CODE = "import os\n\n# start\ndef run():\n    return 1\n# end\n"
@@ -87,15 +85,6 @@ def test_a_page_is_read_again_when_an_included_file_changes(store: KnowledgeStor
     root = write_tree(tmp_path / "docs", {
         "conf.py": "project = 'x'\nexclude_patterns = ['parts']\n",
         "index.rst": "Guide\n=====\n\n.. include:: parts/step.rst\n",
-        "parts/step.rst": "Turn the widget.\n",
+        "parts/step.rst": BEFORE,
     })
-    spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
-    ingest(store, [spec], namespace="s")
-    [hit] = store.search("s", "widget", k=1)
-    assert "Turn the widget." in hit.text
-    step = root / "parts" / "step.rst"
-    step.write_text("Spin the gadget.\n")
-    os.utime(step, ns=(1, 1))
-    assert ingest(store, [spec], namespace="s").updated == 1
-    [hit] = store.search("s", "gadget", k=1)
-    assert "Spin the gadget." in hit.text
+    assert_read_again_when_changed(store, root, root / "parts" / "step.rst")

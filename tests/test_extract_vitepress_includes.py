@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from kbctl.extract.vitepress_includes import expand_includes
-from kbctl.pipeline.ingest import ingest
-from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
+from tests.includes_check import BEFORE, assert_read_again_when_changed
 from tests.sitebuild import write_tree
 
 PART = ("---\ntitle: Part\n---\n<!-- #region usage -->\n## Usage\n<!-- #endregion usage -->\n\n"
@@ -81,15 +79,6 @@ def test_a_page_is_read_again_when_a_part_changes(store: KnowledgeStore, tmp_pat
     root = write_tree(tmp_path / "site", {
         ".vitepress/config.mts": "export default { srcDir: 'docs', srcExclude: ['parts/**'] }\n",
         "docs/guide.md": "# Guide\n\n<!--@include: @/parts/p.md-->\n",
-        "docs/parts/p.md": "The widget turns.\n",
+        "docs/parts/p.md": BEFORE,
     })
-    spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
-    ingest(store, [spec], namespace="v")
-    [hit] = store.search("v", "widget", k=1)
-    assert "The widget turns." in hit.text and hit.source_url.endswith("/guide.html")
-    part = root / "docs" / "parts" / "p.md"
-    part.write_text("The gadget spins.\n")
-    os.utime(part, ns=(1, 1))
-    assert ingest(store, [spec], namespace="v").updated == 1
-    [hit] = store.search("v", "gadget", k=1)
-    assert "The gadget spins." in hit.text
+    assert_read_again_when_changed(store, root, root / "docs" / "parts" / "p.md")
