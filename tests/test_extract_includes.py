@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from kbctl.extract.includes import IncludedFiles
+from kbctl.extract.includes import MAX_INCLUDED_CHARS, IncludedFiles
+from kbctl.extract.mdbook_links import expand_links
+from kbctl.extract.snippets import expand_snippets
 from tests.sitebuild import write_tree
 
 
@@ -42,3 +45,14 @@ def test_the_project_or_its_repository_and_never_a_hidden_file(
     assert alone.read(unpacked / "docs" / "a.md") == "A.\n"
     assert alone.read(unpacked / "README.md") is None
     assert alone.read(tmp_path / "home" / "private.md") is None
+
+
+def test_a_big_file_named_again_and_again_is_read_within_the_budget(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "book", {"src/big.rs": "let x = 1;\n" * 80_000})  # 880 KB
+    started = time.perf_counter()
+    links = expand_links("{{#include big.rs:1}}\n" * 100_000, page=root / "src" / "ch.md",
+                         project=root)
+    assert links.count("let x = 1;") == MAX_INCLUDED_CHARS // 880_000  # then as written
+    snippets = expand_snippets('--8<-- "src/big.rs:1:1"\n' * 100_000, project=root)
+    assert snippets.count("let x = 1;") == MAX_INCLUDED_CHARS // 880_000
+    assert time.perf_counter() - started < 5  # 880 KB split per line: hours

@@ -1,10 +1,11 @@
 """Each docs generator's markdown dialect, read as the text its pages show.
 
 A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
-shortcodes, Jekyll's Liquid, MkDocs' indented admonitions, ``:::`` containers, MyST's
-directives and roles, mdBook's include links); kbctl runs none of its templates, and
-reads each as what a reader of the built page sees. A new dialect is one module and one
-line here.
+shortcodes, Jekyll's Liquid, MkDocs' admonitions, ``:::`` containers, MyST's directives
+and roles) and takes other files in (mdBook's and Sphinx's includes, MkDocs' snippets,
+VitePress' inclusions, MDX partials, Jekyll's includes, all read under ``includes``'
+rules); kbctl runs none of its templates, and reads each as what a reader of the built
+page sees. A new dialect is one module and one line here.
 """
 
 from __future__ import annotations

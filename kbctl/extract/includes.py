@@ -8,10 +8,11 @@ folder alone outside a repository or in one kept at a home folder or above it (d
 the home's files are not the project's). A path that leads elsewhere (``../..``, an absolute path, a
 symlink out), through a hidden folder or to a hidden file (``.git/config`` may hold a
 token, ``.env`` secrets), or to a missing or oversized file, reads as nothing. Each file
-is read once however often a page names it, under its normalised path (``a.md``,
-``./a.md`` and ``x/../a.md`` are one file), and a page grows by at most
-``MAX_INCLUDED_CHARS`` in all: a file included twice at each of ten levels would
-otherwise be copied a thousand times.
+is read from disk once however often a page names it, under its normalised path
+(``a.md``, ``./a.md`` and ``x/../a.md`` are one file), and a page takes in at most
+``MAX_INCLUDED_CHARS`` in all, a file counted each time it is taken in: a file included
+twice at each of ten levels would otherwise be copied a thousand times, and a big file
+named a hundred thousand times for one line of it read as often.
 """
 
 from __future__ import annotations
@@ -35,14 +36,16 @@ class IncludedFiles:
         self._files: dict[Path, str | None] = {}
 
     def read(self, path: Path) -> str | None:
-        """The file's text; None when it is not the project's or cannot be read."""
+        """The file's text, taken from the page's budget; None when it is not the
+        project's, cannot be read, or no longer fits."""
         key = Path(os.path.normpath(path))
         if key not in self._files:
             text = read_config_text(path) if self._readable(path) else None
             self._files[key] = text
             if text is not None:
                 self.reads.append(key)
-        return self._files[key]
+        text = self._files[key]
+        return text if text is not None and self.take(text) else None
 
     def _readable(self, path: Path) -> bool:
         try:

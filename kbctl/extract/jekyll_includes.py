@@ -48,8 +48,6 @@ class _Includes:
                 return None
             given = named_values(rest)
             content = _PARAMETER.sub(lambda m: given.get(m.group(1), ""), content)
-            if not self.files.take(content):
-                return None
             return self.read(content, path, (*within, path))
 
         return liquid_to_markdown(text, include)

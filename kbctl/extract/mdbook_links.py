@@ -50,8 +50,6 @@ def _expand(text: str, folder: Path, depth: int, files: IncludedFiles) -> str:
         if text is None:
             return written
         content = _part(text, selector)
-        if not files.take(content):
-            return written
         return _expand(content, path.parent, depth + 1, files)
 
     return _LINK.sub(replace, text)

@@ -57,6 +57,7 @@ class _Snippets:
         self.files = files
         self.bases = bases
         self.restrict = restrict
+        self.found: dict[str, Path | None] = {}
 
     def expand(self, lines: list[str], within: tuple[Path, ...], *, section: bool
                ) -> list[str]:
@@ -99,20 +100,18 @@ class _Snippets:
             lines = _lines(lines, ranges)
         elif section:
             lines = _section(lines, section)
-        if not self.files.take("\n".join(lines)):
-            return []
         expanded = self.expand(lines, (*within, file), section=section is not None)
         return [indent + line for line in expanded]
 
     def _find(self, name: str) -> tuple[Path, str] | None:
-        for base in self.bases:
-            path = base / name
-            if self.restrict and not inside(base, path):
-                continue
-            text = self.files.read(path)
-            if text is not None:
-                return path, text
-        return None
+        """The first base's file of that name, and its text (taken from the budget)."""
+        if name not in self.found:  # where a name leads is looked up once a page
+            self.found[name] = next((base / name for base in self.bases if (
+                not self.restrict or inside(base, base / name)) and (base / name).is_file()),
+                None)
+        path = self.found[name]
+        text = self.files.read(path) if path is not None else None
+        return (path, text) if path is not None and text is not None else None
 
 
 def _target(name: str) -> tuple[str, str, str | None]:

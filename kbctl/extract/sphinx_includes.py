@@ -44,7 +44,7 @@ class SphinxIncludes:
             return None
         path, text = found
         text = _included_part(text, options)
-        return (path, text) if text is not None and self.files.take(text) else None
+        return (path, text) if text is not None else None
 
     def code(self, written: str, including: Path, options: Mapping[str, str]
              ) -> tuple[str, str] | None:
@@ -55,7 +55,7 @@ class SphinxIncludes:
         path, text = found
         lines = _literal_lines(text.split("\n"), options)
         code = "\n".join(lines).rstrip("\n") if lines is not None else None
-        if code is None or not self.files.take(code):
+        if code is None:
             return None
         extension = path.suffix.lstrip(".").lower()
         language = (options.get("language") or "").strip() or _LANGUAGES.get(extension,

@@ -125,7 +125,7 @@ class _Includes:
             last = int(range_.group(2)) if range_.group(2) else len(lines)
             lines = lines[first - 1:last] if 1 <= first <= last <= len(lines) else []
         content = "\n".join(lines)
-        if not content or not self.files.take(content):
+        if not content:
             return ""
         return self.markdown(content, path, (*within, path))
 
@@ -175,8 +175,6 @@ class _Includes:
             lines = _dedented(found)
         while lines and not lines[-1].strip():
             lines.pop()
-        if not self.files.take("\n".join(lines)):
-            return []
         extension = _EXTENSION.search(path.name)
         return fenced("\n".join(lines), language or (extension.group(1) if extension else ""))
 
