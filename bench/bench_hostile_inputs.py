@@ -22,6 +22,12 @@
    them: MDX code spans (unmatched backticks), llms.txt headings and Sphinx signatures (runs
    of spaces), at growing sizes. The old pattern runs once per size, and no more once one
    run passes 1 s.
+8. Pages that name one 880 KB project file again and again for a line of it, in each
+   dialect that takes files in (mdBook, MkDocs snippets, VitePress, MDX partials, Jekyll,
+   Sphinx in reStructuredText and MyST; MDX and Jekyll take the whole file): seconds per
+   page, and how many times the file is taken in before the page's budget
+   (``MAX_INCLUDED_CHARS``) is spent. Before the budget counted each use, the mdBook page
+   took hours (the file was split for every link).
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -236,6 +242,58 @@ def replaced_patterns() -> None:
             print(f"  {name:44} {n:>6} {linear:9.5f} {old_cell:>12}")
 
 
+def repeated_includes() -> None:
+    import tempfile
+    from pathlib import Path
+
+    from kbctl.extract.jekyll_includes import liquid_with_includes
+    from kbctl.extract.mdbook_links import expand_links
+    from kbctl.extract.mdx_imports import expand_partials
+    from kbctl.extract.myst import myst_to_markdown
+    from kbctl.extract.rst import rst_to_markdown
+    from kbctl.extract.snippets import expand_snippets
+    from kbctl.extract.sphinx_includes import SphinxIncludes
+    from kbctl.extract.vitepress_includes import expand_includes
+
+    line = "let x = 1;"
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "big.rs").write_text((line + "\n") * 80_000)
+        page = root / "page.md"
+
+        def sphinx() -> SphinxIncludes:
+            return SphinxIncludes(source_dir=root, project=root, reads=[])
+
+        cases: list[tuple[str, int, Callable[[int], str]]] = [
+            ("mdBook {{#include big.rs:1}}", 100_000, lambda n: expand_links(
+                "{{#include big.rs:1}}\n" * n, page=page, project=root)),
+            ('MkDocs --8<-- "big.rs:1:1"', 100_000, lambda n: expand_snippets(
+                '--8<-- "big.rs:1:1"\n' * n, project=root)),
+            ("VitePress <!--@include: ./big.rs{1,1}-->", 100_000, lambda n: expand_includes(
+                "<!--@include: ./big.rs{1,1}-->\n" * n, page=page, source_root=root,
+                project=root)),
+            ("MDX <Big /> of an imported big.md", 100_000, lambda n: expand_partials(
+                "import Big from './big.md';\n" + "<Big />\n" * n, page=page, project=root)),
+            ("Jekyll {% include_relative big.rs %}", 100_000, lambda n: liquid_with_includes(
+                "{% include_relative big.rs %}\n" * n, page=page, includes_dir=root,
+                project=root)),
+            ("Sphinx .. literalinclude:: big.rs", 10_000, lambda n: rst_to_markdown(
+                ".. literalinclude:: big.rs\n   :lines: 1\n\n" * n,
+                source=str(root / "page.rst"), includes=sphinx()).markdown),
+            ("MyST {literalinclude} big.rs", 10_000, lambda n: myst_to_markdown(
+                "```{literalinclude} big.rs\n:lines: 1\n```\n" * n, path=page,
+                includes=sphinx())),
+        ]
+        (root / "big.md").write_text((line + "\n") * 80_000)
+        print("\npages naming an 880 KB file again and again for one line of it:")
+        print(f"  {'dialect':44} {'names':>8} {'seconds':>8} {'taken in':>9}")
+        for name, names, run in cases:
+            took = median_seconds(lambda run=run, names=names: run(names), 3)
+            shown = run(names).count(line)
+            times = shown // 80_000 if name.startswith(("MDX", "Jekyll")) else shown  # whole
+            print(f"  {name:44} {names:>8,} {took:8.2f} {times:>9}")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
@@ -244,3 +302,4 @@ if __name__ == "__main__":
     markdown_files()
     typo_vocabulary()
     replaced_patterns()
+    repeated_includes()
