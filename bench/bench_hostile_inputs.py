@@ -26,8 +26,8 @@
    dialect that takes files in (mdBook, MkDocs snippets, VitePress, MDX partials, Jekyll,
    Sphinx in reStructuredText and MyST; MDX and Jekyll take the whole file): seconds per
    page, and how many times the file is taken in before the page's budget
-   (``MAX_INCLUDED_CHARS``) is spent. Before the budget counted each use, the mdBook page
-   took hours (the file was split for every link).
+   (``MAX_INCLUDED_CHARS``) is spent. Before the budget counted each use, the file was
+   split for every mdBook link: 4,000 links took 16 s, and the time grows with each link.
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
