@@ -39,7 +39,7 @@ _SNIPPET_REGION = re.compile(r"#([\w.-]+)$")
 _LINES = re.compile(r"\d+(?:[,-]\d+)*")
 _EXTENSION = re.compile(r"\.([a-zA-Z0-9]+)$")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
-_WHITESPACE = re.compile(r"[\s{]")
+_BLANK_OR_BRACE = re.compile(r"[\s{]")
 # VitePress' region markers, (start, end) per comment style; a name is what follows.
 _MARKERS = [
     (re.compile(r"\s*(?://\s*#?|(?:--|::|@?[rR][eE][mM])\s*#)region\b(.*)"),
@@ -247,7 +247,7 @@ def _section(lines: list[str], anchor: str) -> list[str]:
 def _region_suffix(written: str) -> str:
     """The region an inclusion names (``part.md#name``): after the first ``#`` past the
     last blank or brace, as VitePress' pattern finds it; "" for none."""
-    blanks = [m.start() for m in _WHITESPACE.finditer(written)]
+    blanks = [m.start() for m in _BLANK_OR_BRACE.finditer(written)]
     mark = written.find("#", blanks[-1] + 1 if blanks else 0)
     return written[mark + 1:] if 0 <= mark < len(written) - 1 else ""
 
