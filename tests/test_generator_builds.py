@@ -327,6 +327,28 @@ def test_mkdocs_fenced_blocks_icons_and_attribute_lists_read_as_the_page_shows_t
     assert "[Start](x.md)  now." in text and "## Done {#done}" in text
     assert "{" not in re.sub(r"\{#[\w-]+\}", "", text)  # only the ids of headings
 
+INCLUDE_MARKDOWN_SITE = {
+    ".git/HEAD": "ref: refs/heads/main\n",
+    "README.md": "# Widget\n\nNot shown.\n<!--intro-->\n## Why widgets\n\nThey turn.\n"
+                 "<!--/intro-->\nNot shown either.\n",
+    "mkdocs.yml": "site_name: Demo\nplugins:\n  - include-markdown\n",
+    "docs/index.md": "# Home\n\n{%\n  include-markdown \"../README.md\"\n  "
+                     "start=\"<!--intro-->\"\n  end=\"<!--/intro-->\"\n  heading-offset=1\n%}\n\n"
+                     "## Config\n\n```yaml\n{% include \"../mkdocs.yml\" %}\n```\n",
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None or importlib.util.find_spec(
+    "mkdocs_include_markdown_plugin") is None, reason="MkDocs or include-markdown missing")
+def test_mkdocs_include_markdown_plugin(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", INCLUDE_MARKDOWN_SITE)
+    site = build_mkdocs(project)
+    _assert_all_resolve(site, project / "docs", "mkdocs", minimum=2)
+    assert {"why-widgets", "config"} <= {a for _, a in citations(project / "docs")[0]}
+    [body] = page_bodies(project / "docs").values()
+    assert "### Why widgets" in body and "They turn." in body and "Not shown" not in body
+    assert "plugins:\n  - include-markdown" in body and "{%" not in body
+
 MATERIAL_BLOG_SITE = {
     "mkdocs.yml": "site_name: Demo\ntheme:\n  name: material\nplugins:\n  - blog\n"
                   "markdown_extensions:\n  - toc:\n      permalink: true\n  - attr_list\n"

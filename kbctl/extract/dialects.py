@@ -2,10 +2,10 @@
 
 A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
 shortcodes, Jekyll's Liquid, MkDocs' admonitions, ``:::`` containers, MyST's directives
-and roles) and takes other files in (mdBook's and Sphinx's includes, MkDocs' snippets,
-VitePress' inclusions, MDX partials, Jekyll's includes, all read under ``includes``'
-rules); kbctl runs none of its templates, and reads each as what a reader of the built
-page sees. A new dialect is one module and one line here.
+and roles) and takes other files in (mdBook's and Sphinx's includes, MkDocs' snippets
+and include-markdown, VitePress' inclusions, MDX partials, Jekyll's includes, all read
+under ``includes``' rules); kbctl runs none of its templates, and reads each as what a
+reader of the built page sees. A new dialect is one module and one line here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .liquid import liquid_to_markdown
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
 from .mdx_imports import expand_partials
+from .mkdocs_includes import expand_include_markdown
 from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
 from .shortcodes import shortcodes_to_markdown
@@ -78,10 +79,13 @@ def _mdx(text: str, page: PageFile | None) -> str:
 
 
 def _mkdocs(text: str, page: PageFile | None) -> str:
-    """In the order MkDocs renders them: the Jinja the macros plugin renders over the page
-    (which reads as Liquid does), the snippets it takes in, abbreviations, blocks, then
-    icons and attribute lists."""
+    """In the order MkDocs renders them: the include-markdown plugin's includes, the Jinja
+    the macros plugin renders over the page (which reads as Liquid does), the snippets it
+    takes in, abbreviations, blocks, then icons and attribute lists."""
     settings = page.settings if page is not None else {}
+    if page is not None and settings.get("include_markdown"):
+        text = expand_include_markdown(text, page=page.path, project=page.project,
+                                       reads=page.reads)
     if settings.get("macros"):
         text = liquid_to_markdown(text)
     if page is not None and (snippets := settings.get("snippets")):

@@ -21,6 +21,13 @@ def visible_values(args: str) -> list[str]:
     return [v for v in values if v.strip()]
 
 
+def named_arguments(args: str) -> dict[str, str]:
+    """Every named argument of ``args``, a string literal's quotes taken off (its
+    backslashes left for the caller's own escapes), anything else as written."""
+    return {key: raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "\"'`"
+            else raw for key, raw in _NAMED.findall(args)}
+
+
 def named_values(args: str) -> dict[str, str]:
     """Every named argument of ``args`` whose value is a string literal, unquoted (a
     variable's value is the site's, which kbctl does not have)."""

@@ -196,6 +196,7 @@ class MkDocs:
                          if "pymdownx.snippets" in extensions else None),
             # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing
             "abbr": any(name in extensions for name in ("abbr", "extra", "pymdownx.extra")),
+            "include_markdown": "include-markdown" in plugins,
             # mkdocs-macros (or Zensical's macros extension) renders Jinja over each page
             "macros": "macros" in plugins or any(
                 name.split(".")[-1] in ("macros", "mkdocs_macros") for name in extensions),
