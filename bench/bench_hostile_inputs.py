@@ -23,9 +23,9 @@
    of spaces), at growing sizes. The old pattern runs once per size, and no more once one
    run passes 1 s.
 8. Pages that name one 880 KB project file again and again for a line of it, in each
-   dialect that takes files in (mdBook, MkDocs snippets, VitePress, MDX partials, Jekyll,
-   Sphinx in reStructuredText and MyST; MDX and Jekyll take the whole file): seconds per
-   page, and how many times the file is taken in before the page's budget
+   dialect that takes files in (mdBook, MkDocs snippets and include-markdown, VitePress, MDX
+   partials, Jekyll, Sphinx in reStructuredText and MyST; MDX and Jekyll take the whole
+   file): seconds per page, and how many times the file is taken in before the page's budget
    (``MAX_INCLUDED_CHARS``) is spent. Before the budget counted each use, the file was
    split for every mdBook link: 4,000 links took 16 s, and the time grows with each link.
 
@@ -249,6 +249,7 @@ def repeated_includes() -> None:
     from kbctl.extract.jekyll_includes import liquid_with_includes
     from kbctl.extract.mdbook_links import expand_links
     from kbctl.extract.mdx_imports import expand_partials
+    from kbctl.extract.mkdocs_includes import expand_include_markdown
     from kbctl.extract.myst import myst_to_markdown
     from kbctl.extract.rst import rst_to_markdown
     from kbctl.extract.snippets import expand_snippets
@@ -269,6 +270,9 @@ def repeated_includes() -> None:
                 "{{#include big.rs:1}}\n" * n, page=page, project=root)),
             ('MkDocs --8<-- "big.rs:1:1"', 100_000, lambda n: expand_snippets(
                 '--8<-- "big.rs:1:1"\n' * n, project=root)),
+            ("MkDocs {% include-markdown 'big.md' end=… %}", 100_000,
+             lambda n: expand_include_markdown(
+                 "{% include-markdown 'big.md' end='\\n' %}\n" * n, page=page, project=root)),
             ("VitePress <!--@include: ./big.rs{1,1}-->", 100_000, lambda n: expand_includes(
                 "<!--@include: ./big.rs{1,1}-->\n" * n, page=page, source_root=root,
                 project=root)),
