@@ -56,3 +56,28 @@ def test_a_big_file_named_again_and_again_is_read_within_the_budget(tmp_path: Pa
     snippets = expand_snippets('--8<-- "src/big.rs:1:1"\n' * 100_000, project=root)
     assert snippets.count("let x = 1;") == MAX_INCLUDED_CHARS // 880_000
     assert time.perf_counter() - started < 5  # split for each line: ~4 ms each, 7 minutes
+
+
+def test_a_file_named_inside_itself_however_written_is_not_taken_in_again(
+        tmp_path: Path) -> None:
+    from kbctl.extract.jekyll_includes import liquid_with_includes
+    from kbctl.extract.mdx_imports import expand_partials
+    from kbctl.extract.mkdocs_includes import expand_include_markdown
+    from kbctl.extract.vitepress_includes import expand_includes
+
+    root = write_tree(tmp_path / "p", {
+        "x/keep": "",
+        "a.md": "A <!--@include: ./x/../a.md-->\n",
+        "j.md": "J {% include_relative x/../j.md %}\n",
+        "m.mdx": "import M from './x/../m.mdx';\n\n<M />\n",
+        "k.md": "K {% include-markdown 'x/../k.md' %}\n",
+    })
+    page = root / "page.md"
+    assert expand_includes("<!--@include: ./a.md-->", page=page, source_root=root,
+                           project=root).count("A ") == 1
+    assert liquid_with_includes("{% include_relative j.md %}", page=page, includes_dir=root,
+                                project=root).count("J ") == 1
+    assert expand_partials("import M from './m.mdx';\n<M />", page=page,
+                           project=root).count("<M />") == 1  # left as written inside
+    assert expand_include_markdown("{% include-markdown 'k.md' %}", page=page,
+                                   project=root).count("K ") == 1

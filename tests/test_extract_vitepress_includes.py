@@ -71,6 +71,10 @@ def test_hostile_pages_cost_linear_time(tmp_path: Path) -> None:
                  "<!--@include: a#b#b" + "#b" * 200_000 + " x -->",
                  "<<< a.js [" + "[" * 200_000 + "]", "## " + " #" * 200_000):
         expand(root, text)
+    # regions opened by the ten thousand, then closed by names never opened
+    (root / "docs" / "regions.ts").write_text(
+        "// #region a\n" * 20_000 + "// #endregion zz\n" * 20_000)
+    assert expand(root, "<<< ./regions.ts#a") == ""
     assert time.perf_counter() - started < 5
 
 

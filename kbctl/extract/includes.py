@@ -38,7 +38,7 @@ class IncludedFiles:
     def read(self, path: Path) -> str | None:
         """The file's text, taken from the page's budget; None when it is not the
         project's, cannot be read, or no longer fits."""
-        key = Path(os.path.normpath(path))
+        key = normalized(path)
         if key not in self._files:
             text = read_config_text(path) if self._readable(path) else None
             self._files[key] = text
@@ -60,6 +60,13 @@ class IncludedFiles:
             return False
         self.budget -= len(text)
         return True
+
+
+def normalized(path: Path) -> Path:
+    """``path`` with its ``.`` and ``x/..`` parts resolved by name (links are not
+    followed): the one file a dialect names however it writes it, for the files read and
+    for telling an include of a file inside itself."""
+    return Path(os.path.normpath(path))
 
 
 def _boundary(project: Path) -> Path:

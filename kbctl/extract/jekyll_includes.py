@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 from .liquid import liquid_to_markdown
 from .template_args import named_values
 
@@ -29,7 +29,7 @@ def liquid_with_includes(text: str, *, page: Path, includes_dir: Path, project: 
     """The page's Liquid read as ``liquid_to_markdown`` reads it, its includes in place;
     each file read is appended to ``reads``, once."""
     files = IncludedFiles(project, [] if reads is None else reads)
-    return _Includes(files, includes_dir).read(text, page, (page,))
+    return _Includes(files, includes_dir).read(text, page, (normalized(page),))
 
 
 class _Includes:
@@ -42,7 +42,7 @@ class _Includes:
             written, _, rest = args.strip().partition(" ")
             if not written or "{" in written or len(within) > MAX_DEPTH:
                 return None
-            path = (self.folder if name == "include" else file.parent) / written
+            path = normalized((self.folder if name == "include" else file.parent) / written)
             content = self.files.read(path) if path not in within else None
             if content is None:
                 return None

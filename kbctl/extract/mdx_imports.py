@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ExtractError
 from ..frontmatter import split_front_matter
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 from .inline_html import code_lines
 
 MAX_DEPTH = 10
@@ -31,7 +31,7 @@ def expand_partials(text: str, *, page: Path, project: Path,
     if "import" not in text:
         return text
     return _Partials(IncludedFiles(project, [] if reads is None else reads), project).expand(
-        text, page, (page,))
+        text, page, (normalized(page),))
 
 
 class _Partials:
@@ -50,7 +50,7 @@ class _Partials:
         for n, line in enumerate(lines):
             if n not in code and line.startswith("import") and (m := _IMPORT.fullmatch(line)):
                 written = m.group(3)
-                imported[m.group(1)] = (
+                imported[m.group(1)] = normalized(
                     self.project / written.removeprefix("@site/")
                     if written.startswith("@site/") else file.parent / written)
                 import_lines.add(n)

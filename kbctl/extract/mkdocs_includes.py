@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 from .inline_html import code_lines
 from .template_args import named_arguments
 
@@ -35,12 +35,12 @@ def expand_include_markdown(text: str, *, page: Path, project: Path,
     if "include" not in text or "{%" not in text:
         return text
     return _expand(text, page, IncludedFiles(project, [] if reads is None else reads),
-                   (page,))
+                   (normalized(page),))
 
 
 def _expand(text: str, file: Path, files: IncludedFiles, within: tuple[Path, ...]) -> str:
     def include(m: re.Match[str]) -> str:
-        path = file.parent / m.group(3).strip()
+        path = normalized(file.parent / m.group(3).strip())
         if path in within or len(within) > MAX_DEPTH:
             return ""
         content = files.read(path)

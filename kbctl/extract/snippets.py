@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..projectfiles import inside
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 
 # The ``(?<!-)`` keeps a search from retrying each dash of a long run: linear time.
 _INLINE = re.compile(r"([ \t]*)(;*)-+8<-+[ \t]+(?:\"([^\"\n]+)\"|'([^'\n]+)')")
@@ -106,7 +106,7 @@ class _Snippets:
     def _find(self, name: str) -> tuple[Path, str] | None:
         """The first base's file of that name, and its text (taken from the budget)."""
         if name not in self.found:  # where a name leads is looked up once a page
-            self.found[name] = next((base / name for base in self.bases if (
+            self.found[name] = next((normalized(base / name) for base in self.bases if (
                 not self.restrict or inside(base, base / name)) and (base / name).is_file()),
                 None)
         path = self.found[name]

@@ -15,11 +15,10 @@ itself, shows nothing, and includes nest ten levels deep at most.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 
 MAX_DEPTH = 10
 # A file's extension → the language Sphinx highlights it as, where the two differ.
@@ -66,10 +65,9 @@ class SphinxIncludes:
         written = written.strip()
         if not written or written.startswith("<"):  # docutils' own standard includes
             return None
-        path = Path(os.path.normpath(
-            self.source_dir / written.lstrip("/") if written.startswith("/")
-            else including.parent / written))
-        chain = [Path(os.path.normpath(including))]
+        path = normalized(self.source_dir / written.lstrip("/") if written.startswith("/")
+                          else including.parent / written)
+        chain = [normalized(including)]
         while chain[-1] in self._parent and len(chain) <= MAX_DEPTH:
             chain.append(self._parent[chain[-1]])
         if path in chain or len(chain) > MAX_DEPTH:

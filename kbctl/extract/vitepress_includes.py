@@ -26,10 +26,13 @@ from ..chunk.headings import heading_texts
 from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..generators.vitepress import mdit_vue_slugify
-from .includes import IncludedFiles
+from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, fence_end, fenced
 
 MAX_DEPTH = 10
+# Regions open at once past this are read as plain lines: a closing marker looks through
+# the open ones, and a hostile file could open tens of thousands.
+MAX_OPEN_REGIONS = 64
 # Every scan here is linear in the text, whatever it holds: suffixes are peeled off with
 # string methods, and a pattern never retries a run from each of its characters.
 _HEAD = re.compile(r"\s*@include:")
@@ -59,7 +62,7 @@ def expand_includes(text: str, *, page: Path, source_root: Path, project: Path,
     if "@include:" not in text and "<<<" not in text:
         return text
     includes = _Includes(IncludedFiles(project, [] if reads is None else reads), source_root)
-    return includes.snippets(includes.markdown(text, page, (page,)), page)
+    return includes.snippets(includes.markdown(text, page, (normalized(page),)), page)
 
 
 class _Includes:
@@ -69,8 +72,8 @@ class _Includes:
 
     def _path(self, written: str, beside: Path) -> Path:
         if written.startswith("@"):
-            return self.root / written[2 if written[1:2] in ("/", "\\") else 1:]
-        return beside.parent / written
+            return normalized(self.root / written[2 if written[1:2] in ("/", "\\") else 1:])
+        return normalized(beside.parent / written)
 
     def markdown(self, text: str, file: Path, within: tuple[Path, ...]) -> str:
         """``text`` of ``file`` with its ``<!--@include: …-->`` comments expanded. The next
@@ -199,7 +202,8 @@ def _regions(lines: list[str], name: str, *, strip: bool = False) -> list[str] |
             continue
         started = _marker(line, end=False)
         if started is not None:
-            opened.append((started, i + 1))
+            if len(opened) < MAX_OPEN_REGIONS:
+                opened.append((started, i + 1))
             continue
         ended = _marker(line, end=True) if opened else None
         if ended is None:
