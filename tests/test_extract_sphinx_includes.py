@@ -88,3 +88,14 @@ def test_a_page_is_read_again_when_an_included_file_changes(store: KnowledgeStor
         "parts/step.rst": BEFORE,
     })
     assert_read_again_when_changed(store, root, root / "parts" / "step.rst")
+
+
+def test_included_text_adds_at_most_the_line_budget_of_a_page(tmp_path: Path) -> None:
+    from kbctl.chunk.headings import MAX_BLOCK_LINES
+
+    root = project(tmp_path)
+    (root / "short.rst").write_text("a\n\n" * (MAX_BLOCK_LINES // 6))  # a third of it
+    started = time.perf_counter()
+    md = rst(root, "Page\n====\n\n" + ".. include:: short.rst\n\n" * 5)
+    assert md.split("\n").count("a") == 2 * (MAX_BLOCK_LINES // 6)  # two of the five
+    assert time.perf_counter() - started < 20  # five: half a million lines parsed

@@ -10,7 +10,9 @@ for ``start-at``), before the next holding ``end-before`` (up to it, for ``end-a
 the ``lines`` named (``1,3,5-10``, 1-based); its language is the ``language`` option or
 the file's extension's.
 Files are read under ``includes``' rules; a file that cannot be read, or one inside
-itself, shows nothing, and includes nest ten levels deep at most.
+itself, shows nothing, and includes nest ten levels deep at most. The text a page includes
+adds at most ``MAX_BLOCK_LINES`` lines in all, the count past which a page itself is read
+as plain text.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..chunk.headings import MAX_BLOCK_LINES
 from .includes import IncludedFiles, normalized
 
 MAX_DEPTH = 10
@@ -34,6 +37,9 @@ class SphinxIncludes:
         self.source_dir = source_dir
         self.files = IncludedFiles(project, reads)
         self._parent: dict[Path, Path] = {}
+        # The lines included text may still add: parsed, a short line costs docutils ~1 KB
+        # (the page itself is read as plain text past the same count).
+        self.lines_left = MAX_BLOCK_LINES
 
     def text(self, written: str, including: Path, options: Mapping[str, str]
              ) -> tuple[Path, str] | None:
@@ -42,8 +48,11 @@ class SphinxIncludes:
         if found is None:
             return None
         path, text = found
-        text = _included_part(text, options)
-        return (path, text) if text is not None else None
+        part = _included_part(text, options)
+        if part is None or part.count("\n") >= self.lines_left:
+            return None
+        self.lines_left -= part.count("\n")
+        return path, part
 
     def code(self, written: str, including: Path, options: Mapping[str, str]
              ) -> tuple[str, str] | None:
