@@ -18,6 +18,7 @@ named a hundred thousand times for one line of it read as often.
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 
 from ..projectfiles import read_config_text, repository_top
@@ -30,7 +31,7 @@ class IncludedFiles:
     is read again when one changes) and what the page may still grow by."""
 
     def __init__(self, project: Path, reads: list[Path]) -> None:
-        self.boundary = _boundary(project)
+        self.project = project
         self.reads = reads
         self.budget = MAX_INCLUDED_CHARS
         self._files: dict[Path, str | None] = {}
@@ -46,6 +47,12 @@ class IncludedFiles:
                 self.reads.append(key)
         text = self._files[key]
         return text if text is not None and self.take(text) else None
+
+    @cached_property
+    def boundary(self) -> Path:
+        """The folder whose files are the project's, looked up once a file is read (most
+        pages take none in)."""
+        return _boundary(self.project)
 
     def _readable(self, path: Path) -> bool:
         try:
