@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import textwrap
 from pathlib import Path
 
-from ..chunk.headings import heading_texts
+from ..chunk.headings import block_tokens, heading_texts, normalize_source
 from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..generators.vitepress import mdit_vue_slugify
@@ -41,7 +42,6 @@ _SNIPPET = re.compile(r" {0,3}<<<[ \t]+(\S.*)")
 _SNIPPET_REGION = re.compile(r"#([\w.-]+)$")
 _LINES = re.compile(r"\d+(?:[,-]\d+)*")
 _EXTENSION = re.compile(r"\.([a-zA-Z0-9]+)$")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
 _BLANK_OR_BRACE = re.compile(r"[\s{]")
 # VitePress' region markers, (start, end) per comment style; a name is what follows.
 _MARKERS = [
@@ -175,7 +175,7 @@ class _Includes:
             found = _regions(lines, region.group(1), strip=True)
             if found is None:
                 return []
-            lines = _dedented(found)
+            lines = textwrap.dedent("\n".join(found)).split("\n")
         while lines and not lines[-1].strip():
             lines.pop()
         extension = _EXTENSION.search(path.name)
@@ -228,23 +228,18 @@ def _regions(lines: list[str], name: str, *, strip: bool = False) -> list[str] |
 def _section(lines: list[str], anchor: str) -> list[str]:
     """The lines under the heading whose id is ``anchor``, up to the next heading of its
     level or above; none when no heading has that id."""
-    level = 0
-    first = -1
-    i = 0
-    while i < len(lines):
-        if fence := FENCE.match(lines[i]):
-            i = fence_end(lines, i + 1, fence.group(1), fence.start(1)) + 1
+    tokens = block_tokens(normalize_source("\n".join(lines)))
+    level, first = 0, -1
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open" or token.level != 0 or token.map is None:
             continue
-        heading = _ATX.fullmatch(lines[i])
-        if heading:
-            depth = len(heading.group(1))
-            if first >= 0 and depth <= level:
-                return lines[first:i]
-            if first < 0:
-                _, plain, explicit = heading_texts(_without_closing(heading.group(2) or ""))
-                if (explicit or mdit_vue_slugify(plain)) == anchor:
-                    level, first = depth, i + 1
-        i += 1
+        depth = int(token.tag[1:])
+        if first >= 0 and depth <= level:
+            return lines[first:token.map[0]]
+        if first < 0:
+            _, plain, explicit = heading_texts(tokens[i + 1].content)
+            if (explicit or mdit_vue_slugify(plain)) == anchor:
+                level, first = depth, token.map[1]
     return lines[first:] if first >= 0 else []
 
 
@@ -254,16 +249,3 @@ def _region_suffix(written: str) -> str:
     blanks = [m.start() for m in _BLANK_OR_BRACE.finditer(written)]
     mark = written.find("#", blanks[-1] + 1 if blanks else 0)
     return written[mark + 1:] if 0 <= mark < len(written) - 1 else ""
-
-
-def _without_closing(text: str) -> str:
-    """A heading's text without its closing ``#`` sequence (``## Title ##``)."""
-    text = text.rstrip(" \t")
-    bare = text.rstrip("#")
-    return bare.rstrip(" \t") if bare != text and (not bare or bare[-1] in " \t") else text
-
-
-def _dedented(lines: list[str]) -> list[str]:
-    indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
-    cut = min(indents, default=0)
-    return [line[cut:] for line in lines] if cut else lines
