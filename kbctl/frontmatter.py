@@ -29,6 +29,15 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, bool]:
     return _load_yaml(text[opening.end():closing.start()]), text[closing.end():], True
 
 
+def without_front_matter(text: str) -> str:
+    """The text after its front matter block, the block not read: a file another page
+    takes in shows its body only."""
+    text = text.removeprefix("\ufeff")
+    opening = _OPENING.match(text)
+    closing = _CLOSING.search(text, opening.end()) if opening else None
+    return text[closing.end():] if opening and closing else text
+
+
 def _load_yaml(raw: str) -> dict[str, Any]:
     """The block as a mapping, read as every YAML input of kbctl is: an alias bomb or a
     nesting past the stack is an input error naming the file, never a crash of the run."""

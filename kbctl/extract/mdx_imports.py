@@ -10,12 +10,10 @@ is left as written, and partials nest ten levels deep at most. Code is left as w
 
 from __future__ import annotations
 
-import contextlib
 import re
 from pathlib import Path
 
-from ..errors import ExtractError
-from ..frontmatter import split_front_matter
+from ..frontmatter import without_front_matter
 from .includes import IncludedFiles, normalized
 from .inline_html import code_lines
 
@@ -76,8 +74,7 @@ class _Partials:
         if chain not in self.expanded:
             text = self.files.read(chain[-1]) if len(chain) <= MAX_DEPTH + 1 else None
             if text is not None:
-                with contextlib.suppress(ExtractError):  # a block YAML cannot read stays
-                    text = split_front_matter(text)[1]
+                text = without_front_matter(text)
                 text = self.expand(text, chain[-1], chain)
             self.expanded[chain] = text or ""
         return self.expanded[chain]

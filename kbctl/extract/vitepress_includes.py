@@ -18,14 +18,12 @@ as written, and inclusions nest ten levels deep at most.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import textwrap
 from pathlib import Path
 
 from ..chunk.headings import block_tokens, heading_texts, normalize_source
-from ..errors import ExtractError
-from ..frontmatter import split_front_matter
+from ..frontmatter import without_front_matter
 from ..generators.vitepress import mdit_vue_slugify
 from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, fence_end, fenced
@@ -117,8 +115,7 @@ class _Includes:
         if text is None:
             return ""
         if path.suffix == ".md" and (region or not range_):
-            with contextlib.suppress(ExtractError):  # a block YAML cannot read stays
-                text = split_front_matter(text)[1]
+            text = without_front_matter(text)
         lines = text.split("\n")
         if region:
             found = _regions(lines, region)
