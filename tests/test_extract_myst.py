@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kbctl.chunk import chunk_markdown
 from kbctl.extract.myst import MAX_DEPTH, myst_to_markdown
 
 PAGE = """\
@@ -67,3 +68,35 @@ def test_plain_markdown_is_untouched_and_hostile_nesting_ends() -> None:
     assert "core" in myst_to_markdown(deep)
     unclosed = "```{note}\n" * 50_000
     assert myst_to_markdown(unclosed).count("**Note:**") == MAX_DEPTH
+
+
+def test_eval_rst_is_read_as_restructured_text() -> None:
+    page = """\
+# Options
+
+```{eval-rst}
+.. click:example::
+
+    @click.command()
+    def cli():
+        pass
+
+# And how it looks on the command line:
+
+.. click:run::
+
+    invoke(cli, args=['--help'])
+
+See :func:`click.echo`.
+```
+"""
+    md = myst_to_markdown(page)
+    assert "```python\n@click.command()\ndef cli():\n    pass\n```" in md
+    assert "invoke(cli" not in md  # what click:run shows is its output, not its script
+    assert "See `click.echo()`." in md
+    # a paragraph that starts with "#" is text, not a section of the page
+    assert [c.anchor for c in chunk_markdown(md, max_tokens=2000)] == ["options"]
+
+
+def test_unreadable_eval_rst_keeps_its_text() -> None:
+    assert "plain words" in myst_to_markdown("```{eval-rst}\nplain words\n```\n")

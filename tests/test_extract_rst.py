@@ -195,3 +195,19 @@ def test_a_hostile_signature_is_read_in_linear_time() -> None:
     would have taken about twenty minutes."""
     page = "Title\n=====\n\n.. function:: x" + " " * 9_000 + "}\n\n   Body.\n"
     assert "Body." in rst_to_markdown(page, source="hostile.rst").markdown
+
+
+def test_text_that_looks_like_markdown_structure_stays_text() -> None:
+    md = rst_to_markdown("Title\n=====\n\n\\# not a heading\n\n\\- not an item\n\n"
+                         "1\\. not a list\n\n```\nnot a fence\n\nAfter.\n").markdown
+    assert [c.anchor for c in chunk_markdown(md, max_tokens=2000)] == ["title"]
+    text = chunk_markdown(md, max_tokens=2000)[0].text
+    assert "not a heading" in text and "After." in text  # no fence swallowed the rest
+    assert "\\``` not a fence" in md
+
+
+def test_code_showing_directives_of_common_extensions_are_code() -> None:
+    md = rst_to_markdown(".. code-tab:: rust\n\n    fn main() {}\n\n"
+                         ".. doctest:: group-a\n\n    >>> 1 + 1\n    2\n").markdown
+    assert "```rust\nfn main() {}\n```" in md
+    assert "```python\n>>> 1 + 1\n2\n```" in md  # a doctest's argument is its group

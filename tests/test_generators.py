@@ -183,6 +183,14 @@ def test_sphinx_pages(tmp_path: Path) -> None:
     assert _page(plain_sources, "library/os.path.rst.txt") == "library/os.path.html"
     assert _ids("sphinx", ["Options", "Options", "☃", "Ünïcödé title"], tmp_path) == [
         "options", "id1", "id2", "unicode-title"]
+    assert _ids("sphinx", ["Why doesn't it?"], tmp_path) == ["why-doesn-t-it"]
+    # MyST's smartquotes extension makes the quote typographic first, and make_id drops it
+    write_tree(tmp_path, {"conf.py": "extensions = ['myst_parser']\n"
+                                     "myst_enable_extensions = [\n  'colon_fence',\n"
+                                     "  \"smartquotes\",\n]\n"})
+    ids = heading_ids(resolve_site(tmp_path))
+    assert [ids(t) for t in ("Why doesn't it?", 'The "quoted" word')] == [
+        "why-doesnt-it", "the-quoted-word"]
 
 
 def test_docusaurus_routes(tmp_path: Path) -> None:

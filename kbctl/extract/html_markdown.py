@@ -19,6 +19,7 @@ from lxml import etree
 
 from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, empty_marker, is_chrome
 from kbctl.extract.html_select import remove_keeping_tail
+from kbctl.extract.markdown_escape import literal_line_starts
 
 INLINE_TAGS = frozenset({
     "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del",
@@ -47,17 +48,9 @@ _WS = re.compile(r"[ \t\n\r\f\v]+")
 _SPACES = re.compile(r"[ \t\f\v\r]+")
 _BACKTICKS = re.compile(r"`+")
 _VALID_ID = re.compile(r"[^\s{}]+")
-# Line starts that would turn a paragraph line into structure: headings, quotes, list
-# items, setext underlines, fences, and HTML blocks (a term such as ``<script>`` at a line's
-# start opens one that runs to ``</script>``, swallowing every later heading of the page).
-# Backticks and asterisks are already escaped in text.
-_LINE_START = re.compile(
-    r"^(?=#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-+\s*$|~~~|<[A-Za-z/!?])", re.M)
 # A tag-like ``<name>`` in a heading is inline HTML to a markdown parser, dropped from the
 # heading's title (``-m <module-name>`` would read ``-m``).
 _TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
-# "1. " opens a list; CommonMark escapes it as "1\. " (a backslash before a digit is literal).
-_ORDERED_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)", re.M)
 _LIST_BLOCK = re.compile(r"(?:- |\d{1,9}\. )")
 _STRUCTURED = re.compile(r"(?:```|~~~|- |\d{1,9}\. |> |>$|\| |#{1,6} )")
 _EDIT_LINK = re.compile(
@@ -192,12 +185,7 @@ def _paragraph(s: str) -> str:
         if "  " in s or "\t" in s:
             s = _SPACES.sub(" ", s)
         s = s.strip()
-    if s:
-        if _LINE_START.search(s):
-            s = _LINE_START.sub("\\\\", s)
-        if s[0].isdigit() or "\n" in s:
-            s = _ORDERED_START.sub(r"\1\\\2", s)
-    return s
+    return literal_line_starts(s) if s else s
 
 
 def _longest_backticks(s: str) -> int:

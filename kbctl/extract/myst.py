@@ -8,6 +8,7 @@ reader does for the same directives and roles (``rst_sphinx``):
 - an admonition or a labelled directive (``{note}``, ``{versionadded} 3.2``,
   ``{seealso}``) becomes a labelled paragraph with its content;
 - a code directive (``{code-block} python``) becomes a fence in that language;
+- ``{eval-rst}`` shows its content read as reStructuredText (``rst``);
 - a directive that shows nothing of its own (``{toctree}``, ``{index}``,
   ``{automodule}``) goes; any other keeps its content;
 - given the page's includes (``sphinx_includes``), ``{include}`` puts a file's markdown
@@ -28,7 +29,13 @@ from pathlib import Path
 
 from ..chunk.headings import normalize_source
 from .inline_html import FENCE, fence_end, fenced
-from .rst_sphinx import CODE_DIRECTIVES, IGNORED_DIRECTIVES, LABELLED_DIRECTIVES, role_text
+from .rst_sphinx import (
+    CODE_DIRECTIVES,
+    IGNORED_DIRECTIVES,
+    LABELLED_DIRECTIVES,
+    PYTHON_CODE_DIRECTIVES,
+    role_text,
+)
 from .sphinx_includes import SphinxIncludes
 
 _DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
@@ -91,9 +98,14 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
     if kind in ("include", "literalinclude") and file is not None:
         return _included(kind, argument, _options(content), depth, file)
     content = _without_options(content)
-    if kind in CODE_DIRECTIVES:
-        language = argument.split()[0] if argument.split() else ""
+    if kind == "eval-rst":
+        return _rst(content, file)
+    if kind in CODE_DIRECTIVES or name in CODE_DIRECTIVES:
+        language = "python" if name in PYTHON_CODE_DIRECTIVES or kind in PYTHON_CODE_DIRECTIVES \
+            else (argument.split()[0] if argument.split() else "")
         return [f"```{language}", *content, "```"]
+    if name in IGNORED_DIRECTIVES:
+        return []
     if kind in IGNORED_DIRECTIVES or kind == "image":
         return []
     body = _read(content, depth + 1, file)
@@ -122,6 +134,22 @@ def _included(kind: str, argument: str, options: dict[str, str], depth: int,
         return []
     path, text = found
     return _read(normalize_source(text).split("\n"), depth + 1, _File(path, file.includes))
+
+
+def _rst(content: list[str], file: _File | None) -> list[str]:
+    """What ``{eval-rst}`` shows: its content read as reStructuredText (as it is written,
+    when docutils cannot read it)."""
+    from ..errors import ExtractError
+    from .rst import rst_to_markdown
+
+    text = "\n".join(content)
+    try:
+        document = rst_to_markdown(
+            text, source=str(file.path) if file else "<rst>",
+            includes=file.includes if file else None)
+    except ExtractError:
+        return content
+    return document.markdown.split("\n")
 
 
 def _options(content: list[str]) -> dict[str, str]:

@@ -27,9 +27,11 @@ from docutils.transforms.references import PropagateTargets
 from docutils.utils import new_document
 
 from ..errors import ExtractError
+from .markdown_escape import literal_line_starts
 from .rst_sphinx import (
     IGNORED_DIRECTIVES,
     LABELLED_DIRECTIVES,
+    PYTHON_CODE_DIRECTIVES,
     api_display,
     api_fullname,
     api_id,
@@ -96,8 +98,8 @@ class _Code(_Lenient):
     """``code-block``, ``sourcecode``, ``code``, ``doctest`` …: a fence with its language."""
 
     def run(self) -> list[nodes.Node]:
-        language = (self.arguments[0].split()[0] if self.arguments else "") or (
-            "python" if self.name in ("doctest", "testcode") else "")
+        language = "python" if self.name in PYTHON_CODE_DIRECTIVES else (
+            self.arguments[0].split()[0] if self.arguments else "")
         block = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
         block["language"] = language
         return [block]
@@ -358,7 +360,7 @@ class _Writer:
         if isinstance(node, api_description):
             return self.description(node, level)
         if isinstance(node, nodes.paragraph):
-            return [self.inline(node)]
+            return [literal_line_starts(self.inline(node))]
         if isinstance(node, nodes.literal_block | nodes.doctest_block):
             return [self.fence(node)]
         if isinstance(node, nodes.bullet_list | nodes.enumerated_list):
@@ -414,7 +416,7 @@ class _Writer:
             return [text] if text else []
         if isinstance(node, nodes.TextElement):
             text = self.inline(node)
-            return [text] if text.strip() else []
+            return [literal_line_starts(text)] if text.strip() else []
         if isinstance(node, nodes.Element):
             return self.body(node.children, level)
         return []

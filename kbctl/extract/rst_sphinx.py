@@ -13,7 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "code", "doctest", "testcode",
-                             "testoutput", "productionlist"})
+                             "testoutput", "productionlist", "code-tab", "code-cell",
+                             "ipython", "jupyter-execute", "click:example"})
+# code directives whose argument is not a language: the language their code is written in
+PYTHON_CODE_DIRECTIVES = frozenset({"doctest", "testcode", "ipython", "jupyter-execute",
+                                    "click:example"})
 _PY_OBJECTS = ("function", "method", "class", "exception", "data", "attribute",
                "decorator", "decoratormethod", "classmethod", "staticmethod", "property",
                "coroutinefunction", "coroutinemethod", "abstractmethod", "type")
@@ -29,7 +33,7 @@ IGNORED_DIRECTIVES = frozenset({
     "autoexception", "autosummary", "testsetup", "testcleanup", "program", "default-domain",
     "raw", "include", "only-html", "ifconfig", "audit-event-table", "limited-api-list",
     "miscnews", "c:namespace", "cpp:namespace", "py:module", "py:currentmodule",
-    "inheritance-diagram", "graphviz", "digraph", "graph", "plot"})
+    "inheritance-diagram", "graphviz", "digraph", "graph", "plot", "click:run"})
 # directive → (label, whether the argument starts with a version for the label)
 LABELLED_DIRECTIVES: dict[str, tuple[str, bool]] = {
     "versionadded": ("Added in version", True),

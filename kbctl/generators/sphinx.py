@@ -2,8 +2,10 @@
 ``guide/install.html``; ``dirhtml`` builder: ``guide/install/`` (``index`` → the folder).
 Section ids are docutils ids (``make_id`` of the title; ``id1``, ``id2``… when taken);
 reStructuredText files carry their own ids from the parse (see ``extract.rst``); in
-markdown (MyST) a ``{#id}`` after a heading is text, as MyST reads it. The ``.rst.txt``
-copies Sphinx publishes under ``_sources/`` map to the same pages. Files matching
+markdown (MyST) a ``{#id}`` after a heading is text, as MyST reads it, and with MyST's
+``smartquotes`` extension a heading's quotes are typographic ones before its id is made,
+which ``make_id`` drops (``Why doesn't it?`` → ``why-doesnt-it``, not ``why-doesn-t-it``).
+The ``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages. Files matching
 ``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are not built.
 """
 
@@ -26,6 +28,9 @@ _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_do
                           re.MULTILINE)
 _EXCLUDE = re.compile(r"^exclude_patterns\s*=\s*(\[[^\[\]]*\])", re.MULTILINE)
 _MAX_PATTERNS = 1000
+_MYST_SMARTQUOTES = re.compile(
+    r"^myst_enable_extensions\s*=\s*[\[({][^\])}]*['\"]smartquotes['\"]", re.MULTILINE)
+_STRAIGHT_QUOTES = re.compile("[\"']")
 
 
 class DocutilsIds(IdRules):
@@ -33,11 +38,14 @@ class DocutilsIds(IdRules):
 
     honours_explicit = False  # MyST leaves a trailing {#id} in the heading's text
 
-    def __init__(self) -> None:
+    def __init__(self, smartquotes: bool = False) -> None:
         self._used: set[str] = set()
         self._counter = 0
+        self._smartquotes = smartquotes
 
     def __call__(self, text: str, explicit: str | None = None) -> str:
+        if self._smartquotes:
+            text = _STRAIGHT_QUOTES.sub("", text)
         candidate = explicit if explicit is not None else make_id(text)
         while not candidate or candidate in self._used:
             self._counter += 1
@@ -70,7 +78,8 @@ class Sphinx:
                 suffix = _FILE_SUFFIX.search(text)
                 settings = {"html_file_suffix": suffix.group(1) if suffix else ".html",
                             "markdown": "myst_parser" in text or "recommonmark" in text,
-                            "exclude": _exclude_patterns(text)}
+                            "exclude": _exclude_patterns(text),
+                            "smartquotes": bool(_MYST_SMARTQUOTES.search(text))}
                 return Site(self.name, source, marker, settings)
         return None
 
@@ -94,7 +103,7 @@ class Sphinx:
         return stem.as_posix() + site.settings.get("html_file_suffix", ".html")
 
     def heading_ids(self, site: Site) -> DocutilsIds:
-        return DocutilsIds()
+        return DocutilsIds(smartquotes=bool(site.settings.get("smartquotes")))
 
 
 def _exclude_patterns(conf: str) -> tuple[str, ...]:
