@@ -706,3 +706,26 @@ def test_pages_are_relative_paths() -> None:
         site = generator.default_site(Path("/site"))
         page = generator.page(site, PurePosixPath("a/b.md"), {})
         assert page is None or not page.startswith("/"), name
+
+
+def test_a_site_whose_config_sits_beside_its_docs_folder(tmp_path: Path) -> None:
+    # website/ holds the Docusaurus config, docs/ beside it the pages (path: '../docs')
+    write_tree(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "website/docusaurus.config.js": "module.exports = {presets: [['classic', "
+                                        "{docs: {path: '../docs'}}]]}",
+        "docs/guide/setup.md": "# Setup\n",
+        "other/mkdocs.yml": "site_name: [unclosed\n",  # another project, unreadable: skipped
+    })
+    for name in (None, "docusaurus"):
+        site = resolve_site(tmp_path / "docs", name)
+        assert site.generator == "docusaurus"
+        assert site.marker == tmp_path / "website" / "docusaurus.config.js"
+        assert _page(site, "guide/setup.md") == "docs/guide/setup"
+    # a folder no sibling publishes keeps the plain rule
+    (tmp_path / "notes").mkdir()
+    assert resolve_site(tmp_path / "notes").generator == "plain"
+    # outside a repository, folders beside it are not searched
+    (tmp_path / ".git" / "HEAD").unlink()
+    (tmp_path / ".git").rmdir()
+    assert resolve_site(tmp_path / "docs").generator == "plain"

@@ -424,3 +424,19 @@ def test_mkdocs_pages_read_their_macros_only_where_the_plugin_renders_them(
     assert "**Tip: Faster**\nUse the cache." in body and "///" not in body
     assert ("{{" in body or "{%" in body) is not rendered
     assert "Beta only." in body and "Install" in body
+
+
+def test_a_project_whose_pages_lie_outside_the_folder_says_where(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "website/docusaurus.config.js": "module.exports = {presets: [['classic', "
+                                        "{docs: {path: '../docs'}}]]}",
+        "docs/intro.md": "# Intro\n\nWords.\n",
+    })
+    notes, loaded = _run(tmp_path / "website")
+    assert loaded == [] and notes[-1] == (
+        f"files {tmp_path / 'website'}: the docusaurus project here publishes the pages in "
+        f"{tmp_path / 'docs'}, outside this folder; ingest that folder (with the same "
+        "--base-url)")
+    _, loaded = _run(tmp_path / "docs", base_url="https://d.example/")
+    assert [item.leaf.url for item in loaded] == ["https://d.example/docs/intro"]

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import InputError, SourceError
+from ..projectfiles import inside
 from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, starlight, vitepress
 from .base import UNREAD, Generator, HeadingIds, Site
 
@@ -33,6 +34,8 @@ GENERATORS: dict[str, Generator] = {
 _DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "hugo", "sphinx",
                     "jekyll")
 _MAX_PARENTS = 3
+_MAX_SIBLINGS = 64
+_NOT_PROJECTS = frozenset({"node_modules", "__pycache__", "site-packages"})
 AUTO = "auto"
 
 __all__ = ["AUTO", "GENERATORS", "HeadingIds", "Site", "detect_site", "resolve_site"]
@@ -64,7 +67,41 @@ def detect_site(root: Path) -> Site | None:
             site = _detect(name, folder)
             if site is not None:
                 return site
+    return _beside(root, _DETECTION_ORDER)
+
+
+def _beside(root: Path, names: tuple[str, ...]) -> Site | None:
+    """The site whose marker is in a folder beside ``root`` (or beside one of its parents)
+    and whose content folder holds ``root``: the layout where ``website/`` holds the
+    Docusaurus config and ``docs/`` next to it the pages (``path: '../docs'``). Only
+    inside a git repository (a home folder's other folders are not the project's); a
+    folder there that is some other project, with settings that cannot be read, is
+    skipped."""
+    target = root.resolve()
+    folders = list(_folders_up(root))
+    if not (folders[-1] / ".git").exists():
+        return None
+    for folder in folders[1:]:
+        for child in _subfolders(folder):
+            if target.is_relative_to(child):
+                continue  # on the way up from root: searched already
+            for name in names:
+                try:
+                    site = _detect(name, child)
+                except InputError:
+                    break
+                if site is not None and inside(site.content, target):
+                    return replace(site, content=site.content.resolve())
     return None
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        found = sorted(p for p in folder.iterdir() if not p.name.startswith(".")
+                       and p.name not in _NOT_PROJECTS and p.is_dir())
+    except OSError:
+        return []
+    return found[:_MAX_SIBLINGS]
 
 
 def _detect(name: str, folder: Path) -> Site | None:
@@ -90,7 +127,8 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
         site = _detect(name, folder)
         if site is not None:
             return replace(site, generator=name)
-    return generator.default_site(root.resolve())
+    site = _beside(root, (name,))
+    return replace(site, generator=name) if site else generator.default_site(root.resolve())
 
 
 def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = None

@@ -45,7 +45,7 @@ from ..generators import (
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..hygiene import describe_bad_char
-from ..projectfiles import IgnoreFiles
+from ..projectfiles import IgnoreFiles, inside
 from . import versions
 from .base import (
     READER,
@@ -160,6 +160,10 @@ class FilesSource:
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish as pages were skipped")
+        elif not leaves and site.marker is not None and not inside(real_root, site.content):
+            notes.append(f"files {spec.target}: the {site.generator} project here publishes "
+                         f"the pages in {_printable(site.content.resolve())}, outside this "
+                         f"folder; ingest that folder (with the same --base-url)")
         elif not leaves:
             notes.append(f"files {spec.target}: found no file to read ({_READ})")
         return Expansion(leaves=_refuse_collisions(leaves), notes=notes, dropped=dropped,
