@@ -57,6 +57,29 @@ def test_mdx_keeps_text_and_code_drops_esm_and_jsx() -> None:
     assert "Use `<Tabs>` to group, or highlight words." in md
 
 
+def test_a_tag_over_several_lines_or_with_nested_expressions_goes_whole() -> None:
+    page = (
+        "Intro\n\n<Badge\n\tslot=\"preview\"\n\ttext=\"Custom\"\n"
+        "\tstyle={{ fontStyle: 'italic', size: n > 2 ? 'l' : 's' }}\n/>\n\n"
+        "<Tabs\n  groupId=\"os\"\n  values={[{label: 'Linux', value: 'linux'}]}>\n"
+        "Text inside.\n</Tabs>\n\n"
+        "<Card title=\"Setup\" style={{ a: 1 }} /> and after\n\n"
+        "See <https://example.org/> too.\n")
+    md = mdx_to_markdown(page)
+    assert "slot" not in md and "fontStyle" not in md and "groupId" not in md
+    assert "\nCustom\n" in md  # a component's visible argument, as on one line
+    assert "Text inside." in md and "Setup and after" in md
+    assert "See <https://example.org/> too." in md  # not a tag
+    assert md.count("\n") == page.count("\n")  # every line kept its place
+
+
+def test_an_unclosed_tag_is_read_line_by_line_in_linear_time() -> None:
+    md = mdx_to_markdown("<Widget data={\nWords stay.\n")
+    assert "Words stay." in md
+    hostile = "<A b={\n" * 40_000
+    assert mdx_to_markdown(hostile).count("\n") == 40_000
+
+
 def test_mdx_headings_get_docusaurus_ids(tmp_path: Path) -> None:
     (tmp_path / "docusaurus.config.js").write_text("module.exports = {}")
     (tmp_path / "docs").mkdir()

@@ -3,7 +3,8 @@ renders it.
 
 ESM blocks (``import``/``export`` up to the next blank line) are dropped; JSX tags are
 removed and the text between them kept (``<TabItem label="npm">npm i x</TabItem>`` →
-``npm i x``); ``{/* comments */}`` go; admonitions (``:::note Title`` or
+``npm i x``), a tag whose attributes run over several lines or hold nested expressions
+(``style={{ … }}``) too; ``{/* comments */}`` go; admonitions (``:::note Title`` or
 ``:::note[Title]`` … ``:::``) become a labelled paragraph. Code fences and inline code are
 left untouched.
 
@@ -17,9 +18,12 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import normalize_source
-from .inline_html import HEADING, code_lines, without_inline_tags
+from .inline_html import HEADING, TAG, code_lines, tag_text, without_inline_tags
 
 _ESM = re.compile(r"(?:import|export)\b")
+# A line that opens with a JSX tag (its name: group 1), which may run over several lines.
+_TAG_OPENING = re.compile(r"[ \t]*<([A-Za-z][\w.:-]*)(?=\s|/?>|$)")
+MAX_TAG_LINES = 200
 # The title is taken greedily and stripped after: a lazy one before "\s*$" would rescan a
 # run of spaces from each of its characters.
 _ADMONITION_OPEN = re.compile(r"^(\s*):::+\s*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?(.*)$")
@@ -50,19 +54,89 @@ def _read(text: str, *, jsx: bool) -> str:
     fenced = code_lines(text)
     out: list[str] = []
     in_esm = False
-    for n, line in enumerate(lines):
+    n = scan_from = 0  # a tag that did not close: the lines it looked at are not rescanned
+    while n < len(lines):
+        line = lines[n]
         if n in fenced:
             in_esm = False
             out.append(line)
-            continue
-        if in_esm:
+        elif in_esm:
             in_esm = bool(line.strip())
-            continue
-        if jsx and _ESM.match(line):
+        elif jsx and _ESM.match(line):
             in_esm = True
-            continue
-        out.append(_prose_line(line) if jsx else _container_line(line))
+        elif (jsx and n >= scan_from and (opening := _TAG_OPENING.match(line))
+              and not _whole_tag(line, opening)):
+            end = _tag_end(lines, n, opening.start(1))
+            if end is None:
+                scan_from = n + MAX_TAG_LINES
+                out.append(_prose_line(line))
+            else:
+                last, col = end
+                start = opening.start(1) - 1
+                tag = " ".join([line[start:].strip(), *(x.strip() for x in lines[n + 1:last]),
+                                lines[last][:col + 1].strip()] if last > n else
+                               [line[start:col + 1]])
+                rest = _prose_line(lines[last][col + 1:])
+                out.append(line[:start] + " ".join(p for p in (_shown(tag), rest.strip()) if p))
+                out.extend("" for _ in range(n + 1, last + 1))
+                n = last
+        else:
+            out.append(_prose_line(line) if jsx else _container_line(line))
+        n += 1
     return "\n".join(out)
+
+
+def _whole_tag(line: str, opening: re.Match[str]) -> bool:
+    """Whether the tag ``line`` opens with is whole there, as the line reader takes tags."""
+    tag = TAG.match(line, opening.start(1) - 1)
+    return tag is not None and "{{" not in tag.group(0)
+
+
+def _tag_end(lines: list[str], start: int, col: int) -> tuple[int, int] | None:
+    """(line, column) of the ``>`` that closes the JSX tag opened on ``lines[start]`` at
+    ``col``: the first one outside strings and ``{…}`` expressions, which may hold ``>``
+    (``=>``) and nest (``style={{ … }}``). None when the tag does not close within
+    ``MAX_TAG_LINES`` lines. Each character is looked at once."""
+    quote, depth = "", 0
+    for n in range(start, min(len(lines), start + MAX_TAG_LINES)):
+        line = lines[n]
+        i = col if n == start else 0
+        while i < len(line):
+            c = line[i]
+            if quote:
+                if c == "\\":
+                    i += 1
+                elif c == quote:
+                    quote = ""
+            elif c in "\"'" or (c == "`" and depth):
+                quote = c
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth = max(depth - 1, 0)
+            elif c == ">" and not depth:
+                return n, i
+            i += 1
+    return None
+
+
+def _shown(tag: str) -> str:
+    """What a whole JSX tag shows: its visible arguments (as ``tag_text``), read with its
+    ``{…}`` expressions emptied, which no reader sees as text."""
+    flat, depth = [], 0
+    for c in tag:
+        if c == "{":
+            depth += 1
+            if depth == 1:
+                flat.append("{")
+        elif c == "}" and depth:
+            depth -= 1
+            if not depth:
+                flat.append("}")
+        elif not depth:
+            flat.append(c)
+    match = TAG.fullmatch("".join(flat))
+    return tag_text(match).strip() if match else ""
 
 
 def _container_line(line: str) -> str:
