@@ -337,6 +337,27 @@ def test_llms_txt_is_preferred_and_says_so(cli: Cli, site: LocalServer) -> None:
     assert report["notes"] == [] and report["added"] == 2
 
 
+def test_an_llms_txt_of_other_sites_pages_does_not_replace_this_one(cli: Cli,
+                                                                   site: LocalServer) -> None:
+    # a copy of a site served elsewhere: its llms.txt lists the production host's pages
+    site.routes["/llms.txt"] = ok("# Widget\n\n## Docs\n\n"
+                                  "- [Install](https://docs.widget.invalid/install.md)\n")
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert report["notes"][0] == (f"{site.url('/llms.txt')} lists no page of this site "
+                                  "(only of other sites): reading the sitemap instead")
+    assert (report["added"], report["failed"]) == (2, 0)
+    report = cli.json("ingest", "crawl", site.url("/guide/install.html"), PRIVATE,
+                      "--max-depth", "0", "-n", "crawl")
+    assert "crawling the site instead" in report["notes"][0] and report["added"] == 1
+    # a list mixing both: this site's pages only
+    site.routes["/llms.txt"] = ok("# Widget\n\n## Docs\n\n"
+                                  "- [Install](https://docs.widget.invalid/install.md)\n"
+                                  "- [Config](/guide/config.html)\n")
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "-n", "mixed")
+    assert report["added"] == 1 and report["failed"] == 0
+    assert f"{site.url('/llms.txt')}: 1 listed pages on other sites skipped" in report["notes"]
+
+
 def test_bad_options_and_targets_are_usage_errors(cli: Cli) -> None:
     result = cli("ingest", "url", "docs/guide.md", "--json")
     assert result.exit_code == 2 and "ingest files" in result.stderr

@@ -47,7 +47,7 @@ from .page import PAGE_CONTENT_TYPES
 from .sitemap import SitemapListing, SitemapOptions, discover, read_sitemaps
 from .webload import Outbox, run_async, stream
 from .webopts import WebOptions
-from .weburl import html_twin, is_origin_only, normalize_url, origin
+from .weburl import host_allowed, html_twin, is_origin_only, normalize_url, origin, site_key
 
 WEB_KINDS = ("url", "sitemap", "crawl", "llms")
 
@@ -141,15 +141,19 @@ class WebSource:
             return await self._from_llms(client, target, llms, note=None)
 
     async def _from_llms(self, client: GuardedClient, where: str, llms: LlmsTxt,
-                         note: str | None) -> Expansion:
-        links = llms.links(skip_optional=self.skip_optional)
-        shaped = await self._shape(client, where, [link.url for link in links])
+                         note: str | None, urls: list[str] | None = None) -> Expansion:
+        """The pages ``llms`` lists (``urls``: those of them to ingest)."""
+        links = [link.url for link in llms.links(skip_optional=self.skip_optional)]
+        shaped = await self._shape(client, where, links if urls is None else urls)
         leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True, twin=html_twin(u)))
                   for u in shaped.kept]
         notes = [note] if note else []
         skipped = len(llms.links()) - len(links)
         if skipped:
             notes.append(f"{where}: {skipped} pages of the Optional section skipped")
+        if urls is not None and len(urls) < len(links):
+            notes.append(f"{where}: {len(links) - len(urls)} listed pages on other sites "
+                         f"skipped")
         return Expansion(leaves=leaves, notes=notes + shaped.notes, dropped=shaped.dropped)
 
     async def _shape(self, client: GuardedClient, where: str, urls: list[str]) -> _Shaped:
@@ -176,22 +180,33 @@ class WebSource:
         return _Shaped(kept, dropped, notes)
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,
-                     otherwise: str) -> Expansion | None:
+                     otherwise: str) -> tuple[Expansion | None, list[str]]:
+        """The site's curated pages instead of ``instead`` (with no expansion: a note, if
+        any, saying why not). A curated list counts for the site only with pages on it
+        (its host, or a crawl's allowed domains): an llms.txt listing another host's pages
+        (a mirror's copy, a staging build) does not describe this one."""
         if not isinstance(self.options, SitemapOptions | CrawlOptions) or (
                 not self.options.llms_txt):
-            return None
+            return None, []
         found = await probe_llms(client, origin(url))
         if found is None:
-            return None
+            return None, []
         where, llms = found
-        count = len(llms.links(skip_optional=self.skip_optional))
-        return await self._from_llms(client, where, llms, note=(
-            f"{where} lists {count} curated pages: ingesting those instead of {instead} "
-            f"(pass --no-llms-txt to {otherwise})"))
+        listed = [link.url for link in llms.links(skip_optional=self.skip_optional)]
+        sites = {site_key(url), site_key(where)}
+        domains = getattr(self.options, "allow_domains", frozenset())
+        own = [u for u in listed if site_key(u) in sites or host_allowed(u, domains)]
+        if not own:
+            return None, [f"{where} lists no page of this site (only of other sites): "
+                          f"{instead} instead"] if listed else []
+        return await self._from_llms(client, where, llms, urls=own, note=(
+            f"{where} lists {len(own)} curated pages: ingesting those instead of {instead} "
+            f"(pass --no-llms-txt to {otherwise})")), []
 
     async def _expand_sitemap(self, url: str) -> Expansion:
         async with self._client() as client:
-            curated = await self._probe(client, url, "the sitemap", "read the sitemap")
+            curated, probed = await self._probe(client, url, "reading the sitemap",
+                                                "read the sitemap")
             if curated is not None:
                 return curated
             discovered = is_origin_only(url)
@@ -200,7 +215,9 @@ class WebSource:
             if not listing.pages:
                 raise _whole_failure(url, roots, listing, discovered)
             shaped = await self._shape(client, url, list(listing.pages))
-        return self._from_listing(url, listing, shaped)
+        expansion = self._from_listing(url, listing, shaped)
+        expansion.notes[:0] = probed
+        return expansion
 
     def _from_listing(self, url: str, listing: SitemapListing, shaped: _Shaped) -> Expansion:
         leaves = [Leaf(ref=page, url=page, hint=WebHint(lastmod=listing.pages[page]))
@@ -220,12 +237,12 @@ class WebSource:
 
     async def _expand_crawl(self, url: str) -> Expansion:
         async with self._client() as client:
-            curated = await self._probe(client, url, "crawling the site", "crawl it")
+            curated, probed = await self._probe(client, url, "crawling the site", "crawl it")
         if curated is not None:
             return curated
         assert isinstance(self.options, CrawlOptions)
         start = _CrawlStart(self.options, CrawlState())
-        return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, [])
+        return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, probed)
 
     def _vet_target(self, url: str) -> None:
         """Refuse a target the guard blocks before anything is fetched (or recorded); a
