@@ -67,6 +67,8 @@ def test_sites_and_origins() -> None:
     ("http://x.test/docs.tar.gz", False),
     ("http://x.test/manual.pdf", False),
     ("http://x.test/_sources/index.rst.txt", False),
+    ("http://x.test/en/latest/_sources/guide/intro.md", False),  # a theme's source button
+    ("http://x.test/my_sources/intro.md", True),
     ("http://x.test/static/app.js?v=3", False),
 ])
 def test_page_links_by_extension(url: str, page: bool) -> None:

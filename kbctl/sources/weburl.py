@@ -107,8 +107,12 @@ def extension(url: str) -> str:
 
 
 def is_page_link(url: str) -> bool:
-    """False for links whose extension says they are not a page (images, archives, …)."""
+    """False for links whose extension says they are not a page (images, archives, …),
+    and for Sphinx's copies of page sources (``_sources/guide.md``, linked from a
+    theme's "download source" button): the same text as the page, citing a raw file."""
     ext = extension(url)
+    if "/_sources/" in urlsplit(url).path:
+        return False
     return not ext or "." + ext.rsplit(".", 1)[-1] not in SKIPPED_EXTENSIONS
 
 
