@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import normalize_source
+from ..jsscan import JsScanner
 from .inline_html import HEADING, TAG, code_lines, tag_text, without_inline_tags
 
 _ESM = re.compile(r"(?:import|export)\b")
@@ -96,27 +97,12 @@ def _tag_end(lines: list[str], start: int, col: int) -> tuple[int, int] | None:
     """(line, column) of the ``>`` that closes the JSX tag opened on ``lines[start]`` at
     ``col``: the first one outside strings and ``{…}`` expressions, which may hold ``>``
     (``=>``) and nest (``style={{ … }}``). None when the tag does not close within
-    ``MAX_TAG_LINES`` lines. Each character is looked at once."""
-    quote, depth = "", 0
+    ``MAX_TAG_LINES`` lines."""
+    scanner = JsScanner()
     for n in range(start, min(len(lines), start + MAX_TAG_LINES)):
-        line = lines[n]
-        i = col if n == start else 0
-        while i < len(line):
-            c = line[i]
-            if quote:
-                if c == "\\":
-                    i += 1
-                elif c == quote:
-                    quote = ""
-            elif c in "\"'" or (c == "`" and depth):
-                quote = c
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                depth = max(depth - 1, 0)
-            elif c == ">" and not depth:
-                return n, i
-            i += 1
+        found = scanner.find(lines[n] + "\n", ">", col if n == start else 0)
+        if found >= 0:
+            return n, found
     return None
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..jsscan import JsScanner
 from ..projectfiles import first_config, inside, read_config_json
 from .base import Site
 from .plain import GithubIds
@@ -238,30 +239,8 @@ def _block_id(block: str) -> str:
 def _block_end(text: str, start: int) -> int:
     """The end of the ``{…}`` opening at ``text[start]``: braces counted, quoted strings
     and comments skipped; the text's end when it never closes."""
-    depth, i, quote = 0, start, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            i = len(text) if i < 0 else i
-        elif text.startswith("/*", i):
-            i = text.find("*/", i + 2)
-            i = len(text) if i < 0 else i + 1
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
+    close = JsScanner().find(text, "}", start + 1)
+    return len(text) if close < 0 else close + 1
 
 
 GENERATOR = Docusaurus()
