@@ -74,9 +74,9 @@ def _read(text: str, *, jsx: bool) -> str:
             else:
                 last, col = end
                 start = opening.start(1) - 1
-                tag = " ".join([line[start:].strip(), *(x.strip() for x in lines[n + 1:last]),
-                                lines[last][:col + 1].strip()] if last > n else
-                               [line[start:col + 1]])
+                tag = " ".join(part.strip() for part in (
+                    [line[start:col + 1]] if last == n else
+                    [line[start:], *lines[n + 1:last], lines[last][:col + 1]]))
                 rest = _prose_line(lines[last][col + 1:])
                 out.append(line[:start] + " ".join(p for p in (_shown(tag), rest.strip()) if p))
                 out.extend("" for _ in range(n + 1, last + 1))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chunk.headings import normalize_source
+from ..errors import ExtractError
 from .inline_html import FENCE, fence_end, fenced
 from .rst_sphinx import (
     CODE_DIRECTIVES,
@@ -104,9 +105,7 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
         language = "python" if name in PYTHON_CODE_DIRECTIVES or kind in PYTHON_CODE_DIRECTIVES \
             else (argument.split()[0] if argument.split() else "")
         return [f"```{language}", *content, "```"]
-    if name in IGNORED_DIRECTIVES:
-        return []
-    if kind in IGNORED_DIRECTIVES or kind == "image":
+    if name in IGNORED_DIRECTIVES or kind in IGNORED_DIRECTIVES or kind == "image":
         return []
     body = _read(content, depth + 1, file)
     if kind == "admonition":  # its argument is its title
@@ -139,8 +138,7 @@ def _included(kind: str, argument: str, options: dict[str, str], depth: int,
 def _rst(content: list[str], file: _File | None) -> list[str]:
     """What ``{eval-rst}`` shows: its content read as reStructuredText (as it is written,
     when docutils cannot read it)."""
-    from ..errors import ExtractError
-    from .rst import rst_to_markdown
+    from .rst import rst_to_markdown  # docutils is loaded only for pages that use it
 
     text = "\n".join(content)
     try:

@@ -5,8 +5,8 @@ reStructuredText files carry their own ids from the parse (see ``extract.rst``);
 markdown (MyST) a ``{#id}`` after a heading is text, as MyST reads it, and with MyST's
 ``smartquotes`` extension a heading's quotes are typographic ones before its id is made,
 which ``make_id`` drops (``Why doesn't it?`` → ``why-doesnt-it``, not ``why-doesn-t-it``).
-The ``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages. Files matching
-``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are not built.
+The ``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages. Files
+matching ``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are not built.
 """
 
 from __future__ import annotations
