@@ -52,6 +52,10 @@ class FetchError(SourceError):
         self.status = status
 
 
+class NotAPage(FetchError):
+    """The response is not a kind of document the fetch takes (its content type)."""
+
+
 class BlockedURL(FetchError):
     """The SSRF guard refused a URL; the message names the rule and the address."""
 

@@ -358,6 +358,25 @@ def test_an_llms_txt_of_other_sites_pages_does_not_replace_this_one(cli: Cli,
     assert f"{site.url('/llms.txt')}: 1 listed pages on other sites skipped" in report["notes"]
 
 
+def test_a_crawl_leaves_out_linked_files_that_are_not_pages(cli: Cli,
+                                                            site: LocalServer) -> None:
+    site.routes.update({
+        "/": html(page("Home", links=("/guide/install.html", "/download/tool", "/api/data"))),
+        "/download/tool": ok(b"\x7fELF\x02", "application/octet-stream"),
+        "/api/data": ok('{"a": 1}', "application/json"),
+    })
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1",
+                      "--no-llms-txt")
+    assert (report["added"], report["failed"]) == (2, 0)  # a nightly crawl stays green
+    assert report["dropped"] == {"not a page": 2}
+    assert any("/download/tool: content type application/octet-stream" in note
+               for note in report["notes"])
+    # the page asked for is not a page: that is a failure
+    report = cli.json("ingest", "crawl", site.url("/api/data"), PRIVATE, "--no-llms-txt",
+                      "-n", "start", code=1)
+    assert report["failed"] == 1 and "application/json" in report["errors"][0]["error"]
+
+
 def test_bad_options_and_targets_are_usage_errors(cli: Cli) -> None:
     result = cli("ingest", "url", "docs/guide.md", "--json")
     assert result.exit_code == 2 and "ingest files" in result.stderr

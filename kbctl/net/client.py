@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 import httpx
 
 from kbctl import USER_AGENT
-from kbctl.errors import FetchError
+from kbctl.errors import FetchError, NotAPage
 from kbctl.net.decode import ACCEPT_ENCODING, BoundedDecoder, TooLarge
 from kbctl.net.guard import IPAddress, Target, parse_url, resolve, vet
 from kbctl.net.policy import FetchResult, NetPolicy, Resolver
@@ -225,7 +225,7 @@ class GuardedClient:
                              status=status)
         media, _ = parse_content_type(response.headers.get("content-type"))
         if not content_type_allowed(media, allowed):
-            raise FetchError(f"{url}: content type {media or '(none)'} is not accepted "
+            raise NotAPage(f"{url}: content type {media or '(none)'} is not accepted "
                              f"({', '.join(allowed)})", url=url, status=status)
         limit = self.policy.max_bytes
         try:

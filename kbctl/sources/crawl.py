@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import SourceError
+from ..errors import NotAPage, SourceError
 from .base import Expansion, Leaf, Loaded, SourceKind
 from .fetchpage import Fetched, PageLoader, WebHint, internal_error
 from .options import Bad, boolean, integer, option, strings
@@ -25,6 +25,7 @@ from .webopts import WebOptions, web_adapter
 from .weburl import host_allowed, is_page_link, origin, site_key
 
 _HOSTS = strings("a list of host names")
+NOT_A_PAGE = "not a page"  # the report's reason for a linked file that is no page
 
 
 def _host_names(value: Any) -> frozenset[str]:
@@ -152,10 +153,14 @@ class Crawler:
             final = fetched.final_url
             if check_site and final and not self._in_site(final):
                 return Fetched(fetched.loaded)  # redirected off the site: not part of it
-            ref = fetched.loaded.leaf.ref
+            loaded = fetched.loaded
+            if check_site and isinstance(loaded.error, NotAPage):
+                # a link that looked like a page and is a file: left out, not a failure
+                loaded = Loaded(leaf=loaded.leaf, dropped=NOT_A_PAGE, note=str(loaded.error))
+            ref = loaded.leaf.ref
             if ref not in self._emitted:  # two links that redirect to one page: once
                 self._emitted.add(ref)
-                slot.put(fetched.loaded)
+                slot.put(loaded)
             return fetched
 
     def _in_scope(self, url: str) -> bool:
