@@ -377,6 +377,26 @@ def test_a_crawl_leaves_out_linked_files_that_are_not_pages(cli: Cli,
     assert report["failed"] == 1 and "application/json" in report["errors"][0]["error"]
 
 
+def test_a_crawl_keeps_to_one_version_and_language(cli: Cli, site: LocalServer) -> None:
+    menu = ("/docs/intro", "/docs/setup", "/docs/2.x/intro", "/docs/2.x/setup",
+            "/fr/docs/intro")
+    for path in menu:
+        site.routes[path] = html(page(path.strip("/").replace("/", " "), links=menu))
+    site.routes["/"] = html(page("Home", links=menu))
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--no-llms-txt")
+    assert report["dropped"] == {"other versions": 2, "other languages": 1}
+    assert {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")} == {
+        site.url("/"), site.url("/docs/intro"), site.url("/docs/setup")}
+    report = cli.json("ingest", "crawl", site.url("/docs/2.x/intro"), PRIVATE, "--no-llms-txt",
+                      "-n", "older")
+    assert {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources WHERE namespace = "
+                                           "'older'")} == {
+        site.url("/docs/2.x/intro"), site.url("/docs/2.x/setup")}
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--no-llms-txt",
+                      "--version", "all", "--lang", "all", "-n", "every")
+    assert report["added"] == 6 and not report.get("dropped")
+
+
 def test_bad_options_and_targets_are_usage_errors(cli: Cli) -> None:
     result = cli("ingest", "url", "docs/guide.md", "--json")
     assert result.exit_code == 2 and "ingest files" in result.stderr

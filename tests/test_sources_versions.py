@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbctl.errors import SourceError
-from kbctl.sources.versions import describe, detect, preferred_version, select, signal_of
+from kbctl.sources.versions import Stay, describe, detect, preferred_version, select, signal_of
 
 PAGES = ("", "install.html", "guide/config.html")
 
@@ -119,3 +119,22 @@ def test_each_choice_keeps_its_own_reason() -> None:
     assert "version: no signal from the site" in chosen.reason
     both = select(urls, detect(urls), lang="fr", version="latest")
     assert both.reason == "chosen with a flag"
+
+
+def test_a_crawl_stays_in_its_start_urls_version_and_language() -> None:
+    site = "https://d.example"
+    known = [f"{site}/docs/intro", f"{site}/docs/guide/setup", f"{site}/fr/docs/intro"]
+    links = [f"{site}/docs/2.x/intro", f"{site}/docs/2.x/guide/setup",  # the version menu
+             f"{site}/docs/2.x/",  # a version's root names a page: pairs nothing
+             f"{site}/docs/2.x/only-there", f"{site}/fr/docs/intro", f"{site}/blog/v2/"]
+    stay = Stay.of(f"{site}/docs/intro")
+    assert stay.others(links, known + links) == {
+        f"{site}/docs/2.x/intro": "other versions",
+        f"{site}/docs/2.x/guide/setup": "other versions",
+        f"{site}/fr/docs/intro": "other languages"}
+    # started in 2.x: the unversioned copies are the others
+    older = Stay.of(f"{site}/docs/2.x/intro")
+    assert set(older.others([f"{site}/docs/intro", f"{site}/docs/guide/setup"],
+                            known + links)) == {f"{site}/docs/intro", f"{site}/docs/guide/setup"}
+    assert Stay.of(f"{site}/docs/intro", version="all", lang="ALL").others(
+        links, known + links) == {}

@@ -135,6 +135,13 @@ def ingest_crawl(
         "(repeatable).", show_default=False)] = None,
     ignore_robots: Annotated[bool, typer.Option(
         "--ignore-robots", help="Do not honour robots.txt (only for sites you run).")] = False,
+    version: Annotated[str | None, typer.Option(
+        "--version", help="Versioned docs: follow no link to another version of a page "
+        "known in this one (a name, or all) [default: the start URL's].",
+        show_default=False)] = None,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Translated docs: the same for languages (en, fr, …, or all) "
+        "[default: the start URL's].", show_default=False)] = None,
     llms_txt: LlmsOpt = True,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
@@ -155,7 +162,7 @@ def ingest_crawl(
     spec = flag_spec("crawl", url, docs_mode=docs_mode, timeout=timeout,
                      max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_depth=max_depth,
                      max_pages=max_pages, allow_domains=allow_domain,
-                     ignore_robots=ignore_robots, **shaping)
+                     ignore_robots=ignore_robots, version=version, lang=lang, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)

@@ -18,8 +18,9 @@ from typing import Any, ClassVar
 from ..errors import NotAPage, SourceError
 from .base import Expansion, Leaf, Loaded, SourceKind
 from .fetchpage import Fetched, PageLoader, WebHint, internal_error
-from .options import Bad, boolean, integer, option, strings
+from .options import Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
+from .versions import Stay
 from .webload import Outbox
 from .webopts import WebOptions, web_adapter
 from .weburl import host_allowed, is_page_link, origin, site_key
@@ -39,7 +40,8 @@ def _host_names(value: Any) -> frozenset[str]:
 @dataclass(frozen=True)
 class CrawlOptions(WebOptions):
     """``allow_domains``: other hosts (and their subdomains) whose links are followed too;
-    ``ignore_robots`` is only for sites the operator runs."""
+    ``ignore_robots`` is only for sites the operator runs; ``version``/``lang``: the one
+    the crawl keeps to (``versions.Stay``; default the start URL's, ``all`` every one)."""
 
     kind: ClassVar[str] = "crawl"
     llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
@@ -47,6 +49,8 @@ class CrawlOptions(WebOptions):
     max_pages: int = option(500, integer(1))
     allow_domains: frozenset[str] = option(frozenset(), _host_names, flag="--allow-domain")
     ignore_robots: bool = option(False, boolean)
+    version: str | None = option(None, version_name)
+    lang: str | None = option(None, version_name)
 
 
 KIND = SourceKind(CrawlOptions, web_adapter)
@@ -103,6 +107,7 @@ class Crawler:
             self.state.hidden_links = True
             self.state.finished = True
             return
+        stay = Stay.of(start.url, version=opts.version, lang=opts.lang)
         seen = {start.ref}
         frontier = [start]
         budget = opts.max_pages
@@ -133,7 +138,10 @@ class Crawler:
                             candidates.append(link)
                         else:
                             self.state.dropped[why] = self.state.dropped.get(why, 0) + 1
-            allowed = await self._allowed(candidates)
+            others = stay.others(candidates, list(seen))  # a version menu's links
+            for why in others.values():
+                self.state.dropped[why] = self.state.dropped.get(why, 0) + 1
+            allowed = await self._allowed([c for c in candidates if c not in others])
             frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
             if self.on_discovered and frontier:
                 await self.on_discovered(min(len(frontier), budget))

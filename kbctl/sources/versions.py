@@ -106,10 +106,8 @@ def _paired(parsed: Sequence[_Parsed], attr: str, at: str) -> list[str | None]:
     folder of copies: it pairs nothing."""
     groups: dict[tuple[str, ...], set[str | None]] = defaultdict(set)
     for p in parsed:
-        index = getattr(p, at)
-        if index is not None and not any(p.segments[index + 1:]):
-            continue
-        groups[p.key(drop=index)].add(getattr(p, attr))
+        if _pairs(p, at):
+            groups[p.key(drop=getattr(p, at))].add(getattr(p, attr))
     paired = set().union(*(values for values in groups.values() if len(values) > 1))
     counts = Counter(getattr(p, attr) for p in parsed if getattr(p, attr) in paired)
     return sorted(counts, key=lambda v: (-counts[v], v or ""))
@@ -287,6 +285,53 @@ def _shown(chosen: str | None, values: Sequence[str | None]) -> str:
     others = [v or "(unprefixed)" for v in values
               if (v or "").lower() != (chosen or "").lower()]
     return f"{name} of {len(values)} (others: {', '.join(others)})" if others else name
+
+
+@dataclass(frozen=True)
+class Stay:
+    """The one version and language a crawl keeps to: its start URL's (None: the start's
+    path has no such segment), one named, or every one (``all``). A crawl meets versions
+    and languages through links (a version menu, a language switcher), one layer at a
+    time, so it cannot choose from a whole listing as ``select`` does."""
+
+    version: str | None
+    lang: str | None
+
+    @classmethod
+    def of(cls, start: str, *, version: str | None = None, lang: str | None = None
+           ) -> Stay:
+        start_version, start_lang = signal_of(start)
+        return cls(version or start_version, lang or start_lang)
+
+    def others(self, candidates: Sequence[str], known: Sequence[str]) -> dict[str, str]:
+        """{candidate: "other versions" or "other languages"} for each candidate that is
+        a copy, in another version or language, of a page ``known`` holds in this one (as
+        ``detect`` pairs them: a value that ends its URL pairs nothing)."""
+        parsed = [_parse(u) for u in known]
+        out: dict[str, str] = {}
+        for attr, at, chosen, reason in (("version", "version_at", self.version,
+                                          "other versions"),
+                                         ("lang", "lang_at", self.lang, "other languages")):
+            if _fold(chosen) == ALL:
+                continue
+            groups: dict[tuple[str, ...], set[str | None]] = defaultdict(set)
+            for p in parsed:
+                if _pairs(p, at):
+                    groups[p.key(drop=getattr(p, at))].add(_fold(getattr(p, attr)))
+            for url in candidates:
+                c = _parse(url)
+                value = _fold(getattr(c, attr))
+                if (url not in out and _pairs(c, at) and value != _fold(chosen)
+                        and _fold(chosen) in groups.get(c.key(drop=getattr(c, at)), ())):
+                    out[url] = reason
+        return out
+
+
+def _pairs(p: _Parsed, at: str) -> bool:
+    """Whether ``p`` can pair with a copy along one dimension: not when its segment of
+    that dimension ends the URL (``whatsnew/3.10/`` names a page)."""
+    index = getattr(p, at)
+    return index is None or any(p.segments[index + 1:])
 
 
 def nothing_to_choose(where: str) -> str:
