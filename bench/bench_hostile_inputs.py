@@ -28,6 +28,10 @@
    file): seconds per page, and how many times the file is taken in before the page's budget
    (``MAX_INCLUDED_CHARS``) is spent. Before the budget counted each use, the file was
    split for every mdBook link: 4,000 links took 16 s, and the time grows with each link.
+9. reStructuredText of 5 MiB behind a staircase of indentation (0 to 100 levels), each in a
+   fresh process: read or refused, seconds and peak RSS. docutils copies the lines each
+   level holds, so past ``MAX_MEAN_DEPTH`` a file is refused before it parses (100 levels
+   took 0.9 GB before).
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -298,6 +302,42 @@ def repeated_includes() -> None:
             print(f"  {name:44} {names:>8,} {took:8.2f} {times:>9}")
 
 
+_NESTED_RST = """
+import resource, sys, time
+from kbctl.errors import ExtractError
+from kbctl.extract.rst import rst_to_markdown
+depth = int(sys.argv[1])
+head = "Title\\n=====\\n\\n" + "".join(" " * i + "p\\n\\n" for i in range(depth))
+line = " " * depth + "w w\\n"
+text = head + line * ((5 * 1024 * 1024 - len(head)) // len(line))
+start = time.perf_counter()
+try:
+    rst_to_markdown(text)
+    outcome = "read"
+except ExtractError:
+    outcome = "refused"
+seconds = time.perf_counter() - start
+print(outcome, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def nested_rst() -> None:
+    """5 MiB of reStructuredText behind a staircase of indentation, each in a fresh
+    process, as docutils copies the lines each level holds."""
+    import subprocess
+    import sys
+
+    from kbctl.extract.rst import MAX_MEAN_DEPTH
+
+    print(f"\nreStructuredText of 5 MiB nested deep (refused past a mean depth of "
+          f"{MAX_MEAN_DEPTH}; peak RSS of the process):")
+    for depth in (0, 4, MAX_MEAN_DEPTH, 30, 100):
+        out = subprocess.run([sys.executable, "-c", _NESTED_RST, str(depth)], check=True,
+                             capture_output=True, text=True).stdout.split()
+        print(f"  {depth:>4} levels  {out[0]:8} {float(out[1]):6.2f} s "
+              f"{int(out[2]) / 1024:7.0f} MB")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
@@ -307,3 +347,4 @@ if __name__ == "__main__":
     typo_vocabulary()
     replaced_patterns()
     repeated_includes()
+    nested_rst()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbctl.chunk import chunk_markdown
+from kbctl.errors import ExtractError
 from kbctl.extract.rst import rst_to_markdown
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
@@ -186,7 +187,7 @@ def test_an_unparsable_file_fails_alone(tmp_path: Path) -> None:
     assert outcomes["good.rst"].document is not None
     deep = outcomes["deep.rst"]
     assert deep.document is None and "deep.rst" in deep.error.message
-    assert "cannot parse reStructuredText" in deep.error.message
+    assert "nested too deeply to read" in deep.error.message
 
 
 def test_a_hostile_signature_is_read_in_linear_time() -> None:
@@ -211,3 +212,13 @@ def test_code_showing_directives_of_common_extensions_are_code() -> None:
                          ".. doctest:: group-a\n\n    >>> 1 + 1\n    2\n").markdown
     assert "```rust\nfn main() {}\n```" in md
     assert "```python\n>>> 1 + 1\n2\n```" in md  # a doctest's argument is its group
+
+
+def test_text_nested_past_the_limit_is_refused_before_docutils_reads_it(tmp_path: Path) -> None:
+    # each level of indentation gets its own copy of the lines it holds in docutils
+    deep = "Title\n=====\n\n" + "".join(" " * i + "para\n\n" for i in range(400))
+    with pytest.raises(ExtractError, match=r"nested too deeply to read: .* on average "
+                                           r"\(at most 12 are read\)"):
+        rst_to_markdown(deep)
+    nested = "Title\n=====\n\n- a\n\n  - b\n\n    - c\n\n      .. note::\n\n         Deep.\n"
+    assert "Deep." in rst_to_markdown(nested).markdown  # real nesting is read
