@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kbctl.chunk import chunk_markdown
-from kbctl.extract.myst import MAX_DEPTH, myst_to_markdown
+from kbctl.extract.myst import MAX_DEPTH, MAX_SUBSTITUTED_CHARS, myst_to_markdown
+from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
+from tests.sitebuild import write_tree
 
 PAGE = """\
 (install-guide)=
@@ -100,3 +105,40 @@ See :func:`click.echo`.
 
 def test_unreadable_eval_rst_keeps_its_text() -> None:
     assert "plain words" in myst_to_markdown("```{eval-rst}\nplain words\n```\n")
+
+
+def test_substitutions_inline_as_blocks_and_nested() -> None:
+    values = {"product": "Widget", "key1": "I'm a **substitution**",
+              "note": "```{note}\n{{ key1 }}\n```", "loop": "{{ loop }}"}
+    md = myst_to_markdown("# {{ product }} guide\n\nUse {{product}} and `{{ product }}`.\n\n"
+                          "{{ note }}\n\nVersion {{ env.config.version }} and "
+                          "{{ '{}'.format(product) }}.\n\n{{ loop }}\n\n"
+                          "```\n{{ product }}\n```\n", substitutions=values)
+    assert "# Widget guide" in md and "Use Widget and `{{ product }}`." in md
+    assert "**Note:**\n\nI'm a **substitution**" in md  # a block value, read as MyST
+    assert "Version  and ." in md  # Jinja kbctl does not run shows nothing
+    assert "```\n{{ product }}\n```" in md  # code is shown as written
+    # without the extension, {{ }} is text
+    assert "{{ product }}" in myst_to_markdown("Use {{ product }}.\n")
+
+
+def test_substitutions_that_multiply_stop_at_the_page_budget() -> None:
+    values = {c: ("{{ " + chr(ord(c) + 1) + " }}\n") * 100 for c in "abcd"} | {"e": "z\n" * 100}
+    md = myst_to_markdown("{{ a }}\n", substitutions=values)
+    assert len(md) < 3 * MAX_SUBSTITUTED_CHARS
+    assert myst_to_markdown("{{ " * 100_000, substitutions={}).count("{{") == 100_000
+
+
+def test_a_sphinx_project_substitutes_from_conf_py_and_front_matter(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "conf.py": "extensions = ['myst_parser']\nmyst_enable_extensions = ['substitution']\n"
+                   "myst_substitutions = {'product': 'Widget', 'cli': 'widget-cli'}\n",
+        "guide.md": "---\nmyst:\n  substitutions:\n    product: Gadget\n---\n"
+                    "# Using {{ product }}\n\nRun {{ cli }}.\n",
+    })
+    source = FilesSource()
+    expansion = source.expand(source_spec("files", str(tmp_path),
+                                          {"base_url": "https://d.example/"}))
+    [loaded] = list(source.load(expansion.leaves, lambda ref: None))
+    assert "Run widget-cli." in loaded.document.body  # conf.py's value
+    assert loaded.document.body.startswith("# Using Gadget {#using-gadget}")  # the page's

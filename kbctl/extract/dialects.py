@@ -35,13 +35,14 @@ from .vitepress_includes import expand_includes
 @dataclass(frozen=True)
 class PageFile:
     """Where a page's file lies, the project folder a dialect may read files from, the
-    generator's settings for the project, and the files the dialect read (the page must be
-    read again when one of them changes)."""
+    generator's settings for the project, the files the dialect read (the page must be
+    read again when one of them changes), and the page's front matter."""
 
     path: Path
     project: Path
     settings: Mapping[str, Any] = field(default_factory=dict)
     reads: list[Path] = field(default_factory=list)
+    front_matter: Mapping[str, Any] = field(default_factory=dict)
 
 
 # A dialect reads a page's markdown; the page's file is None for a page fetched from the web.
@@ -64,11 +65,27 @@ def _jekyll(text: str, page: PageFile | None) -> str:
 
 def _sphinx(text: str, page: PageFile | None) -> str:
     """MyST, with the files its include directives name (the source folder is the
-    project's, where ``conf.py`` is)."""
+    project's, where ``conf.py`` is) and, with its substitution extension, the values of
+    ``conf.py``'s ``myst_substitutions`` and the page's own (front matter
+    ``myst: substitutions:``, or ``substitutions:`` as older MyST reads it)."""
     if page is None:
         return myst_to_markdown(text)
     return myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
-        source_dir=page.project, project=page.project, reads=page.reads))
+        source_dir=page.project, project=page.project, reads=page.reads),
+        substitutions=_myst_substitutions(page))
+
+
+def _myst_substitutions(page: PageFile) -> dict[str, str] | None:
+    values = page.settings.get("substitutions")
+    if values is None:
+        return None  # the extension is off: {{ }} is text
+    myst = page.front_matter.get("myst")
+    own = myst.get("substitutions") if isinstance(myst, Mapping) else None
+    if not isinstance(own, Mapping):
+        own = page.front_matter.get("substitutions")
+    if isinstance(own, Mapping):
+        values = {**values, **{str(k): str(v) for k, v in own.items()}}
+    return dict(values)
 
 
 def _mdx(text: str, page: PageFile | None) -> str:

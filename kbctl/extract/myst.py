@@ -24,12 +24,13 @@ Plain code fences are left as they are.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..chunk.headings import normalize_source
 from ..errors import ExtractError
-from .inline_html import FENCE, fence_end, fenced
+from .inline_html import FENCE, code_spans, fence_end, fenced
 from .rst_sphinx import (
     CODE_DIRECTIVES,
     IGNORED_DIRECTIVES,
@@ -47,27 +48,43 @@ _ADMONITIONS = {"note": "Note", "warning": "Warning", "tip": "Tip", "hint": "Hin
                 "important": "Important", "caution": "Caution", "danger": "Danger",
                 "attention": "Attention", "error": "Error", "todo": "To do"}
 MAX_DEPTH = 16
+MAX_SUBSTITUTION_ROUNDS = 4
+MAX_SUBSTITUTED_CHARS = 1 << 20  # per page: values that name each other multiply
 
 
 @dataclass(frozen=True)
 class _File:
-    """The file being read, and the includes of the page it belongs to."""
+    """The file being read and the includes of its page (both None: none are read), and
+    the page's substitutions (None: the extension is off, ``{{ }}`` is text)."""
 
-    path: Path
-    includes: SphinxIncludes
+    path: Path | None = None
+    includes: SphinxIncludes | None = None
+    substitutions: Mapping[str, str] | None = None
+    budget: list[int] = field(default_factory=lambda: [MAX_SUBSTITUTED_CHARS])
+
+    def spend(self, chars: int) -> bool:
+        """Charge the page's substitution budget (shared with the files it includes);
+        False, charging nothing, when it cannot pay."""
+        if chars > self.budget[0]:
+            return False
+        self.budget[0] -= chars
+        return True
 
 
 def myst_to_markdown(text: str, *, path: Path | None = None,
-                     includes: SphinxIncludes | None = None) -> str:
+                     includes: SphinxIncludes | None = None,
+                     substitutions: Mapping[str, str] | None = None) -> str:
     """The page's markdown as its readers see it (see the module docstring); ``path`` is
-    the page's file, which its includes are found from."""
+    the page's file, which its includes are found from; ``substitutions`` the values of
+    ``{{ name }}`` when MyST's ``substitution`` extension is on."""
     if "{" not in text and "%" not in text and ")=" not in text:
         return text
-    file = _File(path, includes) if path is not None and includes is not None else None
+    reads = path is not None and includes is not None
+    file = _File(path if reads else None, includes if reads else None, substitutions)
     return "\n".join(_read(normalize_source(text).split("\n"), 0, file))
 
 
-def _read(lines: list[str], depth: int, file: _File | None = None) -> list[str]:
+def _read(lines: list[str], depth: int, file: _File) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -75,6 +92,13 @@ def _read(lines: list[str], depth: int, file: _File | None = None) -> list[str]:
         directive = _DIRECTIVE.fullmatch(line) if depth < MAX_DEPTH else None
         fence = None if directive else FENCE.match(line)
         if directive is None and fence is None:
+            if file.substitutions is not None and "{{" in line:
+                block = _block_substitution(line, file)
+                if block is not None and depth < MAX_DEPTH:
+                    out.extend(_read(block, depth + 1, file))
+                    i += 1
+                    continue
+                line = _substituted(line, file)
             if not _TARGET.fullmatch(line) and not line.lstrip().startswith("%"):
                 out.append(_ROLE.sub(_role, line) if "{" in line else line)
             i += 1
@@ -94,9 +118,9 @@ def _read(lines: list[str], depth: int, file: _File | None = None) -> list[str]:
 
 
 def _directive(name: str, argument: str, content: list[str], depth: int,
-               file: _File | None) -> list[str]:
+               file: _File) -> list[str]:
     kind = name.split(":")[-1]
-    if kind in ("include", "literalinclude") and file is not None:
+    if kind in ("include", "literalinclude") and file.includes is not None:
         return _included(kind, argument, _options(content), depth, file)
     content = _without_options(content)
     if kind == "eval-rst":
@@ -125,6 +149,7 @@ def _included(kind: str, argument: str, options: dict[str, str], depth: int,
               file: _File) -> list[str]:
     """What ``{include}`` or ``{literalinclude}`` of ``argument`` shows (nothing when
     the file cannot be read)."""
+    assert file.includes is not None and file.path is not None
     if kind == "literalinclude":
         code = file.includes.code(argument, file.path, options)
         return fenced(code[1], code[0]) if code else []
@@ -132,10 +157,11 @@ def _included(kind: str, argument: str, options: dict[str, str], depth: int,
     if found is None or depth >= MAX_DEPTH:
         return []
     path, text = found
-    return _read(normalize_source(text).split("\n"), depth + 1, _File(path, file.includes))
+    return _read(normalize_source(text).split("\n"), depth + 1,
+                 _File(path, file.includes, file.substitutions, file.budget))
 
 
-def _rst(content: list[str], file: _File | None) -> list[str]:
+def _rst(content: list[str], file: _File) -> list[str]:
     """What ``{eval-rst}`` shows: its content read as reStructuredText (as it is written,
     when docutils cannot read it)."""
     from .rst import rst_to_markdown  # docutils is loaded only for pages that use it
@@ -143,11 +169,66 @@ def _rst(content: list[str], file: _File | None) -> list[str]:
     text = "\n".join(content)
     try:
         document = rst_to_markdown(
-            text, source=str(file.path) if file else "<rst>",
-            includes=file.includes if file else None)
+            text, source=str(file.path) if file.path else "<rst>", includes=file.includes)
     except ExtractError:
         return content
     return document.markdown.split("\n")
+
+
+def _expressions(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each ``{{ … }}`` of ``line``, braces inside allowed
+    (``{{ '{}'.format(x) }}``); found with ``str.find``, in linear time."""
+    found: list[tuple[int, int]] = []
+    pos = 0
+    while (start := line.find("{{", pos)) >= 0:
+        end = line.find("}}", start + 2)
+        if end < 0:
+            break  # no later "{{" can close either
+        found.append((start, end + 2))
+        pos = end + 2
+    return found
+
+
+def _block_substitution(line: str, file: _File) -> list[str] | None:
+    """The lines of a substitution alone on its line whose value runs over several lines
+    (a directive, a list): MyST reads it as blocks there. None for any other line, or
+    once the page's substitutions have spent their budget."""
+    assert file.substitutions is not None
+    stripped = line.strip()
+    whole = _expressions(stripped) == [(0, len(stripped))]
+    value = file.substitutions.get(stripped[2:-2].strip()) if whole else None
+    if value is None or "\n" not in value.strip() or not file.spend(len(value)):
+        return None
+    indent = line[:len(line) - len(line.lstrip())]
+    return [indent + x if x else "" for x in normalize_source(value.strip()).split("\n")]
+
+
+def _substituted(line: str, file: _File) -> str:
+    """``line`` with each ``{{ name }}`` outside code spans as its value (values may name
+    others, followed ``MAX_SUBSTITUTION_ROUNDS`` deep); an expression that is not a known
+    name (a filter, a method call) shows nothing, as kbctl runs no Jinja. Values that
+    name each other over and over stop at the page's budget, left as written."""
+    assert file.substitutions is not None
+    for _ in range(MAX_SUBSTITUTION_ROUNDS):
+        if "{{" not in line:
+            break
+        spans = code_spans(line) if "`" in line else []
+        out: list[str] = []
+        pos = k = 0
+        for start, end in _expressions(line):
+            while k < len(spans) and spans[k][1] <= start:
+                k += 1
+            if k < len(spans) and spans[k][0] <= start:
+                continue  # inside a code span: shown as written
+            value = file.substitutions.get(line[start + 2:end - 2].strip(), "")
+            out.append(line[pos:start])
+            out.append(" ".join(value.split("\n")).strip())
+            pos = end
+        changed = "".join(out) + line[pos:]
+        if changed == line or not file.spend(len(changed)):
+            break
+        line = changed
+    return line
 
 
 def _options(content: list[str]) -> dict[str, str]:

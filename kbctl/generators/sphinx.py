@@ -28,8 +28,6 @@ _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_do
                           re.MULTILINE)
 _EXCLUDE = re.compile(r"^exclude_patterns\s*=\s*(\[[^\[\]]*\])", re.MULTILINE)
 _MAX_PATTERNS = 1000
-_MYST_SMARTQUOTES = re.compile(
-    r"^myst_enable_extensions\s*=\s*[\[({][^\])}]*['\"]smartquotes['\"]", re.MULTILINE)
 _STRAIGHT_QUOTES = re.compile("[\"']")
 
 
@@ -78,8 +76,7 @@ class Sphinx:
                 suffix = _FILE_SUFFIX.search(text)
                 settings = {"html_file_suffix": suffix.group(1) if suffix else ".html",
                             "markdown": "myst_parser" in text or "recommonmark" in text,
-                            "exclude": _exclude_patterns(text),
-                            "smartquotes": bool(_MYST_SMARTQUOTES.search(text))}
+                            "exclude": _exclude_patterns(text), **_myst_settings(text)}
                 return Site(self.name, source, marker, settings)
         return None
 
@@ -104,6 +101,33 @@ class Sphinx:
 
     def heading_ids(self, site: Site) -> DocutilsIds:
         return DocutilsIds(smartquotes=bool(site.settings.get("smartquotes")))
+
+
+def _myst_settings(conf: str) -> dict[str, Any]:
+    """What MyST's settings in ``conf.py`` change in the text and ids kbctl reads: its
+    ``smartquotes`` extension, and with ``substitution`` the ``myst_substitutions`` (read
+    as literals; a value computed when Sphinx runs is not known here)."""
+    try:
+        module = ast.parse(conf)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    values: dict[str, Any] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name) and node.targets[0].id.startswith("myst_"):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                continue
+    extensions = values.get("myst_enable_extensions")
+    enabled = {e for e in extensions if isinstance(e, str)} if isinstance(
+        extensions, list | tuple | set) else set()
+    settings: dict[str, Any] = {"smartquotes": "smartquotes" in enabled}
+    substitutions = values.get("myst_substitutions")
+    if "substitution" in enabled:
+        settings["substitutions"] = {str(k): str(v) for k, v in substitutions.items()} if (
+            isinstance(substitutions, dict)) else {}
+    return settings
 
 
 def _exclude_patterns(conf: str) -> tuple[str, ...]:

@@ -401,7 +401,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     filterable = {k: v for k, v in md.front_matter.items()
                   if isinstance(v, str | int | float | bool) and isinstance(k, str)}
     body = md.body
-    page = PageFile(path, site.project, site.settings)
+    page = PageFile(path, site.project, site.settings, front_matter=md.front_matter)
     body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
     if page.reads:
         stamp[INCLUDES] = _include_stamps(page.reads)
