@@ -397,6 +397,18 @@ def test_a_crawl_keeps_to_one_version_and_language(cli: Cli, site: LocalServer) 
     assert report["added"] == 6 and not report.get("dropped")
 
 
+def test_a_crawl_keeps_to_the_version_its_start_redirects_to(cli: Cli,
+                                                            site: LocalServer) -> None:
+    menu = ("/en/stable/intro.html", "/en/latest/intro.html")
+    for path in menu:
+        site.routes[path] = html(page(path.strip("/").replace("/", " "), links=menu))
+    site.routes["/"] = redirect("/en/stable/intro.html")
+    report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--no-llms-txt")
+    assert report["dropped"] == {"other versions": 1}
+    assert {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")} == {
+        site.url("/en/stable/intro.html")}
+
+
 def test_bad_options_and_targets_are_usage_errors(cli: Cli) -> None:
     result = cli("ingest", "url", "docs/guide.md", "--json")
     assert result.exit_code == 2 and "ingest files" in result.stderr

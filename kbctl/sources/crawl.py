@@ -117,10 +117,12 @@ class Crawler:
             layer, frontier = frontier[:budget], []
             budget -= len(layer)
             follow = depth < opts.max_depth
-            if depth == 0:  # the start page may move the crawl (http → https, a new host)
+            if depth == 0:  # the start page may move the crawl (http → https, a new host,
+                # a site's root to its default version: /en/stable/)
                 first = await self._visit(start, outbox, follow, check_site=False)
                 if first.final_url:
                     self._sites.add(site_key(first.final_url))
+                    stay = Stay.of(first.final_url, version=opts.version, lang=opts.lang)
                 results = [first]
             else:
                 results = list(await asyncio.gather(*(self._visit(leaf, outbox, follow)
