@@ -225,7 +225,7 @@ def _substituted(line: str, file: _File) -> str:
             out.append(" ".join(value.split("\n")).strip())
             pos = end
         changed = "".join(out) + line[pos:]
-        if changed == line or not file.spend(len(changed)):
+        if changed == line or not file.spend(max(len(changed) - len(line), 0)):
             break
         line = changed
     return line
