@@ -24,6 +24,7 @@ from kbctl.generators.hugo_permalinks import urlize
 from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
 from kbctl.generators.mkdocs import split_attr_list, toc_slugify
+from kbctl.generators.sphinx import assigned
 from kbctl.generators.vitepress import mdit_vue_slugify
 from tests.sitebuild import write_tree
 
@@ -729,3 +730,16 @@ def test_a_site_whose_config_sits_beside_its_docs_folder(tmp_path: Path) -> None
     (tmp_path / ".git" / "HEAD").unlink()
     (tmp_path / ".git").rmdir()
     assert resolve_site(tmp_path / "docs").generator == "plain"
+
+
+def test_conf_py_literals_are_read_statement_by_statement() -> None:
+    conf = ("project = 'x'\nprint(f\"{conf['a']}\" if 0 else f'{x!r:>{w}}')\n"
+            "exclude_patterns = [\n    '_build',  # output\n    'drafts/**',\n]\n"
+            "html_file_suffix = '.htm'; html_theme = 'alabaster'\n"
+            "myst_substitutions = base | {'a': 'b'}\n"
+            "templates_path = ['unclosed\n")
+    assert assigned(conf, "exclude_patterns") == ["_build", "drafts/**"]
+    assert assigned(conf, "html_file_suffix") == ".htm"
+    assert assigned(conf, "myst_substitutions") is None  # computed when Sphinx runs
+    assert assigned(conf, "templates_path") is None and assigned(conf, "missing") is None
+    assert assigned("x = " + "[" * 100_000, "x") is None

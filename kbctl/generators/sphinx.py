@@ -12,7 +12,9 @@ matching ``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,10 +25,8 @@ from ..projectfiles import matches_any, read_config_text
 from .base import IdRules, Site
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
-_FILE_SUFFIX = re.compile(r"""^html_file_suffix\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_doc)\s*=",
                           re.MULTILINE)
-_EXCLUDE = re.compile(r"^exclude_patterns\s*=\s*(\[[^\[\]]*\])", re.MULTILINE)
 _MAX_PATTERNS = 1000
 _STRAIGHT_QUOTES = re.compile("[\"']")
 
@@ -73,8 +73,9 @@ class Sphinx:
             marker = source / "conf.py"
             text = read_config_text(marker) if marker.is_file() else None
             if text is not None and _SPHINX_HINT.search(text):
-                suffix = _FILE_SUFFIX.search(text)
-                settings = {"html_file_suffix": suffix.group(1) if suffix else ".html",
+                suffix = assigned(text, "html_file_suffix")
+                settings = {"html_file_suffix": suffix if isinstance(suffix, str) and suffix
+                            else ".html",
                             "markdown": "myst_parser" in text or "recommonmark" in text,
                             "exclude": _exclude_patterns(text), **_myst_settings(text)}
                 return Site(self.name, source, marker, settings)
@@ -103,28 +104,35 @@ class Sphinx:
         return DocutilsIds(smartquotes=bool(site.settings.get("smartquotes")))
 
 
+def assigned(conf: str, name: str) -> Any:
+    """The literal ``conf.py`` assigns to ``name`` at the top level (a string, a list, a
+    dict…); None when it assigns none, or something only Sphinx's run computes. Only that
+    statement is read, so a file this Python cannot parse (newer syntax) still gives it."""
+    found = re.search(rf"^{re.escape(name)}[ \t]*=[ \t]*", conf, re.MULTILINE)
+    if found is None:
+        return None
+    rest = conf[found.end():]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(rest).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or token.string == ";":
+                lines = rest.split("\n", token.start[0])[:token.start[0]]
+                lines[-1] = lines[-1][:token.start[1]]
+                return ast.literal_eval("\n".join(lines).strip())
+    except (tokenize.TokenError, SyntaxError, ValueError, TypeError, RecursionError,
+            MemoryError, IndentationError):
+        return None
+    return None
+
+
 def _myst_settings(conf: str) -> dict[str, Any]:
     """What MyST's settings in ``conf.py`` change in the text and ids kbctl reads: its
-    ``smartquotes`` extension, and with ``substitution`` the ``myst_substitutions`` (read
-    as literals; a value computed when Sphinx runs is not known here)."""
-    try:
-        module = ast.parse(conf)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    values: dict[str, Any] = {}
-    for node in module.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                node.targets[0], ast.Name) and node.targets[0].id.startswith("myst_"):
-            try:
-                values[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                continue
-    extensions = values.get("myst_enable_extensions")
+    ``smartquotes`` extension, and with ``substitution`` the ``myst_substitutions``."""
+    extensions = assigned(conf, "myst_enable_extensions")
     enabled = {e for e in extensions if isinstance(e, str)} if isinstance(
         extensions, list | tuple | set) else set()
     settings: dict[str, Any] = {"smartquotes": "smartquotes" in enabled}
-    substitutions = values.get("myst_substitutions")
     if "substitution" in enabled:
+        substitutions = assigned(conf, "myst_substitutions")
         settings["substitutions"] = {str(k): str(v) for k, v in substitutions.items()} if (
             isinstance(substitutions, dict)) else {}
     return settings
@@ -134,10 +142,8 @@ def _exclude_patterns(conf: str) -> tuple[str, ...]:
     """``exclude_patterns`` when conf.py assigns it a list of strings, as gitignore patterns
     anchored at the source folder (Sphinx's globs anchor there too: ``*`` stays within a
     folder, ``**`` crosses them, and a matching folder excludes all it holds)."""
-    found = _EXCLUDE.search(conf)
-    try:
-        value = ast.literal_eval(found.group(1)) if found else []
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    value = assigned(conf, "exclude_patterns")
+    if not isinstance(value, list | tuple):
         return ()
     patterns = [p for p in value if isinstance(p, str) and p.strip()][:_MAX_PATTERNS]
     return tuple("/" + re.sub(r"^([!#])", r"\\\1", p.strip().lstrip("/")) for p in patterns)
