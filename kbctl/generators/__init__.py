@@ -6,6 +6,8 @@ Adding a generator means one module with a ``GENERATOR`` and one line in ``GENER
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -13,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import InputError, SourceError
-from ..projectfiles import inside
+from ..projectfiles import inside, repository_top
 from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, starlight, vitepress
 from .base import UNREAD, Generator, HeadingIds, Site
 
@@ -35,6 +37,7 @@ _DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", 
                     "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
+_MAX_ENTRIES = 4096
 _NOT_PROJECTS = frozenset({"node_modules", "__pycache__", "site-packages"})
 AUTO = "auto"
 
@@ -77,11 +80,10 @@ def _beside(root: Path, names: tuple[str, ...]) -> Site | None:
     inside a git repository (a home folder's other folders are not the project's); a
     folder there that is some other project, with settings that cannot be read, is
     skipped."""
-    target = root.resolve()
-    folders = list(_folders_up(root))
-    if not (folders[-1] / ".git").exists():
+    if repository_top(root) is None:
         return None
-    for folder in folders[1:]:
+    target = root.resolve()
+    for folder in list(_folders_up(root))[1:]:
         for child in _subfolders(folder):
             if target.is_relative_to(child):
                 continue  # on the way up from root: searched already
@@ -96,12 +98,18 @@ def _beside(root: Path, names: tuple[str, ...]) -> Site | None:
 
 
 def _subfolders(folder: Path) -> list[Path]:
+    """The first folders in ``folder`` by name, from at most ``_MAX_ENTRIES`` of its
+    entries: a folder of a million files is not listed whole to find a sibling."""
+    names: list[str] = []
     try:
-        found = sorted(p for p in folder.iterdir() if not p.name.startswith(".")
-                       and p.name not in _NOT_PROJECTS and p.is_dir())
+        with os.scandir(folder) as entries:
+            for entry in itertools.islice(entries, _MAX_ENTRIES):
+                if (not entry.name.startswith(".") and entry.name not in _NOT_PROJECTS
+                        and entry.is_dir()):
+                    names.append(entry.name)
     except OSError:
         return []
-    return found[:_MAX_SIBLINGS]
+    return [folder / name for name in sorted(names)[:_MAX_SIBLINGS]]
 
 
 def _detect(name: str, folder: Path) -> Site | None:
