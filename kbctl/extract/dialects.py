@@ -17,6 +17,7 @@ from typing import Any
 
 from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
+from .brace_includes import BraceIncludes, expand_brace_includes, expand_include_variants
 from .inline_html import html_to_text
 from .jekyll_includes import liquid_with_includes
 from .liquid import liquid_to_markdown
@@ -97,14 +98,20 @@ def _mdx(text: str, page: PageFile | None) -> str:
 
 def _mkdocs(text: str, page: PageFile | None) -> str:
     """In the order MkDocs renders them: the include-markdown plugin's includes, the Jinja
-    the macros plugin renders over the page (which reads as Liquid does), the snippets it
-    takes in, abbreviations, blocks, then icons and attribute lists."""
+    the macros plugin renders over the page (which reads as Liquid does), the brace
+    includes (``{* … *}`` listings, then ``{! … !}``), the snippets it takes in,
+    abbreviations, blocks, then icons and attribute lists."""
     settings = page.settings if page is not None else {}
     if page is not None and settings.get("include_markdown"):
         text = expand_include_markdown(text, page=page.path, project=page.project,
                                        reads=page.reads)
     if settings.get("macros"):
         text = liquid_to_markdown(text)
+    if page is not None and settings.get("include_variants"):
+        text = expand_include_variants(text, project=page.project, reads=page.reads)
+    if page is not None and (braces := settings.get("brace_includes")):
+        text = expand_brace_includes(text, project=page.project, reads=page.reads,
+                                     settings=BraceIncludes(**braces))
     if page is not None and (snippets := settings.get("snippets")):
         text = expand_snippets(text, project=page.project, reads=page.reads, **snippets)
     if settings.get("abbr"):

@@ -197,6 +197,8 @@ class MkDocs:
             # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing
             "abbr": any(name in extensions for name in ("abbr", "extra", "pymdownx.extra")),
             "include_markdown": "include-markdown" in plugins,
+            "brace_includes": _brace_includes(extensions),
+            "include_variants": "markdown_include_variants" in extensions,
             # mkdocs-macros (or Zensical's macros extension) renders Jinja over each page
             "macros": "macros" in plugins or any(
                 name.split(".")[-1] in ("macros", "mkdocs_macros") for name in extensions),
@@ -382,6 +384,28 @@ def _snippets(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"base_path": names(config.get("base_path", ".")) or (".",),
             "auto_append": names(config.get("auto_append")),
             "restrict_base_path": config.get("restrict_base_path", True) is not False}
+
+
+def _brace_includes(extensions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The settings of whichever extension reads ``{! path !}`` (the fields of
+    ``extract.brace_includes.BraceIncludes``), or None."""
+    if "mdx_include" in extensions:
+        config = extensions["mdx_include"]
+        recursive = config.get("recurs_local", True)
+        return {"extension": "mdx_include", "base_path": _text(config.get("base_path"), "."),
+                "recursive": recursive if isinstance(recursive, bool) else None,
+                "relative_to_file": config.get("recursive_relative_path") is True}
+    config = extensions.get("markdown_include.include", extensions.get("markdown_include"))
+    if config is None:
+        return None
+    offset = config.get("headingOffset", 0)
+    return {"extension": "markdown_include", "base_path": _text(config.get("base_path"), "."),
+            "heading_offset": offset if isinstance(offset, int) and 0 < offset <= 6 else 0,
+            "inherit_heading_depth": config.get("inheritHeadingDepth") is True}
+
+
+def _text(value: Any, default: str) -> str:
+    return value if isinstance(value, str) and value else default
 
 
 def _plugins(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
