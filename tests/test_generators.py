@@ -743,3 +743,16 @@ def test_conf_py_literals_are_read_statement_by_statement() -> None:
     assert assigned(conf, "myst_substitutions") is None  # computed when Sphinx runs
     assert assigned(conf, "templates_path") is None and assigned(conf, "missing") is None
     assert assigned("x = " + "[" * 100_000, "x") is None
+
+
+@pytest.mark.parametrize(("custom_dir", "left_out"), [
+    ("docs/overrides", True), ("./docs/overrides/", True), ("overrides", False),
+    ("docs", False), ("/srv/theme", False), (5, False)])
+def test_a_theme_folder_inside_the_docs_holds_no_pages(tmp_path: Path, custom_dir: object,
+                                                       left_out: bool) -> None:
+    write_tree(tmp_path, {"mkdocs.yml": f"site_name: x\ntheme:\n  name: material\n"
+                                        f"  custom_dir: {custom_dir}\n",
+                          "docs/a.md": "# A\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "a.md") == "a/"
+    assert (_page(site, "overrides/main.html") is None) is left_out

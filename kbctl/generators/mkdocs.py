@@ -204,7 +204,7 @@ class MkDocs:
                 name.split(".")[-1] in ("macros", "mkdocs_macros") for name in extensions),
             "blog": _blog(plugins),
             "i18n": _i18n(plugins),
-            "unpublished": _ALWAYS_EXCLUDED + tuple(
+            "unpublished": _ALWAYS_EXCLUDED + _theme_folder(docs_dir, config) + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
         }
@@ -384,6 +384,20 @@ def _snippets(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"base_path": names(config.get("base_path", ".")) or (".",),
             "auto_append": names(config.get("auto_append")),
             "restrict_base_path": config.get("restrict_base_path", True) is not False}
+
+
+def _theme_folder(docs_dir: str, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The theme's ``custom_dir`` as a pattern of the docs folder, when it lies inside it
+    (``docs/overrides``): MkDocs copies its templates along, but they are no pages."""
+    theme = config.get("theme")
+    custom = theme.get("custom_dir") if isinstance(theme, Mapping) else None
+    if not isinstance(custom, str) or not custom.strip() or posixpath.isabs(custom) or (
+            posixpath.isabs(docs_dir)):
+        return ()
+    inside = posixpath.relpath(posixpath.normpath(custom), posixpath.normpath(docs_dir))
+    if inside == "." or inside.startswith(".."):
+        return ()
+    return (f"/{inside}/",)
 
 
 def _brace_includes(extensions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
