@@ -794,6 +794,10 @@ DOCUSAURUS_SITE = {
     "DIR/guide/index.md": "# Guide\n\nThe guide.\n\n## Overview\n\nText.\n",
     "DIR/other/renamed.md": "---\nslug: /custom/place\n---\n\n# Renamed\n\n## Inside\n\nT.\n",
     "DIR/other/with-id.md": "---\nid: given-id\n---\n\n# With id\n\n## Section\n\nText.\n",
+    # named like its folder: the folder's index, whatever its id; a number prefix keeps it
+    # from being one
+    "DIR/tools/tools.md": "---\nid: tools-overview\n---\n\n# Tools\n\n## Toolbox\n\nT.\n",
+    "DIR/setup/02-setup.md": "# Setup\n\n## Prepare\n\nText.\n",
     "DIR/mdx/page.mdx": "import Note from '@site/src/note';\n\n# MDX page\n\n<Note />\n\n"
                         "## Hello {#hello-custom}\n\nText.\n\n## Second\n\nMore.\n",
     "DIR/draft.md": "---\ndraft: true\n---\n\n# Draft\n\n" + UNPUBLISHED,
@@ -832,6 +836,8 @@ def test_docusaurus_citations_resolve(tmp_path: Path, options: str, docs: str, f
     base = "https://docs.example.com/" + route
     assert (base + "custom/place" + slash, "inside") in pairs
     assert (base + "other/given-id" + slash, "section") in pairs
+    assert (base + "tools" + slash, "toolbox") in pairs
+    assert (base + "setup/setup" + slash, "prepare") in pairs
     assert (base + "guide/with-partial" + slash, "shared-step") in pairs  # from its partial
     assert (base + "guide/install" + slash, "install-the-tool-1") in pairs
     assert (base + "intro" + slash, None) in pairs  # the h1 has no id on the page

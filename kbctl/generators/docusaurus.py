@@ -1,8 +1,9 @@
 """Docusaurus: ``docusaurus.config.{js,ts,mjs,cjs}``; docs under the docs plugin's
 ``path`` (default ``docs``) served under ``routeBasePath`` (default ``docs``) with clean
 URLs: ``docs/guide/01-install.md`` → ``docs/guide/install`` (number prefixes dropped),
-``index.md``/``README.md`` or a file named like its folder → the folder. Front matter
-``slug`` (absolute from the route base, or relative to the folder) and ``id`` win;
+``index.md``/``README.md`` or a file named like its folder (``guide/guide.md``, whatever
+its ``id``) → the folder. Front matter ``slug`` (absolute from the route base, or relative
+to the folder) wins, and ``id`` names any other doc;
 ``draft: true`` docs are left out of production builds.
 
 Versions (a ``versions.json``): the latest release (or ``lastVersion``) is served at
@@ -118,13 +119,13 @@ class Docusaurus:
         if isinstance(slug, str) and slug.strip():
             slug = slug.strip()
             path = slug.strip("/") if slug.startswith("/") else "/".join([*folders, slug])
+        elif _is_category_index(rel):
+            path = "/".join(folders)
         else:
             doc_id = front_matter.get("id")
             last = str(doc_id) if isinstance(doc_id, str | int) and str(doc_id) else (
                 strip_number_prefix(rel.stem))
-            is_index = last.lower() in ("index", "readme") or (
-                folders and last.lower() == folders[-1].lower() and "id" not in front_matter)
-            path = "/".join(folders if is_index else [*folders, last])
+            path = "/".join([*folders, last])
         full = "/".join(p for p in (locale, route, version, path.strip("/")) if p)
         if site.settings.get("trailingSlash") and full:
             full += "/"
@@ -132,6 +133,14 @@ class Docusaurus:
 
     def heading_ids(self, site: Site) -> GithubIds:
         return DocusaurusIds()
+
+
+def _is_category_index(rel: PurePosixPath) -> bool:
+    """Whether a doc is its folder's index: named ``index``, ``README`` or like its folder,
+    as the file is named (number prefix and all), whatever ``id`` its front matter gives."""
+    name = rel.stem.lower()
+    return name in ("index", "readme") or bool(rel.parent.parts) and (
+        name == rel.parent.parts[-1].lower())
 
 
 @dataclass(frozen=True)
