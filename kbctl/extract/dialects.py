@@ -18,6 +18,7 @@ from typing import Any
 from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
 from .brace_includes import BraceIncludes, expand_brace_includes, expand_include_variants
+from .hero import starlight_hero, vitepress_home
 from .inline_html import html_to_text
 from .jekyll_includes import liquid_with_includes
 from .liquid import liquid_to_markdown
@@ -143,10 +144,21 @@ DIALECTS: dict[str, Dialect] = {
 }
 
 
+# The text a landing page's front matter shows, put before its body.
+LANDING_TEXT: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "vitepress": vitepress_home,
+    "starlight": starlight_hero,
+}
+
+
 def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile | None = None
                   ) -> str:
-    """A markdown page's body as its generator's readers see it; ``.mdx`` is MDX anywhere,
-    and raw HTML reads as a browser shows it whatever the generator."""
+    """A markdown page's body as its generator's readers see it, after the text its front
+    matter shows on a landing page; ``.mdx`` is MDX anywhere, and raw HTML reads as a
+    browser shows it whatever the generator."""
+    landing = LANDING_TEXT.get(generator)
+    if landing is not None and page is not None:
+        body = landing(page.front_matter) + body
     if fmt == "mdx":
         return html_to_text(_mdx(body, page))
     read = DIALECTS.get(generator)
