@@ -64,6 +64,13 @@ def test_detection_of_vitepress_and_a_plain_folder(tmp_path: Path) -> None:
     assert _page(site, "guide.md") == "guide"
     write_tree(tmp_path / "plain", {"a.md": "# A\n", ".git/HEAD": ""})
     assert resolve_site(tmp_path / "plain").generator == "plain"
+    # a config folder, as VitePress looks for it: config/index.ts before config.mts
+    write_tree(tmp_path / "split", {".vitepress/config/index.ts": "export default { "
+                                    "cleanUrls: true }", ".vitepress/config.mts": "export "
+                                    "default {}", "guide.md": "# Guide\n"})
+    site = resolve_site(tmp_path / "split")
+    assert site.marker == (tmp_path / "split/.vitepress/config/index.ts").resolve()
+    assert _page(site, "guide.md") == "guide"
 
 
 def test_the_plain_rule_serves_text_files_as_themselves(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 from ..projectfiles import first_config, matches_any
 from .base import CountingIds, Site
 
-_CONFIG_NAMES = ("config.mts", "config.ts", "config.mjs", "config.js", "config.cts",
-                 "config.cjs")
+# As VitePress looks them up: ``config/index.js``, ``config.js``, ``config/index.ts``…
+_CONFIG_NAMES = tuple(name for ext in ("js", "ts", "mjs", "mts")
+                      for name in (f"config/index.{ext}", f"config.{ext}"))
 _SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
 _CONTROL = re.compile(r"[\u0000-\u001f]")
 _COMBINING = re.compile(r"[\u0300-\u036f]")
