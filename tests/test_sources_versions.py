@@ -138,3 +138,10 @@ def test_a_crawl_stays_in_its_start_urls_version_and_language() -> None:
                             known + links)) == {f"{site}/docs/intro", f"{site}/docs/guide/setup"}
     assert Stay.of(f"{site}/docs/intro", version="all", lang="ALL").others(
         links, known + links) == {}
+
+
+def test_the_shape_of_a_translated_site_is_its_prefixed_language() -> None:
+    urls = site("", pages=("guide/a.html", "guide/b.html", "api/c.html", "api/d.html")) + (
+        site("/zh", pages=("guide/a.html",)))
+    layout = detect(urls)
+    assert layout.translated and layout.pattern == "/{lang}/"

@@ -128,11 +128,13 @@ def detect(urls: Sequence[str]) -> Layout:
 def _pattern(parsed: Sequence[_Parsed], versioned: bool, translated: bool) -> str:
     shapes: Counter[str] = Counter()
     for p in parsed:
-        if (versioned and p.version_at is None) and (not translated or p.lang_at is None):
+        marked = [i for i in (p.version_at if versioned else None,
+                              p.lang_at if translated else None) if i is not None]
+        if not marked:  # an unprefixed page (the default language) shows no shape
             continue
         named = [("{lang}" if translated and i == p.lang_at else
                   "{version}" if versioned and i == p.version_at else s)
-                 for i, s in enumerate(p.segments[:max(p.version_at or 0, p.lang_at or 0) + 1])]
+                 for i, s in enumerate(p.segments[:max(marked) + 1])]
         shapes["/" + "/".join(named) + "/"] += 1
     return shapes.most_common(1)[0][0] if shapes else ""
 
