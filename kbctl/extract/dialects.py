@@ -22,6 +22,7 @@ from .hero import starlight_hero, vitepress_home
 from .inline_html import html_to_text
 from .jekyll_includes import liquid_with_includes
 from .liquid import liquid_to_markdown
+from .math_blocks import math_fenced
 from .mdbook_links import expand_links
 from .mdx import containers_to_markdown, mdx_to_markdown
 from .mdx_imports import expand_partials
@@ -67,14 +68,19 @@ def _jekyll(text: str, page: PageFile | None) -> str:
 
 def _sphinx(text: str, page: PageFile | None) -> str:
     """MyST, with the files its include directives name (the source folder is the
-    project's, where ``conf.py`` is) and, with its substitution extension, the values of
+    project's, where ``conf.py`` is), display math kept whole (``dollarmath``,
+    ``amsmath``) and, with its substitution extension, the values of
     ``conf.py``'s ``myst_substitutions`` and the page's own (front matter
     ``myst: substitutions:``, or ``substitutions:`` as older MyST reads it)."""
     if page is None:
         return myst_to_markdown(text)
-    return myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
+    text = myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
         source_dir=page.project, project=page.project, reads=page.reads),
         substitutions=_myst_substitutions(page))
+    if page.settings.get("dollarmath") or page.settings.get("amsmath"):
+        text = math_fenced(text, dollars=bool(page.settings.get("dollarmath")),
+                           amsmath=bool(page.settings.get("amsmath")))
+    return text
 
 
 def _myst_substitutions(page: PageFile) -> dict[str, str] | None:
@@ -101,7 +107,7 @@ def _mkdocs(text: str, page: PageFile | None) -> str:
     """In the order MkDocs renders them: the include-markdown plugin's includes, the Jinja
     the macros plugin renders over the page (which reads as Liquid does), the brace
     includes (``{* … *}`` listings, then ``{! … !}``), the snippets it takes in,
-    abbreviations, blocks, then icons and attribute lists."""
+    arithmatex's display math, abbreviations, blocks, then icons and attribute lists."""
     settings = page.settings if page is not None else {}
     if page is not None and settings.get("include_markdown"):
         text = expand_include_markdown(text, page=page.path, project=page.project,
@@ -115,6 +121,8 @@ def _mkdocs(text: str, page: PageFile | None) -> str:
                                      settings=BraceIncludes(**braces))
     if page is not None and (snippets := settings.get("snippets")):
         text = expand_snippets(text, project=page.project, reads=page.reads, **snippets)
+    if settings.get("math"):
+        text = math_fenced(text, amsmath=True)
     if settings.get("abbr"):
         text = abbreviations_removed(text)
     return inline_marks_removed(admonitions_to_markdown(text),
@@ -139,6 +147,7 @@ DIALECTS: dict[str, Dialect] = {
     "jekyll": _jekyll,
     "sphinx": _sphinx,  # Sphinx reads markdown with MyST
     "sphinx-dirhtml": _sphinx,
+    "jupyter-book": _sphinx,  # Sphinx and MyST underneath
     "mdbook": lambda text, page: text if page is None else expand_links(
         text, page=page.path, project=page.project, reads=page.reads),
 }

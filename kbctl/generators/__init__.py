@@ -16,7 +16,18 @@ from typing import Any
 
 from ..errors import InputError, SourceError
 from ..projectfiles import inside, repository_top
-from . import docusaurus, hugo, jekyll, mdbook, mkdocs, plain, sphinx, starlight, vitepress
+from . import (
+    docusaurus,
+    hugo,
+    jekyll,
+    jupyterbook,
+    mdbook,
+    mkdocs,
+    plain,
+    sphinx,
+    starlight,
+    vitepress,
+)
 from .base import UNREAD, Generator, HeadingIds, Site
 
 GENERATORS: dict[str, Generator] = {
@@ -24,6 +35,7 @@ GENERATORS: dict[str, Generator] = {
     "mkdocs": mkdocs.GENERATOR,
     "sphinx": sphinx.GENERATOR,
     "sphinx-dirhtml": sphinx.DIRHTML,
+    "jupyter-book": jupyterbook.GENERATOR,
     "docusaurus": docusaurus.GENERATOR,
     "hugo": hugo.GENERATOR,
     "vitepress": vitepress.GENERATOR,
@@ -32,9 +44,10 @@ GENERATORS: dict[str, Generator] = {
     "plain": plain.GENERATOR,
 }
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
-# _config.yml for GitHub Pages, a Sphinx folder a stray config.toml.
+# _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
+# sphinx-external-toc), a Jupyter Book a _config.yml of its own.
 _DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "hugo", "sphinx",
-                    "jekyll")
+                    "jupyter-book", "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096
@@ -169,6 +182,9 @@ def expiry(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
         return None
 
 
-def heading_ids(site: Site) -> HeadingIds:
-    """A fresh heading id allocator for one page of ``site``."""
+def heading_ids(site: Site, *, notebook: bool = False) -> HeadingIds:
+    """A fresh heading id allocator for one page of ``site``; a ``notebook``'s sections
+    get ids of their own from nbsphinx."""
+    if notebook and site.settings.get("notebooks") == "nbsphinx":
+        return sphinx.NbsphinxIds()
     return GENERATORS[site.generator].heading_ids(site)

@@ -192,6 +192,7 @@ class MkDocs:
             "permalink": bool(toc.get("permalink", False)),
             "plugins": tuple(plugins),
             "emoji": "pymdownx.emoji" in extensions,
+            "math": "pymdownx.arithmatex" in extensions,
             "snippets": (_snippets(extensions["pymdownx.snippets"])
                          if "pymdownx.snippets" in extensions else None),
             # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing

@@ -5,7 +5,8 @@ reStructuredText files carry their own ids from the parse (see ``extract.rst``);
 markdown (MyST) a ``{#id}`` after a heading is text, as MyST reads it, and with MyST's
 ``smartquotes`` extension a heading's quotes are typographic ones before its id is made,
 which ``make_id`` drops (``Why doesn't it?`` → ``why-doesnt-it``, not ``why-doesn-t-it``).
-The ``.rst.txt`` copies Sphinx publishes under ``_sources/`` map to the same pages. Files
+Notebooks are pages when an extension reads them (MyST-NB, nbsphinx). The ``.rst.txt``
+copies Sphinx publishes under ``_sources/`` map to the same pages. Files
 matching ``exclude_patterns`` (``*`` within a folder, ``**`` across folders) are not built.
 """
 
@@ -15,7 +16,7 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,7 +25,9 @@ from docutils.nodes import make_id
 from ..projectfiles import matches_any, read_config_text
 from .base import IdRules, Site
 
-_SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md")
+_SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md", ".ipynb")
+# Extensions that make Sphinx read notebooks (MyST-NB reads markdown too)
+_NOTEBOOK_READERS = ("myst_nb", "nbsphinx")
 _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_doc)\s*=",
                           re.MULTILINE)
 _MAX_PATTERNS = 1000
@@ -52,6 +55,24 @@ class DocutilsIds(IdRules):
         return candidate
 
 
+class NbsphinxIds(DocutilsIds):
+    """nbsphinx's ids for a notebook's sections, Jupyter's style: the title with ``-`` for
+    each space, case and punctuation kept (``What's-next?``); a title already used keeps
+    the docutils id it had (``id1``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._jupyter: set[str] = set()
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        docutils_id = super().__call__(text)
+        jupyter = text.replace(" ", "-").replace('"', "%22")
+        if jupyter in self._jupyter:
+            return docutils_id
+        self._jupyter.add(jupyter)
+        return jupyter
+
+
 def source_stem(rel: PurePosixPath) -> PurePosixPath | None:
     """``a/b.rst`` (or ``a/b.rst.txt``) → ``a/b``; None for files Sphinx does not read."""
     name = rel.name.lower()
@@ -76,7 +97,10 @@ class Sphinx:
                 suffix = assigned(text, "html_file_suffix")
                 settings = {"html_file_suffix": suffix if isinstance(suffix, str) and suffix
                             else ".html",
-                            "markdown": "myst_parser" in text or "recommonmark" in text,
+                            "markdown": any(name in text for name in (
+                                "myst_parser", "recommonmark", "myst_nb")),
+                            "notebooks": next((name for name in _NOTEBOOK_READERS
+                                               if name in text), None),
                             "exclude": _exclude_patterns(text), **_myst_settings(text)}
                 return Site(self.name, source, marker, settings)
         return None
@@ -93,6 +117,8 @@ class Sphinx:
         markdown = rel.name.lower().endswith((".md", ".md.txt"))
         if markdown and site.marker is not None and not site.settings.get("markdown"):
             return None  # no markdown parser configured: Sphinx skips .md files
+        if rel.suffix.lower() == ".ipynb" and not site.settings.get("notebooks"):
+            return None
         if stem is None:
             return rel.as_posix() if rel.suffix.lower() in (".html", ".htm") else None
         if self.directory_urls:
@@ -125,24 +151,36 @@ def assigned(conf: str, name: str) -> Any:
 
 
 def _myst_settings(conf: str) -> dict[str, Any]:
-    """What MyST's settings in ``conf.py`` change in the text and ids kbctl reads: its
-    ``smartquotes`` extension, and with ``substitution`` the ``myst_substitutions``."""
+    """What MyST's settings in ``conf.py`` change in the text and ids kbctl reads."""
     extensions = assigned(conf, "myst_enable_extensions")
+    return myst_settings(extensions, lambda: assigned(conf, "myst_substitutions"))
+
+
+def myst_settings(extensions: Any, substitutions: Callable[[], Any]) -> dict[str, Any]:
+    """MyST's ``smartquotes``, ``dollarmath`` and ``amsmath`` extensions, and with
+    ``substitution`` the substitutions (read only then); for Sphinx's ``conf.py`` and
+    Jupyter Book's ``_config.yml`` alike."""
     enabled = {e for e in extensions if isinstance(e, str)} if isinstance(
         extensions, list | tuple | set) else set()
-    settings: dict[str, Any] = {"smartquotes": "smartquotes" in enabled}
+    settings: dict[str, Any] = {"smartquotes": "smartquotes" in enabled,
+                                "dollarmath": "dollarmath" in enabled,
+                                "amsmath": "amsmath" in enabled}
     if "substitution" in enabled:
-        substitutions = assigned(conf, "myst_substitutions")
-        settings["substitutions"] = {str(k): str(v) for k, v in substitutions.items()} if (
-            isinstance(substitutions, dict)) else {}
+        values = substitutions()
+        settings["substitutions"] = {str(k): str(v) for k, v in values.items()} if (
+            isinstance(values, dict)) else {}
     return settings
 
 
 def _exclude_patterns(conf: str) -> tuple[str, ...]:
-    """``exclude_patterns`` when conf.py assigns it a list of strings, as gitignore patterns
-    anchored at the source folder (Sphinx's globs anchor there too: ``*`` stays within a
-    folder, ``**`` crosses them, and a matching folder excludes all it holds)."""
-    value = assigned(conf, "exclude_patterns")
+    return exclude_patterns(assigned(conf, "exclude_patterns"))
+
+
+def exclude_patterns(value: Any) -> tuple[str, ...]:
+    """``exclude_patterns`` (a list of strings; anything else excludes nothing) as
+    gitignore patterns anchored at the source folder (Sphinx's globs anchor there too:
+    ``*`` stays within a folder, ``**`` crosses them, and a matching folder excludes all
+    it holds)."""
     if not isinstance(value, list | tuple):
         return ()
     patterns = [p for p in value if isinstance(p, str) and p.strip()][:_MAX_PATTERNS]

@@ -31,6 +31,7 @@ from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_markdown
 from ..extract.markdown import parse_markdown_document
+from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
 from ..frontmatter import split_front_matter
 from ..generators import (
@@ -60,7 +61,7 @@ from .base import (
 from .options import SourceOptions, boolean, choice, http_url, option, strings, version_name
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
-              ".html": "html", ".htm": "html", ".txt": "text"}
+              ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook"}
 _READ = ", ".join([*EXTENSIONS, ".rst.txt"])
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
@@ -134,8 +135,9 @@ class FilesSource:
                    and not Path(spec.target).is_file() else None)
         for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
-            if file_format(path) is None:
-                continue
+            fmt = file_format(path)
+            if fmt is None or fmt == "notebook" and not site.settings.get("notebooks"):
+                continue  # a notebook is a page only where the generator renders one
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
                 continue
             skip = "the name is not UTF-8" if describe_bad_char(rel) else (
@@ -356,6 +358,12 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     path, site = file.path, file.site
     stamp = stamp | {"generator": site.generator}
     fmt = file_format(path)
+    notebook = fmt == "notebook"
+    if notebook:
+        try:
+            text, fmt = notebook_to_markdown(text), "markdown"
+        except ExtractError as exc:
+            raise ExtractError(f"{path}: {exc.message}") from exc
     if fmt == "rst" and over_block_budget(text):
         # docutils' tree of a file of many short blocks would take ~1 KB a line; the
         # writer reads a text past the budget as plain text, and says so
@@ -418,7 +426,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     until = expiry(site, md.front_matter) if file.options.base_url else None
     if until is not None:
         stamp[UNTIL] = until.isoformat()
-    ids = heading_ids(site)
+    ids = heading_ids(site, notebook=notebook)
     body = with_heading_ids(body, ids)
     # each heading with an id on the page now carries it as {#id}; one the generator
     # renders without (Docusaurus' h1) is cited by its enclosing section or the page
