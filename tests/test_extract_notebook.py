@@ -128,3 +128,12 @@ def test_a_jupyter_book_is_sphinx_with_its_own_config(tmp_path: Path) -> None:
     source = FilesSource()
     expansion = source.expand(source_spec("files", str(root), {}))
     assert expansion.info["generator"] == "jupyter-book"
+
+
+def test_a_sphinx_project_whose_sources_end_in_txt_reads_them_as_rst(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "dj", {
+        "conf.py": "project = 'dj'\nsource_suffix = '.txt'\n",
+        "topics/models.txt": "======\nModels\n======\n\nA model.\n\nQuick example\n"
+                             "=============\n\nText.\n",
+        "notes.rst": "Notes\n=====\n\nNot a source here.\n"})
+    assert _anchors(root) == {"topics/models.html": ["models", "quick-example"]}

@@ -763,3 +763,19 @@ def test_a_theme_folder_inside_the_docs_holds_no_pages(tmp_path: Path, custom_di
     site = resolve_site(tmp_path)
     assert _page(site, "a.md") == "a/"
     assert (_page(site, "overrides/main.html") is None) is left_out
+
+
+@pytest.mark.parametrize(("suffix", "pages"), [
+    ("'.txt'", {"guide.txt": "guide.html"}),
+    ("['.rst', '.md']", {"guide.rst": "guide.html", "notes.md": "notes.html"}),
+    ("{'.rst': 'restructuredtext', '.txt': 'restructuredtext', '.md': 'markdown'}",
+     {"guide.txt": "guide.html", "guide.rst": "guide.html", "notes.md": "notes.html"}),
+    ("5", {"guide.rst": "guide.html", "notes.md": "notes.html"}),  # not read: defaults
+])
+def test_sphinx_reads_the_sources_its_source_suffix_names(tmp_path: Path, suffix: str,
+                                                          pages: dict[str, str]) -> None:
+    write_tree(tmp_path, {"conf.py": f"project = 'x'\nextensions = ['myst_parser']\n"
+                                     f"source_suffix = {suffix}\n"})
+    site = resolve_site(tmp_path)
+    for name in ("guide.txt", "guide.rst", "notes.md"):
+        assert _page(site, name) == pages.get(name)

@@ -28,6 +28,10 @@ from .base import IdRules, Site
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md", ".ipynb")
 # Extensions that make Sphinx read notebooks (MyST-NB reads markdown too)
 _NOTEBOOK_READERS = ("myst_nb", "nbsphinx")
+# How a suffix named in a list of ``source_suffix`` is read (Sphinx lets the parser an
+# extension registered for it decide, MyST's for .md)
+_FORMAT_OF = {".md": "markdown", ".markdown": "markdown", ".ipynb": "notebook",
+              "restructuredtext": "rst"}
 _SPHINX_HINT = re.compile(r"^(?:extensions|project|html_theme|master_doc|root_doc)\s*=",
                           re.MULTILINE)
 _MAX_PATTERNS = 1000
@@ -82,6 +86,34 @@ def source_stem(rel: PurePosixPath) -> PurePosixPath | None:
     return None
 
 
+def source_formats(value: Any) -> dict[str, str]:
+    """``source_suffix`` (a suffix, a list, or {suffix: file type}) as {suffix: how kbctl
+    reads it}: ``.txt`` → ``rst`` (Django's docs), ``.md`` → ``markdown``."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list | tuple):
+        value = {suffix: _FORMAT_OF.get(str(suffix).lower(), "rst") for suffix in value}
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, str] = {}
+    for suffix, kind in list(value.items())[:_MAX_PATTERNS]:
+        if not isinstance(suffix, str) or not suffix.strip(".").strip():
+            continue
+        kind = str(kind).lower()
+        out["." + suffix.strip().lstrip(".").lower()] = (
+            "notebook" if "ipynb" in kind or kind.endswith("nb") else
+            "markdown" if "markdown" in kind or "myst" in kind else
+            _FORMAT_OF.get(kind, "rst"))
+    return out
+
+
+def source_suffix(name: str, formats: Mapping[str, str]) -> str | None:
+    """The longest suffix of ``formats`` the file ``name`` ends with (not all of it)."""
+    lowered = name.lower()
+    matching = [s for s in formats if lowered.endswith(s) and len(lowered) > len(s)]
+    return max(matching, key=len) if matching else None
+
+
 class Sphinx:
     markers = ("conf.py",)
 
@@ -102,6 +134,9 @@ class Sphinx:
                             "notebooks": next((name for name in _NOTEBOOK_READERS
                                                if name in text), None),
                             "exclude": _exclude_patterns(text), **_myst_settings(text)}
+                formats = source_formats(assigned(text, "source_suffix"))
+                if formats:
+                    settings["source_suffix"] = formats
                 return Site(self.name, source, marker, settings)
         return None
 
@@ -113,7 +148,10 @@ class Sphinx:
             return None  # _build, _static, _templates: not sources
         if matches_any(tuple(site.settings.get("exclude", ())), rel.as_posix()):
             return None
-        stem = source_stem(rel)
+        formats = site.settings.get("source_suffix")
+        suffix = source_suffix(rel.name, formats) if formats else None
+        stem = source_stem(rel) if not formats else (
+            rel.with_name(rel.name[:-len(suffix)]) if suffix else None)
         markdown = rel.name.lower().endswith((".md", ".md.txt"))
         if markdown and site.marker is not None and not site.settings.get("markdown"):
             return None  # no markdown parser configured: Sphinx skips .md files

@@ -45,6 +45,7 @@ from ..generators import (
 )
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
+from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char
 from ..projectfiles import IgnoreFiles, inside
 from . import versions
@@ -135,7 +136,7 @@ class FilesSource:
                    and not Path(spec.target).is_file() else None)
         for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
-            fmt = file_format(path)
+            fmt = page_format(path, site)
             if fmt is None or fmt == "notebook" and not site.settings.get("notebooks"):
                 continue  # a notebook is a page only where the generator renders one
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
@@ -351,13 +352,22 @@ def file_format(path: Path) -> str | None:
     return EXTENSIONS.get(path.suffix.lower())
 
 
+def page_format(path: Path, site: Site) -> str | None:
+    """How a file of ``site`` is read: as its generator names its sources (Sphinx's
+    ``source_suffix``: Django's ``.txt`` files are reStructuredText), else as
+    ``file_format`` says."""
+    formats = site.settings.get("source_suffix")
+    suffix = source_suffix(path.name, formats) if formats else None
+    return formats[suffix] if suffix else file_format(path)
+
+
 def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Document | None:
     """The document a file makes; None when its generator does not publish it as a page
     (known only once it is read: a draft, a future date, a Jekyll file without front
     matter)."""
     path, site = file.path, file.site
     stamp = stamp | {"generator": site.generator}
-    fmt = file_format(path)
+    fmt = page_format(path, site)
     notebook = fmt == "notebook"
     if notebook:
         try:
