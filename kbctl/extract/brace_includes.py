@@ -200,8 +200,8 @@ class _Braces:
         elif picked is not None:
             lines = _picked_lines(lines, picked)
         if self.mdx:
-            recursive = self.settings.recursive
-            if flag != "-" if recursive else flag == "+" if recursive is None else False:
+            recursive = self.settings.recursive  # True: unless "-"; None: with "+"; False: no
+            if (flag != "-") if recursive else (recursive is None and flag == "+"):
                 lines = self.lines(lines, file, (*within, file))
             return lines, indent
         lines = self.lines(lines, file, (*within, file))
