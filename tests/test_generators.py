@@ -779,3 +779,14 @@ def test_sphinx_reads_the_sources_its_source_suffix_names(tmp_path: Path, suffix
     site = resolve_site(tmp_path)
     for name in ("guide.txt", "guide.rst", "notes.md"):
         assert _page(site, name) == pages.get(name)
+
+
+def test_source_suffix_maps_each_suffix_to_how_it_is_read() -> None:
+    from kbctl.generators.sphinx import source_formats
+
+    assert source_formats({".rst": "restructuredtext", ".ipynb": "myst-nb",
+                           "myst": "myst-nb", ".md": "markdown", ".nb": "jupyter_notebook"}
+                          ) == {".rst": "rst", ".ipynb": "notebook", ".myst": "markdown",
+                                ".md": "markdown", ".nb": "notebook"}  # nbsphinx's JSON
+    assert source_formats([".txt", ".ipynb"]) == {".txt": "rst", ".ipynb": "notebook"}
+    assert source_formats({"": "x", 5: "y"}) == source_formats(None) == {}

@@ -99,10 +99,10 @@ def source_formats(value: Any) -> dict[str, str]:
     for suffix, kind in list(value.items())[:_MAX_PATTERNS]:
         if not isinstance(suffix, str) or not suffix.strip(".").strip():
             continue
-        kind = str(kind).lower()
-        out["." + suffix.strip().lstrip(".").lower()] = (
-            "notebook" if "ipynb" in kind or kind.endswith("nb") else
-            "markdown" if "markdown" in kind or "myst" in kind else
+        kind, name = str(kind).lower(), "." + suffix.strip().lstrip(".").lower()
+        out[name] = (  # MyST-NB's text notebooks (.md, .myst: 'myst-nb') are MyST markdown
+            "notebook" if name == ".ipynb" or "ipynb" in kind or "notebook" in kind else
+            "markdown" if "markdown" in kind or "myst" in kind or kind.endswith("nb") else
             _FORMAT_OF.get(kind, "rst"))
     return out
 
