@@ -96,30 +96,50 @@ def matches_any(patterns: tuple[str, ...], path: str) -> bool:
     return bool(patterns) and gitignore_spec(patterns).match_file(path)
 
 
+class Patterns:
+    """Gitignore patterns compiled in consecutive pieces: RE2 compiles a set within a
+    memory budget, and a few hundred costly patterns (``*a*a*…``) pass it only in parts.
+    The last piece that decides a path decides it, as the last pattern that matches it
+    would in one set; a pattern that cannot compile on its own is left out."""
+
+    def __init__(self, pieces: Sequence[pathspec.GitIgnoreSpec]) -> None:
+        self._pieces = tuple(pieces)
+
+    def verdict(self, path: str) -> bool | None:
+        """True when the patterns exclude ``path``, False when a ``!pattern`` includes it
+        again, None when none matches."""
+        for piece in reversed(self._pieces):
+            include = piece.check_file(path).include
+            if include is not None:
+                return include
+        return None
+
+    def match_file(self, path: str) -> bool:
+        return self.verdict(path) is True
+
+
 @lru_cache(maxsize=64)
-def gitignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+def gitignore_spec(patterns: tuple[str, ...]) -> Patterns:
     """Compiled gitignore ``patterns`` (cached: a site's settings are matched per file).
     A pattern that cannot be compiled (``[z-a]``, a lone ``!``, a trailing ``\\``) is
     left out, as git leaves it out, instead of ending the run."""
+    return Patterns(_pieces(patterns))
+
+
+def _pieces(patterns: tuple[str, ...]) -> list[pathspec.GitIgnoreSpec]:
+    """``patterns`` compiled whole, or halved until each half compiles (a few compiles
+    per pattern in all: a failing set fails fast)."""
     import pathspec
 
     with warnings.catch_warnings():  # re's FutureWarning on "[[": no concern of the user
         warnings.simplefilter("ignore")
         try:
-            return pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")
+            return [pathspec.GitIgnoreSpec.from_lines(patterns, backend="re2")]
         except Exception:  # noqa: BLE001 - pathspec, re and re2 each raise their own
-            valid = tuple(p for p in patterns if _compiles(p))
-            return pathspec.GitIgnoreSpec.from_lines(valid, backend="re2")
-
-
-def _compiles(pattern: str) -> bool:
-    import pathspec
-
-    try:
-        pathspec.GitIgnoreSpec.from_lines((pattern,), backend="re2")
-    except Exception:  # noqa: BLE001 - see gitignore_spec
-        return False
-    return True
+            if len(patterns) <= 1:
+                return []
+    half = len(patterns) // 2
+    return _pieces(patterns[:half]) + _pieces(patterns[half:])
 
 
 class IgnoreFiles:
@@ -131,7 +151,7 @@ class IgnoreFiles:
 
     def __init__(self, root: Path) -> None:
         self._root = root
-        self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._specs: dict[Path, Patterns | None] = {}
         self._above = self._specs_above(root)
 
     def ignored(self, folder: Path, name: str, *, is_dir: bool) -> bool:
@@ -141,7 +161,7 @@ class IgnoreFiles:
         while True:
             spec = self._spec(current)
             if spec is not None:
-                verdict = spec.check_file(rel).include
+                verdict = spec.verdict(rel)
                 if verdict is not None:
                     return verdict
             if current == self._root or current.parent == current:
@@ -149,12 +169,12 @@ class IgnoreFiles:
             rel = f"{current.name}/{rel}"
             current = current.parent
         for prefix, spec in self._above:  # the nearest folder's file first
-            verdict = spec.check_file(prefix + rel).include
+            verdict = spec.verdict(prefix + rel)
             if verdict is not None:
                 return verdict
         return False
 
-    def _specs_above(self, root: Path) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+    def _specs_above(self, root: Path) -> list[tuple[str, Patterns]]:
         """(``root``'s path from the folder, with a trailing ``/``; the folder's patterns)
         for each folder above ``root`` up to the top of its git repository, nearest
         first; none outside a repository."""
@@ -181,7 +201,7 @@ class IgnoreFiles:
             folder = folder / part
         return False
 
-    def _spec(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
+    def _spec(self, folder: Path) -> Patterns | None:
         if folder not in self._specs:
             text = read_config_text(folder / ".gitignore")
             lines = tuple(text.splitlines()[:MAX_IGNORE_PATTERNS]) if text else ()

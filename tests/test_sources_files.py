@@ -346,6 +346,18 @@ def test_a_gitignore_pattern_that_cannot_compile_is_left_out_as_git_leaves_it(
     assert _names(_run(root)[1]) == {"a.md"}  # the valid pattern still applies
 
 
+def test_hundreds_of_costly_gitignore_patterns_are_compiled_in_pieces(tmp_path: Path) -> None:
+    """RE2 refuses one set of a few hundred ``*a*a*…`` patterns (its memory budget): they
+    are compiled in parts, the last pattern that matches still deciding."""
+    costly = "".join("*a" * 40 + f"b{i}\n" for i in range(600))
+    root = write_tree(tmp_path / "repo", {".gitignore": "*.md\n" + costly + "!keep*.md\n"
+                                                        + "keep" + "a" * 60 + "b599.md\n",
+                                          "keep-me.md": "# K\n\nWords.\n",
+                                          "skip.md": "# S\n\nWords.\n",
+                                          "keep" + "a" * 60 + "b599.md": "# X\n\nWords.\n"})
+    assert _names(_run(root)[1]) == {"keep-me.md"}
+
+
 def test_a_hostile_gitignore_is_matched_in_bounded_time(tmp_path: Path) -> None:
     """A backtracking matcher would spend forever (holding the GIL, so no thread can be
     timed out) on this pattern and one long name: the walk runs in a child process that
