@@ -125,6 +125,10 @@ def test_a_jupyter_book_is_sphinx_with_its_own_config(tmp_path: Path) -> None:
     assert "drafts/d.html" not in anchors and "loose.html" in anchors
     (root / "_config.yml").write_text("title: Book\nonly_build_toc_files: true\n")
     assert set(_anchors(root)) == {"intro.html", "guide.html"}
+    write_tree(root, {"_toc.yml": "format: jb-book\nroot: intro\nchapters:\n- file: guide.md\n"
+                                  "- glob: part*/*\n",
+                      "parts/a.md": "# A\n\nText.\n", "other/b.md": "# B\n\nText.\n"})
+    assert set(_anchors(root)) == {"intro.html", "guide.html", "parts/a.html"}
     source = FilesSource()
     expansion = source.expand(source_spec("files", str(root), {}))
     assert expansion.info["generator"] == "jupyter-book"

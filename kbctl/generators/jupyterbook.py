@@ -4,20 +4,19 @@ underneath, so pages map as Sphinx's ``html`` builder maps them (``guide/intro.m
 ``_config.yml`` gives ``exclude_patterns`` and MyST's settings under ``parse``; without
 them the book's defaults hold (MyST's ``substitution`` extension among them). With
 ``only_build_toc_files: true`` only the files ``_toc.yml`` names (``root``, ``file``, or a
-``glob``) are pages.
+``glob``) are pages (all are, when it cannot be read).
 
 Its ``_config.yml`` would read as Jekyll's; the ``_toc.yml`` tells them apart.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..projectfiles import first_config
+from ..projectfiles import first_config, matches_any
 from .base import Site
 from .sphinx import Sphinx, exclude_patterns, myst_settings, source_stem
 from .yamlfile import load_yaml_config
@@ -29,6 +28,7 @@ _ALWAYS_EXCLUDED = ("/_build", "/.*", "**/.ipynb_checkpoints")
 # A table of contents is a few hundred entries; a hostile one is read this far
 _MAX_TOC_ENTRIES = 10_000
 _MAX_TOC_DEPTH = 50
+_MAX_TOC_GLOBS = 1000  # a real book has a few; each is a pattern every file is matched to
 
 
 class JupyterBook(Sphinx):
@@ -51,7 +51,9 @@ class JupyterBook(Sphinx):
             **myst_settings(extensions, lambda: parse.get("myst_substitutions"))}
         if config.get("only_build_toc_files") is True:
             found = first_config(folder, ("_toc.yml",))
-            settings["toc"] = _toc_entries(load_yaml_config(found[1]) if found else {})
+            files, globs = _toc_entries(load_yaml_config(found[1]) if found else {})
+            if files or globs:  # a table of contents that cannot be read leaves out nothing
+                settings["toc"] = (files, globs)
         return Site(self.name, folder, toc, settings)
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
@@ -59,15 +61,16 @@ class JupyterBook(Sphinx):
         if listed is not None:
             stem = source_stem(rel)
             files, globs = listed
-            if stem is None or not (stem.as_posix() in files or any(
-                    fnmatch.fnmatchcase(stem.as_posix(), glob) for glob in globs)):
+            if stem is None or not (stem.as_posix() in files or matches_any(
+                    globs, stem.as_posix())):
                 return None  # a file the table of contents does not name is not built
         return super().page(site, rel, front_matter)
 
 
 def _toc_entries(toc: Any) -> tuple[frozenset[str], tuple[str, ...]]:
     """The docnames ``_toc.yml`` names (``root`` and ``file``, their suffix dropped) and
-    its ``glob`` patterns."""
+    its ``glob`` patterns, as patterns anchored at the book (``*`` within a folder, ``**``
+    across, as Sphinx matches docnames)."""
     files: set[str] = set()
     globs: list[str] = []
     for key, value in _walk(toc, 0):
@@ -75,7 +78,8 @@ def _toc_entries(toc: Any) -> tuple[frozenset[str], tuple[str, ...]]:
             continue
         name = posixpath.normpath(value.strip().lstrip("/"))
         if key == "glob":
-            globs.append(name)
+            if len(globs) < _MAX_TOC_GLOBS:
+                globs.append("/" + name)
         else:
             stem = source_stem(PurePosixPath(name))
             files.add(stem.as_posix() if stem is not None else name)
