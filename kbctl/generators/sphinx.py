@@ -155,8 +155,6 @@ class Sphinx:
         markdown = rel.name.lower().endswith((".md", ".md.txt"))
         if markdown and site.marker is not None and not site.settings.get("markdown"):
             return None  # no markdown parser configured: Sphinx skips .md files
-        if rel.suffix.lower() == ".ipynb" and not site.settings.get("notebooks"):
-            return None
         if stem is None:
             return rel.as_posix() if rel.suffix.lower() in (".html", ".htm") else None
         if self.directory_urls:

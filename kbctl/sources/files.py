@@ -136,9 +136,8 @@ class FilesSource:
                    and not Path(spec.target).is_file() else None)
         for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
-            fmt = page_format(path, site)
-            if fmt is None or fmt == "notebook" and not site.settings.get("notebooks"):
-                continue  # a notebook is a page only where the generator renders one
+            if page_format(path, site) is None:
+                continue
             if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
                 continue
             skip = "the name is not UTF-8" if describe_bad_char(rel) else (
@@ -355,10 +354,12 @@ def file_format(path: Path) -> str | None:
 def page_format(path: Path, site: Site) -> str | None:
     """How a file of ``site`` is read: as its generator names its sources (Sphinx's
     ``source_suffix``: Django's ``.txt`` files are reStructuredText), else as
-    ``file_format`` says."""
+    ``file_format`` says; None for a file the source skips, a notebook among them where
+    the generator renders none."""
     formats = site.settings.get("source_suffix")
     suffix = source_suffix(path.name, formats) if formats else None
-    return formats[suffix] if suffix else file_format(path)
+    fmt = formats[suffix] if suffix else file_format(path)
+    return None if fmt == "notebook" and not site.settings.get("notebooks") else fmt
 
 
 def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Document | None:
