@@ -47,6 +47,7 @@ from tests.sitebuild import (  # noqa: E402
     build_jekyll,
     build_mdbook,
     build_mkdocs,
+    build_quarto,
     build_sphinx,
     build_starlight,
     build_vitepress,
@@ -105,7 +106,7 @@ def _portable(markdown: str) -> str:
 
 def _rust_book_as(layout: str, root: Path) -> Path:
     """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo, VitePress, Jekyll,
-    Docusaurus or Starlight project."""
+    Docusaurus, Starlight or Quarto project."""
     if layout == "mdbook":
         shutil.copytree(RUST_BOOK, root / "src")
         write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
@@ -120,7 +121,8 @@ def _rust_book_as(layout: str, root: Path) -> Path:
                 title = next((line[2:] for line in text.splitlines() if line.startswith("# ")),
                              chapter.stem)
                 front_matter = f"---\ntitle: {json.dumps(title)}\n---\n"
-            write_tree(folder, {chapter.name: front_matter + text})
+            name = chapter.with_suffix(".qmd").name if layout == "quarto" else chapter.name
+            write_tree(folder, {name: front_matter + text})
     if layout == "mkdocs":
         write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
                                         "  - toc:\n      permalink: true\n"})
@@ -129,6 +131,8 @@ def _rust_book_as(layout: str, root: Path) -> Path:
                                        "disableKinds = ['taxonomy', 'term', 'RSS', 'sitemap']\n"})
     elif layout == "jekyll":
         write_tree(root, {"_config.yml": "title: Book\n"})
+    elif layout == "quarto":
+        write_tree(root, {"_quarto.yml": "project:\n  type: website\n"})
     elif layout == "docusaurus":  # .md read as CommonMark, not MDX
         write_tree(root, {"docusaurus.config.js": (
             "module.exports = { title: 'Book', url: 'https://docs.example.com', baseUrl: '/', "
@@ -163,7 +167,8 @@ def generator_builds() -> None:
             ("vitepress", "vitepress", build_vitepress, ""),
             ("jekyll", "jekyll", build_jekyll, ""),
             ("docusaurus", "docusaurus", build_docusaurus, "docs"),
-            ("starlight", "astro", build_starlight, "")]
+            ("starlight", "astro", build_starlight, ""),
+            ("quarto", "quarto" if tool("quarto") else "pandoc", build_quarto, "")]
     for name, exe, build, content in jobs:
         if tool(exe) is None or not RUST_BOOK.is_dir():
             print(f"{name:15} skipped: {exe} or the Rust book is not available")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -169,6 +170,61 @@ def build_zensical(project: Path) -> Path:
     """``zensical build`` of an MkDocs project (Zensical reads ``mkdocs.yml``)."""
     run([tool("zensical") or "zensical", "build", "-f", "mkdocs.yml"], cwd=project)
     return project / "site"
+
+
+# Quarto hands Pandoc each page once its engine has run: include shortcodes expanded and
+# code cells made code blocks of their language (their "#|" options are the engine's), an
+# unexecuted ```{{r}} cell too.
+_QUARTO_INCLUDE = re.compile(r"^[ \t]*\{\{<[ \t]*include[ \t]+(\S+?)[ \t]*>\}\}[ \t]*$", re.M)
+_QUARTO_CELL = re.compile(r"^([ \t]*`{3,})\{\{?([A-Za-z]\w*)[^}\n]*\}\}?[ \t]*$", re.M)
+
+
+def build_quarto(project: Path) -> Path:
+    """``quarto render`` where Quarto is installed; else each page as Quarto renders it
+    with Pandoc, which gives the ids (``auto_identifiers``, ``--section-divs``): files
+    and folders starting with ``_`` or ``.`` are no pages, ``x.qmd`` → ``x.html``."""
+    out = project / "_site"
+    if tool("quarto"):
+        run([tool("quarto") or "quarto", "render", str(project)], cwd=project)
+        return out
+
+    def engine_output(text: str, here: Path) -> str:
+        def included(m: re.Match[str]) -> str:
+            written = m.group(1).strip("'\"")
+            path = (project / written.lstrip("/") if written.startswith("/")
+                    else here.parent / written)
+            return engine_output(path.read_text("utf-8"), path)
+        return _QUARTO_CELL.sub(r"\1{.\2 .cell-code}", _QUARTO_INCLUDE.sub(included, text))
+
+    for page in sorted(project.rglob("*")):
+        rel = page.relative_to(project)
+        if (page.suffix not in (".qmd", ".md", ".ipynb")
+                or any(p.startswith(("_", ".")) for p in rel.parts)):
+            continue
+        dest = out / rel.with_suffix(".html")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        text = (_notebook_markdown(page) if page.suffix == ".ipynb"
+                else engine_output(page.read_text("utf-8"), page))
+        proc = subprocess.run(
+            [tool("pandoc") or "pandoc", "-f", "markdown", "-t", "html5", "--section-divs",
+             "-s", "--metadata", "pagetitle=page", "-o", str(dest)],
+            input=text, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pandoc failed on {rel}: {proc.stderr[-2000:]}")
+    return out
+
+
+def _notebook_markdown(page: Path) -> str:
+    """A notebook as Quarto's Jupyter engine hands it to Pandoc: one markdown document,
+    its markdown cells as written and its code cells as code blocks (so ids are unique
+    across cells, unlike Pandoc's own ipynb reader)."""
+    cells = json.loads(page.read_text("utf-8"))["cells"]
+    parts = []
+    for cell in cells:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        parts.append(source if cell["cell_type"] == "markdown"
+                     else f"```{{.python .cell-code}}\n{source}\n```")
+    return "\n\n".join(parts) + "\n"
 
 
 def build_mdbook(project: Path) -> Path:

@@ -243,7 +243,7 @@ def test_a_file_it_does_not_read_is_refused_and_an_empty_folder_noted(tmp_path: 
         _run(tmp_path / "slides.pdf")
     notes, loaded = _run(tmp_path)
     assert loaded == [] and notes == [f"files {tmp_path}: found no file to read (.md, .mdx, "
-                                      ".markdown, .rst, .html, .htm, .txt, .ipynb, .rst.txt)"]
+                                      ".markdown, .rst, .html, .htm, .txt, .ipynb, .qmd, .rst.txt)"]
 
 
 def _generator_of(project: dict[str, str]) -> str:

@@ -1,11 +1,12 @@
 """Each docs generator's markdown dialect, read as the text its pages show.
 
-A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's
-shortcodes, Jekyll's Liquid, MkDocs' admonitions, ``:::`` containers, MyST's directives
-and roles) and takes other files in (mdBook's and Sphinx's includes, MkDocs' snippets
-and include-markdown, VitePress' inclusions, MDX partials, Jekyll's includes, all read
-under ``includes``' rules); kbctl runs none of its templates, and reads each as what a
-reader of the built page sees. A new dialect is one module and one line here.
+A generator renders syntax of its own before or around markdown (MDX's JSX, Hugo's and
+Quarto's shortcodes, Jekyll's Liquid, MkDocs' admonitions, ``:::`` containers and Pandoc's
+divs, MyST's directives and roles) and takes other files in (mdBook's and Sphinx's
+includes, MkDocs' snippets and include-markdown, VitePress' inclusions, MDX partials,
+Jekyll's and Quarto's includes, all read under ``includes``' rules); kbctl runs none of
+its templates, and reads each as what a reader of the built page sees. A new dialect is
+one module and one line here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .mdx_imports import expand_partials
 from .mkdocs_includes import expand_include_markdown
 from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
+from .quarto import quarto_to_markdown
 from .shortcodes import shortcodes_to_markdown
 from .snippets import expand_snippets
 from .sphinx_includes import SphinxIncludes
@@ -138,6 +140,17 @@ def _vitepress(text: str, page: PageFile | None) -> str:
     return containers_to_markdown(text)
 
 
+def _quarto(text: str, page: PageFile | None) -> str:
+    """Its includes, cells, divs and shortcodes, then Pandoc's display math."""
+    if page is None:
+        text = quarto_to_markdown(text)
+    else:
+        text = quarto_to_markdown(text, page=page.path, project=page.project,
+                                  reads=page.reads, front_matter=page.front_matter,
+                                  variables=page.settings.get("variables"))
+    return math_fenced(text)
+
+
 DIALECTS: dict[str, Dialect] = {
     "docusaurus": _mdx,  # Docusaurus reads .md as MDX too
     "starlight": _text_only(containers_to_markdown),
@@ -148,6 +161,7 @@ DIALECTS: dict[str, Dialect] = {
     "sphinx": _sphinx,  # Sphinx reads markdown with MyST
     "sphinx-dirhtml": _sphinx,
     "jupyter-book": _sphinx,  # Sphinx and MyST underneath
+    "quarto": _quarto,
     "mdbook": lambda text, page: text if page is None else expand_links(
         text, page=page.path, project=page.project, reads=page.reads),
 }

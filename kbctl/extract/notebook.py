@@ -7,6 +7,10 @@ repeat an error's traceback are left out; a long output is cut at ``MAX_OUTPUT_C
 Cells tagged ``remove-cell`` (or ``remove_cell``), and nbsphinx's ``"nbsphinx": "hidden"``
 cells, show nothing; ``remove-input`` and ``remove-output`` drop one part. Older notebooks
 (nbformat 3: worksheets, ``input``, heading cells) read too.
+
+Quarto reads a code cell's leading ``#|`` lines as its options, not its code: with
+``cell_options``, ``include: false`` (and nbdev's ``hide``) shows nothing of the cell,
+``echo: false`` no code, ``output: false`` no output.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ _RICH = ("application/vnd.jupyter.widget-view+json", "text/html", "image/svg+xml
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def notebook_to_markdown(text: str) -> str:
-    """The markdown of a notebook's JSON text; ExtractError when it is none."""
+def notebook_to_markdown(text: str, *, cell_options: bool = False) -> str:
+    """The markdown of a notebook's JSON text; ExtractError when it is none.
+    ``cell_options``: code cells start with Quarto's ``#|`` options."""
     try:
         notebook = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -46,7 +51,7 @@ def notebook_to_markdown(text: str) -> str:
     parts: list[str] = []
     for cell in cells:
         if isinstance(cell, Mapping):
-            parts.extend(_cell(cell, language))
+            parts.extend(_cell(cell, language, cell_options))
     return "\n\n".join(part for part in parts if part.strip()) + "\n"
 
 
@@ -61,7 +66,7 @@ def _language(metadata: Any) -> str:
     return "python"
 
 
-def _cell(cell: Mapping[str, Any], language: str) -> list[str]:
+def _cell(cell: Mapping[str, Any], language: str, cell_options: bool) -> list[str]:
     metadata = cell.get("metadata") if isinstance(cell.get("metadata"), Mapping) else {}
     tags = {str(tag).replace("_", "-") for tag in metadata.get("tags", ())
             if isinstance(tag, str)} if isinstance(metadata.get("tags"), list) else set()
@@ -77,12 +82,30 @@ def _cell(cell: Mapping[str, Any], language: str) -> list[str]:
         return [f"{marks} {' '.join(source.split())}"]
     if kind != "code":
         return []  # raw cells reach only the output format they name
+    if cell_options:
+        source, options = _options(source)
+        tags |= {f"remove-{part}" for option, part in (
+            ("include:false", "cell"), ("hide", "cell"), ("echo:false", "input"),
+            ("output:false", "output")) if option in options}
+        if "remove-cell" in tags:
+            return []
     shown = [] if "remove-input" in tags or not source.strip() else [
         "\n".join(fenced(source.rstrip("\n"), language))]
     outputs = cell.get("outputs")
     if "remove-output" not in tags and isinstance(outputs, list):
         shown.extend(_output(output) for output in outputs if isinstance(output, Mapping))
     return shown
+
+
+def _options(source: str) -> tuple[str, set[str]]:
+    """A Quarto cell's code without its leading ``#|`` lines, and those options with
+    their spaces removed (``echo:false``)."""
+    lines = source.split("\n")
+    first = 0
+    while first < len(lines) and lines[first].lstrip().startswith("#|"):
+        first += 1
+    options = {"".join(line.lstrip()[2:].split()).lower() for line in lines[:first]}
+    return "\n".join(lines[first:]), options
 
 
 def _output(output: Mapping[str, Any]) -> str:

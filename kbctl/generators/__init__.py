@@ -24,6 +24,7 @@ from . import (
     mdbook,
     mkdocs,
     plain,
+    quarto,
     sphinx,
     starlight,
     vitepress,
@@ -41,13 +42,14 @@ GENERATORS: dict[str, Generator] = {
     "vitepress": vitepress.GENERATOR,
     "starlight": starlight.GENERATOR,
     "jekyll": jekyll.GENERATOR,
+    "quarto": quarto.GENERATOR,
     "plain": plain.GENERATOR,
 }
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
 # _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
 # sphinx-external-toc), a Jupyter Book a _config.yml of its own.
-_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "hugo", "sphinx",
-                    "jupyter-book", "jekyll")
+_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "quarto", "hugo",
+                    "sphinx", "jupyter-book", "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096

@@ -19,7 +19,6 @@ from ..chunk.headings import (
     split_explicit_id,
 )
 from .base import HeadingIds
-from .goldmark_attributes import split_heading_attributes
 
 # kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"
 _BLOCK_IAL = re.compile(r"\{:\s*([^{}\n]*)\}")
@@ -39,8 +38,8 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
             continue
         content = tokens[i + 1].content
         body = content
-        if ids.attribute_lists:
-            split = split_heading_attributes(content)
+        if ids.attribute_lists is not None:
+            split = ids.attribute_lists(content)
             body, explicit = split if split is not None else (content, None)
             plain = inline_text(body)[1]
         elif honour:

@@ -64,7 +64,9 @@ class HeadingIds(Protocol):
     reads_source: bool  # slug the heading's markdown source rather than its rendered text
     idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
     block_attributes: bool  # kramdown: a "{: #id}" line right after a heading names it
-    attribute_lists: bool  # goldmark: a trailing "{#id .class k=v}" is cut, its #id used
+    # a trailing "{#id .class k=v}" is cut and its #id used: the generator's splitter
+    # (goldmark's, Pandoc's), returning (text, id) or None when the heading ends in none
+    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None
 
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
         """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
@@ -107,7 +109,7 @@ class IdRules:
     reads_source: bool = False
     idless_levels: frozenset[int] = frozenset()
     block_attributes: bool = False
-    attribute_lists: bool = False
+    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
 
 
 class CountingIds(IdRules):

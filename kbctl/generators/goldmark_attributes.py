@@ -1,11 +1,16 @@
-"""goldmark's heading attributes, on in Hugo by default (``markup.goldmark.parser.attribute
-.title``): an attribute list ending a heading's last line, ``## Title {#id .class
-key="value"}``, is not part of its text. It is cut before the id is made, and its ``#id``
-(or ``id=…``) names the heading; ``{class="x"}`` alone leaves the id to the text.
+"""Attribute lists ending a heading. goldmark's, on in Hugo by default
+(``markup.goldmark.parser.attribute.title``): an attribute list ending a heading's last
+line, ``## Title {#id .class key="value"}``, is not part of its text. It is cut before
+the id is made, and its ``#id`` (or ``id=…``) names the heading; ``{class="x"}`` alone
+leaves the id to the text.
 
 The grammar is goldmark's (``parser/attribute.go``): ``#id`` and ``.class`` words, and
 ``name=value`` pairs whose value is a ``"string"``, a number, a bare word, an ``[array]``
 or a nested ``{list}``, separated by spaces or commas. Anything else makes the braces text.
+
+Pandoc's (``header_attributes``, Quarto's headings) are simpler: ``#id``, ``.class``,
+``key=value`` (the value quoted, or a run without spaces and quotes) and ``-`` (unnumbered),
+separated by white space.
 """
 
 from __future__ import annotations
@@ -43,6 +48,46 @@ def split_heading_attributes(content: str) -> tuple[str, str | None] | None:
                 return head + newline + last[:i].rstrip(), parsed[1] or None
         i += 1
     return None
+
+
+# One item is one token (an item must be followed by a space or the closing brace), so a
+# failed match backtracks over nothing: linear on any line.
+_PANDOC_LIST = re.compile(
+    r"\{[ \t]*((?:(?:[#.][A-Za-z][\w:.-]*|-|[A-Za-z][\w:.-]*="
+    r"(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s\"'}]+))(?:[ \t]+|(?=\})))*)\}")
+_PANDOC_ID = re.compile(r"(?:^|[ \t])#([A-Za-z][\w:.-]*)")
+# Where Pandoc reads an attribute list inside a line: after a code span, a link or a span
+_INLINE_LIST = re.compile(r"(?<=[`\])])\{")
+
+
+def split_pandoc_attributes(content: str) -> tuple[str, str | None] | None:
+    """As ``split_heading_attributes``, for Pandoc's grammar: the list must end the line,
+    after the heading's text; its last ``#id`` names the heading."""
+    head, newline, last = content.rpartition("\n")
+    start = last.rfind("{")  # the list holds no "{": the last one opens it, if any does
+    m = _PANDOC_LIST.match(last, start) if start >= 0 else None
+    if m is None or last[m.end():].strip():
+        return None
+    ids = _PANDOC_ID.findall(m.group(1))
+    return head + newline + last[:start].rstrip(), ids[-1] if ids else None
+
+
+def pandoc_inline_attributes_removed(line: str) -> str:
+    """``line`` without the attribute lists that follow its code spans, links and spans
+    (`` `f()`{.python} ``, ``[text]{.mark}``), which Pandoc shows nowhere."""
+    if "{" not in line:
+        return line
+    out: list[str] = []
+    pos = 0
+    for opening in _INLINE_LIST.finditer(line):
+        if opening.start() < pos:
+            continue
+        m = _PANDOC_LIST.match(line, opening.start())
+        if m is not None:
+            out.append(line[pos:m.start()])
+            pos = m.end()
+    out.append(line[pos:])
+    return "".join(out)
 
 
 def _is_punct(ch: str) -> bool:

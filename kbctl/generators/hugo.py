@@ -36,6 +36,7 @@ from ..errors import ExtractError
 from ..frontmatter import split_front_matter
 from ..projectfiles import read_config_text
 from .base import UNREAD, CountingIds, Site, front_matter_time, is_future
+from .goldmark_attributes import split_heading_attributes
 from .hugo_config import MARKERS, project_config
 from .hugo_languages import DEFAULT_LANGUAGE, content_dirs, language_of
 from .hugo_permalinks import PageFacts, expand, permalinks
@@ -140,7 +141,8 @@ class Hugo:
         ids = CountingIds(lambda text: goldmark_id(_typeset(text) if dashes else text,
                                                    ascii_only=kind == "github-ascii"),
                           empty="heading", honour_explicit=attributes)
-        ids.attribute_lists = attributes  # "## T {#id .c}": the list is no text
+        if attributes:  # "## T {#id .c}": the list is no text
+            ids.attribute_lists = split_heading_attributes
         return ids
 
 

@@ -62,7 +62,8 @@ from .base import (
 from .options import SourceOptions, boolean, choice, http_url, option, strings, version_name
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
-              ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook"}
+              ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook",
+              ".qmd": "markdown"}
 _READ = ", ".join([*EXTENSIONS, ".rst.txt"])
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
@@ -372,7 +373,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     notebook = fmt == "notebook"
     if notebook:
         try:
-            text, fmt = notebook_to_markdown(text), "markdown"
+            text, fmt = notebook_to_markdown(
+                text, cell_options=site.settings.get("notebooks") == "quarto"), "markdown"
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
     if fmt == "rst" and over_block_budget(text):
