@@ -291,6 +291,36 @@ def test_drafts_and_the_output_folder(tmp_path: Path) -> None:
         "index", "wip", "later", "docs/index")}
 
 
+def _notebook(*cells: dict) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"metadata": {}, **({"outputs": []} if c["cell_type"] == "code" else {}), **c}
+        for c in cells]})
+
+
+def test_nbdev_notebooks_are_named_and_titled_as_nbdev_does(tmp_path: Path) -> None:
+    site = write_tree(tmp_path / "nbs", {
+        "_quarto.yml": "project:\n  type: website\nmetadata-files: [nbdev.yml]\n",
+        "nbdev.yml": "website:\n  title: demo\n",
+        "01a_Basics.ipynb": _notebook(
+            {"cell_type": "code", "source": "#| default_exp basics"},
+            {"cell_type": "markdown", "source": "# Basic helpers\n> Small things\n\n"
+                                                "- order: 2"},
+            {"cell_type": "code", "source": "#| hide\nfrom nbdev import show_doc"},
+            {"cell_type": "markdown", "source": "## ifnone\n\nPick the first."},
+            {"cell_type": "code", "source": "#| export\ndef ifnone(a, b): ..."}),
+        "index.ipynb": _notebook(
+            {"cell_type": "raw", "source": "---\ntitle: Home\noutput-file: start.html\n---"},
+            {"cell_type": "markdown", "source": "## Install\n\npip install demo"})})
+    pairs = citations(site)[0]
+    assert sorted(pairs) == [(f"{BASE_URL}basics.html", "ifnone"),
+                             (f"{BASE_URL}start.html", "install")]
+    bodies = page_bodies(site)
+    basics = bodies[f"{BASE_URL}basics.html"]
+    assert "Basic helpers" not in basics and "Small things" not in basics
+    assert "show_doc" not in basics and "#|" not in basics
+    assert "def ifnone(a, b): ..." in basics
+
+
 def test_page_rules() -> None:
     site = GENERATOR.default_site(Path("/nowhere"))
     def page(rel: str) -> str | None:
@@ -300,6 +330,7 @@ def test_page_rules() -> None:
     assert None is page("_inc.qmd") is page("a/_x/b.qmd") is page(".h/b.qmd")
     assert None is page("README.md") is page("AGENTS.md") is page("x.llms.md")
     assert None is page("renv/a.qmd") is page("env/a.md") is page("style.css")
+    assert GENERATOR.page(site, PurePosixPath("a/b.qmd"), {"output-file": "c"}) == "a/c.html"
 
 
 def test_include_rules_and_hostile_pages(tmp_path: Path) -> None:
@@ -325,6 +356,26 @@ def test_include_rules_and_hostile_pages(tmp_path: Path) -> None:
                     ":::: {.panel-tabset}\n" + "## t\n" * 100_000):
         quarto_to_markdown(hostile)
     assert time.perf_counter() - started < 10
+
+
+def test_meta_and_var_come_from_the_page_its_folders_and_the_project(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "p", {
+        "_quarto.yml": "project:\n  type: website\nlang: en\n",
+        "_variables.yml": "version: '2.1'\n",
+        "tools/_metadata.yml": "tool:\n  name: Outer\n  kind: editor\n",
+        "tools/vscode/_metadata.yml": "tool:\n  name: VS Code\n",
+        "tools/vscode/index.qmd": "x"})
+    site = resolve_site(project)
+    reads: list[Path] = []
+    page = project / "tools/vscode/index.qmd"
+    text = quarto_to_markdown(
+        "In {{< meta tool.name >}} ({{< meta tool.kind >}}, {{< meta lang >}}, "
+        "{{< meta title >}}) version {{< var version >}}{{< var missing >}}.\n",
+        page=page, project=project, reads=reads, front_matter={"title": "Editors"},
+        project_metadata=site.settings["metadata"])
+    assert text == "In VS Code (editor, en, Editors) version 2.1.\n"
+    assert {p.relative_to(project).as_posix() for p in reads} == {
+        "_variables.yml", "tools/_metadata.yml", "tools/vscode/_metadata.yml"}
 
 
 def test_escaped_shortcodes_and_heading_ids() -> None:

@@ -147,7 +147,7 @@ def _quarto(text: str, page: PageFile | None) -> str:
     else:
         text = quarto_to_markdown(text, page=page.path, project=page.project,
                                   reads=page.reads, front_matter=page.front_matter,
-                                  variables=page.settings.get("variables"))
+                                  project_metadata=page.settings.get("metadata"))
     return math_fenced(text)
 
 

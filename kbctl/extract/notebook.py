@@ -8,9 +8,13 @@ Cells tagged ``remove-cell`` (or ``remove_cell``), and nbsphinx's ``"nbsphinx": 
 cells, show nothing; ``remove-input`` and ``remove-output`` drop one part. Older notebooks
 (nbformat 3: worksheets, ``input``, heading cells) read too.
 
-Quarto reads a code cell's leading ``#|`` lines as its options, not its code: with
-``cell_options``, ``include: false`` (and nbdev's ``hide``) shows nothing of the cell,
-``echo: false`` no code, ``output: false`` no output.
+As Quarto reads them (``reader="quarto"``), a code cell's leading ``#|`` lines are its
+options, not its code: ``include: false`` shows nothing of the cell, ``echo: false`` no
+code, ``output: false`` no output; a first raw cell holding only a ``---`` YAML block is
+the page's front matter. nbdev (``reader="nbdev"``), which hands Quarto its notebooks,
+also drops ``#| hide`` cells, reads any raw cell that is only a ``---`` block as front
+matter, and makes the first markdown cell with a ``# Title`` line the title (a ``>``
+line the description, ``- key: value`` lines more fields), not text.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from kbctl.errors import ExtractError
+from kbctl.generators.yamlfile import load_yaml_config
 
 from .inline_html import fenced
 
@@ -30,11 +37,20 @@ _RICH = ("application/vnd.jupyter.widget-view+json", "text/html", "image/svg+xml
          "image/png", "image/jpeg", "image/gif", "text/latex")
 # Terminal colours in printed text: the page shows the colour, not the escape
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_RAW_FRONT_MATTER = re.compile(r"---[ \t]*\n(.*?\S.*?)\n---", re.DOTALL)
+# nbdev's title cell: "# Title", "> description", "- key: value" lines
+_H1 = re.compile(r"^#[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+_QUOTE = re.compile(r"^>[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+_ITEM = re.compile(r"^-[ \t]+(\S[^\n]*:[^\n]*\S)[ \t]*$", re.MULTILINE)
+_MAX_ITEMS = 100
 
 
-def notebook_to_markdown(text: str, *, cell_options: bool = False) -> str:
-    """The markdown of a notebook's JSON text; ExtractError when it is none.
-    ``cell_options``: code cells start with Quarto's ``#|`` options."""
+READERS = ("jupyter", "quarto", "nbdev")
+
+
+def notebook_to_markdown(text: str, *, reader: str = "jupyter") -> str:
+    """The markdown of a notebook's JSON text, front matter first when the ``reader``
+    (one of ``READERS``) finds some; ExtractError when it is no notebook."""
     try:
         notebook = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -48,11 +64,48 @@ def notebook_to_markdown(text: str, *, cell_options: bool = False) -> str:
     if not isinstance(cells, list):
         raise ExtractError("not a notebook: it has no list of cells")
     language = _language(notebook.get("metadata"))
+    front_matter: dict[str, Any] = {}
     parts: list[str] = []
-    for cell in cells:
-        if isinstance(cell, Mapping):
-            parts.extend(_cell(cell, language, cell_options))
-    return "\n\n".join(part for part in parts if part.strip()) + "\n"
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, Mapping):
+            continue
+        if reader != "jupyter" and (index == 0 or reader == "nbdev") and _front_matter(
+                cell, front_matter, nbdev=reader == "nbdev"):
+            continue
+        parts.extend(_cell(cell, language, reader != "jupyter"))
+    head = (f"---\n{yaml.safe_dump(front_matter, allow_unicode=True)}---\n\n"
+            if front_matter else "")
+    return head + "\n\n".join(part for part in parts if part.strip()) + "\n"
+
+
+def _front_matter(cell: Mapping[str, Any], found: dict[str, Any], *, nbdev: bool) -> bool:
+    """Whether ``cell`` is front matter (a raw ``---`` block; with ``nbdev``, also the
+    first markdown cell with a ``# Title`` line), its fields added to ``found``."""
+    kind = cell.get("cell_type")
+    source = _text(cell.get("source"))
+    if kind == "raw":
+        block = _RAW_FRONT_MATTER.fullmatch(source.strip())
+        fields = load_yaml_config(block.group(1)) if block else {}
+    elif kind == "markdown" and nbdev and "title" not in found:
+        fields = _nbdev_title(source)
+    else:
+        return False
+    found.update(fields)
+    return bool(fields)
+
+
+def _nbdev_title(source: str) -> dict[str, Any]:
+    title = _H1.search(source)
+    if title is None:
+        return {}
+    fields: dict[str, Any] = {"title": title.group(1)}
+    description = _QUOTE.search(source)
+    if description is not None:
+        fields["description"] = description.group(1)
+    items = _ITEM.findall(source)
+    if items:
+        fields.update(load_yaml_config("\n".join(items[:_MAX_ITEMS])))
+    return fields
 
 
 def _language(metadata: Any) -> str:
@@ -82,7 +135,7 @@ def _cell(cell: Mapping[str, Any], language: str, cell_options: bool) -> list[st
         return [f"{marks} {' '.join(source.split())}"]
     if kind != "code":
         return []  # raw cells reach only the output format they name
-    if cell_options:
+    if cell_options:  # Quarto's "#|" lines (nbdev's "#| hide" among them)
         source, options = _options(source)
         tags |= {f"remove-{part}" for option, part in (
             ("include:false", "cell"), ("hide", "cell"), ("echo:false", "input"),

@@ -5,7 +5,8 @@ rendered page shows it.
   aside; a path from ``/`` starts at the project), nested ten deep, under ``includes``'
   rules.
 - ``{{< var name >}}`` shows the value ``_variables.yml`` gives it (a dotted name goes into
-  mappings), ``{{< meta name >}}`` the page's front matter value, ``{{< kbd Ctrl-C >}}``
+  mappings), ``{{< meta name >}}`` the page's metadata (its front matter, its folders'
+  ``_metadata.yml``, ``_quarto.yml``), ``{{< kbd Ctrl-C >}}``
   its keys; other shortcodes show nothing, and an escaped one (``{{{< var x >}}}``) shows
   itself.
 - A code cell (```` ```{python} ````) is a code block in its language without its ``#|``
@@ -40,10 +41,12 @@ from ..generators.goldmark_attributes import (
     pandoc_inline_attributes_removed,
     split_pandoc_attributes,
 )
+from ..generators.yamlfile import load_yaml_config
 from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, code_spans, fence_end
 
 MAX_DEPTH = 10
+_VARIABLES = ("_variables.yml", "_variables.yaml")
 MAX_DIVS = 64
 _INCLUDE = re.compile(r"[ \t]*\{\{<[ \t]*include[ \t]+([^<>{}\n]+)>\}\}[ \t]*")
 _SHORTCODE = re.compile(r"(\{?)\{\{<[ \t]*([\w-]+)([^<>{}\n]*)>\}\}(\}?)")
@@ -64,14 +67,43 @@ _CALLOUTS = {"note": "Note", "tip": "Tip", "warning": "Warning", "caution": "Cau
 def quarto_to_markdown(text: str, *, page: Path | None = None, project: Path | None = None,
                        reads: list[Path] | None = None,
                        variables: Mapping[str, Any] | None = None,
-                       front_matter: Mapping[str, Any] | None = None) -> str:
+                       front_matter: Mapping[str, Any] | None = None,
+                       project_metadata: Mapping[str, Any] | None = None) -> str:
     """The page as its readers see it (see the module docstring); files the page takes
-    in are appended to ``reads``."""
-    if page is not None and project is not None and "include" in text:
-        files = IncludedFiles(project, [] if reads is None else reads)
+    in are appended to ``reads``. ``{{< meta >}}`` looks in the page's front matter, then
+    in the ``_metadata.yml`` of its folder and the folders above it in the project, then
+    in ``project_metadata`` (``_quarto.yml``); ``{{< var >}}`` in ``variables``, by
+    default the project's ``_variables.yml``. A file read is appended to ``reads``."""
+    files = (IncludedFiles(project, [] if reads is None else reads)
+             if page is not None and project is not None else None)
+    if files is not None and page is not None and project is not None and "include" in text:
         text = _with_includes(text, page, project, files, (normalized(page),))
+    if variables is None and files is not None and project is not None and "var" in text:
+        variables = next((load_yaml_config(found) for name in _VARIABLES
+                          if (found := files.read(project / name)) is not None), {})
+    layers: list[Mapping[str, Any]] = [front_matter or {}]
+    if files is not None and page is not None and project is not None and "meta" in text:
+        layers.extend(_folder_metadata(page, project, files))
+    layers.append(project_metadata or {})
     lines = _cells(text.split("\n"))
-    return "\n".join(_divs(lines, variables or {}, front_matter or {}))
+    return "\n".join(_divs(lines, variables or {}, layers))
+
+
+def _folder_metadata(page: Path, project: Path, files: IncludedFiles
+                     ) -> list[Mapping[str, Any]]:
+    """The ``_metadata.yml`` mappings Quarto merges into a page's, nearest folder first."""
+    found: list[Mapping[str, Any]] = []
+    folder = page.parent
+    for _ in range(MAX_DEPTH * 4):
+        if not folder.is_relative_to(project):
+            break
+        text = files.read(folder / "_metadata.yml")
+        if text is not None:
+            found.append(load_yaml_config(text))
+        if folder == project:
+            break
+        folder = folder.parent
+    return found
 
 
 def _with_includes(text: str, file: Path, project: Path, files: IncludedFiles,
@@ -147,7 +179,7 @@ def _cells(lines: list[str]) -> list[str]:
 
 
 def _divs(lines: list[str], variables: Mapping[str, Any],
-          front_matter: Mapping[str, Any]) -> list[str]:
+          metadata: list[Mapping[str, Any]]) -> list[str]:
     """Fenced divs as their content (labelled callouts, tabs as labels, hidden content
     left out) and shortcodes as what they show; code blocks as they are."""
     out: list[str] = []
@@ -209,7 +241,7 @@ def _divs(lines: list[str], variables: Mapping[str, Any],
             out.append(f"**{heading}**")
             continue
         out.append(line if heading is not None or "{{<" not in line
-                   else _shortcodes(line, variables, front_matter))
+                   else _shortcodes(line, variables, metadata))
     settle()
     return out
 
@@ -283,8 +315,8 @@ def _for_html(attributes: str, *, default: bool) -> bool:
     return default
 
 
-def _shortcodes(line: str, variables: Mapping[str, Any], front_matter: Mapping[str, Any]
-                ) -> str:
+def _shortcodes(line: str, variables: Mapping[str, Any],
+                metadata: list[Mapping[str, Any]]) -> str:
     def shown(m: re.Match[str]) -> str:
         before, name, args, after = m.groups()
         if before and after:  # {{{< x >}}}: the shortcode itself, as written
@@ -294,7 +326,7 @@ def _shortcodes(line: str, variables: Mapping[str, Any], front_matter: Mapping[s
         if name == "var":
             value = _dotted(variables, args)
         elif name == "meta":
-            value = _dotted(front_matter, args)
+            value = next((v for layer in metadata if (v := _dotted(layer, args)) != ""), "")
         elif name == "kbd":
             value = re.sub(r"\b(?:mac|win|linux)[ \t]*=[ \t]*", "", args).strip("'\" ")
         text = value if isinstance(value, str | int | float) and not isinstance(value, bool) \

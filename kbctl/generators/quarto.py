@@ -6,7 +6,9 @@ the folders of virtualenvs and R libraries). ``project: render:`` narrows that t
 files it names (literal paths from the root, globs at any depth, ``!`` excluding); a book
 renders only the files its ``chapters`` and ``appendices`` list. A draft (``draft: true``,
 or named in ``website: drafts:``) is rendered empty unless ``draft-mode`` says otherwise,
-and ``output-dir`` holds the rendered site, not sources.
+and ``output-dir`` holds the rendered site, not sources; front matter ``output-file``
+renames a page. An nbdev project (``nbdev.yml`` beside the config) publishes
+``01a_Basics.ipynb`` as ``basics.html``, as nbdev names it.
 
 Heading ids are Pandoc's (``auto_identifiers``): the text lowercased, every character
 but letters, digits, ``_``, ``-`` and ``.`` dropped, words joined by ``-``, everything
@@ -17,6 +19,7 @@ before the first letter cut (``section`` when nothing is left); a repeat gets ``
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,10 +37,10 @@ _IGNORED_NAMES = {"readme.md", "readme.rmd", "readme.qmd", "claude.md", "claude.
                   "agents.md", "agents.local.md"}
 _IGNORED_FOLDERS = {"node_modules", "venv", "env", "renv", "packrat", "rsconnect"}
 _GLOB_CHARS = frozenset("*?[{")
+_NBDEV_PREFIX = re.compile(r"^\d+[a-zA-Z0-9]*_")  # nbdev's 01a_basics.ipynb → basics.html
 # A render list or a book's chapters are tens of entries; a hostile one is read this far
 _MAX_ENTRIES = 1000
 _MAX_DEPTH = 50
-_MAX_VARIABLES_CHARS = 256 * 1024
 
 
 def pandoc_slug(text: str) -> str:
@@ -59,9 +62,12 @@ class Quarto:
             return None
         config = load_yaml_config(found[1])
         project = _mapping(config.get("project"))
+        metadata_files = config.get("metadata-files")
+        nbdev = (folder / "nbdev.yml").is_file() or (
+            isinstance(metadata_files, list) and "nbdev.yml" in metadata_files)
         settings: dict[str, Any] = {
-            "source_suffix": dict(_SOURCES), "notebooks": "quarto", "dollarmath": True,
-            "variables": _variables(folder)}
+            "source_suffix": dict(_SOURCES), "notebooks": "nbdev" if nbdev else "quarto",
+            "dollarmath": True, "metadata": config}
         website = _mapping(config.get("website"))
         if (project.get("type") in ("website", "book")
                 and str(website.get("draft-mode", "gone")) == "gone"):  # drafts: emptied
@@ -100,6 +106,13 @@ class Quarto:
         render = site.settings.get("render")
         if render is not None and not matches_any(render, rel.as_posix()):
             return None
+        output = front_matter.get("output-file")
+        if isinstance(output, str) and output.strip() and "/" not in output:
+            name = output.strip()
+            return (rel.parent / (name if "." in name else name + ".html")).as_posix()
+        if site.settings.get("notebooks") == "nbdev" and rel.suffix.lower() == ".ipynb":
+            return (rel.parent / _NBDEV_PREFIX.sub("", rel.name.lower())).with_suffix(
+                ".html").as_posix()
         return rel.with_suffix(".html").as_posix()
 
     def heading_ids(self, site: Site) -> CountingIds:
@@ -157,15 +170,6 @@ def _walk(node: Any, depth: int) -> Iterator[str]:
     elif isinstance(node, list):
         for item in node[:_MAX_ENTRIES]:
             yield from _walk(item, depth + 1)
-
-
-def _variables(folder: Path) -> Mapping[str, Any]:
-    """``_variables.yml``, the values ``{{< var name >}}`` shows; empty when there is
-    none or it is not a small mapping."""
-    found = first_config(folder, ("_variables.yml", "_variables.yaml"))
-    if found is None or len(found[1]) > _MAX_VARIABLES_CHARS:
-        return {}
-    return load_yaml_config(found[1])
 
 
 GENERATOR = Quarto()

@@ -352,6 +352,12 @@ def file_format(path: Path) -> str | None:
     return EXTENSIONS.get(path.suffix.lower())
 
 
+def notebook_reader(site: Site) -> str:
+    """How ``site``'s generator reads a notebook (``notebook.READERS``)."""
+    notebooks = site.settings.get("notebooks")
+    return notebooks if notebooks in ("quarto", "nbdev") else "jupyter"
+
+
 def page_format(path: Path, site: Site) -> str | None:
     """How a file of ``site`` is read: as its generator names its sources (Sphinx's
     ``source_suffix``: Django's ``.txt`` files are reStructuredText), else as
@@ -373,8 +379,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     notebook = fmt == "notebook"
     if notebook:
         try:
-            text, fmt = notebook_to_markdown(
-                text, cell_options=site.settings.get("notebooks") == "quarto"), "markdown"
+            text, fmt = notebook_to_markdown(text, reader=notebook_reader(site)), "markdown"
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
     if fmt == "rst" and over_block_budget(text):
