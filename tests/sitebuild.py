@@ -227,6 +227,33 @@ def _notebook_markdown(page: Path) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def build_mystmd(project: Path) -> dict[str, tuple[str, set[str]]]:
+    """``myst build --site`` (mystmd, Jupyter Book 2): its pages' content, which needs no
+    theme to build, as {source path: (slug, every html id on the page)}. The build then
+    fetches its theme; offline that step fails, after the content is written."""
+    proc = subprocess.run([tool("myst") or "myst", "build", "--site"], cwd=project,
+                          capture_output=True, text=True, timeout=300, check=False)
+    content = sorted((project / "_build" / "site" / "content").glob("*.json"))
+    if not content:
+        raise RuntimeError(f"myst build wrote no content ({proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    pages: dict[str, tuple[str, set[str]]] = {}
+    for file in content:
+        data = json.loads(file.read_text("utf-8"))
+        ids: set[str] = set()
+        stack = [data.get("mdast")]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("html_id"), str):
+                    ids.add(node["html_id"])
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        pages[data["location"].lstrip("/")] = (data["slug"], ids)
+    return pages
+
+
 def build_mdbook(project: Path) -> Path:
     out = project / "book"
     run([tool("mdbook") or "mdbook", "build", str(project)], cwd=project)

@@ -170,9 +170,9 @@ def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
             if explicit is not None:
                 slugger.reserve(explicit)
                 anchor = explicit
-            elif slug_headings:
-                anchor = slugger.dedupe(slug_plain(plain))
-            else:
+            elif slug_headings and (slug := slug_plain(plain)):
+                anchor = slugger.dedupe(slug)
+            else:  # no id of its own (an empty heading has none): its enclosing section's
                 anchor = next((a for _, _, a in reversed(stack) if a is not None), None)
             stack.append((level, title, anchor))
             sections.append(_Section(anchor=anchor, path=tuple(t for _, t, _ in stack)))

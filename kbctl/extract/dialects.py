@@ -30,6 +30,7 @@ from .mdx_imports import expand_partials
 from .mkdocs_includes import expand_include_markdown
 from .mkdocs_inline import inline_marks_removed
 from .myst import myst_to_markdown
+from .mystmd import mystmd_headings
 from .quarto import quarto_to_markdown
 from .shortcodes import shortcodes_to_markdown
 from .snippets import expand_snippets
@@ -140,6 +141,18 @@ def _vitepress(text: str, page: PageFile | None) -> str:
     return containers_to_markdown(text)
 
 
+def _mystmd(text: str, page: PageFile | None) -> str:
+    """Its headings as mystmd reads them (the title, labels), then MyST as Sphinx's, its
+    includes relative to the page."""
+    text = mystmd_headings(text, title=page.front_matter.get("title") if page else None)
+    if page is not None:
+        text = myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
+            source_dir=page.project, project=page.project, reads=page.reads))
+    else:
+        text = myst_to_markdown(text)
+    return math_fenced(text, dollars=True, amsmath=True)
+
+
 def _quarto(text: str, page: PageFile | None) -> str:
     """Its includes, cells, divs and shortcodes, then Pandoc's display math."""
     if page is None:
@@ -162,6 +175,7 @@ DIALECTS: dict[str, Dialect] = {
     "sphinx-dirhtml": _sphinx,
     "jupyter-book": _sphinx,  # Sphinx and MyST underneath
     "quarto": _quarto,
+    "mystmd": _mystmd,
     "mdbook": lambda text, page: text if page is None else expand_links(
         text, page=page.path, project=page.project, reads=page.reads),
 }

@@ -6,7 +6,9 @@ a directive is a code block and a role literal braces. Here, as the reStructured
 reader does for the same directives and roles (``rst_sphinx``):
 
 - an admonition or a labelled directive (``{note}``, ``{versionadded} 3.2``,
-  ``{seealso}``) becomes a labelled paragraph with its content;
+  ``{seealso}``) becomes a labelled paragraph with its content (an admonition without a
+  title takes the heading that opens it, as mystmd does);
+- mystmd's ``{myst}`` example shows its source as a code block;
 - a code directive (``{code-block} python``) becomes a fence in that language;
 - ``{eval-rst}`` shows its content read as reStructuredText (``rst``);
 - a directive that shows nothing of its own (``{toctree}``, ``{index}``,
@@ -44,6 +46,7 @@ _DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
 _OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?")
 _ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]+)`")
 _TARGET = re.compile(r"[ \t]*\([\w:.+-]+\)=[ \t]*")
+_ATX = re.compile(r" {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*")
 _ADMONITIONS = {"note": "Note", "warning": "Warning", "tip": "Tip", "hint": "Hint",
                 "important": "Important", "caution": "Caution", "danger": "Danger",
                 "attention": "Attention", "error": "Error", "todo": "To do"}
@@ -100,7 +103,7 @@ def _read(lines: list[str], depth: int, file: _File) -> list[str]:
                     continue
                 line = _substituted(line, file)
             if not _TARGET.fullmatch(line) and not line.lstrip().startswith("%"):
-                out.append(_ROLE.sub(_role, line) if "{" in line else line)
+                out.append(_roles(line) if "{" in line else line)
             i += 1
             continue
         opened = directive or fence
@@ -128,10 +131,15 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
     if kind in CODE_DIRECTIVES or name in CODE_DIRECTIVES:
         language = "python" if name in PYTHON_CODE_DIRECTIVES or kind in PYTHON_CODE_DIRECTIVES \
             else (argument.split()[0] if argument.split() else "")
-        return [f"```{language}", *content, "```"]
+        return fenced("\n".join(content), language)  # a fence longer than any inside
+    if kind == "myst":  # mystmd's live example: its source, shown as code
+        return fenced("\n".join(content), "markdown")
     if name in IGNORED_DIRECTIVES or kind in IGNORED_DIRECTIVES or kind == "image":
         return []
     body = _read(content, depth + 1, file)
+    if not argument and (kind == "admonition" or kind in _ADMONITIONS or (
+            kind in LABELLED_DIRECTIVES and not LABELLED_DIRECTIVES[kind][1])):
+        argument, body = _heading_title(body)
     if kind == "admonition":  # its argument is its title
         return [f"**{argument}**", "", *body] if argument else body
     if kind in _ADMONITIONS:
@@ -143,6 +151,35 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
         head = f"{label} {version}".strip() + ":"
         return [f"**{head}**" + (f" {rest}" if rest else ""), "", *body]
     return ([argument, ""] if argument else []) + body
+
+
+def _roles(line: str) -> str:
+    """``line`` with each role as its text; braces inside a code span (```{note}```) are
+    what the code shows, no role."""
+    spans = code_spans(line) if "`" in line else []
+    out: list[str] = []
+    pos = k = 0
+    while (m := _ROLE.search(line, pos)) is not None:
+        while k < len(spans) and spans[k][1] <= m.start():
+            k += 1
+        if k < len(spans) and spans[k][0] <= m.start():
+            out.append(line[pos:spans[k][1]])  # a code span: as written, searched past
+            pos = spans[k][1]
+            continue
+        out.append(line[pos:m.start()])
+        out.append(_role(m))
+        pos = m.end()
+    return "".join(out) + line[pos:]
+
+
+def _heading_title(body: list[str]) -> tuple[str, list[str]]:
+    """An admonition's title from the heading that opens its body (as mystmd reads it;
+    Sphinx allows no section there), and the body without it."""
+    first = next((i for i, line in enumerate(body) if line.strip()), None)
+    heading = _ATX.fullmatch(body[first]) if first is not None else None
+    if heading is None:
+        return "", body
+    return heading.group(1).strip(), body[first + 1:]
 
 
 def _included(kind: str, argument: str, options: dict[str, str], depth: int,

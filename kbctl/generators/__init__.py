@@ -23,6 +23,7 @@ from . import (
     jupyterbook,
     mdbook,
     mkdocs,
+    mystmd,
     plain,
     quarto,
     sphinx,
@@ -37,6 +38,7 @@ GENERATORS: dict[str, Generator] = {
     "sphinx": sphinx.GENERATOR,
     "sphinx-dirhtml": sphinx.DIRHTML,
     "jupyter-book": jupyterbook.GENERATOR,
+    "mystmd": mystmd.GENERATOR,
     "docusaurus": docusaurus.GENERATOR,
     "hugo": hugo.GENERATOR,
     "vitepress": vitepress.GENERATOR,
@@ -48,8 +50,8 @@ GENERATORS: dict[str, Generator] = {
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
 # _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
 # sphinx-external-toc), a Jupyter Book a _config.yml of its own.
-_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "quarto", "hugo",
-                    "sphinx", "jupyter-book", "jekyll")
+_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "quarto",
+                    "mystmd", "hugo", "sphinx", "jupyter-book", "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096

@@ -1,0 +1,284 @@
+"""MyST (mystmd, the engine of Jupyter Book 2): a ``myst.yml`` with a ``project``.
+
+Its pages are the ``.md`` and ``.ipynb`` files that ``project.toc`` lists (``file``
+entries and ``pattern`` globs, in order), or without a toc every such file of the project
+(not hidden ones, ``node_modules``, ``_build``, ``project.exclude`` matches or a folder
+holding a project of its own). Each is published at a slug of its file name: the
+leading numbering cut (``01_first_Page.md`` → ``first-page``), lowercased, each run of
+other characters a ``-``, 50 characters at most, a repeat numbered (``intro-1``) in the
+order mystmd reads the project: the index first (``index``, ``readme`` or ``main``, else
+the first markdown file), then each folder's files before its subfolders, index files
+first and the rest in natural order. URLs are flat (``/first-page``) unless
+``site.options.folders`` keeps the folders (``/sub/first-page``); the index is the site's
+root.
+
+Heading ids are mystmd's: the text with quotes dropped and lowercased, every character
+but ``a-z``, ``0-9`` and ``-`` a ``-``, ``id-`` before a leading digit or dash, runs of
+``-`` joined and trimmed; a ``(label)=`` target before a heading names it instead; a
+repeat gets ``-1``, ``-2``. ``{#id}`` is text. A page's first heading is its title, not a
+section, when it is an H1 that opens the page (and matches a front matter title).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..projectfiles import first_config, matches_any
+from .base import IdRules, Site
+from .yamlfile import load_yaml_config
+
+_MARKER = "myst.yml"
+_PAGE_SUFFIXES = (".md", ".ipynb")
+_INDEX_NAMES = ("index", "readme", "main")
+_SKIPPED = {"node_modules", "_build"}
+_MAX_FILES = 20_000  # a project walked past this is read as far as it got
+_MAX_DEPTH = 30
+_MAX_TOC_ENTRIES = 5000
+_SLUG_CHARS = re.compile(r"[^a-z0-9-]+")
+_NUMBERING = re.compile(r"^[0-9_.-]+")
+_YEAR = re.compile(r"^[12][0-9]{3}(?:[^0-9]|$)")
+_QUOTES = re.compile(r"['‘’\"“”]+")
+_NATURAL = re.compile(r"(\d+)")
+_INLINE_MATH = re.compile(r"\$([^$\n]+)\$")  # its text is the TeX: "$x^2$" → "x^2"
+
+
+def myst_html_id(text: str) -> str:
+    """mystmd's html id of a heading or label whose text is ``text`` ('' for none)."""
+    identifier = _QUOTES.sub("", " ".join(text.split())).strip().lower()
+    html_id = re.sub(r"[^a-z0-9-]", "-", identifier)
+    if html_id[:1].isdigit() or html_id[:1] == "-":
+        html_id = "id-" + html_id
+    return re.sub(r"-{2,}", "-", html_id).strip("-")
+
+
+def create_slug(name: str) -> str:
+    """mystmd's slug of a file or folder name (without its extension)."""
+    if not _YEAR.match(name) and not re.match(r"^[0-9]{5}", name):
+        name = _NUMBERING.sub("", name) or name
+    slug = _SLUG_CHARS.sub("-", name.replace("&", "-and-").lower()).strip("-")
+    return re.sub(r"-{2,}", "-", slug)[:50]
+
+
+class MystIds(IdRules):
+    """Ids in page order, every one (a label's too) made unique with ``-1``, ``-2``…"""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
+        base = explicit or myst_html_id(_INLINE_MATH.sub(r"\1", text))
+        if not base:
+            return None
+        n = self._next.get(base, 0)
+        candidate = f"{base}-{n}" if n else base
+        while candidate in self._used:
+            n += 1
+            candidate = f"{base}-{n}"
+        self._next[base] = n + 1
+        self._used.add(candidate)
+        return candidate
+
+
+class Mystmd:
+    name = "mystmd"
+    markers = (_MARKER,)
+
+    def detect(self, folder: Path) -> Site | None:
+        found = first_config(folder, (_MARKER,))
+        if found is None:
+            return None
+        config = load_yaml_config(found[1])
+        project = config.get("project")
+        if not isinstance(project, Mapping):
+            return None  # a myst.yml of a site alone (its projects elsewhere)
+        site = config.get("site") if isinstance(config.get("site"), Mapping) else {}
+        options = site.get("options") if isinstance(site.get("options"), Mapping) else {}
+        folders = options.get("folders") is True
+        return Site(self.name, folder, found[0], {
+            "notebooks": "mystmd", "dollarmath": True, "amsmath": True,
+            "pages": _pages(folder, project, folders)})
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root, settings={
+            "notebooks": "mystmd", "dollarmath": True, "amsmath": True,
+            "pages": _pages(root, {}, False)})
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        pages = site.settings.get("pages") or {}
+        return pages.get(rel.as_posix())
+
+    def heading_ids(self, site: Site) -> MystIds:
+        return MystIds()
+
+
+def _pages(root: Path, project: Mapping[str, Any], folders: bool) -> dict[str, str]:
+    """{a page's path from the project: its URL path} in the order mystmd numbers slugs."""
+    exclude = tuple("/" + p.strip().removeprefix("./").lstrip("/")
+                    for p in project.get("exclude", []) if isinstance(p, str) and p.strip()
+                    ) if isinstance(project.get("exclude"), list) else ()
+    toc = project.get("toc")
+    if isinstance(toc, list) and toc:
+        ordered = _toc_files(root, toc, exclude)
+        index = ordered[0] if ordered else None
+        slugs = {"index": 1}
+    else:
+        ordered = [rel for rel in _walk(root, exclude)]
+        index = _index_of(ordered)
+        slugs = {}
+    urls: dict[str, str] = {}
+    if index is None:
+        return urls
+    if not slugs:
+        _slug(index, slugs, folders)
+    urls[index] = ""
+    for rel in ordered:
+        if rel not in urls:
+            urls[rel] = _slug(rel, slugs, folders).removesuffix(".index").replace(".", "/")
+    return {rel: url for rel, url in urls.items() if rel.lower().endswith(_PAGE_SUFFIXES)}
+
+
+def _slug(rel: str, counts: dict[str, int], folders: bool) -> str:
+    path = PurePosixPath(rel)
+    name = path.name[: -len(_suffix(path.name))] if _suffix(path.name) else path.stem
+    slug = create_slug(name)
+    if folders:
+        slug = ".".join([*(create_slug(part) for part in path.parent.parts), slug])
+    folder_index = slug.endswith(".index")
+    key = slug[:-6] if folder_index else slug
+    if key in counts:
+        counts[key] += 1
+        return f"{key}-{counts[key] - 1}" + (".index" if folder_index else "")
+    counts[key] = 1
+    return slug
+
+
+def _suffix(name: str) -> str:
+    lowered = name.lower()
+    return next((s for s in (*_PAGE_SUFFIXES, ".tex", ".myst.json") if lowered.endswith(s)), "")
+
+
+def _natural(name: str) -> tuple[Any, ...]:
+    """A sort key near ``localeCompare`` with numeric order and punctuation ignored."""
+    squeezed = "".join(c for c in name.lower() if c.isalnum())
+    return tuple(int(part) if part.isdigit() else part for part in _NATURAL.split(squeezed))
+
+
+def _in_order(names: list[str]) -> list[str]:
+    """One folder's entries as mystmd sorts them: index files first, then naturally."""
+    index_names = {f"{n}{s}" for n in _INDEX_NAMES for s in (".md", ".ipynb", ".myst.json")}
+    return sorted(names, key=lambda n: (n not in index_names, _natural(n), n))
+
+
+def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[str]:
+    """The project's page files, each folder's files before its subfolders'."""
+    seen = 0
+
+    def folder(path: Path, rel: str, depth: int) -> Iterator[str]:
+        nonlocal seen
+        try:
+            with os.scandir(path) as entries:
+                names = [e.name for e in entries if not e.name.startswith(".")
+                         and e.name not in _SKIPPED]
+        except OSError:
+            return
+        if depth and _MARKER in names:
+            return  # a project of its own
+        files, dirs = [], []
+        for name in _in_order(names):
+            seen += 1
+            if seen > _MAX_FILES:
+                return
+            child = f"{rel}{name}"
+            if exclude and matches_any(exclude, child):
+                continue
+            full = path / name
+            if full.is_dir():
+                dirs.append((full, child))
+            elif _suffix(name):
+                files.append(child)
+        yield from files
+        if depth < _MAX_DEPTH:
+            for full, child in dirs:
+                yield from folder(full, child + "/", depth + 1)
+
+    yield from folder(root, "", 0)
+
+
+def _index_of(ordered: list[str]) -> str | None:
+    top = [rel for rel in ordered if "/" not in rel]
+    for suffix in (".md", ".tex", ".ipynb", ".myst.json"):
+        for name in _INDEX_NAMES:
+            match = next((rel for rel in top if rel.lower() == f"{name}{suffix}"), None)
+            if match:
+                return match
+    for suffix in (".md", ".tex", ".ipynb", ".myst.json"):
+        match = next((rel for rel in top if rel.lower().endswith(suffix)), None)
+        if match:
+            return match
+    return ordered[0] if ordered else None
+
+
+def _toc_files(root: Path, toc: list[Any], exclude: tuple[str, ...]) -> list[str]:
+    """The files ``project.toc`` names, in its order (patterns expanded)."""
+    out: list[str] = []
+    listed: set[str] = set()
+
+    def entries(items: list[Any], depth: int) -> None:
+        for item in items:
+            if len(out) >= _MAX_TOC_ENTRIES or depth > _MAX_DEPTH:
+                return
+            if not isinstance(item, Mapping):
+                continue
+            if isinstance(item.get("file"), str):
+                rel = _resolved(root, item["file"])
+                if rel is not None and rel not in listed:
+                    listed.add(rel)
+                    out.append(rel)
+            elif isinstance(item.get("pattern"), str):
+                matches = [m for m in _glob(root, item["pattern"]) if m not in listed
+                           and not (exclude and matches_any(exclude, m))]
+                if item.get("sort") == "descending":
+                    matches.reverse()
+                for rel in matches:
+                    listed.add(rel)
+                    out.append(rel)
+            if isinstance(item.get("children"), list):
+                entries(item["children"], depth + 1)
+
+    entries(toc, 0)
+    return out
+
+
+def _resolved(root: Path, written: str) -> str | None:
+    """A toc's file path from the project, its extension added when left out."""
+    rel = os.path.normpath(written.strip()).replace(os.sep, "/").lstrip("/")
+    if rel.startswith("../") or rel == "..":
+        return None
+    if _suffix(rel):
+        return rel
+    return next((rel + s for s in (*_PAGE_SUFFIXES, ".tex", ".myst.json")
+                 if (root / (rel + s)).is_file()), None)
+
+
+def _glob(root: Path, pattern: str) -> list[str]:
+    """Files a toc pattern matches, sorted as mystmd sorts them."""
+    if pattern.startswith(("/", "..")) or "/../" in pattern:
+        return []
+    found: list[str] = []
+    try:
+        for path in root.glob(pattern):
+            if len(found) >= _MAX_TOC_ENTRIES:
+                break
+            if path.is_file():
+                found.append(path.relative_to(root).as_posix())
+    except (OSError, ValueError, NotImplementedError):
+        return []
+    return sorted(found, key=lambda rel: (_natural(rel), rel))
+
+
+GENERATOR = Mystmd()
