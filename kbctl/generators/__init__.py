@@ -188,7 +188,9 @@ def expiry(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
 
 def heading_ids(site: Site, *, notebook: bool = False) -> HeadingIds:
     """A fresh heading id allocator for one page of ``site``; a ``notebook``'s sections
-    get ids of their own from nbsphinx."""
+    get ids of their own from nbsphinx and mkdocs-jupyter."""
     if notebook and site.settings.get("notebooks") == "nbsphinx":
         return sphinx.NbsphinxIds()
+    if notebook and site.settings.get("notebooks") == "mkdocs-jupyter":
+        return mkdocs.notebook_heading_ids(site)
     return GENERATORS[site.generator].heading_ids(site)

@@ -40,6 +40,7 @@ _UNIQUE_SUFFIX = re.compile(r"^(.*)_([0-9]+)$")
 _PYMDOWNX_INVALID = re.compile(r"[^\w\- ]")
 _TAGS = re.compile(r"</?[^>]*>")
 _MARKDOWN = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+_MAX_PATTERNS = 1000
 # a reference link left unresolved by Markdown: autorefs resolves it, leaving the text
 _AUTOREF = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
 _ALWAYS_EXCLUDED = (".*", "/templates/")
@@ -198,6 +199,7 @@ class MkDocs:
             # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing
             "abbr": any(name in extensions for name in ("abbr", "extra", "pymdownx.extra")),
             "include_markdown": "include-markdown" in plugins,
+            **_jupyter(plugins),
             "brace_includes": _brace_includes(extensions),
             "include_variants": "markdown_include_variants" in extensions,
             # mkdocs-macros (or Zensical's macros extension) renders Jinja over each page
@@ -215,7 +217,11 @@ class MkDocs:
         if matches_any(tuple(site.settings.get("unpublished", _ALWAYS_EXCLUDED)),
                        rel.as_posix()):
             return None
-        if rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
+        if rel.suffix == ".ipynb":
+            if not _is_notebook_page(site, rel):
+                return None  # a download, not a page
+            rel = rel.with_suffix(".md")  # mkdocs-jupyter renders it as a page
+        elif rel.suffix not in _MARKDOWN:  # as MkDocs compares: X.MD is a static file
             return rel.as_posix()  # static files are copied as they are
         prefix = ""
         i18n = site.settings.get("i18n")
@@ -249,6 +255,54 @@ class MkDocs:
         return PluginIds(lambda text: slug(_EMOJI.sub("", text) if emoji else text, sep),
                          bool(site.settings.get("attr_list")),
                          autodoc=autodoc, autorefs=autodoc or "autorefs" in plugins)
+
+
+class CellIds(IdRules):
+    """mkdocs-jupyter's ids: each markdown cell is rendered on its own, so a heading
+    repeated in a later cell keeps the same id. kbctl sees the page whole: no repeat is
+    numbered (one repeated within a cell is, on the page, numbered too)."""
+
+    def __init__(self, page_ids: Callable[[], TocIds]) -> None:
+        self._page_ids = page_ids
+        self.honours_explicit = page_ids().honours_explicit
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        return self._page_ids()(text, explicit)
+
+
+def notebook_heading_ids(site: Site) -> CellIds:
+    """The ids of a notebook page of ``site`` (mkdocs-jupyter)."""
+    return CellIds(lambda: GENERATOR.heading_ids(site))
+
+
+def _jupyter(plugins: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """mkdocs-jupyter's settings: notebooks are pages (those its ``include`` patterns
+    match, ``*.ipynb`` by default, and its ``ignore`` patterns do not)."""
+    if "mkdocs-jupyter" not in plugins:
+        return {}
+    options = plugins["mkdocs-jupyter"]
+    def patterns(key: str, default: list[str]) -> tuple[str, ...]:
+        value = options.get(key, default)
+        return tuple(p for p in value[:_MAX_PATTERNS] if isinstance(p, str) and p.strip()
+                     ) if isinstance(value, list) else tuple(default)
+    return {"notebooks": "mkdocs-jupyter",
+            "notebook_patterns": (patterns("include", ["*.ipynb"]), patterns("ignore", []))}
+
+
+def _is_notebook_page(site: Site, rel: PurePosixPath) -> bool:
+    """Whether mkdocs-jupyter renders the notebook at ``rel`` (its patterns match a path
+    from the right, as ``PurePath.match`` does)."""
+    if site.settings.get("notebooks") != "mkdocs-jupyter":
+        return False
+    include, ignore = site.settings.get("notebook_patterns", (("*.ipynb",), ()))
+    return not any(_match(rel, p) for p in ignore) and any(_match(rel, p) for p in include)
+
+
+def _match(rel: PurePosixPath, pattern: str) -> bool:
+    try:
+        return rel.match(pattern)
+    except ValueError:  # an empty or absolute pattern
+        return False
 
 
 class PluginIds(TocIds):
