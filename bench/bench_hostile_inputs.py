@@ -32,6 +32,10 @@
    fresh process: read or refused, seconds and peak RSS. docutils copies the lines each
    level holds, so past ``MAX_MEAN_DEPTH`` a file is refused before it parses (100 levels
    took 0.9 GB before).
+10. Quarto and mystmd pages of about 5 MB shaped against their readers: div fences with
+    and without attributes, callouts awaiting a title, shortcodes left open, heading
+    attribute lists that never close, code cells of option lines, ``(label)=`` targets
+    before nothing, directive fences that never close. Seconds per page.
 
 Medians of repeated runs in one process, so all sides see the same machine load.
 
@@ -255,6 +259,7 @@ def repeated_includes() -> None:
     from kbctl.extract.mdx_imports import expand_partials
     from kbctl.extract.mkdocs_includes import expand_include_markdown
     from kbctl.extract.myst import myst_to_markdown
+    from kbctl.extract.quarto import quarto_to_markdown
     from kbctl.extract.rst import rst_to_markdown
     from kbctl.extract.snippets import expand_snippets
     from kbctl.extract.sphinx_includes import SphinxIncludes
@@ -291,6 +296,8 @@ def repeated_includes() -> None:
             ("MyST {literalinclude} big.rs", 10_000, lambda n: myst_to_markdown(
                 "```{literalinclude} big.rs\n:lines: 1\n```\n" * n, path=page,
                 includes=sphinx())),
+            ("Quarto {{< include big.md >}}", 100_000, lambda n: quarto_to_markdown(
+                "{{< include big.md >}}\n" * n, page=page, project=root)),
         ]
         (root / "big.md").write_text((line + "\n") * 80_000)
         print("\npages naming an 880 KB file again and again for one line of it:")
@@ -298,7 +305,8 @@ def repeated_includes() -> None:
         for name, names, run in cases:
             took = median_seconds(lambda run=run, names=names: run(names), 3)
             shown = run(names).count(line)
-            times = shown // 80_000 if name.startswith(("MDX", "Jekyll")) else shown  # whole
+            whole = name.startswith(("MDX", "Jekyll", "Quarto"))
+            times = shown // 80_000 if whole else shown
             print(f"  {name:44} {names:>8,} {took:8.2f} {times:>9}")
 
 
@@ -338,6 +346,36 @@ def nested_rst() -> None:
               f"{int(out[2]) / 1024:7.0f} MB")
 
 
+def quarto_and_mystmd_pages() -> None:
+    from kbctl.extract.mystmd import mystmd_headings
+    from kbctl.extract.quarto import quarto_to_markdown
+
+    size = 5 * 1024 * 1024
+
+    def page(unit: str) -> str:
+        return unit * (size // len(unit))
+
+    cases: list[tuple[str, Callable[[str], str], str]] = [
+        ("Quarto: ::: {.callout-note} lines", quarto_to_markdown, page("::: {.callout-note}\n")),
+        ("Quarto: ::: and : runs on one line", quarto_to_markdown, ":::" + " :" * (size // 2)),
+        ("Quarto: unclosed {{< on one line", quarto_to_markdown, "{{<" + " " * size),
+        ("Quarto: # heading {#a #a … never closed", quarto_to_markdown,
+         "# h {" + "#a " * (size // 3)),
+        ("Quarto: a cell of #| lines", quarto_to_markdown,
+         "```{python}\n" + page("#| echo: true\n")),
+        ("Quarto: tabset headings", quarto_to_markdown,
+         ":::: {.panel-tabset}\n" + page("## t\n")),
+        ("mystmd: (label)= lines", mystmd_headings, page("(a)=\n")),
+        ("mystmd: directive fences never closed", mystmd_headings, page("````{note}\n")),
+        ("mystmd: headings with {#id}", mystmd_headings, page("## x {#y}\n")),
+    ]
+    print("\nQuarto and mystmd pages of about 5 MB:")
+    print(f"  {'page':44} {'MB':>6} {'seconds':>8}")
+    for name, read, text in cases:
+        took = median_seconds(lambda read=read, text=text: read(text), 3)
+        print(f"  {name:44} {len(text) / 1e6:6.1f} {took:8.2f}")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
@@ -348,3 +386,4 @@ if __name__ == "__main__":
     replaced_patterns()
     repeated_includes()
     nested_rst()
+    quarto_and_mystmd_pages()
