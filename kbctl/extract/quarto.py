@@ -4,16 +4,15 @@ rendered page shows it.
 - ``{{< include _part.qmd >}}`` alone on a line puts that file there (its front matter
   aside; a path from ``/`` starts at the project), nested ten deep, under ``includes``'
   rules.
-- ``{{< var name >}}`` shows the value ``_variables.yml`` gives it (a dotted name goes into
-  mappings), ``{{< meta name >}}`` the page's metadata (its front matter, its folders'
-  ``_metadata.yml``, ``_quarto.yml``), ``{{< kbd Ctrl-C >}}``
-  its keys; other shortcodes show nothing, and an escaped one (``{{{< var x >}}}``) shows
-  itself.
+- ``{{< var name >}}`` shows the value ``_variables.yml`` gives it (a dotted name goes
+  into mappings), ``{{< meta name >}}`` the page's metadata (its front matter, its
+  folders' ``_metadata.yml``, ``_quarto.yml``), ``{{< kbd Ctrl-C >}}`` its keys; other
+  shortcodes show nothing, and an escaped one (``{{{< var x >}}}``) shows itself.
 - A code cell (```` ```{python} ````) is a code block in its language without its ``#|``
   option lines; one with ``echo: false`` or ``include: false`` (knitr's
-  ``{r, echo=FALSE}`` too) shows no code, and an unexecuted one (```` ```{{r}} ````) shows
-  as written. A raw block (```` ```{=html} ````) shows its
-  HTML as text, one for another format nothing; ```` ```{.python} ```` is Python.
+  ``{r, echo=FALSE}`` too) shows no code, and an unexecuted one (```` ```{{r}} ````)
+  shows as written. A raw block (```` ```{=html} ````) shows its HTML as text, one for
+  another format nothing; ```` ```{.python} ```` is Python.
 - A heading reads as Pandoc reads it, which gives its id: ``---``, ``--`` and ``...``
   typographic, ``<br>`` a space, a shortcode nothing (Quarto resolves it only after the
   id is made).
@@ -46,8 +45,8 @@ from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, code_spans, fence_end
 
 MAX_DEPTH = 10
-_VARIABLES = ("_variables.yml", "_variables.yaml")
 MAX_DIVS = 64
+_VARIABLES = ("_variables.yml", "_variables.yaml")
 _INCLUDE = re.compile(r"[ \t]*\{\{<[ \t]*include[ \t]+([^<>{}\n]+)>\}\}[ \t]*")
 _SHORTCODE = re.compile(r"(\{?)\{\{<[ \t]*([\w-]+)([^<>{}\n]*)>\}\}(\}?)")
 _VERBATIM_CELL = re.compile(r"\{\{[ \t]*([A-Za-z][\w+-]*)[^{}]*\}\}[ \t]*$")

@@ -38,6 +38,7 @@ _SKIPPED = {"node_modules", "_build"}
 _MAX_FILES = 20_000  # a project walked past this is read as far as it got
 _MAX_DEPTH = 30
 _MAX_TOC_ENTRIES = 5000
+_MAX_TOC_PATTERNS = 200  # each is matched against every file of the project
 _SLUG_CHARS = re.compile(r"[^a-z0-9-]+")
 _NUMBERING = re.compile(r"^[0-9_.-]+")
 _YEAR = re.compile(r"^[12][0-9]{3}(?:[^0-9]|$)")
@@ -227,8 +228,11 @@ def _toc_files(root: Path, toc: list[Any], exclude: tuple[str, ...]) -> list[str
     """The files ``project.toc`` names, in its order (patterns expanded)."""
     out: list[str] = []
     listed: set[str] = set()
+    walked: list[str] = []  # the project's files, walked once for all patterns
+    patterns = 0
 
     def entries(items: list[Any], depth: int) -> None:
+        nonlocal patterns
         for item in items:
             if len(out) >= _MAX_TOC_ENTRIES or depth > _MAX_DEPTH:
                 return
@@ -239,8 +243,11 @@ def _toc_files(root: Path, toc: list[Any], exclude: tuple[str, ...]) -> list[str
                 if rel is not None and rel not in listed:
                     listed.add(rel)
                     out.append(rel)
-            elif isinstance(item.get("pattern"), str):
-                matches = [m for m in _glob(root, item["pattern"]) if m not in listed
+            elif isinstance(item.get("pattern"), str) and patterns < _MAX_TOC_PATTERNS:
+                patterns += 1
+                if not walked:
+                    walked.extend(_walk(root, ()))
+                matches = [m for m in _glob(walked, item["pattern"]) if m not in listed
                            and not (exclude and matches_any(exclude, m))]
                 if item.get("sort") == "descending":
                     matches.reverse()
@@ -265,20 +272,14 @@ def _resolved(root: Path, written: str) -> str | None:
                  if (root / (rel + s)).is_file()), None)
 
 
-def _glob(root: Path, pattern: str) -> list[str]:
-    """Files a toc pattern matches, sorted as mystmd sorts them."""
+def _glob(files: list[str], pattern: str) -> list[str]:
+    """The ``files`` a toc pattern matches (``*`` within a folder, ``**`` across), sorted
+    as mystmd sorts them."""
     if pattern.startswith(("/", "..")) or "/../" in pattern:
         return []
-    found: list[str] = []
-    try:
-        for path in root.glob(pattern):
-            if len(found) >= _MAX_TOC_ENTRIES:
-                break
-            if path.is_file():
-                found.append(path.relative_to(root).as_posix())
-    except (OSError, ValueError, NotImplementedError):
-        return []
-    return sorted(found, key=lambda rel: (_natural(rel), rel))
+    anchored = ("/" + pattern.removeprefix("./"),)
+    found = [rel for rel in files if matches_any(anchored, rel)]
+    return sorted(found[:_MAX_TOC_ENTRIES], key=lambda rel: (_natural(rel), rel))
 
 
 GENERATOR = Mystmd()
