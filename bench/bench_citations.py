@@ -47,11 +47,13 @@ from tests.sitebuild import (  # noqa: E402
     build_jekyll,
     build_mdbook,
     build_mkdocs,
+    build_mystmd,
     build_quarto,
     build_sphinx,
     build_starlight,
     build_vitepress,
     check,
+    check_mystmd,
     citations,
     tool,
     write_tree,
@@ -106,7 +108,7 @@ def _portable(markdown: str) -> str:
 
 def _rust_book_as(layout: str, root: Path) -> Path:
     """The Rust book's chapters laid out as an mdBook, MkDocs, Hugo, VitePress, Jekyll,
-    Docusaurus, Starlight or Quarto project."""
+    Docusaurus, Starlight, Quarto or mystmd project."""
     if layout == "mdbook":
         shutil.copytree(RUST_BOOK, root / "src")
         write_tree(root, {"book.toml": "[book]\ntitle = 'Book'\nsrc = 'src'\n"})
@@ -122,6 +124,8 @@ def _rust_book_as(layout: str, root: Path) -> Path:
                              chapter.stem)
                 front_matter = f"---\ntitle: {json.dumps(title)}\n---\n"
             name = chapter.with_suffix(".qmd").name if layout == "quarto" else chapter.name
+            if layout == "mystmd" and name == "title-page.md":
+                name = "index.md"  # the book's first page, the site's root
             write_tree(folder, {name: front_matter + text})
     if layout == "mkdocs":
         write_tree(root, {"mkdocs.yml": "site_name: Book\nmarkdown_extensions:\n"
@@ -133,6 +137,9 @@ def _rust_book_as(layout: str, root: Path) -> Path:
         write_tree(root, {"_config.yml": "title: Book\n"})
     elif layout == "quarto":
         write_tree(root, {"_quarto.yml": "project:\n  type: website\n"})
+    elif layout == "mystmd":
+        write_tree(root, {"myst.yml": "version: 1\nproject:\n  title: Book\n"
+                                     "site:\n  title: Book\n"})
     elif layout == "docusaurus":  # .md read as CommonMark, not MDX
         write_tree(root, {"docusaurus.config.js": (
             "module.exports = { title: 'Book', url: 'https://docs.example.com', baseUrl: '/', "
@@ -182,6 +189,17 @@ def generator_builds() -> None:
             assert detected == name and not failed, (detected, failed[:3])
             corpus = "Rust book" if name == "mdbook" else "Rust book (portable md)"
             _row(name, corpus, check(site, pairs, BASE), seconds)
+    if tool("myst") is None or not RUST_BOOK.is_dir():
+        print("mystmd          skipped: myst (mystmd) or the Rust book is not available")
+    else:
+        with temp_dir() as tmp:
+            project = _rust_book_as("mystmd", tmp / "book")
+            t0 = time.perf_counter()
+            built = build_mystmd(project)
+            seconds = time.perf_counter() - t0
+            pairs, detected, failed = citations(project, base_url=BASE)
+            assert detected == "mystmd" and not failed, (detected, failed[:3])
+            _row("mystmd", "Rust book (portable md)", check_mystmd(built, pairs, BASE), seconds)
     tutorial = DOCS_SITE / "_sources" / "tutorial"
     if tool("sphinx-build") is None or not tutorial.is_dir():
         print("sphinx          skipped: Sphinx or the docs site is not available")

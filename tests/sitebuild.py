@@ -149,6 +149,30 @@ def check(site_dir: Path, pairs: Iterable[tuple[str, str | None]],
     return result
 
 
+def check_mystmd(built: dict[str, tuple[str, set[str]]],
+                 pairs: Iterable[tuple[str, str | None]],
+                 base_url: str = BASE_URL) -> CitationCheck:
+    """``check`` against what ``build_mystmd`` returns: a page's URL is its slug (folders
+    from ``.``), the root for the index, and its ids are those of its content."""
+    ids_at: dict[str, set[str]] = {}
+    for location, (slug, ids) in built.items():
+        root_index = "/" not in location and slug in ("index", "readme", "main")
+        ids_at[base_url + ("" if root_index else
+                           slug.removesuffix(".index").replace(".", "/"))] = ids
+    result = CitationCheck()
+    for url, anchor in pairs:
+        result.checked += 1
+        if url not in ids_at:
+            result.missing_pages.append(url)
+            continue
+        result.pages_found += 1
+        if anchor is None or anchor in ids_at[url]:
+            result.anchors_found += 1
+        else:
+            result.missing_anchors.append(f"{url}#{anchor}")
+    return result
+
+
 # --- builders --------------------------------------------------------------------------
 
 

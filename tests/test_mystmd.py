@@ -12,7 +12,16 @@ from kbctl.extract.myst import myst_to_markdown
 from kbctl.extract.mystmd import mystmd_headings
 from kbctl.generators import resolve_site
 from kbctl.generators.mystmd import create_slug, myst_html_id
-from tests.sitebuild import BASE_URL, build_mystmd, citations, page_bodies, tool, write_tree
+from tests.sitebuild import (
+    BASE_URL,
+    build_mystmd,
+    check_mystmd,
+    citations,
+    failures,
+    page_bodies,
+    tool,
+    write_tree,
+)
 
 MYST_YML = "version: 1\nproject:\n  title: Demo\nsite:\n  title: Demo\n"
 
@@ -121,13 +130,12 @@ def test_citations_open_the_pages_and_ids_mystmd_builds(tmp_path: Path, folders:
     for rel, (slug, _) in built.items():
         expected = "" if rel == "index.md" else slug.removesuffix(".index").replace(".", "/")
         assert pages[rel] == expected, rel
-    by_url = {BASE_URL + url: built[rel][1] for rel, url in pages.items()}
     pairs, detected, failed = citations(project)
     assert detected == "mystmd" and not failed
+    result = check_mystmd(built, pairs)
+    assert result.resolved_share == 1.0, "\n".join(failures(result))
     anchored = [(url, anchor) for url, anchor in pairs if anchor]
     assert len(anchored) >= 15
-    missing = [(url, a) for url, a in anchored if a not in by_url[url]]
-    assert not missing
     anchors = {a for _, a in anchored}
     assert {"not-the-title", "my-label", "options-1", "its-quoted-single",
             "id-123-numbers-first", "custom-not-an-id", "id-note-vs-tip", "inner",
