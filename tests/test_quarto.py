@@ -329,6 +329,7 @@ def test_page_rules() -> None:
     assert page("nb.ipynb") == "nb.html" and page("a/index.qmd") == "a/index.html"
     assert None is page("_inc.qmd") is page("a/_x/b.qmd") is page(".h/b.qmd")
     assert None is page("README.md") is page("AGENTS.md") is page("x.llms.md")
+    assert page("readme.md") == "readme.html"  # Quarto's ignore glob is case-sensitive
     assert None is page("renv/a.qmd") is page("env/a.md") is page("style.css")
     assert GENERATOR.page(site, PurePosixPath("a/b.qmd"), {"output-file": "c"}) == "a/c.html"
 

@@ -95,8 +95,9 @@ class Mystmd:
             return None
         config = load_yaml_config(found[1])
         project = config.get("project")
-        if not isinstance(project, Mapping):
+        if config and not isinstance(project, Mapping):
             return None  # a myst.yml of a site alone (its projects elsewhere)
+        project = project if isinstance(project, Mapping) else {}  # unreadable: defaults
         site = config.get("site") if isinstance(config.get("site"), Mapping) else {}
         options = site.get("options") if isinstance(site.get("options"), Mapping) else {}
         folders = options.get("folders") is True

@@ -33,8 +33,8 @@ _MARKERS = ("_quarto.yml", "_quarto.yaml")
 _SOURCES = {".qmd": "markdown", ".md": "markdown", ".markdown": "markdown",
             ".rmd": "markdown", ".rmarkdown": "markdown", ".ipynb": "notebook"}
 # Never rendered (Quarto's hidden-file globs and its engines' ignored folders)
-_IGNORED_NAMES = {"readme.md", "readme.rmd", "readme.qmd", "claude.md", "claude.local.md",
-                  "agents.md", "agents.local.md"}
+_IGNORED_NAMES = {"README.md", "README.Rmd", "README.rmd", "README.qmd", "CLAUDE.md",
+                  "CLAUDE.local.md", "AGENTS.md", "AGENTS.local.md"}  # as cased
 _IGNORED_FOLDERS = {"node_modules", "venv", "env", "renv", "packrat", "rsconnect"}
 _GLOB_CHARS = frozenset("*?[{")
 _NBDEV_PREFIX = re.compile(r"^\d+[a-zA-Z0-9]*_")  # nbdev's 01a_basics.ipynb → basics.html
@@ -91,7 +91,7 @@ class Quarto:
             "source_suffix": dict(_SOURCES), "notebooks": "quarto", "dollarmath": True})
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
-        if rel.suffix.lower() not in _SOURCES or rel.name.lower() in _IGNORED_NAMES:
+        if rel.suffix.lower() not in _SOURCES or rel.name in _IGNORED_NAMES:
             return None
         if rel.name.lower().endswith(".llms.md") or any(
                 part.startswith(("_", ".")) or part in _IGNORED_FOLDERS for part in rel.parts):
