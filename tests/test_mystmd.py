@@ -169,6 +169,17 @@ def test_toc_folders_and_exclude(tmp_path: Path) -> None:
         "guide/ch10.md": "guide/ch10", "index.md": "index-1"}
 
 
+def test_a_jupyter_book_1_toc_is_still_read(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "jb", {
+        "myst.yml": "version: 1\nproject:\n  title: L\n",
+        "_toc.yml": "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n"
+                    "      - file: ch/b\n        sections:\n          - file: ch/a\n"
+                    "      - glob: ch/*\n",
+        "intro.md": "x", "ch/a.md": "x", "ch/b.md": "x", "extra.md": "x"})
+    assert resolve_site(project).settings["pages"] == {
+        "intro.md": "", "ch/b.md": "b", "ch/a.md": "a"}
+
+
 def test_headings_as_mystmd_reads_them() -> None:
     assert myst_html_id("It's “quoted” & 'single'") == "its-quoted-single"
     assert myst_html_id("Ünïcödé ☃") == "id-n-c-d"

@@ -51,7 +51,7 @@ class JupyterBook(Sphinx):
             **myst_settings(extensions, lambda: parse.get("myst_substitutions"))}
         if config.get("only_build_toc_files") is True:
             found = first_config(folder, ("_toc.yml",))
-            files, globs = _toc_entries(load_yaml_config(found[1]) if found else {})
+            files, globs = _toc_files_and_globs(load_yaml_config(found[1]) if found else {})
             if files or globs:  # a table of contents that cannot be read leaves out nothing
                 settings["toc"] = (files, globs)
         return Site(self.name, folder, toc, settings)
@@ -67,13 +67,13 @@ class JupyterBook(Sphinx):
         return super().page(site, rel, front_matter)
 
 
-def _toc_entries(toc: Any) -> tuple[frozenset[str], tuple[str, ...]]:
+def _toc_files_and_globs(toc: Any) -> tuple[frozenset[str], tuple[str, ...]]:
     """The docnames ``_toc.yml`` names (``root`` and ``file``, their suffix dropped) and
     its ``glob`` patterns, as patterns anchored at the book (``*`` within a folder, ``**``
     across, as Sphinx matches docnames)."""
     files: set[str] = set()
     globs: list[str] = []
-    for key, value in _walk(toc, 0):
+    for key, value in toc_entries(toc):
         if not isinstance(value, str) or not value.strip():
             continue
         name = posixpath.normpath(value.strip().lstrip("/"))
@@ -88,7 +88,7 @@ def _toc_entries(toc: Any) -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset(files), tuple(globs)
 
 
-def _walk(node: Any, depth: int) -> Iterator[tuple[str, Any]]:
+def toc_entries(node: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
     """(key, value) of each ``root``, ``file`` and ``glob`` entry, however nested."""
     if depth > _MAX_TOC_DEPTH:
         return
@@ -97,10 +97,10 @@ def _walk(node: Any, depth: int) -> Iterator[tuple[str, Any]]:
             if key in ("root", "file", "glob"):
                 yield key, value
             else:
-                yield from _walk(value, depth + 1)
+                yield from toc_entries(value, depth + 1)
     elif isinstance(node, list):
         for item in node:
-            yield from _walk(item, depth + 1)
+            yield from toc_entries(item, depth + 1)
 
 
 GENERATOR = JupyterBook()

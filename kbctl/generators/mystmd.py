@@ -1,7 +1,8 @@
 """MyST (mystmd, the engine of Jupyter Book 2): a ``myst.yml`` with a ``project``.
 
 Its pages are the ``.md`` and ``.ipynb`` files that ``project.toc`` lists (``file``
-entries and ``pattern`` globs, in order), or without a toc every such file of the project
+entries and ``pattern`` globs, in order), or a Jupyter Book 1 ``_toc.yml`` beside it
+does (``root`` and ``file`` entries), or without a toc every such file of the project
 (not hidden ones, ``node_modules``, ``_build``, ``project.exclude`` matches or a folder
 holding a project of its own). Each is published at a slug of its file name: the
 leading numbering cut (``01_first_Page.md`` → ``first-page``), lowercased, each run of
@@ -29,6 +30,7 @@ from typing import Any
 
 from ..projectfiles import first_config, matches_any
 from .base import IdRules, Site
+from .jupyterbook import toc_entries
 from .yamlfile import load_yaml_config
 
 _MARKER = "myst.yml"
@@ -128,6 +130,10 @@ def _pages(root: Path, project: Mapping[str, Any], folders: bool) -> dict[str, s
         ordered = _toc_files(root, toc, exclude)
         index = ordered[0] if ordered else None
         slugs = {"index": 1}
+    elif (root / "_toc.yml").is_file():  # Jupyter Book 1's table of contents, still read
+        ordered = _legacy_toc_files(root)
+        index = ordered[0] if ordered else None
+        slugs = {}
     else:
         ordered = [rel for rel in _walk(root, exclude)]
         index = _index_of(ordered)
@@ -259,6 +265,20 @@ def _toc_files(root: Path, toc: list[Any], exclude: tuple[str, ...]) -> list[str
                 entries(item["children"], depth + 1)
 
     entries(toc, 0)
+    return out
+
+
+def _legacy_toc_files(root: Path) -> list[str]:
+    """The files a Jupyter Book 1 ``_toc.yml`` names (its ``root`` first, then each
+    ``file`` in order; mystmd reads no ``glob`` there)."""
+    found = first_config(root, ("_toc.yml",))
+    toc = load_yaml_config(found[1]) if found else {}
+    out: list[str] = []
+    for key, value in toc_entries(toc, 0):
+        if key != "glob" and isinstance(value, str) and len(out) < _MAX_TOC_ENTRIES:
+            rel = _resolved(root, value)
+            if rel is not None and rel not in out:
+                out.append(rel)
     return out
 
 
