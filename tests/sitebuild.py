@@ -323,6 +323,21 @@ def build_docusaurus(project: Path) -> Path:
     return out
 
 
+def build_vuepress(project: Path, source: str = "docs") -> Path:
+    """``vuepress build`` (VuePress 1) of the source folder ``project/source``: webpack 4
+    needs OpenSSL's legacy provider on current Node."""
+    exe = Path(tool("vuepress") or "vuepress")
+    _link_node_modules(exe, project)
+    out = project / "dist"
+    proc = subprocess.run([str(exe), "build", source, "--dest", str(out)], cwd=project,
+                          capture_output=True, text=True, timeout=900, check=False,
+                          env={**os.environ, "NODE_OPTIONS": "--openssl-legacy-provider"})
+    if proc.returncode != 0 or not out.is_dir():
+        raise RuntimeError(f"vuepress build failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return out
+
+
 def _link_node_modules(exe: Path, folder: Path) -> None:
     """Let a site resolve the packages installed beside ``exe`` (theme, React…)."""
     modules = exe.parent.parent if exe.parent.name == ".bin" else None

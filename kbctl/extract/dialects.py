@@ -168,6 +168,7 @@ DIALECTS: dict[str, Dialect] = {
     "docusaurus": _mdx,  # Docusaurus reads .md as MDX too
     "starlight": _text_only(containers_to_markdown),
     "vitepress": _vitepress,
+    "vuepress": _vitepress,  # VitePress' containers and code imports came from it
     "hugo": _text_only(shortcodes_to_markdown),
     "mkdocs": _mkdocs,
     "jekyll": _jekyll,

@@ -130,6 +130,8 @@ def without_inline_tags(line: str, *, shown: bool = True) -> str:
             k += 1
         if k < len(spans) and spans[k][0] < m.start():
             continue  # inside a code span: shown as written
+        if _escaped(line, m.start()):
+            continue  # "\<App>": the text "<App>", no tag
         out.append(line[pos:m.start()])
         out.append(tag_text(m) if shown else "")
         pos = m.end()
@@ -137,6 +139,14 @@ def without_inline_tags(line: str, *, shown: bool = True) -> str:
             k += 1  # a span the tag holds is part of the tag
     out.append(line[pos:])
     return "".join(out)
+
+
+def _escaped(line: str, at: int) -> bool:
+    """Whether ``line[at]`` follows an odd run of backslashes (is escaped)."""
+    run = 0
+    while at - run > 0 and line[at - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
 
 
 def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:

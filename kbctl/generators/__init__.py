@@ -29,6 +29,7 @@ from . import (
     sphinx,
     starlight,
     vitepress,
+    vuepress,
 )
 from .base import UNREAD, Generator, HeadingIds, Site
 
@@ -42,6 +43,7 @@ GENERATORS: dict[str, Generator] = {
     "docusaurus": docusaurus.GENERATOR,
     "hugo": hugo.GENERATOR,
     "vitepress": vitepress.GENERATOR,
+    "vuepress": vuepress.GENERATOR,
     "starlight": starlight.GENERATOR,
     "jekyll": jekyll.GENERATOR,
     "quarto": quarto.GENERATOR,
@@ -50,8 +52,8 @@ GENERATORS: dict[str, Generator] = {
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
 # _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
 # sphinx-external-toc), a Jupyter Book a _config.yml of its own.
-_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "starlight", "quarto",
-                    "mystmd", "hugo", "sphinx", "jupyter-book", "jekyll")
+_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "vuepress", "starlight",
+                    "quarto", "mystmd", "hugo", "sphinx", "jupyter-book", "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096

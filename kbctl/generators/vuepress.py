@@ -1,0 +1,98 @@
+"""VuePress: a ``.vuepress/`` folder in the source folder (``docs/.vuepress``). Every
+``.md`` file there is a page (not ``.vuepress/`` itself, hidden folders or
+``node_modules``): ``guide/install.md`` → ``guide/install.html``, ``README.md`` or
+``index.md`` → the folder (``guide/``); front matter ``permalink`` (a path without
+placeholders) moves a page.
+
+Heading ids follow the version:
+- VuePress 1 (a ``module.exports`` config; ``markdown-it-anchor`` 5): VuePress' slugify
+  (NFKD, accents, control characters dropped, runs of spaces and punctuation (dashes ``–``
+  ``—`` too) → ``-``, trimmed, a leading digit prefixed with ``_``, lowercased); a repeat
+  gets ``-2``, ``-3``…; ``{#id}`` is text.
+- VuePress 2 (``defineUserConfig``, a bundler): ``@mdit-vue``'s slugify as VitePress
+  uses it, repeats ``-1``, ``-2``…, ``{#id}`` honoured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..projectfiles import first_config
+from .base import CountingIds, IdRules, Site
+from .vitepress import mdit_vue_slugify
+
+_CONFIG_NAMES = ("config.js", "config.ts", "config.mjs", "config.cjs", "config.mts",
+                 "config.yml", "config.yaml", "config.toml")
+_VERSION_2 = re.compile(r"\bdefineUserConfig\b|@vuepress/bundler|\b(?:vite|webpack)Bundler\b")
+_INDEX_STEMS = ("readme", "index")
+_SKIPPED = {"node_modules"}
+# An emoji shortcode (``:tada:``) becomes an emoji token, which no id counts
+_EMOJI = re.compile(r"(?:(?<=\s)|^):[a-z0-9_+-]{2,}:(?=\s|$)")
+
+
+def vuepress1_slugify(text: str) -> str:
+    """VuePress 1's slugify: ``@mdit-vue``'s, with en and em dashes as separators too."""
+    return mdit_vue_slugify(text.replace("–", " ").replace("—", " "))
+
+
+class FromTwoIds(IdRules):
+    """``markdown-it-anchor`` 5's ids: the slug of the heading's text (its emoji
+    shortcodes aside), then ``-2``, ``-3``… for repeats; an id written in the heading is
+    its text."""
+
+    honours_explicit = False
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __call__(self, text: str, explicit: str | None = None) -> str:
+        base = vuepress1_slugify(_EMOJI.sub(" ", text))
+        candidate, n = base, self._next.get(base, 2)
+        if candidate in self._used:
+            candidate = f"{base}-{n}"
+            while candidate in self._used:
+                n += 1
+                candidate = f"{base}-{n}"
+            self._next[base] = n + 1
+        self._used.add(candidate)
+        return candidate
+
+
+class VuePress:
+    name = "vuepress"
+    markers = (".vuepress",)
+
+    def detect(self, folder: Path) -> Site | None:
+        config_dir = folder / ".vuepress"
+        if not config_dir.is_dir():
+            return None
+        marker, text = first_config(config_dir, _CONFIG_NAMES) or (config_dir, "")
+        version = 2 if _VERSION_2.search(text) else 1
+        return Site(self.name, folder, marker, {"version": version}, root=folder)
+
+    def default_site(self, root: Path) -> Site:
+        return Site(self.name, root, None, {"version": 1})
+
+    def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
+        if rel.suffix.lower() != ".md" or any(
+                p.startswith(".") or p in _SKIPPED for p in rel.parts):
+            return None
+        permalink = front_matter.get("permalink")
+        if isinstance(permalink, str) and permalink.strip() and ":" not in permalink:
+            return permalink.strip().lstrip("/")
+        parent = "" if rel.parent.as_posix() == "." else rel.parent.as_posix() + "/"
+        if rel.stem.lower() in _INDEX_STEMS:
+            return parent
+        return rel.with_suffix(".html").as_posix()
+
+    def heading_ids(self, site: Site) -> IdRules:
+        if site.settings.get("version") == 2:
+            return CountingIds(mdit_vue_slugify, reserve_explicit=True)
+        return FromTwoIds()
+
+
+GENERATOR = VuePress()
