@@ -722,3 +722,19 @@ def test_a_server_whose_directory_is_deleted_under_it_is_stopped(box: Box,
     finally:
         with _quiet():
             psutil.Process(postmaster).kill()
+
+
+def test_a_process_that_left_makes_no_empty_directory_at_exit(tmp_path: Path) -> None:
+    """A process that stopped using the server and then removed its data directory (a test
+    harness, a script cleaning up) must not make it again on the way out: its exit hook
+    has nothing left to leave."""
+    data = tmp_path / "kb"
+    script = ("import shutil, sys; from pathlib import Path; "
+              "from kbctl.store.server import ensure_running, leave; "
+              "d = Path(sys.argv[1]); ensure_running(d); leave(d, stop=True); "
+              "shutil.rmtree(d)")
+    done = subprocess.run([sys.executable, "-c", script, str(data)], text=True,
+                          capture_output=True, timeout=COMMAND_DEADLINE, check=False)
+    assert done.returncode == 0, done.stderr
+    time.sleep(1.5)  # a watchdog would have looked once by now
+    assert not data.exists()

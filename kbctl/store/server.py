@@ -764,6 +764,8 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
     or without a watchdog to stop it after the linger, the last user stops it now."""
     pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
+    if not pgdata.parent.is_dir():
+        return  # deleted since: taking the lock would only make it again, empty
     with server_lock(pgdata.parent):
         if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
             change_handles(pgdata, drop=[os.getpid()])
@@ -774,7 +776,10 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
 
 
 def _leave(pgdata: Path) -> None:
-    """At exit (registered once per directory by ``ensure_running``)."""
+    """At exit (registered once per directory by ``ensure_running``), unless the process
+    left the server already."""
+    if pgdata not in _joined:
+        return
     with contextlib.suppress(Exception):
         leave(pgdata.parent)
 
