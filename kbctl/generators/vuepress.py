@@ -5,7 +5,7 @@
 placeholders) moves a page.
 
 Heading ids follow the version:
-- VuePress 1 (a ``module.exports`` config; ``markdown-it-anchor`` 5): VuePress' slugify
+- VuePress 1 (any other config; ``markdown-it-anchor`` 5): VuePress' slugify
   (NFKD, accents, control characters dropped, runs of spaces and punctuation (dashes ``–``
   ``—`` too) → ``-``, trimmed, a leading digit prefixed with ``_``, lowercased); a repeat
   gets ``-2``, ``-3``…; ``{#id}`` is text.
