@@ -135,7 +135,7 @@ def _pages(root: Path, project: Mapping[str, Any], folders: bool) -> dict[str, s
         index = ordered[0] if ordered else None
         slugs = {}
     else:
-        ordered = [rel for rel in _walk(root, exclude)]
+        ordered = list(_walk(root, exclude))
         index = _index_of(ordered)
         slugs = {}
     urls: dict[str, str] = {}
@@ -200,7 +200,7 @@ def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[str]:
         for name in _in_order(names):
             seen += 1
             if seen > _MAX_FILES:
-                return
+                break  # read as far as it got
             child = f"{rel}{name}"
             if exclude and matches_any(exclude, child):
                 continue
@@ -210,9 +210,10 @@ def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[str]:
             elif _suffix(name):
                 files.append(child)
         yield from files
-        if depth < _MAX_DEPTH:
-            for full, child in dirs:
-                yield from folder(full, child + "/", depth + 1)
+        for full, child in dirs:
+            if depth >= _MAX_DEPTH or seen > _MAX_FILES:
+                return
+            yield from folder(full, child + "/", depth + 1)
 
     yield from folder(root, "", 0)
 
@@ -273,13 +274,13 @@ def _legacy_toc_files(root: Path) -> list[str]:
     ``file`` in order; mystmd reads no ``glob`` there)."""
     found = first_config(root, ("_toc.yml",))
     toc = load_yaml_config(found[1]) if found else {}
-    out: list[str] = []
+    out: dict[str, None] = {}  # in order, once each
     for key, value in toc_entries(toc, 0):
         if key != "glob" and isinstance(value, str) and len(out) < _MAX_TOC_ENTRIES:
             rel = _resolved(root, value)
-            if rel is not None and rel not in out:
-                out.append(rel)
-    return out
+            if rel is not None:
+                out.setdefault(rel)
+    return list(out)
 
 
 def _resolved(root: Path, written: str) -> str | None:
