@@ -10,7 +10,9 @@ and ``output-dir`` holds the rendered site, not sources; front matter ``output-f
 renames a page. An nbdev project (``nbdev.yml`` beside the config) publishes
 ``01a_Basics.ipynb`` as ``basics.html``, as nbdev names it.
 
-Heading ids are Pandoc's (``auto_identifiers``): the text lowercased, every character
+Heading ids are Pandoc's (``auto_identifiers``) of the text as Pandoc reads it (the
+dialect, ``extract.quarto``, makes dashes typographic and drops shortcodes): lowercased,
+every character
 but letters, digits, ``_``, ``-`` and ``.`` dropped, words joined by ``-``, everything
 before the first letter cut (``section`` when nothing is left); a repeat gets ``-1``,
 ``-2``. A ``{#id .class key=value}`` list ending a heading names it and is no text.
