@@ -12,10 +12,10 @@ renames a page. An nbdev project (``nbdev.yml`` beside the config) publishes
 
 Heading ids are Pandoc's (``auto_identifiers``) of the text as Pandoc reads it (the
 dialect, ``extract.quarto``, makes dashes typographic and drops shortcodes): lowercased,
-every character
-but letters, digits, ``_``, ``-`` and ``.`` dropped, words joined by ``-``, everything
-before the first letter cut (``section`` when nothing is left); a repeat gets ``-1``,
-``-2``. A ``{#id .class key=value}`` list ending a heading names it and is no text.
+every character but letters, digits, ``_``, ``-`` and ``.`` dropped, words joined by
+``-``, everything before the first letter cut (``section`` when nothing is left); a
+repeat gets ``-1``, ``-2``. A ``{#id .class key=value}`` list ending a heading names it
+and is no text.
 """
 
 from __future__ import annotations
