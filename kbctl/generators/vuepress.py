@@ -9,8 +9,9 @@ Heading ids follow the version:
   (NFKD, accents, control characters dropped, runs of spaces and punctuation (dashes ``–``
   ``—`` too) → ``-``, trimmed, a leading digit prefixed with ``_``, lowercased); a repeat
   gets ``-2``, ``-3``…; ``{#id}`` is text.
-- VuePress 2 (``defineUserConfig``, a bundler): ``@mdit-vue``'s slugify as VitePress
-  uses it, repeats ``-1``, ``-2``…, ``{#id}`` honoured.
+- VuePress 2 (``defineUserConfig``, a bundler; ``markdown-it-anchor`` 9): ``@mdit-vue``'s
+  slugify, as VitePress', repeats ``-1``, ``-2``…; emoji shortcodes not counted either,
+  and ``{#id}`` is text (VuePress 2 has no attribute plugin, VitePress has).
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ class VuePress:
 
     def heading_ids(self, site: Site) -> IdRules:
         if site.settings.get("version") == 2:
-            return CountingIds(mdit_vue_slugify, reserve_explicit=True)
+            return CountingIds(lambda text: mdit_vue_slugify(_EMOJI.sub(" ", text)),
+                               honour_explicit=False)
         return FromTwoIds()
 
 
