@@ -641,11 +641,11 @@ def test_a_failing_poll_does_not_end_the_watchdog(tmp_path: Path,
     monkeypatch.setattr(server, "watchdog_pid", lambda data_dir: os.getpid())
     real, tries = server.server_lock, []
 
-    def flaky_lock(data_dir: Path) -> Any:
+    def flaky_lock(data_dir: Path, **options: Any) -> Any:
         tries.append(data_dir)
         if len(tries) <= 2:
             raise DatabaseError("the lock is still held")
-        return real(data_dir)
+        return real(data_dir, **options)
 
     monkeypatch.setattr(server, "server_lock", flaky_lock)
     assert watchdog.watch(tmp_path, linger=0.0, poll=0.01) == "server gone"

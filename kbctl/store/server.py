@@ -145,17 +145,20 @@ _thread_lock = threading.RLock()
 
 
 @contextlib.contextmanager
-def server_lock(data_dir: Path) -> Iterator[None]:
+def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
     """The lock every process takes to start, join, repair or stop the server of
     ``data_dir``: a file lock in the directory itself, so it holds whatever the environment
     of each process (pgserver's own lock lives in a per-environment runtime directory), and
-    a thread lock, since a file lock is per process."""
+    a thread lock, since a file lock is per process. Without ``create``, a directory that
+    is gone is not made again (a ``DatabaseError``): one deleted while a process leaves
+    its server, or while a watchdog looks, stays deleted."""
     with _thread_lock:
         if data_dir.exists() and not data_dir.is_dir():
             raise InputError(f"the data directory {data_dir} is a file, not a directory",
                              hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            if create:
+                data_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
@@ -765,8 +768,8 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
     pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
     if not pgdata.parent.is_dir():
-        return  # deleted since: taking the lock would only make it again, empty
-    with server_lock(pgdata.parent):
+        return  # deleted since: nothing to leave
+    with server_lock(pgdata.parent, create=False):
         if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
             change_handles(pgdata, drop=[os.getpid()])
         state = inspect(pgdata.parent, thorough=False)

@@ -32,9 +32,7 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
     while True:
         time.sleep(poll)
         try:
-            if not data_dir.is_dir():  # taking the lock would make the directory again
-                raise FileNotFoundError(data_dir)
-            with server.server_lock(data_dir):
+            with server.server_lock(data_dir, create=False):  # a directory gone stays gone
                 # another watchdog took over; a pid file merely gone (the directory wiped)
                 # is no successor, and what it leaves running is still this one's to end
                 if server.watchdog_pid(data_dir) not in (os.getpid(), None):
