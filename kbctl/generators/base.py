@@ -116,34 +116,45 @@ class CountingIds(IdRules):
     """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
 
     ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
-    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo).
+    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo); ``number_explicit``
+    numbers a repeated one like a slug (mystmd's labels). ``first_repeat`` is the number
+    the first repeat gets (``markdown-it-anchor`` 5 starts at 2). ``empty`` is the id of a
+    heading whose text slugs to nothing; None: it has none.
     """
 
-    def __init__(self, slug: Callable[[str], str], *, empty: str = "",
+    def __init__(self, slug: Callable[[str], str], *, empty: str | None = "",
                  honour_explicit: bool = True, reserve_explicit: bool = True,
+                 number_explicit: bool = False, first_repeat: int = 1,
                  reads_source: bool = False) -> None:
         self.reads_source = reads_source
         self._slug = slug
         self._empty = empty
         self.honours_explicit = self._honour = honour_explicit
         self._reserve = reserve_explicit
+        self._number_explicit = number_explicit
+        self._first_repeat = first_repeat
         self._used: set[str] = set()
         self._next: dict[str, int] = {}
 
-    def __call__(self, text: str, explicit: str | None = None) -> str:
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
         if explicit is not None and self._honour:
-            if self._reserve:
-                self._used.add(explicit)
-            return explicit
-        base = self._slug(text) or self._empty
+            if not self._number_explicit:
+                if self._reserve:
+                    self._used.add(explicit)
+                return explicit
+            base: str | None = explicit
+        else:
+            base = self._slug(text) or self._empty
+        if base is None:
+            return None
         # the search for a free suffix resumes where the last one for this base stopped
         # (ids are only ever added), so k equal headings cost O(k), not O(k²)
         n = self._next.get(base, 0)
         candidate = f"{base}-{n}" if n else base
         while candidate in self._used:
-            n += 1
+            n = max(n + 1, self._first_repeat)
             candidate = f"{base}-{n}"
-        self._next[base] = n + 1
+        self._next[base] = max(n + 1, self._first_repeat)
         self._used.add(candidate)
         return candidate
 

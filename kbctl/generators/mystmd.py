@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..projectfiles import first_config, matches_any
-from .base import IdRules, Site
+from .base import CountingIds, Site
 from .jupyterbook import toc_entries
 from .yamlfile import load_yaml_config
 
@@ -66,27 +66,6 @@ def create_slug(name: str) -> str:
     return re.sub(r"-{2,}", "-", slug)[:50]
 
 
-class MystIds(IdRules):
-    """Ids in page order, every one (a label's too) made unique with ``-1``, ``-2``…"""
-
-    def __init__(self) -> None:
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}
-
-    def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        base = explicit or myst_html_id(_INLINE_MATH.sub(r"\1", text))
-        if not base:
-            return None
-        n = self._next.get(base, 0)
-        candidate = f"{base}-{n}" if n else base
-        while candidate in self._used:
-            n += 1
-            candidate = f"{base}-{n}"
-        self._next[base] = n + 1
-        self._used.add(candidate)
-        return candidate
-
-
 class Mystmd:
     name = "mystmd"
     markers = (_MARKER,)
@@ -116,8 +95,10 @@ class Mystmd:
         pages = site.settings.get("pages") or {}
         return pages.get(rel.as_posix())
 
-    def heading_ids(self, site: Site) -> MystIds:
-        return MystIds()
+    def heading_ids(self, site: Site) -> CountingIds:
+        # every id in page order, a label's too, made unique; a heading of no text has none
+        return CountingIds(lambda text: myst_html_id(_INLINE_MATH.sub(r"\1", text)),
+                           empty=None, number_explicit=True)
 
 
 def _pages(root: Path, project: Mapping[str, Any], folders: bool) -> dict[str, str]:

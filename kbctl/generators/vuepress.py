@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..projectfiles import first_config
-from .base import CountingIds, IdRules, Site
+from .base import CountingIds, Site
 from .vitepress import mdit_vue_slugify
 
 _CONFIG_NAMES = ("config.js", "config.ts", "config.mjs", "config.cjs", "config.mts",
@@ -37,30 +37,6 @@ _EMOJI = re.compile(r"(?:(?<=\s)|^):[a-z0-9_+-]{2,}:(?=\s|$)")
 def vuepress1_slugify(text: str) -> str:
     """VuePress 1's slugify: ``@mdit-vue``'s, with en and em dashes as separators too."""
     return mdit_vue_slugify(text.replace("–", " ").replace("—", " "))
-
-
-class FromTwoIds(IdRules):
-    """``markdown-it-anchor`` 5's ids: the slug of the heading's text (its emoji
-    shortcodes aside), then ``-2``, ``-3``… for repeats; an id written in the heading is
-    its text."""
-
-    honours_explicit = False
-
-    def __init__(self) -> None:
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}
-
-    def __call__(self, text: str, explicit: str | None = None) -> str:
-        base = vuepress1_slugify(_EMOJI.sub(" ", text))
-        candidate, n = base, self._next.get(base, 2)
-        if candidate in self._used:
-            candidate = f"{base}-{n}"
-            while candidate in self._used:
-                n += 1
-                candidate = f"{base}-{n}"
-            self._next[base] = n + 1
-        self._used.add(candidate)
-        return candidate
 
 
 class VuePress:
@@ -90,11 +66,14 @@ class VuePress:
             return parent
         return rel.with_suffix(".html").as_posix()
 
-    def heading_ids(self, site: Site) -> IdRules:
-        if site.settings.get("version") == 2:
-            return CountingIds(lambda text: mdit_vue_slugify(_EMOJI.sub(" ", text)),
-                               honour_explicit=False)
-        return FromTwoIds()
+    def heading_ids(self, site: Site) -> CountingIds:
+        # markdown-it-anchor counts only a heading's text and code (no emoji) and, with no
+        # attribute plugin loaded, takes a written {#id} as text; version 5 (VuePress 1)
+        # numbers the first repeat -2
+        version_1 = site.settings.get("version") != 2
+        slug = vuepress1_slugify if version_1 else mdit_vue_slugify
+        return CountingIds(lambda text: slug(_EMOJI.sub(" ", text)), honour_explicit=False,
+                           first_repeat=2 if version_1 else 1)
 
 
 GENERATOR = VuePress()
