@@ -28,6 +28,12 @@ from kbctl.sources.registry import source_spec
 BASE_URL = "https://docs.example.com/"
 
 
+def sections(*headings: str, text: str = "Text.") -> str:
+    """Markdown of each heading with ``text`` under it: a section without text yields no
+    chunk, hence no citation."""
+    return "\n\n".join(f"{heading}\n\n{text}" for heading in headings) + "\n"
+
+
 def tool(name: str) -> str | None:
     """Path of a generator's executable, or None when it is not installed."""
     beside = Path(sys.executable).parent / name

@@ -26,6 +26,7 @@ from tests.sitebuild import (
     citations,
     failures,
     page_bodies,
+    sections,
     tool,
     write_tree,
 )
@@ -37,8 +38,7 @@ _HEADINGS = [
     "## 123 numbers first", "## The _tests_ Directory", "#### [A link](x.md) here",
     "Setext heading\n--------------",
 ]
-# Every heading gets a body: a section without text yields no chunk, hence no citation.
-HEADINGS_MD = "\n\n".join(f"{h}\n\nText under it." for h in _HEADINGS) + "\n"
+HEADINGS_MD = sections(*_HEADINGS, text="Text under it.")
 # The body of each page a generator's build leaves out (a draft, a future date, excluded)
 UNPUBLISHED = "## Unpublished page\n\nLeft out of the build.\n"
 

@@ -19,63 +19,19 @@ from tests.sitebuild import (
     citations,
     failures,
     page_bodies,
+    sections,
     tool,
     write_tree,
 )
 
 MYST_YML = "version: 1\nproject:\n  title: Demo\nsite:\n  title: Demo\n"
 
-PAGE = """\
----
-title: Home page
----
-
-# Not the title
-
-Opening text.
-
-## Install the tool
-
-Text.
-
-## C++ / Rust: 2 languages!
-
-Text.
-
-(my-label)=
-
-## Labelled heading
-
-Text.
-
-## Options
-
-Text.
-
-## Options
-
-Text.
-
-## It's “quoted” & 'single'
-
-Text.
-
-## 123 numbers first
-
-Text.
-
-## Ünïcödé ☃
-
-Text.
-
-## Custom {#not-an-id}
-
-Text.
-
-## `{note}` vs. `{tip}`
-
-Text.
-
+PAGE = "---\ntitle: Home page\n---\n\n# Not the title\n\nOpening text.\n\n" + sections(
+    "## Install the tool", "## C++ / Rust: 2 languages!",
+) + "\n(my-label)=\n\n" + sections(
+    "## Labelled heading", "## Options", "## Options", "## It's “quoted” & 'single'",
+    "## 123 numbers first", "## Ünïcödé ☃", "## Custom {#not-an-id}", "## `{note}` vs. `{tip}`",
+) + """
 :::{note}
 # Note title
 
@@ -97,10 +53,7 @@ Text.
 ### Example heading
 ```
 
-## $x^2$ math
-
-Text.
-"""
+""" + sections("## $x^2$ math")
 
 
 def _project(tmp_path: Path, config: str = MYST_YML) -> Path:

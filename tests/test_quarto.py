@@ -24,83 +24,31 @@ from tests.sitebuild import (
     citations,
     failures,
     page_bodies,
+    sections,
     tool,
     write_tree,
 )
 
-HEADINGS = """\
-## Install the tool
-
-Text.
-
-## Ünïcödé & “quotes” — dashes
-
-Text.
-
-## `code` in *the* heading
-
-Text.
-
-## C++ / Rust: 2 languages!
-
-Text.
-
-## Options {#sec-options}
-
-Text.
-
-## Options
-
-Text.
-
-### Foo_1
-
-Text.
-
-### Foo
-
-Text.
-
-### Foo
-
-Text.
-
-## 123 numbers first
-
-Text.
-
-## 3.14
-
-Text.
-
-## Appendix {-}
-
-Text.
-
-## Using `fmt()`{.python} here {.unnumbered}
-
-Text.
-
-## The _tests_ Directory
-
-Text.
-
-## And More... with data---tell it -- now
-
-Text.
-
-#### Choose your tool<br/>and get started{.fw-light}
-
-Text.
-
-## {auto-animate=true}
-
-Text.
-
-## The `--verbose` flag
-
-Text.
-"""
+HEADINGS = sections(
+    "## Install the tool",
+    "## Ünïcödé & “quotes” — dashes",
+    "## `code` in *the* heading",
+    "## C++ / Rust: 2 languages!",
+    "## Options {#sec-options}",
+    "## Options",
+    "### Foo_1",
+    "### Foo",
+    "### Foo",
+    "## 123 numbers first",
+    "## 3.14",
+    "## Appendix {-}",
+    "## Using `fmt()`{.python} here {.unnumbered}",
+    "## The _tests_ Directory",
+    "## And More... with data---tell it -- now",
+    "#### Choose your tool<br/>and get started{.fw-light}",
+    "## {auto-animate=true}",
+    "## The `--verbose` flag",
+)
 
 PAGE_WITH_CELLS = """\
 ---

@@ -16,59 +16,16 @@ from tests.sitebuild import (
     citations,
     failures,
     page_bodies,
+    sections,
     tool,
     write_tree,
 )
 
-PAGE = """\
-# Home
-
-Intro.
-
-## Install the tool
-
-Text.
-
-## Ünïcödé & “quotes” — dashes
-
-Text.
-
-## C++ / Rust: 2 languages!
-
-Text.
-
-## Options {#custom-options}
-
-Text.
-
-## Options
-
-Text.
-
-## Options
-
-Text.
-
-## 123 numbers first
-
-Text.
-
-## createApp(\\[options]): Promise\\<App>
-
-Text.
-
-## Emoji :tada:
-
-Text.
-
-### Foo_1
-
-Text.
-
-::: tip A tip
-Inside the tip.
-:::
-"""
+PAGE = "# Home\n\nIntro.\n\n" + sections(
+    "## Install the tool", "## Ünïcödé & “quotes” — dashes", "## C++ / Rust: 2 languages!",
+    "## Options {#custom-options}", "## Options", "## Options", "## 123 numbers first",
+    "## createApp(\\[options]): Promise\\<App>", "## Emoji :tada:", "### Foo_1",
+) + "\n::: tip A tip\nInside the tip.\n:::\n"
 
 
 def _site(tmp_path: Path, config: str = "module.exports = { title: 'Demo' }\n") -> Path:
