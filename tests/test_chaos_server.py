@@ -724,6 +724,32 @@ def test_a_server_whose_directory_is_deleted_under_it_is_stopped(box: Box,
             psutil.Process(postmaster).kill()
 
 
+def test_a_directory_half_way_through_removal_gets_no_new_lock_file(box: Box) -> None:
+    """``rm -rf`` empties a directory before it removes it: a watchdog that looks in
+    between must not make the lock file again, or the final ``rmdir`` fails and an empty
+    directory stays behind (as one did after every test session)."""
+    from kbctl.store import server
+
+    ok(box.run("status", linger=60))
+    postmaster = box.postmaster()
+    watchdog = server.watchdog_pid(box.data_dir)
+    assert watchdog is not None
+    try:
+        time.sleep(2.5)  # the watchdog has looked at least once
+        for child in box.data_dir.iterdir():  # everything but the directory itself
+            if child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink()
+        wait_until(lambda: dead(watchdog), 30, "the watchdog sees the directory go")
+        assert list(box.data_dir.iterdir()) == []
+        box.data_dir.rmdir()  # what rm -rf does last
+        wait_until(lambda: dead(postmaster), 30, "the unreachable server is stopped")
+    finally:
+        with _quiet():
+            psutil.Process(postmaster).kill()
+
+
 def test_a_process_that_left_makes_no_empty_directory_at_exit(tmp_path: Path) -> None:
     """A process that stopped using the server and then removed its data directory (a test
     harness, a script cleaning up) must not make it again on the way out: its exit hook

@@ -149,9 +149,10 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
     """The lock every process takes to start, join, repair or stop the server of
     ``data_dir``: a file lock in the directory itself, so it holds whatever the environment
     of each process (pgserver's own lock lives in a per-environment runtime directory), and
-    a thread lock, since a file lock is per process. Without ``create``, a directory that
-    is gone is not made again (a ``DatabaseError``): one deleted while a process leaves
-    its server, or while a watchdog looks, stays deleted."""
+    a thread lock, since a file lock is per process. Without ``create``, neither a
+    directory that is gone nor its lock file is made again (a ``DatabaseError``): one
+    deleted while a process leaves its server, or while a watchdog looks, stays deleted,
+    and one half way through ``rm -rf`` gets no new file that keeps it from going."""
     with _thread_lock:
         if data_dir.exists() and not data_dir.is_dir():
             raise InputError(f"the data directory {data_dir} is a file, not a directory",
@@ -159,7 +160,8 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
         try:
             if create:
                 data_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | (os.O_CREAT if create else 0),
+                         0o644)
         except OSError as exc:
             raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
