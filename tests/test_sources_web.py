@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from kbctl.errors import (
 from kbctl.extract import HTML_READER
 from kbctl.net import NetPolicy
 from kbctl.sources.base import READER, Expansion, Loaded, SourceSpec
+from kbctl.sources.fetchpage import LASTMOD_TRUST, unchanged_since
 from kbctl.sources.registry import source_spec
 from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect
@@ -158,27 +160,47 @@ def test_an_unchanged_body_skips_extraction_when_the_server_has_no_validators(
 
 def test_sitemap_lastmod_not_newer_than_the_last_fetch_skips_the_request(
         site: LocalServer) -> None:
-    site.routes.update({"/a": html(page("A")), "/b": html(page("B")),
-                        "/sitemap.xml": urlset(site.url("/a"), lastmod="2024-05-01")})
+    now = datetime.now(timezone.utc)
+    fetched = now - timedelta(days=1)  # within LASTMOD_TRUST
+    site.routes.update({"/a": html(page("A")), "/b": html(page("B"))})
+    # /a unchanged since before the last fetch (a bare date is the end of that day); /b
+    # changed an hour after it, written in another time zone
+    before, after = (fetched - timedelta(days=2)).date().isoformat(), (
+        fetched + timedelta(hours=1)).astimezone(timezone(timedelta(hours=2))).isoformat()
     site.routes["/sitemap.xml"] = ok(
-        f"<urlset {NS}><url><loc>{site.url('/a')}</loc><lastmod>2024-05-01</lastmod></url>"
-        f"<url><loc>{site.url('/b')}</loc><lastmod>2024-05-03T12:00:00+02:00</lastmod></url>"
+        f"<urlset {NS}><url><loc>{site.url('/a')}</loc><lastmod>{before}</lastmod></url>"
+        f"<url><loc>{site.url('/b')}</loc><lastmod>{after}</lastmod></url>"
         "</urlset>", "application/xml")
     spec = source_spec("sitemap", site.url("/sitemap.xml"))
     read = {READER: HTML_READER}  # stored by this version's reader
-    stored = {site.url("/a"): {"fetched_at": "2024-05-02T00:00:00+00:00"} | read,
-              site.url("/b"): {"fetched_at": "2024-05-03T09:00:00+00:00"} | read}
+    stored = {site.url("/a"): {"fetched_at": fetched.isoformat()} | read,
+              site.url("/b"): {"fetched_at": fetched.isoformat()} | read}
     _, loaded = run(spec, previous=stored.get)
     results = by_ref(loaded)
     assert results[site.url("/a")].not_modified
-    assert results[site.url("/a")].meta == {"lastmod": "2024-05-01"}
+    assert results[site.url("/a")].meta == {"lastmod": before}
     assert site.hits("/a") == 0
-    assert results[site.url("/b")].document is not None  # changed 10:00 UTC, after 09:00
+    assert results[site.url("/b")].document is not None
     _, loaded = run(spec, previous=stored.get, full=True)
     assert by_ref(loaded)[site.url("/a")].document is not None and site.hits("/a") == 1
-    older = {site.url("/a"): {"fetched_at": "2024-05-02T00:00:00+00:00"}}  # an older reader
+    older = {site.url("/a"): {"fetched_at": fetched.isoformat()}}  # an older reader
     _, loaded = run(spec, previous=older.get)
     assert by_ref(loaded)[site.url("/a")].document is not None and site.hits("/a") == 2
+
+
+def test_a_lastmod_is_trusted_for_a_week_or_two_after_the_last_fetch() -> None:
+    """A sitemap whose lastmod nobody bumps would hide a changed page for good: past
+    LASTMOD_TRUST (stretched per URL by up to as much again) the page is asked for."""
+    fetched = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    prev = {"fetched_at": fetched.isoformat()}
+    urls = [f"https://docs.example.com/p{i}" for i in range(200)]
+    for url in urls:
+        assert unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST * 0.99)
+        assert not unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST * 2)
+        assert not unchanged_since("2026-03-05", prev, url, now=fetched + timedelta(days=1))
+    due = [sum(not unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST
+                                   * (1 + part / 4)) for url in urls) for part in range(4)]
+    assert due[0] < 20 and 30 < due[1] < 70 and 80 < due[2] < 120 and 130 < due[3] < 170
 
 
 @pytest.mark.parametrize("kind", ["sitemap", "crawl"])

@@ -1,7 +1,8 @@
 """Loading one web page: skip it, ask the server whether it changed, or fetch and extract.
 
 Three ways a resync stays cheap, cheapest first:
-1. the sitemap's ``lastmod`` is not newer than our last fetch: no request at all;
+1. the sitemap's ``lastmod`` is not newer than our last fetch, made within the week or
+   two ``LASTMOD_TRUST`` allows: no request at all;
 2. the stored ``ETag``/``Last-Modified`` make the request conditional: a 304, no body;
 3. the body hashes to what we extracted last time: no extraction.
 Each yields ``not_modified``. ``full`` (resync --full) turns off the first: every page is
@@ -40,6 +41,12 @@ SERVED_FROM = "served_from"
 #: Markdown copies whose HTML page is missing, with none found, before a source stops
 #: asking for the pages (a site that serves only the copies pays no more for them).
 TWIN_MISSES = 3
+#: How long after a page's last real fetch its sitemap ``lastmod`` is taken at its word.
+#: Many sites never bump it when a page changes (a front-matter date nobody edits), and a
+#: page it hid would stay stale for good; past this the page is asked for again, with its
+#: validators (a 304 costs no body). Each URL's window is stretched by up to as much again,
+#: by its hash, so a site's pages do not all come due on the same night.
+LASTMOD_TRUST = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -96,12 +103,17 @@ def parse_time(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-def unchanged_since(lastmod: str | None, prev: dict[str, Any] | None) -> bool:
-    """True when the sitemap says the page has not changed since we last fetched it."""
+def unchanged_since(lastmod: str | None, prev: dict[str, Any] | None, url: str,
+                    now: datetime | None = None) -> bool:
+    """True when the sitemap says the page has not changed since we last fetched it, and
+    that fetch is recent enough to take its word for it (``LASTMOD_TRUST``)."""
     if not prev:
         return False
     changed, fetched = parse_time(lastmod), parse_time(prev.get("fetched_at"))
-    return changed is not None and fetched is not None and changed <= fetched
+    if changed is None or fetched is None or changed > fetched:
+        return False
+    spread = int.from_bytes(hashlib.sha256(url.encode()).digest()[:4], "big") / 2**32
+    return (now or datetime.now(timezone.utc)) - fetched < LASTMOD_TRUST * (1 + spread)
 
 
 class PageLoader:
@@ -130,7 +142,7 @@ class PageLoader:
         same_reading = prev is None or (prev.get(SELECTORS) == reading
                                         and prev.get(READER, 1) == HTML_READER)
         if (not opts.full and not want_links and same_reading
-                and unchanged_since(hint.lastmod, prev)):
+                and unchanged_since(hint.lastmod, prev, leaf.ref)):
             return Fetched(Loaded(leaf=leaf, not_modified=True,
                                   meta=_meta(lastmod=hint.lastmod)))
         if hint.twin is not None and not (self._twins_missed >= TWIN_MISSES
