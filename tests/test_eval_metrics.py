@@ -151,3 +151,30 @@ cases:
     cases = {c["id"]: c for c in report["cases"]}
     assert cases["de-only"]["filter"] == {"lang": "de"}
     assert cases["de-only"]["tags"] == ["i18n"] and cases["de-only"]["ndcg"] == 1.0
+
+
+def test_a_case_whose_filter_matches_nothing_says_so(cli: Cli, workdir: Path) -> None:
+    """Nothing retrieved under a filter most often means the filter, not the ranking: the
+    failure names it, and the per-tag lines count their cases in good English."""
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text("---\nlang: en\n---\n# FAQ\n\nUpgrade the widget.\n")
+    cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    (workdir / "suite.yaml").write_text("""\
+version: 1
+cases:
+  - id: typo-in-filter
+    question: upgrade the widget
+    filter: {lang: english}
+    tags: [i18n]
+    expect: {sourceIncludes: faq}
+  - id: unfiltered
+    question: upgrade the widget
+    tags: [i18n, plain]
+    expect: {sourceIncludes: faq}
+""")
+    result = cli("eval", str(workdir / "suite.yaml"))
+    assert result.exit_code == 1
+    text = " ".join(result.output.replace("│", " ").split())  # the table's wrapped cells
+    assert "searched only passages with lang=english (the case's filter)" in text
+    assert "tag i18n (2 cases)" in result.output and "tag plain (1 case)" in result.output

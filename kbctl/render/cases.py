@@ -35,6 +35,9 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
         lines += [f"regression: {reason}" for reason in regression.reasons]
     if lines:
         lines += spelling.notes(result.corrected, result.unmatched)
+    if lines and not result.retrieved and result.error is None and result.case.filter:
+        shown = ", ".join(f"{k}={v}" for k, v in result.case.filter.items())
+        lines.append(f"searched only passages with {shown} (the case's filter)")
     return lines
 
 

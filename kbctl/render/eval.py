@@ -74,8 +74,8 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         f"{metrics_text(metrics)} · {report.duration_ms / 1000:.2f} s"
     )
     parts.append(summary)
-    parts += [Text(f"  tag {tag} ({m.scored} cases): {metrics_text(m)}", style="dim")
-              for tag, m in metrics.by_tag]
+    parts += [Text(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
+                   f"{metrics_text(m)}", style="dim") for tag, m in metrics.by_tag]
     if diff is not None:
         count = len(diff.regressions)
         changes = [f"{count} regression" + ("" if count == 1 else "s")]
