@@ -58,3 +58,8 @@ class QueryResult:
     # The namespace holds no chunks at all: nothing was ingested there, or the wrong
     # namespace or data directory was named. Its words are then not reported as unmatched.
     empty: bool = False
+    # What narrowed the search, for saying why nothing was found: the metadata filters,
+    # and the score floor with the best score of the results it removed (None: none).
+    filters: dict[str, str] = field(default_factory=dict)
+    min_score: float | None = None
+    best_below_min: float | None = None

@@ -53,6 +53,20 @@ def test_an_empty_namespace_says_so(kb: Cli) -> None:
     assert "no results in namespace 'default'" in nothing.stderr
 
 
+def test_nothing_found_names_the_filter_or_the_score_floor_that_narrowed_it(kb: Cli) -> None:
+    """An empty answer under a filter or a --min-score is most often the narrowing, not the
+    docs: the message says which, and the JSON carries both."""
+    filtered = kb("query", "upgrade widget", "--filter", "lang=fr")
+    assert filtered.exit_code == 0
+    assert "no results in namespace 'default' with lang=fr (lexical search)" in filtered.stderr
+    top = kb.json("query", "upgrade widget")["results"][0]["score"]
+    floor = kb("query", "upgrade widget", "--min-score", "0.99")
+    assert (f"no result in namespace 'default' scored at least 0.99 (the best scored "
+            f"{top:.2f}; lexical search)") in floor.stderr
+    out = kb.json("query", "upgrade widget", "--filter", "lang=de", "--min-score", "0.1")
+    assert out["filters"] == {"lang": "de"} and out["minScore"] == 0.1 and out["results"]
+
+
 def test_top_k_out_of_range_is_refused(kb: Cli) -> None:
     for k in ("0", "51", "-3"):
         result = kb("query", "widget", "-k", k)

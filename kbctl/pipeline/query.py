@@ -68,8 +68,8 @@ def retrieve(
                         also_match=found.lexemes)
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
-    hits = [_hit(i + 1, r) for i, r in enumerate(r for r in rows
-                                                   if min_score is None or r.score >= min_score)]
+    kept = [r for r in rows if min_score is None or r.score >= min_score]
+    hits = [_hit(i + 1, r) for i, r in enumerate(kept)]
     mode = "lexical" if qv is None else ("rrf" if fusion == "rrf" else "hybrid")
     empty = not rows and not store.has_chunks(namespace)
     return QueryResult(
@@ -78,6 +78,9 @@ def retrieve(
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
         corrected=found.corrected, unmatched=() if empty else found.unmatched, empty=empty,
+        filters=dict(filters or {}), min_score=min_score,
+        best_below_min=max((r.score for r in rows), default=None) if rows and not kept
+        else None,
     )
 
 

@@ -25,6 +25,8 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "corrected": result.corrected,
         "unmatched": list(result.unmatched),
         "empty": result.empty,
+        "filters": result.filters,
+        "minScore": result.min_score,
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -46,6 +48,11 @@ def nothing_found(result: QueryResult) -> str:
     where = f"namespace '{shown(result.namespace)}'"
     if result.empty:
         return f"{where} holds no chunks ({EMPTY_NAMESPACE_HINT})"
+    if result.filters:
+        where += " with " + ", ".join(f"{shown(k)}={shown(v)}" for k, v in result.filters.items())
+    if result.best_below_min is not None and result.min_score is not None:
+        return (f"no result in {where} scored at least {result.min_score:.2f} (the best "
+                f"scored {result.best_below_min:.2f}; {result.mode} search)")
     return f"no results in {where} ({result.mode} search)"
 
 
