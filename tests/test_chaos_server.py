@@ -652,6 +652,24 @@ def test_a_failing_poll_does_not_end_the_watchdog(tmp_path: Path,
     assert len(tries) == 3
 
 
+def test_a_lost_lock_file_is_made_again_while_the_server_data_is_there(
+        tmp_path: Path) -> None:
+    """A clean-up that deletes ``*.lock`` must not leave the server without a lock its
+    watchdog and users can take: only a directory whose server data is gone (being
+    removed) gets no new lock file."""
+    from kbctl.errors import DatabaseError
+    from kbctl.store import server
+
+    (tmp_path / server.PG_DIR).mkdir()
+    with server.server_lock(tmp_path, create=False):
+        assert (tmp_path / server.LOCK_FILE).is_file()
+    (tmp_path / server.LOCK_FILE).unlink()
+    (tmp_path / server.PG_DIR).rmdir()
+    with pytest.raises(DatabaseError), server.server_lock(tmp_path, create=False):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) -> None:
     """A CI cache written by a kbctl that bundled another PostgreSQL: exit 3, what to do."""
     older = int((box.pgdata / "PG_VERSION").read_text()) - 1
@@ -725,9 +743,9 @@ def test_a_server_whose_directory_is_deleted_under_it_is_stopped(box: Box,
 
 
 def test_a_directory_half_way_through_removal_gets_no_new_lock_file(box: Box) -> None:
-    """``rm -rf`` empties a directory before it removes it: a watchdog that looks in
-    between must not make the lock file again, or the final ``rmdir`` fails and an empty
-    directory stays behind (as one did after every test session)."""
+    """``rm -rf`` empties a directory before it removes it: a watchdog that looks once the
+    server's data has gone must not make the lock file again, or the final ``rmdir``
+    fails and an empty directory stays behind (as one did after a test session)."""
     from kbctl.store import server
 
     ok(box.run("status", linger=60))
@@ -736,7 +754,8 @@ def test_a_directory_half_way_through_removal_gets_no_new_lock_file(box: Box) ->
     assert watchdog is not None
     try:
         time.sleep(2.5)  # the watchdog has looked at least once
-        for child in box.data_dir.iterdir():  # everything but the directory itself
+        shutil.rmtree(box.data_dir / server.PG_DIR)  # the server's data, then the rest
+        for child in box.data_dir.iterdir():
             if child.is_dir():
                 shutil.rmtree(child, ignore_errors=True)
             else:

@@ -149,19 +149,17 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
     """The lock every process takes to start, join, repair or stop the server of
     ``data_dir``: a file lock in the directory itself, so it holds whatever the environment
     of each process (pgserver's own lock lives in a per-environment runtime directory), and
-    a thread lock, since a file lock is per process. Without ``create``, neither a
-    directory that is gone nor its lock file is made again (a ``DatabaseError``): one
-    deleted while a process leaves its server, or while a watchdog looks, stays deleted,
-    and one half way through ``rm -rf`` gets no new file that keeps it from going."""
+    a thread lock, since a file lock is per process. Without ``create``, a directory that
+    is gone is not made again (a ``DatabaseError``), nor its lock file once the server's
+    data has gone from it: one deleted while a process leaves its server, or while a
+    watchdog looks, stays deleted, and one half way through ``rm -rf`` gets no new file
+    that keeps it from going."""
     with _thread_lock:
         if data_dir.exists() and not data_dir.is_dir():
             raise InputError(f"the data directory {data_dir} is a file, not a directory",
                              hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
         try:
-            if create:
-                data_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | (os.O_CREAT if create else 0),
-                         0o644)
+            fd = _open_lock_file(data_dir, create)
         except OSError as exc:
             raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
         try:
@@ -169,6 +167,19 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
             yield
         finally:
             os.close(fd)
+
+
+def _open_lock_file(data_dir: Path, create: bool) -> int:
+    path = data_dir / LOCK_FILE
+    if create:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        return os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        if not (data_dir / PG_DIR).is_dir():
+            raise  # the directory is gone, or on its way out
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # only the lock file was lost
 
 
 def _flock_within(fd: int, data_dir: Path, seconds: float) -> None:
