@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,13 +42,16 @@ def pg_admin_url() -> Iterator[str]:
     if external:
         yield external
         return
-    from kbctl.store.server import ensure_running, leave
+    from kbctl.store.server import ensure_running, leave, watchdog_pid
 
     data = Path(tempfile.mkdtemp(prefix="kbctl-test-pg-"))
     data.chmod(0o755)
     url = ensure_running(data)
     yield url
     leave(data, stop=True)
+    deadline = time.monotonic() + 10  # its watchdog sees the server gone within a poll
+    while watchdog_pid(data) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
     shutil.rmtree(data, ignore_errors=True)
 
 
