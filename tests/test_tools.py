@@ -237,6 +237,9 @@ def test_top_k_and_min_score_are_clamped(kb: Cli) -> None:
         assert one.data["topK"] == 1 and len(one.data["passages"]) == 1
         none = tools.call("search_knowledge", {"query": "widget install", "min_score": 7})
         assert none.data["passages"] == [] and "No passages found" in none.text
+        best = one.data["passages"][0]["score"]
+        assert (f"no passage scored at least min_score 1.00 (the best scored {best:.2f}); a "
+                "lower min_score returns it") in none.data["notes"]
 
 
 def test_results_are_cut_to_max_chars(kb: Cli, workdir: Path) -> None:

@@ -103,6 +103,9 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     if result.empty:
         notes.append(f"namespace '{result.namespace}' holds no documents: nothing has been "
                      "ingested into it, so no question can find anything here")
+    if result.best_below_min is not None:
+        notes.append(f"no passage scored at least min_score {min_score:.2f} (the best "
+                     f"scored {result.best_below_min:.2f}); a lower min_score returns it")
     notes += spelling.notes(result.corrected, result.unmatched)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
