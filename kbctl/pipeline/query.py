@@ -79,8 +79,7 @@ def retrieve(
         reranker=str(reranker.identity) if reranker else "none",
         corrected=found.corrected, unmatched=() if empty else found.unmatched, empty=empty,
         filters=dict(filters or {}), min_score=min_score,
-        best_below_min=max((r.score for r in rows), default=None) if rows and not kept
-        else None,
+        best_below_min=max(r.score for r in rows) if rows and not kept else None,
     )
 
 
