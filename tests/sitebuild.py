@@ -325,7 +325,7 @@ def build_docusaurus(project: Path) -> Path:
     exe = Path(tool("docusaurus") or "docusaurus")
     _link_node_modules(exe, project)
     out = project.parent / (project.name + "-build")
-    run([str(exe), "build", "--out-dir", str(out)], cwd=project, timeout=900)
+    run([str(exe), "build", "--no-minify", "--out-dir", str(out)], cwd=project, timeout=900)
     return out
 
 
