@@ -79,7 +79,7 @@ def test_a_single_harmless_entity_declaration_is_refused_too() -> None:
     (b"<urlset><url><loc>https://x.test/a</loc></url>", "not a well-formed XML sitemap"),
     (b"<html><body>Not found</body></html>", "not a sitemap (the root element is <html>"),
     (b"", "not a well-formed XML sitemap"),
-    (gzip.compress(b"<urlset/>"), "still gzip-compressed"),
+    (gzip.compress(b"<urlset/>", mtime=0), "still gzip-compressed"),
 ])
 def test_bad_documents_name_the_sitemap_and_the_problem(data: bytes, message: str) -> None:
     with pytest.raises(ExtractError, match="https://x.test/sitemap.xml") as info:
