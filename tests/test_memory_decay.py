@@ -6,6 +6,7 @@ half-lives; these properties run against the real database, in both search modes
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
 
@@ -40,7 +41,8 @@ def backends(pg_admin_url: str) -> Iterator[dict[str, PostgresMemoryBackend]]:
     """A database per mode, each holding the same dated notes (and one undated)."""
     conns: list[psycopg.Connection] = []
     out: dict[str, PostgresMemoryBackend] = {}
-    names = {"hybrid": "kbtest_decay_hybrid", "keyword": "kbtest_decay_keyword"}
+    run = uuid.uuid4().hex[:8]  # workers may share one server (KBCTL_TEST_DATABASE_URL)
+    names = {"hybrid": f"kbtest_decay_hybrid_{run}", "keyword": f"kbtest_decay_keyword_{run}"}
     with psycopg.connect(pg_admin_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
