@@ -13,6 +13,7 @@ from ..evals.baseline import BaselineDiff, Regression
 from ..evals.metrics import Metrics
 from ..evals.run import CaseResult, EvalReport
 from ..store import spelling
+from .text import filter_text
 
 SUMMARY_FAILURES = 50
 SUMMARY_ROWS = 300
@@ -36,8 +37,8 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     if lines:
         lines += spelling.notes(result.corrected, result.unmatched)
     if lines and not result.retrieved and result.error is None and result.case.filter:
-        shown = ", ".join(f"{k}={v}" for k, v in result.case.filter.items())
-        lines.append(f"searched only passages with {shown} (the case's filter)")
+        lines.append(f"searched only passages with {filter_text(result.case.filter)} "
+                     "(the case's filter)")
     return lines
 
 

@@ -10,7 +10,7 @@ from ..pipeline.query import source_parts
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..store import spelling
 from .formats import Formats, Rendered, as_json
-from .text import plain, shown, styled
+from .text import filter_text, plain, shown, styled
 
 
 def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def nothing_found(result: QueryResult) -> str:
     if result.empty:
         return f"{where} holds no chunks ({EMPTY_NAMESPACE_HINT})"
     if result.filters:
-        where += " with " + ", ".join(f"{shown(k)}={shown(v)}" for k, v in result.filters.items())
+        where += f" with {shown(filter_text(result.filters))}"
     if result.best_below_min is not None and result.min_score is not None:
         return (f"no result in {where} scored at least {result.min_score:.2f} (the best "
                 f"scored {result.best_below_min:.2f}; {result.mode} search)")

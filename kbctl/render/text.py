@@ -8,6 +8,8 @@ the text is multi-line by nature) are shown escaped.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.markup import escape
 from rich.text import Text
 
@@ -27,3 +29,8 @@ def plain(value: str, *, keep_newlines: bool = False) -> str:
 def styled(markup: str) -> Text:
     """One line of rich markup (whose outside text went through ``shown``)."""
     return Text.from_markup(markup)
+
+
+def filter_text(filters: Mapping[str, str]) -> str:
+    """Metadata filters as a reader writes them: ``lang=en, section=api``."""
+    return ", ".join(f"{key}={value}" for key, value in filters.items())
