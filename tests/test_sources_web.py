@@ -198,6 +198,8 @@ def test_a_lastmod_is_trusted_for_a_week_or_two_after_the_last_fetch() -> None:
         assert unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST * 0.99)
         assert not unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST * 2)
         assert not unchanged_since("2026-03-05", prev, url, now=fetched + timedelta(days=1))
+        # a fetch stamped ahead of the clock (wrong at the time) earns no trust
+        assert not unchanged_since("2026-02-01", prev, url, now=fetched - timedelta(days=300))
     due = [sum(not unchanged_since("2026-02-01", prev, url, now=fetched + LASTMOD_TRUST
                                    * (1 + part / 4)) for url in urls) for part in range(4)]
     assert due[0] < 20 and 30 < due[1] < 70 and 80 < due[2] < 120 and 130 < due[3] < 170

@@ -106,14 +106,17 @@ def parse_time(value: str | None) -> datetime | None:
 def unchanged_since(lastmod: str | None, prev: dict[str, Any] | None, url: str,
                     now: datetime | None = None) -> bool:
     """True when the sitemap says the page has not changed since we last fetched it, and
-    that fetch is recent enough to take its word for it (``LASTMOD_TRUST``)."""
+    that fetch is recent enough to take its word for it (``LASTMOD_TRUST``). A fetch dated
+    in the future (the clock was wrong then) is not recent: it would be trusted until the
+    clock caught up with it."""
     if not prev:
         return False
     changed, fetched = parse_time(lastmod), parse_time(prev.get("fetched_at"))
     if changed is None or fetched is None or changed > fetched:
         return False
     spread = int.from_bytes(hashlib.sha256(url.encode()).digest()[:4], "big") / 2**32
-    return (now or datetime.now(timezone.utc)) - fetched < LASTMOD_TRUST * (1 + spread)
+    age = (now or datetime.now(timezone.utc)) - fetched
+    return timedelta(0) <= age < LASTMOD_TRUST * (1 + spread)
 
 
 class PageLoader:
