@@ -780,8 +780,8 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
     or without a watchdog to stop it after the linger, the last user stops it now."""
     pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
-    if not pgdata.parent.is_dir():
-        return  # deleted since: nothing to leave
+    if not pgdata.is_dir():
+        return  # its data deleted since, or on its way out: nothing to leave
     with server_lock(pgdata.parent, create=False):
         if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
             change_handles(pgdata, drop=[os.getpid()])
