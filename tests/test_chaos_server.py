@@ -531,6 +531,7 @@ def test_a_full_disk_ends_the_run_with_its_cause_and_the_next_run_heals(
     error = json.loads(full.stdout)["error"]
     assert "No space left on device" in error["message"]
     assert f"free disk space where {box.pgdata} lives" in error["hint"]
+    assert "error ignored in rollback" not in full.stderr  # psycopg's aside, not kbctl's
     # not a byte left: even joining the running server (its handle list) fails cleanly
     rest = box.root / "rest"
     with rest.open("wb") as f:
@@ -784,3 +785,23 @@ def test_a_process_that_left_makes_no_empty_directory_at_exit(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     time.sleep(1.5)  # a watchdog would have looked once by now
     assert not data.exists()
+
+
+def test_the_server_keeps_little_wal_and_an_older_data_directory_is_given_the_setting(
+        box: Box) -> None:
+    """PostgreSQL's default keeps up to 1 GB of WAL beside the data; kbctl's settings cap
+    it. A data directory made before them (a CI cache) gets them once, at its next start."""
+    from kbctl.store.server import SERVER_SETTINGS
+
+    conf = box.pgdata / "postgresql.conf"
+    text = conf.read_text(encoding="utf-8")
+    assert text.count("max_wal_size = 128MB") == 1  # the template was made with them
+    older = text[:text.index("# kbctl's settings")]
+    conf.write_text(older, encoding="utf-8")
+    for _ in range(2):
+        ok(box.run("query", "widget", linger=30))
+    assert conf.read_text(encoding="utf-8").count("max_wal_size = 128MB") == 1
+    ok(box.run("status", linger=30))  # the server is up for the next lines
+    with psycopg.connect(host=str(box.pgdata), user="postgres", dbname="postgres") as conn:
+        for name, value in SERVER_SETTINGS:
+            assert conn.execute(f"SHOW {name}").fetchone() == (value,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -325,3 +327,27 @@ def test_a_data_directory_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a file, not a directory") as info:
         connect(None, tmp_path / "kb")
     assert info.value.exit_code == 2
+
+
+def test_a_connection_lost_inside_a_transaction_adds_no_aside_on_stderr(db_url: str) -> None:
+    """A failure inside a transaction whose connection has gone makes its rollback fail
+    too, and psycopg warns "error ignored in rollback" through logging's last resort;
+    kbctl reports the failure itself, so a cron's stderr carries one message, not two."""
+    script = """
+import sys
+import psycopg
+from kbctl.store.db import connect
+url = sys.argv[1]
+conn = connect(url)
+try:
+    with conn.transaction():
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        raise ValueError("a failure of its own while the connection is gone")
+except ValueError:
+    print("lost")
+"""
+    run = subprocess.run([sys.executable, "-c", script, db_url], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert run.returncode == 0 and run.stdout.strip() == "lost", run.stderr
+    assert run.stderr == ""

@@ -7,6 +7,7 @@ CI cache can carry a KB between runs. Several kbctl processes may share one data
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -24,6 +25,12 @@ from .server import (
 )
 
 DEFAULT_DATA_DIR = ".kbctl"
+
+# psycopg warns through the root logger's last resort when a rollback fails after a lost
+# connection ("error ignored in rollback"); kbctl reports the failure that caused it, so
+# that line is noise on a cron's stderr. An application that configures logging still
+# receives it.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def embedded_url(data_dir: str | Path) -> str:

@@ -66,6 +66,13 @@ WATCHDOG_MODULE = "kbctl.store.watchdog"
 LOG_TAIL_BYTES = 65536
 # A fresh initdb that fails is tried once more after this many seconds.
 INITDB_RETRY_PAUSE = 0.5
+# Settings the embedded server starts with, appended once to its postgresql.conf (a later
+# line wins). PostgreSQL keeps up to max_wal_size of WAL between checkpoints (1 GB by
+# default): ingesting a 530-page site left 1.1 GB of WAL beside 0.5 GB of data, twice what
+# a CI cache of the data directory needs to carry or a full disk can spare. At 128 MB the
+# same ingest took as long (within run-to-run noise) and left 129 MB.
+SERVER_SETTINGS = (("max_wal_size", "128MB"), ("min_wal_size", "32MB"))
+_SETTINGS_MARK = "# kbctl's settings for its embedded server"
 
 Say = Callable[[str], None]
 
@@ -637,7 +644,8 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             raise DatabaseError(
                 f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
                 + (f": {exc.filename}" if exc.filename else ""),
-                hint=free_space_hint(pgdata) if exc.errno == errno.ENOSPC
+                hint=f"{free_space_hint(pgdata)}, then run the command again"
+                if exc.errno == errno.ENOSPC
                 else f"check that {pgdata.parent} is writable") from exc
         info = server.get_postmaster_info()
         joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
@@ -664,18 +672,34 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
                 time.sleep(INITDB_RETRY_PAUSE)
                 server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
                 server.ensure_pgdata_inited()
+            _write_settings(pgdata)
             server.ensure_postgres_running()
         except Exception as exc:
             why = _why(exc, log, seen, said)
             hint = ("run `kbctl doctor` to see the data directory's state, check the "
                     "directory is writable, or pass --db postgresql://…")
-            if "Version mismatch" in why or "incompatible with server" in why:
+            if "No space left on device" in why:
+                hint = f"{free_space_hint(pgdata)}, then run the command again"
+            elif "Version mismatch" in why or "incompatible with server" in why:
                 # a CI cache or a copy made by a kbctl bundling another PostgreSQL major
                 hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move "
                         "it aside and ingest again, or use the kbctl that made it")
             raise DatabaseError(f"could not start the embedded PostgreSQL in {pgdata}: {why}",
                                 hint=hint) from exc
     return server
+
+
+def _write_settings(pgdata: Path) -> None:
+    """Append ``SERVER_SETTINGS`` to a data directory's postgresql.conf once; a data
+    directory made before them gets them at its next start. Best effort: a server without
+    them runs as well, with more WAL."""
+    conf = pgdata / "postgresql.conf"
+    with contextlib.suppress(OSError):
+        if _SETTINGS_MARK in conf.read_text(encoding="utf-8", errors="replace"):
+            return
+        lines = "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS)
+        with conf.open("a", encoding="utf-8") as out:
+            out.write(f"\n{_SETTINGS_MARK}\n{lines}")
 
 
 @contextlib.contextmanager
