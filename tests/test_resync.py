@@ -3,6 +3,7 @@ safe against SIGKILL."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -134,6 +135,7 @@ def test_resync_all_covers_every_namespace(cli: Cli, workdir: Path) -> None:
 def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
     site = _site(workdir / "site", 2)
     cli.json("ingest", "files", str(site))
+    cli.json("ingest", "text", "Gears mesh.", "--ref", "gears", "-n", "elsewhere")
     holder = KnowledgeStore(connect(cli.db_url))
     try:
         with holder.namespace_lock("default"):
@@ -154,6 +156,26 @@ def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
     ingest = waiter.result(timeout=60)  # the lock is free: the waiting ingest runs
     assert ingest.exit_code == 0, ingest.stderr
     assert "is being written by another kbctl run; waiting" in ingest.stderr
+
+
+def test_nothing_recorded_to_resync_is_an_error_not_a_clean_sync(cli: Cli,
+                                                                   workdir: Path) -> None:
+    """A cron line pointed at the wrong namespace or data directory must not report a clean
+    sync every night while the knowledge base it meant goes stale."""
+    for args in (("resync",), ("resync", "--all")):
+        empty = cli(*args, "--json")
+        assert empty.exit_code == 2, empty.stderr
+        error = json.loads(empty.stdout)["error"]
+        assert error["message"].startswith("nothing to resync: ")
+        assert "ingest first" in error["hint"]
+        assert "new knowledge base" not in empty.stderr  # refused before anything is bound
+    cli.json("ingest", "text", "Gears mesh.", "--ref", "gears")
+    wrong = cli("resync", "-n", "docs")
+    assert wrong.exit_code == 2
+    assert "nothing to resync: namespace 'docs' in " in wrong.stderr
+    assert "has no recorded sources" in wrong.stderr
+    assert cli.json("resync")["totals"]["unchanged"] == 1
+    assert cli.json("resync", "--all")["ok"] is True
 
 
 @pytest.mark.parametrize("kill_after", [0.4, 0.8, 1.3, 2.0])

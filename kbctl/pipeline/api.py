@@ -17,6 +17,7 @@ from ..net.endpoint import public_endpoint
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
+from ..store.db import describe
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
 from ..wiring import open_store, open_writers, resolve_embedder, resolve_reranker
@@ -26,7 +27,7 @@ from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
 from .reembed import ReembedReport, reembed
-from .resync import ResyncOptions, ResyncReport, resync
+from .resync import ResyncOptions, ResyncReport, require_recorded, resync
 from .status import DefinitionStatus, StatusReport
 
 
@@ -196,6 +197,9 @@ def resync_kb(
             targets = [s.namespace for s in store.namespace_status() if s.definitions]
         else:
             targets = list(namespaces or [settings.namespace])
+        if not settings.sources:
+            require_recorded(store, targets, every=all_namespaces,
+                             where=describe(settings.db_url, settings.data_dir))
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
         with open_writers(settings) as writers:

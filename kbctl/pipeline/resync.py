@@ -96,6 +96,26 @@ def resync(
     return report
 
 
+def require_recorded(store: KnowledgeStore, namespaces: Sequence[str], *, where: str,
+                     every: bool = False) -> None:
+    """Refuse a resync with nothing recorded to run: a cron line pointed at the wrong data
+    directory or namespace would otherwise report a clean sync every night while the
+    knowledge base it meant goes stale. ``every``: the namespaces came from ``--all``."""
+    if every and not namespaces:
+        raise InputError(f"nothing to resync: no namespace in {where} has recorded sources",
+                         hint=_RECORD_HINT)
+    empty = [ns for ns in namespaces if not store.list_defs(ns)]
+    if empty:
+        names = ", ".join(repr(ns) for ns in empty)
+        raise InputError(f"nothing to resync: namespace {names} in {where} has no recorded "
+                         "sources", hint=_RECORD_HINT)
+
+
+_RECORD_HINT = ("a resync re-runs what `kbctl ingest` recorded: ingest first, or pass the "
+                "--namespace and --data-dir (or --db) the ingest used; `kbctl status` lists "
+                "what a knowledge base holds")
+
+
 def _recorded(definition: SourceDef) -> SourceSpec | BrokenDefinition:
     """A recorded definition, checked again; one that no longer validates fails alone."""
     try:
