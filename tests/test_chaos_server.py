@@ -24,6 +24,8 @@ import psycopg
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from kbctl.store.server import SERVER_SETTINGS
+
 from .allocations import AllocationPeak
 from .http_server import LocalServer, Request, Response, html
 
@@ -791,8 +793,6 @@ def test_the_server_keeps_little_wal_and_an_older_data_directory_is_given_the_se
         box: Box) -> None:
     """PostgreSQL's default keeps up to 1 GB of WAL beside the data; kbctl's settings cap
     it. A data directory made before them (a CI cache) gets them once, at its next start."""
-    from kbctl.store.server import SERVER_SETTINGS
-
     conf = box.pgdata / "postgresql.conf"
     text = conf.read_text(encoding="utf-8")
     assert text.count("max_wal_size = 128MB") == 1  # the template was made with them

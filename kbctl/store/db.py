@@ -166,9 +166,9 @@ def database_error(exc: BaseException, url: str | None,
 
 
 def _disk_full_hint(url: str | None, data_dir: str | Path, again: str) -> str:
-    free = "free disk space on the database server" if url else free_space_hint(
-        pgdata_of(data_dir))
-    return f"{free}, then {again}; {_KEPT}"
+    free = (f"free disk space on the database server, then {again}" if url
+            else free_space_hint(pgdata_of(data_dir), then=again))
+    return f"{free}; {_KEPT}"
 
 
 def _first_line(exc: BaseException) -> str:

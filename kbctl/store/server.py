@@ -73,6 +73,7 @@ INITDB_RETRY_PAUSE = 0.5
 # same ingest took as long (within run-to-run noise) and left 129 MB.
 SERVER_SETTINGS = (("max_wal_size", "128MB"), ("min_wal_size", "32MB"))
 _SETTINGS_MARK = "# kbctl's settings for its embedded server"
+MAX_CONF_BYTES = 1024 * 1024
 
 Say = Callable[[str], None]
 
@@ -85,8 +86,8 @@ def say_on_stderr(message: str) -> None:
             print(f"kbctl: {message}", file=sys.stderr, flush=True)
 
 
-def free_space_hint(pgdata: Path) -> str:
-    return f"free disk space where {pgdata} lives"
+def free_space_hint(pgdata: Path, then: str = "run the command again") -> str:
+    return f"free disk space where {pgdata} lives, then {then}"
 
 
 def pgdata_of(data_dir: str | Path) -> Path:
@@ -644,8 +645,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             raise DatabaseError(
                 f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
                 + (f": {exc.filename}" if exc.filename else ""),
-                hint=f"{free_space_hint(pgdata)}, then run the command again"
-                if exc.errno == errno.ENOSPC
+                hint=free_space_hint(pgdata) if exc.errno == errno.ENOSPC
                 else f"check that {pgdata.parent} is writable") from exc
         info = server.get_postmaster_info()
         joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
@@ -679,7 +679,7 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
             hint = ("run `kbctl doctor` to see the data directory's state, check the "
                     "directory is writable, or pass --db postgresql://…")
             if "No space left on device" in why:
-                hint = f"{free_space_hint(pgdata)}, then run the command again"
+                hint = free_space_hint(pgdata)
             elif "Version mismatch" in why or "incompatible with server" in why:
                 # a CI cache or a copy made by a kbctl bundling another PostgreSQL major
                 hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move "
@@ -695,8 +695,9 @@ def _write_settings(pgdata: Path) -> None:
     them runs as well, with more WAL."""
     conf = pgdata / "postgresql.conf"
     with contextlib.suppress(OSError):
-        if _SETTINGS_MARK in conf.read_text(encoding="utf-8", errors="replace"):
-            return
+        with conf.open("rb") as f:  # PostgreSQL writes ~30 KB; read a bounded part
+            if _SETTINGS_MARK.encode() in f.read(MAX_CONF_BYTES):
+                return
         lines = "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS)
         with conf.open("a", encoding="utf-8") as out:
             out.write(f"\n{_SETTINGS_MARK}\n{lines}")
