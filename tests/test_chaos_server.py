@@ -493,11 +493,11 @@ def test_a_huge_write_time_file_is_read_in_bounded_memory(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def small_disk(template: Box) -> Iterator[Box]:
-    """A copy of the template KB on a 256 MB disk of its own (a tmpfs: root only; skipped
-    where mounting is not allowed)."""
+def own_mount(template: Box) -> Iterator[Box]:
+    """A copy of the template KB on a small disk of its own, which a test may remount (a
+    tmpfs: root only; skipped where mounting is not allowed)."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a small disk needs root")
+        pytest.skip("mounting a disk needs root")
     root = fresh_root()
     mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m,mode=755", "tmpfs",
                             str(root)], capture_output=True, text=True, check=False)
@@ -509,9 +509,32 @@ def small_disk(template: Box) -> Iterator[Box]:
         b.copy_kb(template)
         yield b
     finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(root)], check=False)
         b.cleanup()
         subprocess.run(["umount", "-l", str(root)], check=False)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def small_disk(own_mount: Box) -> Box:
+    """A copy of the template KB on a 256 MB disk of its own."""
+    return own_mount
+
+
+def test_a_read_only_data_directory_says_what_to_do(own_mount: Box) -> None:
+    """A KB baked into a read-only image or volume: the embedded server cannot run there;
+    every command says so with the way out, and the KB works again once writable."""
+    box = own_mount
+    subprocess.run(["mount", "-o", "remount,ro", str(box.root)], check=True)
+    for args in (("query", "widget"), ("doctor",)):
+        run = box.run(*args, "--json")
+        assert run.returncode == 3 and "Traceback" not in run.stderr, run.stderr
+        error = json.loads(run.stdout)["error"]
+        assert error["message"] == (f"cannot use the data directory {box.data_dir}: "
+                                    f"Read-only file system ({box.data_dir / 'server.lock'})")
+        assert "copy it somewhere writable" in error["hint"]
+    subprocess.run(["mount", "-o", "remount,rw", str(box.root)], check=True)
+    assert "widget" in top_text(box, "widget", "default")
 
 
 def test_a_full_disk_ends_the_run_with_its_cause_and_the_next_run_heals(

@@ -169,12 +169,25 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
         try:
             fd = _open_lock_file(data_dir, create)
         except OSError as exc:
-            raise DatabaseError(f"cannot use the data directory {data_dir}: {exc}") from exc
+            raise _unusable(data_dir, exc) from exc
         try:
             _flock_within(fd, data_dir, LOCK_WAIT_S)
             yield
         finally:
             os.close(fd)
+
+
+def _unusable(data_dir: Path, exc: OSError) -> DatabaseError:
+    """A data directory the server cannot work in, with what to do about it."""
+    what = f"cannot use the data directory {data_dir}: {exc.strerror or exc}" + (
+        f" ({exc.filename})" if exc.filename else "")
+    if exc.errno == errno.ENOSPC:
+        return DatabaseError(what, hint=free_space_hint(data_dir / PG_DIR))
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return DatabaseError(what, hint="the embedded PostgreSQL writes to its data directory, "
+                             "even to answer a query: make it writable, copy it somewhere "
+                             "writable and point --data-dir there, or pass --db postgresql://…")
+    return DatabaseError(what)
 
 
 def _open_lock_file(data_dir: Path, create: bool) -> int:
