@@ -49,7 +49,7 @@ PAGES = ["a.md", "docs/b.md", "content/c.md", "content/en/c.fr.md", "content/_in
 NET = re.compile(r"cannot place this page \(|settings there cannot be read \(|"
                  r"cannot read: [A-Z]\w*(Error|Exception)")
 MARKERS = [*YAML_SETTINGS, "book.toml", "conf.py", "docusaurus.config.js",
-           ".vitepress/config.mts", "astro.config.mjs"]
+           ".vitepress/config.mts", "astro.config.mjs", "index.html"]
 
 
 def _value(rng: random.Random, depth: int = 0) -> Any:
@@ -87,6 +87,12 @@ def _config(rng: random.Random, marker: str) -> dict[str, str]:
         return {marker: f"export default {{ srcDir: '{_word(rng)}', cleanUrls: true, "
                         f"srcExclude: ['{_word(rng)}'], rewrites: {{ '{_word(rng)}': "
                         f"'{_word(rng)}' }} }}"}
+    if marker == "index.html":  # Docsify's shell
+        return {marker: f"<script>window.$docsify = {{ homepage: '{_word(rng)}', basePath: "
+                        f"'{rng.choice(['../..', '/', _word(rng)])}', routerMode: "
+                        f"'{rng.choice(['history', 'hash', _word(rng)])}' }}</script><script "
+                        f"src='{rng.choice(['../../../etc/passwd', 'h.html', _word(rng)])}'>"
+                        "</script>" + rng.choice(["", "<script src='docsify@x'>" * 1000])}
     return {marker: f"import starlight from '@astrojs/starlight'; export default {{ srcDir: "
                     f"'{_word(rng)}', trailingSlash: '{_word(rng)}', build: {{ format: "
                     f"'{_word(rng)}' }} }}",

@@ -98,8 +98,8 @@ def ingest_files(
     generator: Annotated[str | None, typer.Option(
         "--generator", help="Docs generator whose URLs and heading ids to cite: auto, "
         "mdbook, mkdocs, sphinx, sphinx-dirhtml, jupyter-book, mystmd, docusaurus, hugo, "
-        "vitepress, vuepress, starlight, jekyll, quarto or plain. Default: detected from "
-        "book.toml, mkdocs.yml, conf.py, ….",
+        "vitepress, vuepress, starlight, jekyll, quarto, docsify or plain. Default: detected "
+        "from book.toml, mkdocs.yml, conf.py, ….",
         show_default=False)] = None,
     ignore_noindex: IgnoreNoindexOpt = False,
     version: VersionOpt = None, lang: LangOpt = None,

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InputError, SourceError
 from ..projectfiles import inside, repository_top
 from . import (
+    docsify,
     docusaurus,
     hugo,
     jekyll,
@@ -47,13 +48,14 @@ GENERATORS: dict[str, Generator] = {
     "starlight": starlight.GENERATOR,
     "jekyll": jekyll.GENERATOR,
     "quarto": quarto.GENERATOR,
+    "docsify": docsify.GENERATOR,
     "plain": plain.GENERATOR,
 }
 # Most specific markers first: a Docusaurus or VitePress project may also hold a
 # _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
 # sphinx-external-toc), a Jupyter Book a _config.yml of its own.
 _DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "vuepress", "starlight",
-                    "quarto", "mystmd", "hugo", "sphinx", "jupyter-book", "jekyll")
+                    "quarto", "mystmd", "docsify", "hugo", "sphinx", "jupyter-book", "jekyll")
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096

@@ -17,9 +17,15 @@ from .embedding_text import embedding_text
 
 
 def citation_for(url: str, anchor: str | None) -> str:
-    """``url#anchor`` when the chunk has an anchor and the url has no fragment yet."""
-    if anchor and "#" not in url:
+    """``url#anchor`` when the chunk has an anchor and the url has no fragment yet; a hash
+    route (``…/#/guide``, Docsify's pages) takes it as ``?id=`` as its own links do."""
+    if not anchor:
+        return url
+    if "#" not in url:
         return f"{url}#{anchor}"
+    route = url.split("#", 1)[1]
+    if route.startswith("/"):
+        return f"{url}{'&' if '?' in route else '?'}id={anchor}"
     return url
 
 
