@@ -278,6 +278,27 @@ def test_bad_input_is_one_failed_source_and_the_kb_stays_as_it_was(
     assert after == before
 
 
+def test_a_docsify_shell_says_what_it_is_and_where_its_pages_are(cli: Cli,
+                                                                  site: LocalServer) -> None:
+    """A Docsify site's every URL serves one empty shell; the failure names the site kind
+    and the way in, in the report and in the table a person reads."""
+    site.routes["/"] = html("<html><body><div id='app'></div><script>window.$docsify = "
+                            "{ name: 'widget' }</script><script src='//cdn/docsify@4'>"
+                            "</script></body></html>")
+    site.routes["/README.md"] = ok("# Widget\n\nThe widget spins.\n", "text/markdown")
+    report = cli.json("ingest", "url", site.url("/"), PRIVATE, code=1)
+    [failure] = report["errors"]
+    assert failure["error"].endswith(": a Docsify page, whose content is markdown that the "
+                                     "browser fetches and renders")
+    assert "kbctl ingest files DOCS_FOLDER --base-url URL" in failure["hint"]
+    shown = cli("ingest", "url", site.url("/"), PRIVATE)
+    words = " ".join(w for w in shown.stderr.split() if w != "│")  # the table wraps cells
+    assert shown.exit_code == 1 and "`kbctl ingest files DOCS_FOLDER --base-url" in words
+    assert cli.json("ingest", "url", site.url("/README.md"), PRIVATE)["added"] == 1
+    plain = cli.json("ingest", "url", site.url("/guide/install.html"), PRIVATE)
+    assert plain["errors"] == []
+
+
 # --- listings change: orphans go only when the listing is whole ----------------------------
 
 

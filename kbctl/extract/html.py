@@ -37,6 +37,10 @@ _PAGE_TAG = re.compile(rb"<(?:html|body|head)[\s>/]", re.IGNORECASE)
 _OG_TITLE = etree.XPath("//meta[@property='og:title']/@content | //meta[@name='og:title']/@content")
 
 
+# A Docsify site's pages are one shell that renders markdown in the browser.
+_DOCSIFY = re.compile(rb"window\.\$docsify\b")
+
+
 @dataclass(frozen=True)
 class ExtractedPage:
     """What a page says, as markdown, and how it was obtained."""
@@ -206,6 +210,12 @@ def extract_html(html: str | bytes, *, url: str | None = None,
         if markdown:
             return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
     where = f" at {url}" if url else ""
+    if _DOCSIFY.search(data):
+        raise ExtractError(
+            f"no text content found in the HTML{where}: a Docsify page, whose content is "
+            "markdown that the browser fetches and renders",
+            hint="ingest the site's markdown with `kbctl ingest files DOCS_FOLDER --base-url "
+                 "URL` (it cites Docsify's routes), or its files by URL (…/README.md)")
     raise ExtractError(
         f"no text content found in the HTML{where}",
         hint="the page may be rendered by JavaScript or be empty",

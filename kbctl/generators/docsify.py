@@ -13,11 +13,12 @@ Heading ids, from Docsify's ``slugify``: ASCII capitals lowered, tags dropped, t
 punctuation ``\\'!"#$%&()*+,./:;<=>?@[]^`{|}~`` and U+2000–206F, U+2E00–2E7F dropped,
 each whitespace character turned into ``-``, a leading digit prefixed with ``_``; a
 repeat gets ``-1``, ``-2``… counted per slug (so a heading "A-1" after two "A"s gets
-"a-1" a second time, as Docsify renders it). ``:id=name`` in a heading names it. Version 4 slugs the heading
-as marked renders it (``&`` arrives as ``&amp;`` and leaves ``amp``, ``'`` leaves ``39``)
-and collapses runs of ``-``; version 5 slugs its markdown source (a link's text only,
-emoji dropped) and keeps them. The major version comes from the script's ``docsify@N``;
-an unversioned script is the latest, 5.
+"a-1" a second time, as Docsify renders it). ``:id=name`` in a heading names it.
+Version 4 slugs the heading as marked renders it (``&`` arrives as ``&amp;`` and leaves
+``amp``, ``'`` leaves ``39``) and collapses runs of ``-``; version 5 slugs its markdown
+source (a link's text only, emoji dropped) and keeps them. The major version comes from
+the script's ``docsify@N`` or the version a copy in the project carries; an unversioned
+script is the latest, 5.
 """
 
 from __future__ import annotations

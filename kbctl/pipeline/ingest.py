@@ -52,6 +52,7 @@ class SourceFailure:
     error: str
     type: str
     source: str = ""
+    hint: str | None = None  # what to do about it, when the error knows
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def _fail_source(ref: str, exc: KbctlError, def_id: str, report: IngestReport,
     """A definition that failed as a whole (its listing, its recorded options)."""
     report.failed += 1
     report.errors.append(SourceFailure(ref=ref, error=exc.message, type=type(exc).__name__,
-                                       source=def_id))
+                                       source=def_id, hint=exc.hint))
     progress(ProgressEvent("failed", ref=ref, message=exc.message))
 
 

@@ -35,7 +35,8 @@ def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
     if report.errors:
         table = Table("source", "error", title="failed sources", title_justify="left")
         for e in report.errors:
-            table.add_row(shown(e.ref), shown(e.error))
+            table.add_row(shown(e.ref), styled(shown(e.error) + (
+                f"\n[dim]{shown(e.hint)}[/dim]" if e.hint else "")))
         out += Rendered.stderr(table)
     return out
 
@@ -61,7 +62,8 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
             out += Rendered.stdout(*(f"{key:8} {plain(ref)}\n"
                                      for key in ("added", "updated", "deleted")
                                      for ref in ns.changes[key]))
-        out += Rendered.stderr(*(styled(f"[red]failed[/red] {shown(e.ref)}: {shown(e.error)}")
+        out += Rendered.stderr(*(styled(f"[red]failed[/red] {shown(e.ref)}: {shown(e.error)}"
+                                        + (f" [dim]({shown(e.hint)})[/dim]" if e.hint else ""))
                                  for e in ns.errors))
     return out
 
