@@ -91,6 +91,11 @@ def test_an_index_html_without_docsify_is_not_docsify(tmp_path: Path) -> None:
     write_tree(tmp_path, {"index.html": "<html><body>Hello</body></html>", "a.md": "# A\n"})
     site = detect_site(tmp_path)
     assert site is None or site.generator != "docsify"
+    about = ("<html><body><p>Set it up:</p><pre><code>&lt;script&gt;window.$docsify = "
+             "{}&lt;/script&gt;</code></pre></body></html>")  # a page about Docsify
+    write_tree(tmp_path, {"index.html": about})
+    site = detect_site(tmp_path)
+    assert site is None or site.generator != "docsify"
 
 
 def test_ids_as_docsify_slugs_them(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ from .base import IdRules, Site
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
 LATEST_MAJOR = 5
 
-_CONFIG = re.compile(r"\$docsify\b")
+# a script that sets the config (a page about Docsify only shows it as text)
+_CONFIG = re.compile(r"<script\b[^>]*>[^<]*?\$docsify\s*=", re.I)
 _SCRIPT = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']([^"']*docsify[^"']*)["']""", re.I)
 _MAJOR = re.compile(r"docsify@\^?~?(\d+)")
 _VENDORED = re.compile(r"""docsify\s+v(\d+)\.\d+|\bversion:\s*["'](\d+)\.\d+""", re.I)
