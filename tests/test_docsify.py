@@ -24,7 +24,7 @@ import pytest
 from kbctl.generators import GENERATORS, detect_site, heading_ids
 from kbctl.generators.docsify import slugify
 from kbctl.pipeline.query import citation_for
-from tests.sitebuild import citations, sections, write_tree
+from tests.sitebuild import citations, page_bodies, sections, write_tree
 
 RENDER = Path(__file__).with_name("docsify_render.cjs")
 BASE = "https://owner.github.io/project/"
@@ -34,7 +34,9 @@ HEADINGS = [
     "## **Bold** and _it_", "## [A link](other.md) here", "## C++ / C#: 2 languages!",
     "## 1. Numbered first", "## Ünïcödé Ärger", "## 中文 标题", "## Launch 🚀 now",
     "## a -- b", "## snake_case_name", "## Options :id=custom-options", "## Options",
-    "## Heading {#not-an-id}", "Setext heading\n--------------",
+    "## Heading {#not-an-id}", "## Left out of the sidebar {docsify-ignore}",
+    "## Hidden too <!-- {docsify-ignore} -->", "## Left out {docsify-ignore-all}",
+    "Setext heading\n--------------",
 ]
 
 
@@ -111,6 +113,21 @@ def test_ids_as_docsify_slugs_them(tmp_path: Path) -> None:
         "_1st-place", "a----b", "Ünïcödé", "custom"]
     assert slugify("Launch 🚀 now", 5) == "launch--now"
     assert slugify("[A link](x.md) here", 5) == "a-link-here"
+
+
+@pytest.mark.parametrize(("major", "hidden"), [(4, "hidden-too"), (5, "hidden-too-")])
+def test_headings_read_as_docsify_shows_them(tmp_path: Path, major: int, hidden: str) -> None:
+    """``:id=`` and the sidebar marks are not part of the heading a reader sees; Docsify 5
+    slugs the commented mark's tag away and keeps the space before it."""
+    write_tree(tmp_path, {"index.html": _index(major), "README.md": sections(
+        "# Home", "## Options :id=custom-options", "## Hidden too <!-- {docsify-ignore} -->",
+        "## Left out {docsify-ignore-all}")})
+    body = page_bodies(tmp_path, base_url=BASE)[BASE + "#/"]
+    assert "## Options {#custom-options}" in body
+    assert f"## Hidden too {{#{hidden}}}" in body
+    left = "left-out" if major == 4 else "left-out-docsify-ignore-all"
+    assert f"## Left out {{#{left}}}" in body
+    assert "docsify-ignore" not in body.replace(f"{{#{left}}}", "")
 
 
 def test_a_hash_route_takes_its_anchor_as_an_id_parameter() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
 from .brace_includes import BraceIncludes, expand_brace_includes, expand_include_variants
+from .docsify_marks import ignore_marks_kept
 from .hero import starlight_hero, vitepress_home
 from .inline_html import html_to_text
 from .jekyll_includes import liquid_with_includes
@@ -177,6 +178,7 @@ DIALECTS: dict[str, Dialect] = {
     "jupyter-book": _sphinx,  # Sphinx and MyST underneath
     "quarto": _quarto,
     "mystmd": _mystmd,
+    "docsify": _text_only(ignore_marks_kept),
     "mdbook": lambda text, page: text if page is None else expand_links(
         text, page=page.path, project=page.project, reads=page.reads),
 }

@@ -58,7 +58,7 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
             anchor = None  # counted, as the generator's slugger does, but never rendered
         if tok.level > 0 or anchor is None:
             continue  # no id, or inside a list or quote: not a section, but it took its id
-        body = " ".join(part.strip() for part in body.split("\n"))
+        body = ids.displayed(" ".join(part.strip() for part in body.split("\n")))
         first, end = tok.map
         replacements[first] = (ial_end or end,  # the IAL line goes with the heading it names
                                f"{'#' * int(tok.tag[1:])} {body} {{#{anchor}}}")

@@ -73,6 +73,10 @@ class HeadingIds(Protocol):
         ``{#id}`` attribute (None when absent). None: the heading has no id."""
         ...
 
+    def displayed(self, heading: str) -> str:
+        """The heading's markdown as the page shows it (Docsify hides ``:id=name``)."""
+        ...
+
 
 class Generator(Protocol):
     """One docs generator: detection, page paths and heading ids. A generator that stops
@@ -110,6 +114,9 @@ class IdRules:
     idless_levels: frozenset[int] = frozenset()
     block_attributes: bool = False
     attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
+
+    def displayed(self, heading: str) -> str:
+        return heading
 
 
 class CountingIds(IdRules):

@@ -53,6 +53,9 @@ _CONFIG_ITEM = re.compile(r"(?:^|\s):([\w-]+:?)=?([\w\-%]+)?")
 # that hold them (U+2000–206F goes with the punctuation anyway).
 _EMOJI = re.compile("[\u00a9\u00ae\u2122\u2139\u2194-\u21aa\u231a-\u23ff\u24c2\u25aa-\u27bf"
                     "\u2934\u2935\u2b05-\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001faff]")
+# ``<!-- {docsify-ignore} -->`` in a heading, as the markdown reader leaves it for the ids
+COMMENTED_IGNORE = "{docsify-ignore:comment}"
+_IGNORE = re.compile(r"(?:<!--\s*)?\{docsify-ignore(?:-all)?(?::comment)?\}(?:\s*-->)?")
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 
 
@@ -100,14 +103,19 @@ class DocsifyIds(IdRules):
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
         if self._major >= 5:
             named = _config_id(text)[1]
-            slug = slugify(named or text, self._major)
+            slug = slugify(named or text.replace(COMMENTED_IGNORE, "<!-- -->"), self._major)
         else:
             rendered = "".join(_ESCAPES.get(ch, ch) for ch in text)
             rest, named = _config_id(rendered)
-            slug = slugify(named or rest, self._major)
+            slug = slugify(named or _IGNORE.sub("", rest), self._major)
         n = self._count[slug] + 1 if slug in self._count else 0
         self._count[slug] = n
         return f"{slug}-{n}" if n else slug
+
+    def displayed(self, heading: str) -> str:
+        """Without its ``:key=value`` items and ``{docsify-ignore}`` marks, as shown."""
+        return _IGNORE.sub("", _CONFIG_ITEM.sub(
+            lambda m: m.group(0) if ":" in m.group(1) else "", heading)).strip() or heading
 
 
 class Docsify:
