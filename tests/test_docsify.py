@@ -87,6 +87,11 @@ def test_settings_homepage_history_base_path_and_version(tmp_path: Path) -> None
                                         "<script src='lib/docsify.min.js'></script>",
                           "lib/docsify.min.js": '!function(){var e={version:"4.13.1"}}()'})
     assert GENERATORS["docsify"].detect(vendored).settings["major"] == 4
+    plugin = tmp_path / "p"
+    write_tree(plugin, {"index.html": "<script>window.$docsify={}</script>"
+                                      "<script src='docsify-tabs.js'></script>",
+                        "docsify-tabs.js": 'var x={version:"1.6.3"}'})  # a plugin's own
+    assert GENERATORS["docsify"].detect(plugin).settings["major"] == 5
 
 
 def test_an_index_html_without_docsify_is_not_docsify(tmp_path: Path) -> None:

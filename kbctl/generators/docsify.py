@@ -34,6 +34,7 @@ from .base import IdRules, Site
 
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
 LATEST_MAJOR = 5
+_BUNDLES = frozenset({"docsify.js", "docsify.min.js"})
 
 # a script that sets the config (a page about Docsify only shows it as text)
 _CONFIG = re.compile(r"<script\b[^>]*>[^<]*?\$docsify\s*=", re.I)
@@ -172,7 +173,8 @@ def _major(folder: Path, html: str) -> int:
         if m:
             return int(m.group(1))
         local = folder / src.split("?")[0].lstrip("/")
-        if "://" not in src and not src.startswith("//") and inside(folder, local):
+        if ("://" not in src and not src.startswith("//") and local.name in _BUNDLES
+                and inside(folder, local)):  # a plugin's own version says nothing
             copy = read_config_text(local)
             stamp = _VENDORED.search(copy) if copy else None
             if stamp:
