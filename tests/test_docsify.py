@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,8 +52,7 @@ def _index(major: int | None, extra: str = "", src: str | None = None) -> str:
 
 def _ids(major: int, texts: list[str], root: Path) -> list[str | None]:
     site = GENERATORS["docsify"].default_site(root)
-    allocate = heading_ids(type(site)(site.generator, root, None, {**site.settings,
-                                                                    "major": major}))
+    allocate = heading_ids(replace(site, settings={**site.settings, "major": major}))
     return [allocate(t) for t in texts]
 
 
