@@ -44,7 +44,7 @@ HEADINGS = [
 def _index(major: int | None, extra: str = "", src: str | None = None) -> str:
     """A Docsify shell loading ``src``, by default the CDN's copy of version ``major``."""
     package = f"docsify@{major}" if major else "docsify"
-    src = src or f"//cdn.jsdelivr.net/npm/{package}/lib/docsify.min.js"
+    src = src or f"//cdn.example.net/npm/{package}/lib/docsify.min.js"
     return (f"<!DOCTYPE html><html><body><div id=app></div>\n"
             f"<script>window.$docsify = {{ name: 'p'{extra} }}</script>\n"
             f"<script src=\"{src}\"></script>\n</body></html>\n")
