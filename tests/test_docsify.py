@@ -105,6 +105,18 @@ def test_an_index_html_without_docsify_is_not_docsify(tmp_path: Path) -> None:
     assert site is None or site.generator != "docsify"
 
 
+def test_a_hostile_shell_is_read_in_one_pass(tmp_path: Path) -> None:
+    """A megabyte of unclosed ``<script`` tags after the config: patterns over the raw page
+    took minutes on this (quadratic); parsed, it is read at once (the suite's per-test
+    timeout is the bound)."""
+    config = "<script>window.$docsify = { routerMode: 'history' }</script>"
+    for tail in ("<script " * 120_000, "<script src='docsify" * 50_000,
+                 "<script src='lib/docsify.min.js'></script>" * 20_000):
+        write_tree(tmp_path, {"index.html": config + tail})
+        site = GENERATORS["docsify"].detect(tmp_path)
+        assert site is not None and site.settings["history"] is True
+
+
 def test_ids_as_docsify_slugs_them(tmp_path: Path) -> None:
     texts = ["Install", "Install", "Install-1", "Install", "Tom & Jerry's", "x < y",
              "1st place", "a -- b", "Ünïcödé", "Options :id=custom"]

@@ -29,16 +29,17 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lxml import etree
+
 from ..projectfiles import inside, read_config_text
 from .base import IdRules, Site
 
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
 LATEST_MAJOR = 5
 _BUNDLES = frozenset({"docsify.js", "docsify.min.js"})
+MAX_SCRIPTS = 32  # Docsify's own and its plugins'; a page with thousands is no shell
 
-# a script that sets the config (a page about Docsify only shows it as text)
-_CONFIG = re.compile(r"<script\b[^>]*>[^<]*?\$docsify\s*=", re.I)
-_SCRIPT = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']([^"']*docsify[^"']*)["']""", re.I)
+_CONFIG = re.compile(r"\$docsify\s*=")
 _MAJOR = re.compile(r"docsify@\^?~?(\d+)")
 _VENDORED = re.compile(r"""docsify\s+v(\d+)\.\d+|\bversion:\s*["'](\d+)\.\d+""", re.I)
 _HISTORY = re.compile(r"""\brouterMode\s*:\s*['"]history['"]""")
@@ -126,15 +127,16 @@ class Docsify:
     def detect(self, folder: Path) -> Site | None:
         marker = folder / "index.html"
         html = read_config_text(marker) if marker.is_file() else None
-        if html is None or not _CONFIG.search(html):
+        config, sources = _scripts(html) if html is not None else (None, [])
+        if config is None:
             return None
-        base = _BASE_PATH.search(html)
+        base = _BASE_PATH.search(config)
         content = folder
         if base and "://" not in base.group(1) and base.group(1).strip("/"):
             candidate = folder / base.group(1).strip("/")
             content = candidate if inside(folder, candidate) and _is_dir(candidate) else folder
-        home = _HOMEPAGE.search(html)
-        settings = {"major": _major(folder, html), "history": bool(_HISTORY.search(html)),
+        home = _HOMEPAGE.search(config)
+        settings = {"major": _major(folder, sources), "history": bool(_HISTORY.search(config)),
                     "homepage": home.group(1).lstrip("/") if home else "README.md"}
         return Site(self.name, content, marker, settings)
 
@@ -165,10 +167,32 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _major(folder: Path, html: str) -> int:
+def _scripts(html: str) -> tuple[str | None, list[str]]:
+    """The text of the page's script that sets ``$docsify`` (None: no Docsify page; one
+    that only shows that line as text is none), and the sources of its scripts whose URL
+    names Docsify. Parsed as HTML: patterns over the raw page took quadratic time on a
+    hostile one (``<script `` repeated with no ``>``)."""
+    parser = etree.HTMLParser(no_network=True, remove_comments=True, remove_pis=True)
+    try:
+        root = etree.fromstring(html.encode("utf-8", "replace"), parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return None, []
+    config: str | None = None
+    sources: list[str] = []
+    for script in root.iter("script") if root is not None else ():
+        src = script.get("src")
+        if src is not None:
+            if "docsify" in src.lower():
+                sources.append(src)
+        elif config is None and script.text and _CONFIG.search(script.text):
+            config = script.text
+    return config, sources
+
+
+def _major(folder: Path, sources: list[str]) -> int:
     """The Docsify major version the page loads: ``docsify@N`` in the script's URL, the
     version a copy kept in the project carries, else the latest."""
-    for src in _SCRIPT.findall(html):
+    for src in sources[:MAX_SCRIPTS]:
         m = _MAJOR.search(src)
         if m:
             return int(m.group(1))
