@@ -48,6 +48,7 @@ import psutil
 
 from ..atomic import write_replacing
 from ..errors import DatabaseError, InputError
+from ..projectfiles import read_config_text
 
 PG_DIR = "pg"
 PID_FILE = "postmaster.pid"
@@ -73,7 +74,6 @@ INITDB_RETRY_PAUSE = 0.5
 # same ingest took as long (within run-to-run noise) and left 129 MB.
 SERVER_SETTINGS = (("max_wal_size", "128MB"), ("min_wal_size", "32MB"))
 _SETTINGS_MARK = "# kbctl's settings for its embedded server"
-MAX_CONF_BYTES = 1024 * 1024
 
 Say = Callable[[str], None]
 
@@ -707,10 +707,10 @@ def _write_settings(pgdata: Path) -> None:
     directory made before them gets them at its next start. Best effort: a server without
     them runs as well, with more WAL."""
     conf = pgdata / "postgresql.conf"
+    text = read_config_text(conf)  # None for a FIFO (opening one would block), or oversized
+    if text is None or _SETTINGS_MARK in text:
+        return
     with contextlib.suppress(OSError):
-        with conf.open("rb") as f:  # PostgreSQL writes ~30 KB; read a bounded part
-            if _SETTINGS_MARK.encode() in f.read(MAX_CONF_BYTES):
-                return
         lines = "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS)
         with conf.open("a", encoding="utf-8") as out:
             out.write(f"\n{_SETTINGS_MARK}\n{lines}")
