@@ -101,9 +101,11 @@ def require_recorded(store: KnowledgeStore, namespaces: Sequence[str], *, where:
     """Refuse a resync with nothing recorded to run: a cron line pointed at the wrong data
     directory or namespace would otherwise report a clean sync every night while the
     knowledge base it meant goes stale. ``every``: the namespaces came from ``--all``."""
-    if every and not namespaces:
-        raise InputError(f"nothing to resync: no namespace in {where} has recorded sources",
-                         hint=_RECORD_HINT)
+    if every:  # the namespaces --all found are those with recorded sources
+        if not namespaces:
+            raise InputError(f"nothing to resync: no namespace in {where} has recorded "
+                             "sources", hint=_RECORD_HINT)
+        return
     empty = [ns for ns in namespaces if not store.list_defs(ns)]
     if empty:
         names = ", ".join(repr(ns) for ns in empty)
