@@ -678,10 +678,14 @@ def test_headings_are_rewritten_with_the_generator_ids(tmp_path: Path) -> None:
     assert [c.anchor for c in chunks] == ["title", "closing-hashes", "custom-mine", "quoted_1"]
     assert chunks[1].heading_path == ("Title", "Closing hashes")
     assert "## not a heading" in out  # fences untouched
-    with_attr_list = GENERATORS["mkdocs"].detect(write_tree(tmp_path / "p", {
-        "mkdocs.yml": "markdown_extensions: [attr_list]\n"}))
-    assert [c.anchor for c in chunk_markdown(with_heading_ids(md, heading_ids(with_attr_list)))
-            ][2] == "mine"
+    # attr_list on its own, or in the bundles that carry it
+    for extensions in ("[attr_list]", "[pymdownx.extra]", "[markdown.extensions.extra]",
+                       "[{pymdownx.extra: {}}]"):
+        with_attr_list = GENERATORS["mkdocs"].detect(write_tree(tmp_path / "p", {
+            "mkdocs.yml": f"markdown_extensions: {extensions}\n"}))
+        chunks = chunk_markdown(with_heading_ids(md, heading_ids(with_attr_list)))
+        assert chunks[2].anchor == "mine", extensions
+        assert chunks[2].heading_path[-1] == "Custom", extensions
 
 
 def test_cli_reports_the_generator_and_cites_its_urls(workdir: Path, cli) -> None:

@@ -146,6 +146,12 @@ def split_attr_list(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+def _enabled(extensions: Mapping[str, Any], name: str) -> bool:
+    """Whether an extension is on, by its name or through ``extra`` or ``pymdownx.extra``,
+    which bundle ``attr_list`` and ``abbr`` with others."""
+    return any(n in extensions for n in (name, "extra", "pymdownx.extra"))
+
+
 def _extensions(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``markdown_extensions`` as {short name: settings}."""
     out: dict[str, dict[str, Any]] = {}
@@ -187,7 +193,7 @@ class MkDocs:
         settings = {
             "docs_dir": docs_dir,
             "use_directory_urls": config.get("use_directory_urls", True) is not False,
-            "attr_list": "attr_list" in extensions,
+            "attr_list": _enabled(extensions, "attr_list"),
             "separator": toc.get("separator") if isinstance(toc.get("separator"), str) else "-",
             "slugify": toc.get("slugify"),
             "permalink": bool(toc.get("permalink", False)),
@@ -197,7 +203,7 @@ class MkDocs:
             "snippets": (_snippets(extensions["pymdownx.snippets"])
                          if "pymdownx.snippets" in extensions else None),
             # abbreviation definitions (``*[HTML]: Hyper Text…``) show nothing
-            "abbr": any(name in extensions for name in ("abbr", "extra", "pymdownx.extra")),
+            "abbr": _enabled(extensions, "abbr"),
             "include_markdown": "include-markdown" in plugins,
             **_jupyter(plugins),
             "brace_includes": _brace_includes(extensions),
