@@ -94,6 +94,21 @@ def test_settings_homepage_history_base_path_and_version(tmp_path: Path) -> None
     assert GENERATORS["docsify"].detect(plugin).settings["major"] == 5
 
 
+def test_settings_commented_out_are_not_read(tmp_path: Path) -> None:
+    # as Docsify's own docs ship their index.html: the options a reader may turn on are
+    # there, commented out
+    write_tree(tmp_path, {
+        "index.html": _index(5, ",\n  // routerMode: 'history',\n  /* homepage: 'intro.md',\n"
+                                "  basePath: 'pages/', */\n  repo: 'https://x.example/a//b'"),
+        "README.md": "# Home\n\nText.\n", "guide.md": "# Guide\n\n## Install\n\nText.\n"})
+    site = detect_site(tmp_path)
+    assert site is not None and site.content == tmp_path
+    assert site.settings == {"major": 5, "history": False, "homepage": "README.md"}
+    pairs = citations(tmp_path, base_url=BASE)[0]
+    assert sorted({citation_for(url, anchor) for url, anchor in pairs}) == [
+        BASE + "#/?id=home", BASE + "#/guide?id=install"]
+
+
 def test_an_index_html_without_docsify_is_not_docsify(tmp_path: Path) -> None:
     write_tree(tmp_path, {"index.html": "<html><body>Hello</body></html>", "a.md": "# A\n"})
     site = detect_site(tmp_path)

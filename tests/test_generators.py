@@ -634,6 +634,39 @@ def test_docusaurus_docs_plugin_instances_are_read_past_comments_and_templates(
     assert _page(versioned, "api_versioned_docs/version-1.0/a.md") is None
 
 
+def test_docusaurus_options_are_read_at_their_own_level_and_not_from_comments(
+        tmp_path: Path) -> None:
+    # the shape of a real site's config: website/ beside docs/ (path: '../docs'), an
+    # editUrl function with braces before the path, a blog with its own routeBasePath, a
+    # themeConfig with a docs block, settings commented out
+    write_tree(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "website/docusaurus.config.js": """
+        // routeBasePath: 'old',
+        module.exports = {
+          themeConfig: { docs: { sidebar: { hideable: true, path: 'no' } } },
+          presets: [['classic', {
+            blog: { routeBasePath: 'news', path: 'posts' },
+            docs: {
+              editUrl: ({ versionDocsDirPath, docPath }) => `x/${docPath}`,
+              /* lastVersion: 'current', */
+              path: '../docs', sidebarPath: require.resolve('./sidebars.json'),
+            },
+          }]],
+        };""",
+        "website/versions.json": '["stable"]',
+        "website/versioned_docs/version-stable/api.md": "# API\n",
+        "docs/api.md": "# API\n"})
+    whole = resolve_site(tmp_path / "website")
+    assert whole.content == tmp_path.resolve()
+    assert _page(whole, "website/versioned_docs/version-stable/api.md") == "docs/api"
+    assert _page(whole, "docs/api.md") == "docs/next/api"  # unreleased: under next/
+    assert _page(whole, "website/blog/post.md") is None
+    beside = resolve_site(tmp_path / "docs")  # the docs folder alone, config beside it
+    assert beside.generator == "docusaurus"
+    assert _page(beside, "docs/api.md") == "docs/next/api"
+
+
 def test_a_hostile_docusaurus_config_is_read_to_a_bound(tmp_path: Path) -> None:
     # 9,000 docs plugins and 100,000 versions made every page cost a scan of them all
     # (2,000 pages: 61 s); real sites have a handful of each

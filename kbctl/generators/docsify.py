@@ -31,6 +31,7 @@ from typing import Any
 
 from lxml import etree
 
+from ..jsscan import without_comments
 from ..projectfiles import inside, read_config_text
 from .base import IdRules, Site
 
@@ -184,8 +185,9 @@ def _scripts(html: str) -> tuple[str | None, list[str]]:
         if src is not None:
             if "docsify" in src.lower():
                 sources.append(src)
-        elif config is None and script.text and _CONFIG.search(script.text):
-            config = script.text
+        elif config is None and script.text and _CONFIG.search(code := without_comments(
+                script.text)):
+            config = code
     return config, sources
 
 

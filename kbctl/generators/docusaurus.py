@@ -20,13 +20,15 @@ none on the page (the theme drops it), though each still takes its slug.
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..jsscan import JsScanner
+from ..jsscan import JsScanner, outer_level, without_comments
 from ..projectfiles import first_config, inside, read_config_json
 from .base import Site
 from .plain import GithubIds
@@ -34,7 +36,7 @@ from .plain import GithubIds
 _CONFIG_NAMES = ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs",
                  "docusaurus.config.cjs", "docusaurus.config.mts")
 _ROUTE_BASE = re.compile(r"""routeBasePath\s*:\s*['"]([^'"]*)['"]""")
-_DOCS_PATH = re.compile(r"""docs\s*:\s*\{[^{}]*?\bpath\s*:\s*['"]([^'"]+)['"]""", re.DOTALL)
+_DOCS_BLOCK = re.compile(r"\bdocs\s*:\s*\{")
 _TRAILING = re.compile(r"\btrailingSlash\s*:\s*(true|false)")
 _NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
 _LAST_VERSION = re.compile(r"""\blastVersion\s*:\s*['"]([^'"]+)['"]""")
@@ -43,7 +45,10 @@ _DEFAULT_LOCALE = re.compile(r"""\bdefaultLocale\s*:\s*['"]([^'"]+)['"]""")
 _LOCALES = re.compile(r"\blocales\s*:\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
 _DOCS_PLUGIN = re.compile(r"""['"]@docusaurus/plugin-content-docs['"]\s*,\s*\{""")
-_DOCS_PATH_IN = re.compile(r"""\bpath\s*:\s*['"]([^'"]+)['"]""")
+_DOCS_PATH = re.compile(r"""\bpath\s*:\s*['"]([^'"]+)['"]""")
+# what only a docs plugin's options hold (``themeConfig`` has a ``docs: {…}`` too)
+_DOCS_KEYS = re.compile(r"\b(?:path|routeBasePath|sidebarPath|lastVersion|versions|editUrl"
+                        r"|includeCurrentVersion|onlyIncludeVersions)\s*:")
 _ID = re.compile(r"""\bid\s*:\s*['"]([^'"/]+)['"]""")
 _VERSIONED = "versioned_docs"
 _I18N_DOCS = "docusaurus-plugin-content-docs"
@@ -52,6 +57,7 @@ DEFAULT_ID = "default"
 # More than any real site has; a hostile config is read this far (every page is matched
 # against each docs plugin and looked up among the versions).
 MAX_DOCS_PLUGINS = 32
+MAX_DOCS_BLOCKS = 4  # ``docs: {…}`` blocks looked in for the preset's (themeConfig has one)
 MAX_VERSIONS = 1000
 
 
@@ -75,12 +81,13 @@ class Docusaurus:
         found = first_config(folder, _CONFIG_NAMES)
         if found is None:
             return None
-        marker, text = found
+        marker, text = found[0], without_comments(found[1])
         blocks, preset_text = _plugin_blocks(text)
-        preset = _instance(folder, DEFAULT_ID, preset_text, preset=True)
+        preset = _instance(folder, DEFAULT_ID, _preset_docs(preset_text))
         docs = [preset]
         for block in blocks[:MAX_DOCS_PLUGINS]:  # each page is matched against them all
-            instance = _instance(folder, _block_id(block), block)
+            options = outer_level(block)
+            instance = _instance(folder, _block_id(options), options)
             if instance.id == DEFAULT_ID:
                 docs[0] = instance  # the default docs plugin, configured on its own
             elif inside(folder, folder / instance.path):
@@ -93,8 +100,8 @@ class Docusaurus:
         }
         spread = (len(docs) > 1 or len(settings["locales"]) > 1
                   or any(d.versions for d in docs))
-        if spread and inside(folder, folder / docs[0].path):
-            return Site(self.name, folder, marker, settings)  # every docs folder below it
+        if spread:  # every docs folder, and the versions and translations beside the config
+            return _whole_site(folder, marker, settings)
         return Site(self.name, folder / docs[0].path, marker,
                     {**settings, "locales": settings["locales"][:1], "docs": ()})
 
@@ -135,6 +142,26 @@ class Docusaurus:
         return DocusaurusIds()
 
 
+def _whole_site(folder: Path, marker: Path, settings: dict[str, Any]) -> Site:
+    """A site whose pages are not all in one docs folder. Page paths are relative to the
+    folder that holds the config's folder and the default docs folder both: the config's
+    own, or the one above it when the docs lie beside it (``path: '../docs'``, the
+    config in ``website/`` with ``versioned_docs/`` and ``i18n/``)."""
+    config_dir = folder.resolve()
+    try:
+        content = Path(os.path.commonpath([config_dir, (folder / settings["path"]).resolve()]))
+    except (OSError, RuntimeError, ValueError):  # a path no file system can hold
+        content = config_dir
+    docs = []
+    for instance in settings["docs"]:
+        docs_dir = (folder / instance.path).resolve()
+        if docs_dir.is_relative_to(content):
+            docs.append(replace(instance, path=docs_dir.relative_to(content).as_posix()))
+    site_dir = config_dir.relative_to(content).as_posix()
+    return Site(GENERATOR.name, content, marker, {
+        **settings, "docs": tuple(docs), "site_dir": "" if site_dir == "." else site_dir})
+
+
 def _is_category_index(rel: PurePosixPath) -> bool:
     """Whether a doc is its folder's index: named ``index``, ``README`` or like its folder,
     as the file is named (number prefix and all), whatever ``id`` its front matter gives."""
@@ -167,11 +194,20 @@ class DocsInstance:
         return _I18N_DOCS if self.id == DEFAULT_ID else f"{_I18N_DOCS}-{self.id}"
 
 
-def _instance(folder: Path, plugin_id: str, options: str, *, preset: bool = False
-              ) -> DocsInstance:
-    """A docs plugin from its options' text (the preset's: the config without the other
-    plugins' blocks) and its ``versions.json``."""
-    path = (_DOCS_PATH if preset else _DOCS_PATH_IN).search(options)
+def _preset_docs(config: str) -> str:
+    """The preset's docs options at their own level (``presets: [['classic', { docs: {…}
+    }]]``), from the config without the other docs plugins' blocks. A config that names
+    its options elsewhere (``docs: docsOptions``) is read whole."""
+    for match in itertools.islice(_DOCS_BLOCK.finditer(config), MAX_DOCS_BLOCKS):
+        options = outer_level(config[match.end() - 1:_block_end(config, match.end() - 1)])
+        if _DOCS_KEYS.search(options):
+            return options
+    return config
+
+
+def _instance(folder: Path, plugin_id: str, options: str) -> DocsInstance:
+    """A docs plugin from its options at their own level, and its ``versions.json``."""
+    path = _DOCS_PATH.search(options)
     route = _ROUTE_BASE.search(options)
     last = _LAST_VERSION.search(options)
     prefix = "" if plugin_id == DEFAULT_ID else f"{plugin_id}_"
@@ -200,7 +236,10 @@ def _placed(site: Site, rel: PurePosixPath) -> tuple[str, str, str, PurePosixPat
     the route base) and its path in its docs folder; None for a file in no docs folder, or
     in a version the site does not build."""
     locales = site.settings.get("locales", ())
-    parts = rel.parts
+    site_dir = site.settings.get("site_dir", "")
+    # versioned copies and translations lie in the config's folder
+    parts = (rel.parts if not site_dir else rel.relative_to(site_dir).parts
+             if rel.is_relative_to(site_dir) else ())
     for docs in sorted(site.settings.get("docs", ()), key=lambda d: -len(d.path)):
         locale, version, inner = "", CURRENT, None
         if rel.is_relative_to(docs.path):

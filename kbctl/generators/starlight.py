@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chunk.slug import Slugger, slug_plain
+from ..jsscan import without_comments
 from ..projectfiles import first_config, read_config_json
 from .base import IdRules, Site
 
@@ -69,9 +70,10 @@ class Starlight:
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, _CONFIG_NAMES)
-        if found is None or "@astrojs/starlight" not in found[1]:
+        marker, text = found if found is not None else (folder, "")
+        text = without_comments(text)
+        if found is None or "@astrojs/starlight" not in text:
             return None  # no Astro site, or one whose content collections kbctl cannot know
-        marker, text = found
         src = _SRC_DIR.search(text)
         trailing = _TRAILING.search(text)
         build = _FORMAT.search(text)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import re2
 
+from ..jsscan import without_comments
 from ..projectfiles import first_config, matches_any
 from .base import CountingIds, Site
 
@@ -64,6 +65,7 @@ class VitePress:
         if not config_dir.is_dir():
             return None
         marker, text = first_config(config_dir, _CONFIG_NAMES) or (config_dir, "")
+        text = without_comments(text)
         clean = _CLEAN_URLS.search(text)
         src = _SRC_DIR.search(text)
         src_dir = src.group(1) if src else "."

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..jsscan import JS_SUFFIXES, without_comments
 from ..projectfiles import first_config
 from .base import CountingIds, Site
 from .vitepress import mdit_vue_slugify
@@ -48,6 +49,8 @@ class VuePress:
         if not config_dir.is_dir():
             return None
         marker, text = first_config(config_dir, _CONFIG_NAMES) or (config_dir, "")
+        if marker.suffix in JS_SUFFIXES:
+            text = without_comments(text)
         version = 2 if _VERSION_2.search(text) else 1
         return Site(self.name, folder, marker, {"version": version}, root=folder)
 
