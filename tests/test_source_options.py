@@ -206,6 +206,32 @@ def test_a_recorded_folder_that_vanished_fails_its_source_not_the_run(
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(3,)]
 
 
+def test_a_relative_folder_resynced_from_elsewhere_says_where_it_looked(
+        cli: Cli, docs: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli.json("ingest", "files", "docs")  # recorded as given, read from where resync runs
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a cron job's home directory
+    report = cli.json("resync", code=1)
+    [error] = report["namespaces"][0]["errors"]
+    assert error["error"].endswith(f"(looked for in {elsewhere})")
+    assert "run from the folder it was ingested in" in error["hint"]
+    monkeypatch.chdir(workdir)
+    cli.json("resync")
+
+
+def test_a_mistyped_folder_makes_no_knowledge_base(cli: Cli, workdir: Path) -> None:
+    result = cli("ingest", "files", "dcos", "--data-dir", str(workdir / "kb"), db=False)
+    assert result.exit_code == 2
+    assert f"dcos is not a file, a directory or a glob whose folder exists (looked for in " \
+           f"{workdir})" in result.output
+    assert not (workdir / "kb").exists()  # no server was made or started for it
+    result = cli("ingest", "files", str(workdir / "dcos"), "--data-dir", str(workdir / "kb"),
+                 db=False)
+    assert result.exit_code == 2 and "looked for" not in result.output
+    assert not (workdir / "kb").exists()
+
+
 # --- a new kind: one module plus one registry line -------------------------------------
 
 

@@ -41,6 +41,8 @@ def ingest_sources(
 ) -> IngestReport:
     """Ingest ``specs`` into the configured namespace, holding its write lock."""
     specs = _with_opt_in(settings, specs)
+    for spec in specs:  # a mistyped folder makes no knowledge base
+        spec.options.check_present(spec.target)
     with open_store(settings) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None

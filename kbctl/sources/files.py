@@ -95,6 +95,11 @@ class FilesOptions(SourceOptions):
     version: str | None = option(None, version_name)
     lang: str | None = option(None, version_name)
 
+    @classmethod
+    def check_present(cls, target: str) -> None:
+        if not split_root(target)[0].is_dir():
+            raise _missing_root(target)
+
 
 @dataclass(frozen=True)
 class _File:
@@ -120,8 +125,7 @@ class FilesSource:
     def expand(self, spec: SourceSpec) -> Expansion:
         root, pattern = split_root(spec.target)
         if not root.is_dir():
-            raise InputError(f"files source: {spec.target} is not a file, a directory or a "
-                             f"glob whose folder exists")
+            raise _missing_root(spec.target)
         if Path(spec.target).is_file() and file_format(Path(spec.target)) is None:
             raise InputError(f"files source: {spec.target} is not a kind of file kbctl reads "
                              f"({_READ})")
@@ -255,6 +259,22 @@ def _not_a_regular_file(path: Path) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return f"{_kind_of(st.st_mode)}, not a regular file"
     return None
+
+
+def _missing_root(target: str) -> InputError:
+    """A target whose folder is not there; a relative one says where it was looked for,
+    since a recorded definition is read from wherever resync runs (a cron job's home)."""
+    message = f"files source: {target} is not a file, a directory or a glob whose folder exists"
+    if Path(target).is_absolute():
+        return InputError(message)
+    try:
+        where = f"looked for in {_printable(Path.cwd())}"
+    except OSError:
+        where = "the current directory no longer exists"
+    return InputError(f"{message} ({where})",
+                      hint="a relative path is read from the current directory: run from "
+                           "the folder it was ingested in (cron: `cd` there first), or "
+                           "ingest it with an absolute path")
 
 
 def _printable(path: Path | str) -> str:

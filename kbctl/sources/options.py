@@ -143,6 +143,12 @@ class SourceOptions:
         """Refuse a target this kind can never read (raise ``Bad``); where it exists is
         only known when the source runs."""
 
+    @classmethod
+    def check_present(cls, target: str) -> None:
+        """Refuse a new definition's target that is plainly not there (raise
+        ``InputError``), before a knowledge base is opened or made for it; a recorded
+        definition's is not asked: its source fails when it runs."""
+
     def to_record(self) -> dict[str, Any]:
         """The options that differ from their defaults, as JSON values: what a definition
         records, so a default changed later reaches definitions recorded before."""
