@@ -52,6 +52,11 @@ class FetchError(SourceError):
         self.status = status
 
 
+class Unreachable(FetchError):
+    """No answer from the host: its name does not resolve, it refuses the connection, or
+    it times out (a site that is down, or a wrong address)."""
+
+
 class NotAPage(FetchError):
     """The response is not a kind of document the fetch takes (its content type)."""
 

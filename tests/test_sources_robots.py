@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import socket
 
 from kbctl.net import GuardedClient, NetPolicy
 from kbctl.sources.robots import (
@@ -84,6 +85,22 @@ def test_fetch_outcomes_follow_rfc_9309() -> None:
         assert robots.refuse_all and "HTTP 500" in robots.refuse_all
     with LocalServer({"/robots.txt": html("<html><body>soft 404</body></html>")}) as server:
         assert _fetch(server).allows(server.url("/guide"))
+        assert not _fetch(server).site_down
+
+
+def test_a_site_that_does_not_answer_is_said_to_be_down() -> None:
+    with socket.socket() as sock:  # a port nothing listens on once it is closed
+        sock.bind(("127.0.0.1", 0))
+        origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    async def run() -> Robots:
+        async with GuardedClient(LOCAL) as client:
+            return await fetch_robots(client, origin)
+
+    robots = asyncio.run(run())
+    assert robots.site_down and not robots.allows(origin + "/guide")
+    assert robots.refuse_all and robots.refuse_all.startswith("the site does not answer (")
+    assert "cannot connect" in robots.refuse_all
 
 
 def _reference_match(pattern: str, path: str) -> bool:

@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 import httpx
 
 from kbctl import USER_AGENT
-from kbctl.errors import FetchError, NotAPage
+from kbctl.errors import FetchError, NotAPage, Unreachable
 from kbctl.net.decode import ACCEPT_ENCODING, BoundedDecoder, TooLarge
 from kbctl.net.guard import IPAddress, Target, parse_url, resolve, vet
 from kbctl.net.policy import FetchResult, NetPolicy, Resolver
@@ -139,7 +139,7 @@ class GuardedClient:
             addresses = await asyncio.wait_for(
                 asyncio.to_thread(resolve, target, self._resolver), self.policy.connect_timeout)
         except asyncio.TimeoutError:
-            raise FetchError(f"timed out resolving {target.host}", url=target.url) from None
+            raise Unreachable(f"timed out resolving {target.host}", url=target.url) from None
         return vet(url, addresses, self.policy)
 
     async def _hop(self, target: Target, addresses: list[IPAddress],
@@ -153,7 +153,7 @@ class GuardedClient:
                         self._send(target, addresses, conditional, allowed, attempt),
                         self.policy.total_timeout)
                 except asyncio.TimeoutError:
-                    raise FetchError(f"{target.url}: timed out after "
+                    raise Unreachable(f"{target.url}: timed out after "
                                      f"{self.policy.total_timeout:g} s", url=target.url) from None
             if not isinstance(outcome, _Retry):
                 return outcome
@@ -207,7 +207,7 @@ class GuardedClient:
                 return await self._read(target, response, conditional, allowed, attempt)
             finally:
                 await response.aclose()
-        raise FetchError(f"{target.url}: cannot connect ({failure})", url=target.url)
+        raise Unreachable(f"{target.url}: cannot connect ({failure})", url=target.url)
 
     async def _read(self, target: Target, response: httpx.Response,
                     conditional: dict[str, str], allowed: tuple[str, ...],
@@ -261,7 +261,7 @@ class GuardedClient:
 
 def _transport_error(target: Target, exc: httpx.HTTPError) -> FetchError:
     if isinstance(exc, httpx.TimeoutException):
-        return FetchError(f"{target.url}: timed out ({type(exc).__name__})", url=target.url)
+        return Unreachable(f"{target.url}: timed out ({type(exc).__name__})", url=target.url)
     return FetchError(f"{target.url}: {type(exc).__name__}: {exc}", url=target.url)
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import idna
 
-from kbctl.errors import BlockedURL, FetchError
+from kbctl.errors import BlockedURL, FetchError, Unreachable
 from kbctl.net.policy import NetPolicy, Resolver
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -301,14 +301,14 @@ def resolve(target: Target, resolver: Resolver | None = None) -> list[IPAddress]
     try:
         answers = list(lookup(target.host))
     except OSError as exc:
-        raise FetchError(f"cannot resolve {target.host}: {exc}", url=target.url) from exc
+        raise Unreachable(f"cannot resolve {target.host}: {exc}", url=target.url) from exc
     try:
         addresses = [ipaddress.ip_address(a) for a in answers]
     except ValueError as exc:
         raise FetchError(f"resolver gave a bad address for {target.host}: {exc}",
                          url=target.url) from exc
     if not addresses:
-        raise FetchError(f"cannot resolve {target.host}: no addresses", url=target.url)
+        raise Unreachable(f"cannot resolve {target.host}: no addresses", url=target.url)
     return addresses
 
 

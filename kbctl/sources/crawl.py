@@ -100,10 +100,12 @@ class Crawler:
         robots = await self._robots_for(start.url)
         if not robots.allows(start.url):
             why = robots.refuse_all or f"robots.txt of {origin(start.url)} disallows it"
+            hint = ("check the address, and that the site is up and reachable from here"
+                    if robots.site_down else
+                    "pass --ignore-robots to crawl anyway (only for sites you run)")
             async with outbox.slot() as slot:
                 slot.put(Loaded(leaf=start, error=SourceError(
-                    f"{start.url}: not crawled: {why}",
-                    hint="pass --ignore-robots to crawl anyway (only for sites you run)")))
+                    f"{start.url}: not crawled: {why}", hint=hint)))
             self.state.hidden_links = True
             self.state.finished = True
             return

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..errors import BlockedURL, FetchError, KbctlError
+from ..errors import BlockedURL, FetchError, KbctlError, Unreachable
 from ..net import GuardedClient
 
 #: The product token kbctl answers to in ``User-agent`` lines.
@@ -32,6 +32,7 @@ class Robots:
     rules: tuple[tuple[bool, str], ...] = ()  # (allow, pattern)
     sitemaps: tuple[str, ...] = ()
     refuse_all: str | None = None  # why every path is refused (robots.txt unreachable)
+    site_down: bool = False  # refused because the site did not answer at all
 
     def allows(self, url: str) -> bool:
         """True when the URL's path (and query) may be fetched."""
@@ -136,6 +137,8 @@ async def fetch_robots(client: GuardedClient, site_origin: str) -> Robots:
         result = await client.fetch(url, content_types=("*/*",))
     except BlockedURL:
         return Robots()  # the pages themselves will be refused, naming the rule
+    except Unreachable as exc:  # the site is down or the address wrong
+        return Robots(refuse_all=f"the site does not answer ({exc.message})", site_down=True)
     except FetchError as exc:
         if exc.status is not None and 400 <= exc.status < 500:
             return Robots()
