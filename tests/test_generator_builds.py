@@ -599,6 +599,8 @@ VITEPRESS_SITE = {
     "index.md": "# Home\n\nHi.\n\n## Getting started\n\nText.\n",
     "guide/install.md": HEADINGS_MD,
     "guide/index.md": "# Guide\n\nThe guide.\n",
+    "guide/emoji.md": sections("# Emoji :tada:", "## Party :tada: time", "## :rocket: Launch",
+                               "## Not:an:emoji"),
     "guide/README.md": "# Readme\n\n" + UNPUBLISHED,
     "drafts/wip.md": "# WIP\n\n" + UNPUBLISHED,
 }

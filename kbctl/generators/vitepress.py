@@ -28,6 +28,7 @@ from .base import CountingIds, Site
 # As VitePress looks them up: ``config/index.js``, ``config.js``, ``config/index.ts``…
 _CONFIG_NAMES = tuple(name for ext in ("js", "ts", "mjs", "mts")
                       for name in (f"config/index.{ext}", f"config.{ext}"))
+_EMOJI = re.compile(r"(?:(?<=\s)|^):[a-z0-9_+-]{2,}:(?=\s|$)")
 _SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
 _CONTROL = re.compile(r"[\u0000-\u001f]")
 _COMBINING = re.compile(r"[\u0300-\u036f]")
@@ -95,7 +96,14 @@ class VitePress:
         return stem if site.settings.get("cleanUrls") else stem + ".html"
 
     def heading_ids(self, site: Site) -> CountingIds:
-        return CountingIds(mdit_vue_slugify, reserve_explicit=True)
+        return CountingIds(lambda text: mdit_vue_slugify(without_emoji(text)),
+                           reserve_explicit=True)
+
+
+def without_emoji(text: str) -> str:
+    """A heading without its emoji shortcodes (``:tada:``): markdown-it's emoji plugin makes
+    each an emoji token, and markdown-it-anchor slugs only text and code tokens."""
+    return _EMOJI.sub(" ", text)
 
 
 def _rewritten(path: str, rewrites: tuple[tuple[str, str], ...]) -> PurePosixPath:

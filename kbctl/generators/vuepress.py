@@ -24,15 +24,13 @@ from typing import Any
 from ..jsscan import JS_SUFFIXES, without_comments
 from ..projectfiles import first_config
 from .base import CountingIds, Site
-from .vitepress import mdit_vue_slugify
+from .vitepress import mdit_vue_slugify, without_emoji
 
 _CONFIG_NAMES = ("config.js", "config.ts", "config.mjs", "config.cjs", "config.mts",
                  "config.yml", "config.yaml", "config.toml")
 _VERSION_2 = re.compile(r"\bdefineUserConfig\b|@vuepress/bundler|\b(?:vite|webpack)Bundler\b")
 _INDEX_STEMS = ("readme", "index")
 _SKIPPED = {"node_modules"}
-# An emoji shortcode (``:tada:``) becomes an emoji token, which no id counts
-_EMOJI = re.compile(r"(?:(?<=\s)|^):[a-z0-9_+-]{2,}:(?=\s|$)")
 
 
 def vuepress1_slugify(text: str) -> str:
@@ -75,7 +73,7 @@ class VuePress:
         # numbers the first repeat -2
         version_1 = site.settings.get("version") != 2
         slug = vuepress1_slugify if version_1 else mdit_vue_slugify
-        return CountingIds(lambda text: slug(_EMOJI.sub(" ", text)), honour_explicit=False,
+        return CountingIds(lambda text: slug(without_emoji(text)), honour_explicit=False,
                            first_repeat=2 if version_1 else 1)
 
 
