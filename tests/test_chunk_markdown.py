@@ -225,6 +225,13 @@ def test_text_before_first_heading_has_no_breadcrumb() -> None:
     assert chunks[1].heading_path == ("Title",)
 
 
+def test_a_heading_without_text_names_nothing_in_the_breadcrumb() -> None:
+    # an empty ``#`` over a logo, as a project's index page may open
+    chunks = chunk_markdown("#\n\nLogo.\n\n## Use it\n\nText here.\n")
+    assert [c.heading_path for c in chunks] == [(), ("Use it",)]
+    assert chunks[1].text == "Use it\n\nText here."
+
+
 def test_heading_markup_stripped_from_titles() -> None:
     doc = "## The `#[derive]` *attribute* [link](https://example.com) ##\n\nBody.\n"
     [chunk] = chunk_markdown(doc)

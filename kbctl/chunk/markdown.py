@@ -175,7 +175,8 @@ def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
             else:  # no id of its own (an empty heading has none): its enclosing section's
                 anchor = next((a for _, _, a in reversed(stack) if a is not None), None)
             stack.append((level, title, anchor))
-            sections.append(_Section(anchor=anchor, path=tuple(t for _, t, _ in stack)))
+            # a heading of no text (an empty ``#`` over a logo) names nothing in the path
+            sections.append(_Section(anchor=anchor, path=tuple(t for _, t, _ in stack if t)))
             continue
         kind = {"paragraph_open": "paragraph", "fence": "fence"}.get(tok.type, "other")
         current = _Block(first, end, kind, token=tok)
