@@ -9,7 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
+from lxml import html as lxml_html
 
+from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 from tests.sitebuild import (
     BASE_URL,
     astro_version,
@@ -276,6 +279,38 @@ def test_mkdocs_citations_resolve(tmp_path: Path, directory_urls: bool, build) -
             "only-readme-counts") in cited
     assert not {a for _, a in cited} & {"beside-the-index", "not-yet", "scratch", "a-draft",
                                         "template"}
+
+
+TITLES_SITE = {
+    "mkdocs.yml": "site_name: Demo\nnav:\n  - index.md\n  - The Guide: guide.md\n"
+                  "  - Section:\n    - Deep Name: ./sub/deep.md\n    - sub/no_heading.md\n"
+                  "  - Elsewhere: https://example.com/\n",
+    "docs/index.md": "Welcome, with no heading.\n",
+    "docs/guide.md": "# Guide heading\n\nText.\n",  # the nav's title wins
+    "docs/sub/deep.md": "---\ntitle: Front matter\n---\n\nText.\n",
+    "docs/sub/no_heading.md": "Text.\n",  # from the file name, capitalised
+    "docs/event-hooks_API.md": "Text.\n",  # not in the nav; kept as written
+    "docs/front.md": "---\ntitle: Written title\n---\n\n# Heading\n\nText.\n",
+}
+
+
+@pytest.mark.skipif(tool("mkdocs") is None, reason="MkDocs is not installed")
+def test_mkdocs_page_titles_are_the_ones_mkdocs_shows(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", TITLES_SITE)
+    site = build_mkdocs(project)
+    source = FilesSource()
+    expansion = source.expand(source_spec("files", str(project / "docs"),
+                                          {"base_url": BASE_URL}))
+    titles = {loaded.document.url.removeprefix(BASE_URL): loaded.document.title
+              for loaded in source.load(expansion.leaves, lambda ref: None)
+              if loaded.document is not None}
+    assert titles[""] == "Home"
+    assert titles["guide/"] == "The Guide"
+    assert titles["sub/no_heading/"] == "No heading"
+    for page, title in titles.items():
+        if page:  # MkDocs' theme shows a page's title, then the site's, in <title>
+            shown = lxml_html.parse(str(site / page / "index.html")).findtext(".//title")
+            assert shown == f"{title} - Demo", page
 
 
 BLOCKS_SITE = {

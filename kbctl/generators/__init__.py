@@ -179,6 +179,19 @@ def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = N
                           f"({type(exc).__name__}: {exc})") from exc
 
 
+def page_title(site: Site, path: Path, written: str | None) -> str | None:
+    """The title ``site``'s generator shows for the page at ``path`` (absolute, as for
+    ``page_path``), given the one the file writes (front matter, first H1); None when it
+    says nothing beyond that."""
+    titled = getattr(GENERATORS[site.generator], "title", None)
+    if titled is None:
+        return written
+    try:
+        return titled(site, PurePosixPath(path.relative_to(site.content).as_posix()), written)
+    except ValueError:  # outside the content folder
+        return written
+
+
 def expiry(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
     """When ``site``'s generator stops publishing a page with this front matter (Hugo's
     ``expiryDate``); None when nothing says it will. A page stored before then must be

@@ -171,6 +171,29 @@ def _extensions(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+MAX_NAV_ENTRIES = 10_000
+
+
+def _nav_titles(nav: Any) -> dict[str, str]:
+    """``{page path: title}`` from ``nav:`` entries that name a page (``- Title: path.md``,
+    nested in sections at any depth); a bare path or a link elsewhere names none."""
+    titles: dict[str, str] = {}
+    pending = [nav] if isinstance(nav, list) else []
+    while pending and len(titles) < MAX_NAV_ENTRIES:
+        items = pending.pop()
+        for item in items[:MAX_NAV_ENTRIES] if isinstance(items, list) else ():
+            if not isinstance(item, dict) or len(item) != 1:
+                continue
+            (title, value), = item.items()
+            if isinstance(value, list):
+                pending.append(value)
+            elif isinstance(title, str) and title.strip() and isinstance(value, str) and (
+                    "://" not in value):
+                titles.setdefault(PurePosixPath(value.strip().lstrip("/")).as_posix(),
+                                  title.strip())
+    return titles
+
+
 class MkDocs:
     name = "mkdocs"
     markers = ("mkdocs.yml", "mkdocs.yaml")
@@ -213,6 +236,7 @@ class MkDocs:
                 name.split(".")[-1] in ("macros", "mkdocs_macros") for name in extensions),
             "blog": _blog(plugins),
             "i18n": _i18n(plugins),
+            "nav_titles": _nav_titles(config.get("nav")),
             "unpublished": _ALWAYS_EXCLUDED + _theme_folder(docs_dir, config) + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -251,6 +275,19 @@ class MkDocs:
         if not site.settings.get("use_directory_urls", True):
             return f"{prefix}{parent}{name}.html"
         return prefix + (parent if name == "index" else f"{parent}{name}/")
+
+    def title(self, site: Site, rel: PurePosixPath, written: str | None) -> str | None:
+        """The title MkDocs gives the page: its ``nav:`` entry's, else the one it wrote (front
+        matter or first H1), else one made from the file name (``base_model`` → "Base
+        model"; the home page "Home")."""
+        named = site.settings.get("nav_titles", {}).get(rel.as_posix())
+        if named or written:
+            return named or written
+        if rel.as_posix() in ("index.md", "README.md"):
+            return "Home"
+        name = "index" if rel.stem == "README" else rel.stem
+        title = name.replace("-", " ").replace("_", " ")
+        return title.capitalize() if title.lower() == title else title
 
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))

@@ -41,6 +41,7 @@ from ..generators import (
     expiry,
     heading_ids,
     page_path,
+    page_title,
     resolve_site,
 )
 from ..generators.anchors import with_heading_ids
@@ -468,7 +469,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     body = with_heading_ids(body, ids)
     # each heading with an id on the page now carries it as {#id}; one the generator
     # renders without (Docusaurus' h1) is cited by its enclosing section or the page
-    return Document(ref=leaf.ref, url=url, kind="files", title=md.title or path.stem,
+    title = page_title(site, file.published, md.title) or path.stem
+    return Document(ref=leaf.ref, url=url, kind="files", title=title,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
 
