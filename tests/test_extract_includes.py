@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.extract.includes import MAX_INCLUDED_CHARS, IncludedFiles
+from kbctl.extract.includes import MAX_INCLUDED_CHARS, IncludedFiles, outside_project
 from kbctl.extract.mdbook_links import expand_links
 from kbctl.extract.snippets import expand_snippets
+from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 from tests.sitebuild import write_tree
 
 
@@ -45,6 +47,43 @@ def test_the_project_or_its_repository_and_never_a_hidden_file(
     assert alone.read(unpacked / "docs" / "a.md") == "A.\n"
     assert alone.read(unpacked / "README.md") is None
     assert alone.read(tmp_path / "home" / "private.md") is None
+
+
+def test_what_a_page_named_outside_its_project_is_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Path, "home", lambda: tmp_path / "home")
+    # a release tarball (or a git archive) of a Sphinx project: docs/ takes in the
+    # changelog above it, which is the project's only inside a repository
+    project = write_tree(tmp_path / "home" / "flask", {
+        "CHANGES.rst": "Version 3.0\n-----------\n\nReleased.\n",
+        "docs/conf.py": "project = 'x'\n",
+        "docs/changes.rst": "Changes\n=======\n\n.. include:: ../CHANGES.rst\n"
+                            ".. include:: ../missing.rst\n",
+        "docs/index.rst": "Home\n====\n\nText.\n"})
+
+    def read() -> dict[str, tuple[str, str]]:
+        source = FilesSource()
+        spec = source_spec("files", str(project / "docs"), {})
+        return {Path(loaded.leaf.ref).stem: (loaded.document.body, loaded.note)
+                for loaded in source.load(source.expand(spec).leaves, lambda ref: None)
+                if loaded.document is not None}
+
+    pages = read()
+    assert "Released." not in pages["changes"][0]
+    assert pages["changes"][1] == (
+        f"{project / 'docs' / 'changes.rst'}: left out what it includes from outside the "
+        f"project ({project / 'CHANGES.rst'}); ingest from a checkout of "
+        f"the whole repository to take it in")  # a missing file is not named
+    assert pages["index"][1] == ""
+    (project / ".git").mkdir()  # the repository: the changelog is the project's
+    pages = read()
+    assert "Released." in pages["changes"][0] and pages["changes"][1] == ""
+    with outside_project() as outside:  # at most a hundred named
+        files = IncludedFiles(project / "docs", [])
+        for i in range(150):
+            (tmp_path / f"f{i}.md").write_text("x")
+            assert files.read(tmp_path / f"f{i}.md") is None
+    assert len(outside) == 100
 
 
 def test_a_big_file_named_again_and_again_is_read_within_the_budget(tmp_path: Path) -> None:

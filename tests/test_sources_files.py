@@ -452,3 +452,18 @@ def test_a_project_whose_pages_lie_outside_the_folder_says_where(tmp_path: Path)
         "--base-url)")
     _, loaded = _run(tmp_path / "docs", base_url="https://d.example/")
     assert [item.leaf.url for item in loaded] == ["https://d.example/docs/intro"]
+
+
+def test_a_build_folder_in_the_docs_is_no_page_of_them_without_a_base_url_too(
+        tmp_path: Path) -> None:
+    docs = write_tree(tmp_path / "docs", {
+        "conf.py": "project = 'x'\n", "index.rst": "Home\n====\n\nText.\n",
+        "_build/html/index.html": "<html><body><main><h1>Home</h1><p>Text.</p></main>"
+                                  "</body></html>",
+        "_build/html/_sources/index.rst.txt": "Home\n====\n\nText.\n"})
+    source = FilesSource()
+    for options in ({}, {"base_url": "https://docs.example.com/"}):
+        expansion = source.expand(source_spec("files", str(docs), options))
+        assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == [
+            "index.rst" if not options else "index.html"]
+        assert any("2 file(s) that sphinx does not publish" in n for n in expansion.notes)

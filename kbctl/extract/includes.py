@@ -13,17 +13,37 @@ is read from disk once however often a page names it, under its normalised path
 ``MAX_INCLUDED_CHARS`` in all, a file counted each time it is taken in: a file included
 twice at each of ten levels would otherwise be copied a thousand times, and a big file
 named a hundred thousand times for one line of it read as often.
+
+A file outside the project that a page names is left out without a word from the dialect;
+``outside_project`` collects them for whoever reads the page (the files source says so in
+its report: a docs folder copied out of its repository loses what it takes in from
+above).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
 
 from ..projectfiles import read_config_text, repository_top
 
 MAX_INCLUDED_CHARS = 5 * 1024 * 1024
+_OUTSIDE: ContextVar[set[Path] | None] = ContextVar("kbctl_outside_includes", default=None)
+
+
+@contextmanager
+def outside_project() -> Iterator[set[Path]]:
+    """The existing files outside the project that the pages read in this block named."""
+    found: set[Path] = set()
+    token = _OUTSIDE.set(found)
+    try:
+        yield found
+    finally:
+        _OUTSIDE.reset(token)
 
 
 class IncludedFiles:
@@ -56,8 +76,14 @@ class IncludedFiles:
 
     def _readable(self, path: Path) -> bool:
         try:
-            rel = path.resolve().relative_to(self.boundary)
-        except (OSError, RuntimeError, ValueError):  # elsewhere, or a symlink loop
+            real = path.resolve()
+            rel = real.relative_to(self.boundary)
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
+        except ValueError:  # elsewhere
+            outside = _OUTSIDE.get()
+            if outside is not None and len(outside) < 100 and _is_file(real):
+                outside.add(path)
             return False
         return not any(part.startswith(".") for part in rel.parts)
 
@@ -67,6 +93,13 @@ class IncludedFiles:
             return False
         self.budget -= len(text)
         return True
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def normalized(path: Path) -> Path:

@@ -380,6 +380,9 @@ class _Writer:
             self.progress(ProgressEvent("skipped", ref=ref))
             return
         assert loaded.document is not None
+        if loaded.note:  # something the page holds was left out of it
+            self.report.notes.append(loaded.note)
+            self.progress(ProgressEvent("note", message=loaded.note))
         doc, removed = _without_bad_chars(loaded.document)
         if removed:
             note = (f"{ref}: removed {removed} NUL byte(s) or lone surrogate(s), which "

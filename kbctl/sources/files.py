@@ -30,6 +30,7 @@ from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_markdown
+from ..extract.includes import outside_project
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
@@ -238,13 +239,24 @@ class FilesSource:
                               note=f"{path}: skipped: marked noindex ({head.noindex}; "
                                    "--ignore-noindex keeps such pages)")
         text = decode_text(data, source=str(path))
-        doc = _document(leaf, file, text, stamp)
+        with outside_project() as outside:
+            doc = _document(leaf, file, text, stamp)
         if doc is None:
             return Loaded(leaf=leaf, dropped="not a page",
                           note=f"{path}: {file.site.generator} does not publish it as a page "
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
-        return Loaded(leaf=leaf, document=doc, meta=stamp)
+        return Loaded(leaf=leaf, document=doc, meta=stamp, note=_left_out(path, outside))
+
+
+def _left_out(path: Path, outside: set[Path]) -> str:
+    """The note for a page whose includes lie outside its project, or none."""
+    if not outside:
+        return ""
+    named = ", ".join(sorted(_printable(p) for p in outside)[:3])
+    more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
+    return (f"{_printable(path)}: left out what it includes from outside the project "
+            f"({named}{more}); ingest from a checkout of the whole repository to take it in")
 
 
 def _not_a_regular_file(path: Path) -> str | None:
@@ -345,14 +357,14 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
     unpublished = 0
     for rel, path in files:
         failed: SourceError | None = None
+        try:  # without a base URL too: a build folder in the docs is no page of them
+            page = page_path(site, real_root / rel)
+        except SourceError as exc:  # this file fails; the others are read
+            page, failed = rel, exc
+        if page is None:
+            unpublished += 1
+            continue
         if base_url:
-            try:
-                page = page_path(site, real_root / rel)
-            except SourceError as exc:  # this file fails; the others are read
-                page, failed = rel, exc
-            if page is None:
-                unpublished += 1
-                continue
             url = base_url.rstrip("/") + "/" + page
         else:
             url = local_ref(rel, root_name=real_root.name)
