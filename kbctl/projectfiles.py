@@ -68,6 +68,23 @@ def inside(folder: Path, path: Path) -> bool:
         return False
 
 
+def is_folder(path: Path) -> bool:
+    """``path.is_dir()`` for a path a config names: one no file system can hold (a name too
+    long) is no folder, not an error."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def is_regular(path: Path) -> bool:
+    """``path.is_file()``, likewise."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def repository_top(folder: Path) -> Path | None:
     """The top of the git repository ``folder`` lies in (``folder`` itself, or one of the
     ``MAX_REPO_DEPTH`` folders above it), resolved; None outside a repository."""

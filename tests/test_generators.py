@@ -656,15 +656,32 @@ def test_docusaurus_options_are_read_at_their_own_level_and_not_from_comments(
         };""",
         "website/versions.json": '["stable"]',
         "website/versioned_docs/version-stable/api.md": "# API\n",
+        "website/posts/2024-01-02-a.md": "# A\n",
         "docs/api.md": "# API\n"})
     whole = resolve_site(tmp_path / "website")
     assert whole.content == tmp_path.resolve()
     assert _page(whole, "website/versioned_docs/version-stable/api.md") == "docs/api"
     assert _page(whole, "docs/api.md") == "docs/next/api"  # unreleased: under next/
     assert _page(whole, "website/blog/post.md") is None
+    assert _page(whole, "website/posts/2024-01-02-a.md") == "news/2024/01/02/a"
+    assert _page(whole, "website/posts/_partial.md") is None
     beside = resolve_site(tmp_path / "docs")  # the docs folder alone, config beside it
     assert beside.generator == "docusaurus"
     assert _page(beside, "docs/api.md") == "docs/next/api"
+
+
+def test_docusaurus_blog_off_or_named_elsewhere(tmp_path: Path) -> None:
+    posts = {"blog/2024-01-02-a.md": "# A\n", "docs/x.md": "# X\n"}
+    off = resolve_site(write_tree(tmp_path / "off", {
+        **posts, "docusaurus.config.js": "module.exports = { presets: [['classic', "
+                                         "{ blog: false, docs: { routeBasePath: 'd' } }]] };"}))
+    assert off.settings["blog"] is None and _page(off, "x.md") == "d/x"
+    named = resolve_site(write_tree(tmp_path / "named", {
+        **posts, "docusaurus.config.js": "const docsOptions = { routeBasePath: 'guide' };\n"
+                                         "module.exports = { presets: [['classic', { docs: "
+                                         "docsOptions, blog: { routeBasePath: 'news' } }]] };"}))
+    assert _page(named, "docs/x.md") == "guide/x"  # not the blog's route
+    assert _page(named, "blog/2024-01-02-a.md") == "news/2024/01/02/a"
 
 
 def test_a_hostile_docusaurus_config_is_read_to_a_bound(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
 
-from ..projectfiles import read_config_text, repository_top
+from ..projectfiles import is_regular, read_config_text, repository_top
 
 MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 _OUTSIDE: ContextVar[set[Path] | None] = ContextVar("kbctl_outside_includes", default=None)
@@ -82,7 +82,7 @@ class IncludedFiles:
             return False
         except ValueError:  # elsewhere
             outside = _OUTSIDE.get()
-            if outside is not None and len(outside) < 100 and _is_file(real):
+            if outside is not None and len(outside) < 100 and is_regular(real):
                 outside.add(path)
             return False
         return not any(part.startswith(".") for part in rel.parts)
@@ -93,13 +93,6 @@ class IncludedFiles:
             return False
         self.budget -= len(text)
         return True
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
 
 
 def normalized(path: Path) -> Path:

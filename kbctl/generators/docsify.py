@@ -32,7 +32,7 @@ from typing import Any
 from lxml import etree
 
 from ..jsscan import without_comments
-from ..projectfiles import inside, read_config_text
+from ..projectfiles import inside, is_folder, read_config_text
 from .base import IdRules, Site
 
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
@@ -135,7 +135,7 @@ class Docsify:
         content = folder
         if base and "://" not in base.group(1) and base.group(1).strip("/"):
             candidate = folder / base.group(1).strip("/")
-            content = candidate if inside(folder, candidate) and _is_dir(candidate) else folder
+            content = candidate if inside(folder, candidate) and is_folder(candidate) else folder
         home = _HOMEPAGE.search(config)
         settings = {"major": _major(folder, sources), "history": bool(_HISTORY.search(config)),
                     "homepage": home.group(1).lstrip("/") if home else "README.md"}
@@ -159,13 +159,6 @@ class Docsify:
     def heading_ids(self, site: Site) -> DocsifyIds:
         major = site.settings.get("major")
         return DocsifyIds(major if isinstance(major, int) else LATEST_MAJOR)
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:  # a name too long for the file system, and the like
-        return False
 
 
 def _scripts(html: str) -> tuple[str | None, list[str]]:

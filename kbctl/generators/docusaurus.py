@@ -14,6 +14,12 @@ current/`` (or ``version-X/``) are served under ``fr/``. Further docs plugin ins
 (``['@docusaurus/plugin-content-docs', { id, path, routeBasePath }]``) serve their folders
 at their route bases, with versions and translations of their own (``DocsInstance``).
 
+The blog (the preset's ``blog``, unless ``false``: folder ``path``, default ``blog``,
+served under ``routeBasePath``, default ``blog``): a post's URL is its front matter
+``slug``, else its path with a date in it (``2024-05-01-hello.md``,
+``2024/05/01/hello/index.md``) turned into ``2024/05/01/hello``, else its path
+(``index`` dropped).
+
 Heading ids are github-slugger's; ``{#custom-id}`` is used as written; ``h1`` headings get
 none on the page (the theme drops it), though each still takes its slug.
 """
@@ -29,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..jsscan import JsScanner, outer_level, without_comments
-from ..projectfiles import first_config, inside, read_config_json
+from ..projectfiles import first_config, inside, is_folder, read_config_json
 from .base import Site
 from .plain import GithubIds
 
@@ -46,6 +52,13 @@ _LOCALES = re.compile(r"\blocales\s*:\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
 _DOCS_PLUGIN = re.compile(r"""['"]@docusaurus/plugin-content-docs['"]\s*,\s*\{""")
 _DOCS_PATH = re.compile(r"""\bpath\s*:\s*['"]([^'"]+)['"]""")
+_BLOG_BLOCK = re.compile(r"\bblog\s*:\s*(?:(false)\b|\{)")
+_BLOG_KEYS = re.compile(r"\b(?:path|routeBasePath|blogTitle|blogDescription|showReadingTime"
+                        r"|editUrl|feedOptions|postsPerPage|blogSidebarTitle|blogSidebarCount"
+                        r"|authorsMapPath|onInlineAuthors|onUntruncatedBlogPosts)\s*:")
+# Docusaurus' DATE_FILENAME_REGEX: the last date in the path, then the post's name
+_DATED = re.compile(r"^(?P<folder>.*)(?P<date>\d{4}[-/]\d{1,2}[-/]\d{1,2})[-/]?(?P<text>.*?)"
+                    r"(?:/index)?.mdx?$", re.DOTALL)
 # what only a docs plugin's options hold (``themeConfig`` has a ``docs: {…}`` too)
 _DOCS_KEYS = re.compile(r"\b(?:path|routeBasePath|sidebarPath|lastVersion|versions|editUrl"
                         r"|includeCurrentVersion|onlyIncludeVersions)\s*:")
@@ -93,13 +106,17 @@ class Docusaurus:
             elif inside(folder, folder / instance.path):
                 docs.append(instance)
         trailing = _TRAILING.search(text)
+        blog = _preset_blog(preset_text)
+        if blog is not None and not (inside(folder, folder / blog.path)
+                                     and is_folder(folder / blog.path)):
+            blog = None
         settings = {
             "routeBasePath": docs[0].route, "path": docs[0].path,
             "trailingSlash": trailing.group(1) == "true" if trailing else None,
-            "locales": _locales(text), "docs": tuple(docs),
+            "locales": _locales(text), "docs": tuple(docs), "blog": blog,
         }
         spread = (len(docs) > 1 or len(settings["locales"]) > 1
-                  or any(d.versions for d in docs))
+                  or any(d.versions for d in docs) or blog is not None)
         if spread:  # every docs folder, and the versions and translations beside the config
             return _whole_site(folder, marker, settings)
         return Site(self.name, folder / docs[0].path, marker,
@@ -111,6 +128,9 @@ class Docusaurus:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         settings = site.settings
         locale, route, version = "", settings.get("routeBasePath", "docs"), ""
+        blog = settings.get("blog")
+        if blog is not None and rel.is_relative_to(blog.path):
+            return _post(site, blog, rel.relative_to(blog.path), front_matter)
         if settings.get("docs"):
             placed = _placed(site, rel)
             if placed is None:
@@ -158,8 +178,52 @@ def _whole_site(folder: Path, marker: Path, settings: dict[str, Any]) -> Site:
         if docs_dir.is_relative_to(content):
             docs.append(replace(instance, path=docs_dir.relative_to(content).as_posix()))
     site_dir = config_dir.relative_to(content).as_posix()
+    blog = settings.get("blog")
+    if blog is not None:  # below the config's folder, so below the content folder too
+        blog = replace(blog, path=(config_dir / blog.path).relative_to(content).as_posix())
     return Site(GENERATOR.name, content, marker, {
-        **settings, "docs": tuple(docs), "site_dir": "" if site_dir == "." else site_dir})
+        **settings, "docs": tuple(docs), "blog": blog,
+        "site_dir": "" if site_dir == "." else site_dir})
+
+
+@dataclass(frozen=True)
+class BlogInstance:
+    """The preset's blog: its folder and route base."""
+
+    path: str = "blog"
+    route: str = "blog"
+
+
+def _preset_blog(config: str) -> BlogInstance | None:
+    """The preset's blog options at their own level; None for ``blog: false``."""
+    for match in itertools.islice(_BLOG_BLOCK.finditer(config), MAX_DOCS_BLOCKS):
+        if match.group(1):
+            return None
+        options = outer_level(config[match.end() - 1:_block_end(config, match.end() - 1)])
+        if _BLOG_KEYS.search(options):
+            path, route = _DOCS_PATH.search(options), _ROUTE_BASE.search(options)
+            return BlogInstance(
+                PurePosixPath(path.group(1).strip("/")).as_posix() if path else "blog",
+                route.group(1).strip("/") if route else "blog")
+    return BlogInstance()
+
+
+def _post(site: Site, blog: BlogInstance, rel: PurePosixPath,
+          front_matter: Mapping[str, Any]) -> str | None:
+    """Where a blog post is served (``rel``: its path in the blog folder)."""
+    if rel.suffix.lower() not in (".md", ".mdx") or any(p.startswith("_") for p in rel.parts):
+        return None  # partials, authors.yml, images
+    if front_matter.get("draft") is True:
+        return None
+    slug = front_matter.get("slug")
+    if not (isinstance(slug, str) and slug.strip()):
+        dated = _DATED.match(rel.as_posix())
+        slug = (f"{dated['date'].replace('-', '/')}/{dated['folder']}{dated['text']}" if dated
+                else re.sub(r"(?:/index)?\.mdx?$", "", rel.as_posix()))
+    full = "/".join(p for p in (blog.route, slug.strip().strip("/")) if p)
+    if site.settings.get("trailingSlash") and full:
+        full += "/"
+    return full
 
 
 def _is_category_index(rel: PurePosixPath) -> bool:
@@ -196,13 +260,22 @@ class DocsInstance:
 
 def _preset_docs(config: str) -> str:
     """The preset's docs options at their own level (``presets: [['classic', { docs: {…}
-    }]]``), from the config without the other docs plugins' blocks. A config that names
-    its options elsewhere (``docs: docsOptions``) is read whole."""
-    for match in itertools.islice(_DOCS_BLOCK.finditer(config), MAX_DOCS_BLOCKS):
+    }]]``), from the config without the other docs plugins' blocks: empty when its docs
+    block sets none. A config that names its options elsewhere (``docs: docsOptions``) is
+    read whole, but for its blog's block."""
+    blocks = list(itertools.islice(_DOCS_BLOCK.finditer(config), MAX_DOCS_BLOCKS))
+    for match in blocks:
         options = outer_level(config[match.end() - 1:_block_end(config, match.end() - 1)])
         if _DOCS_KEYS.search(options):
             return options
-    return config
+    if blocks:
+        return ""
+    rest, at = [], 0
+    for match in itertools.islice(_BLOG_BLOCK.finditer(config), MAX_DOCS_BLOCKS):
+        if match.group(1) is None and match.start() >= at:
+            rest.append(config[at:match.start()])
+            at = _block_end(config, match.end() - 1)
+    return "".join(rest) + config[at:]
 
 
 def _instance(folder: Path, plugin_id: str, options: str) -> DocsInstance:
