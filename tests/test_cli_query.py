@@ -13,7 +13,7 @@ from kbctl.memory.postgres import PostgresMemoryBackend
 from kbctl.pipeline.query import retrieve
 from kbctl.store.knowledge import KnowledgeStore
 
-from .conftest import Cli
+from .conftest import Cli, rows
 
 
 @pytest.fixture
@@ -38,6 +38,22 @@ def test_json_results_carry_anchor_citations(kb: Cli) -> None:
     assert top["rank"] == 1 and 0 < top["score"] < 1
     assert out["mode"] == "lexical" and out["embedder"] == "none"
     assert [r["rank"] for r in out["results"]] == list(range(1, len(out["results"]) + 1))
+
+
+def test_results_are_distinct_sections(cli: Cli, workdir: Path) -> None:
+    # one long section whose every chunk matches best, and short ones that match less
+    long = "\n\n".join(f"Widget setup step {i}: configure the widget cache here." * 3
+                        for i in range(40))
+    others = "".join(f"## Other {i}\n\nThe widget is mentioned once.\n\n" for i in range(6))
+    (workdir / "docs").mkdir()
+    (workdir / "docs" / "page.md").write_text(f"# Page\n\n## Setup\n\n{long}\n\n{others}")
+    cli.json("ingest", "files", str(workdir / "docs"), "--base-url", "https://d.example/")
+    out = cli.json("query", "widget setup cache", "-k", "5")
+    cites = [r["citation"] for r in out["results"]]
+    assert cites[0] == "https://d.example/page#setup"  # its best passage, once
+    assert len(cites) == 5 and len(set(cites)) == 5
+    assert rows(cli.db_url, "SELECT count(*) >= 4 FROM chunks WHERE meta->>'anchor' = 'setup'"
+                ) == [(True,)]  # which would have filled the top 5
 
 
 def test_an_empty_namespace_says_so(kb: Cli) -> None:

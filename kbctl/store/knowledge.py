@@ -452,9 +452,12 @@ class KnowledgeStore:
         vector_weight: float = 0.7,
         fusion: str = "weighted",
         also_match: Sequence[str] = (),
+        ranked_for: int | None = None,
     ) -> list[ScoredChunk]:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity.
-        ``also_match`` adds lexemes to the query's own (``spelling``'s corrections)."""
+        ``also_match`` adds lexemes to the query's own (``spelling``'s corrections).
+        ``ranked_for``: the fusion's candidates are those of that many results (default
+        ``k``), so a caller that asks for spare rows gets the same ranking, extended."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
                                   **lexical.query_params(query, also_match)}
@@ -462,7 +465,8 @@ class KnowledgeStore:
             stmt, fparams = ranking.lexical_query(filters)
         else:
             qv = vector_text(query_vector)
-            cand = max(k * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
+            cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT,
+                       ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
             params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand,
                           vids=self._vector_candidates(namespace, qv, filters, cand))
