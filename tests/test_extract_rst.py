@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lxml import html as lxml_html
 
 from kbctl.chunk import chunk_markdown
 from kbctl.errors import ExtractError
 from kbctl.extract.rst import rst_to_markdown
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
+from tests.sitebuild import build_sphinx, tool, write_tree
 
 DOC = """\
 .. _top-label:
@@ -222,3 +224,42 @@ def test_text_nested_past_the_limit_is_refused_before_docutils_reads_it(tmp_path
         rst_to_markdown(deep)
     nested = "Title\n=====\n\n- a\n\n  - b\n\n    - c\n\n      .. note::\n\n         Deep.\n"
     assert "Deep." in rst_to_markdown(nested).markdown  # real nesting is read
+
+
+XREF_SITE = {
+    "conf.py": "project = 'x'\nexclude_patterns = ['_build']\n",
+    "index.rst": "Home\n====\n\nRead :doc:`guide/install`, :doc:`/guide/install` and "
+                 ":ref:`the steps <steps>`; then :ref:`setup-step` and :ref:`Deep  Label`,"
+                 " and :doc:`other`.\n\n.. toctree::\n\n   guide/install\n   other\n",
+    "guide/install.rst": ".. _top:\n\n=================================\n:mod:`pkg` --- "
+                         "Installing *it*\n=================================\n\n"
+                         "See :doc:`../other` and :doc:`/index`.\n\n.. _steps:\n"
+                         ".. _setup-step:\n\nThe ``setup`` step\n------------------\n\nText."
+                         "\n\n.. _deep label:\n\nDeep\n~~~~\n\nText.\n\n.. _figure:\n\n"
+                         ".. figure:: x.png\n\n   A figure.\n",
+    "other.rst": "Other page\n==========\n\nSee :ref:`figure`, :ref:`top`, :ref:`tbl` and "
+                 ":ref:`code`.\n\n.. _tbl:\n\n.. table:: The *table*\n\n   ===  ===\n"
+                 "   a    b\n   ===  ===\n\n.. _code:\n\n.. code-block:: python\n"
+                 "   :caption: Example code\n\n   print(1)\n",
+}
+
+
+@pytest.mark.skipif(tool("sphinx-build") is None, reason="Sphinx is not installed")
+def test_doc_and_ref_without_a_title_show_the_one_sphinx_shows(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", XREF_SITE)
+    built = build_sphinx(project)
+    source = FilesSource()
+    spec = source_spec("files", str(project), {"base_url": "https://d.example/"})
+    bodies = {loaded.document.url.removeprefix("https://d.example/"): loaded.document.body
+              for loaded in source.load(source.expand(spec).leaves, lambda ref: None)
+              if loaded.document is not None}
+    checked = 0
+    for page, body in bodies.items():
+        root = lxml_html.parse(str(built / page)).getroot()
+        for link in root.cssselect("div[role=main] a.reference.internal"):
+            shown = link.text_content().strip()
+            assert shown in body, (page, shown)  # the link's text, as Sphinx shows it
+            checked += 1
+    assert checked >= 11
+    assert "Read pkg — Installing it, pkg — Installing it and the steps; then The setup " \
+           "step and Deep, and Other page." in bodies["index.html"]

@@ -39,6 +39,7 @@ from .rst_sphinx import (
     written_name,
 )
 from .sphinx_includes import SphinxIncludes
+from .sphinx_titles import SphinxTitles
 
 _ROLE_USE = re.compile(r"(?<![\w`]):((?:(?!_)\w)+(?:[-.+:](?:(?!_)\w)+)*):`")
 _DIRECTIVE_USE = re.compile(r"^[ \t]*\.\.[ \t]+([\w][\w:.+-]*)[ \t]*::", re.MULTILINE)
@@ -270,10 +271,18 @@ def _register(text: str) -> None:
                 directives.register_directive(name, _Generic)
 
 
+def _titled(kind: str, target: str) -> str | None:
+    """The title Sphinx shows for a ``doc`` or ``ref`` of the page being read."""
+    titles: SphinxTitles | None = getattr(_PAGE, "titles", None)
+    if titles is None:
+        return None
+    return titles.doc(target, _PAGE.docname) if kind == "doc" else titles.ref(target)
+
+
 def _sphinx_role(name: str, rawtext: str, text: str, lineno: int, inliner: object,
                  options: dict | None = None, content: list | None = None
                  ) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-    shown, literal = role_text(name.lower(), nodes.unescape(text))
+    shown, literal = role_text(name.lower(), nodes.unescape(text), _titled)
     node: nodes.Node = nodes.literal(rawtext, shown) if literal else nodes.Text(shown)
     return [node], []
 
@@ -301,9 +310,12 @@ def _settings():  # docutils settings are a plain Values object; built once
 
 
 def rst_to_markdown(text: str, *, source: str = "<rst>",
-                    includes: SphinxIncludes | None = None) -> RstDocument:
+                    includes: SphinxIncludes | None = None,
+                    titles: SphinxTitles | None = None, docname: str = "") -> RstDocument:
     """Parse reStructuredText and write it as markdown with explicit heading ids; with
-    ``includes``, the page's ``include`` and ``literalinclude`` read their files.
+    ``includes``, the page's ``include`` and ``literalinclude`` read their files; with
+    ``titles``, a ``:doc:`` or ``:ref:`` without a title of its own shows its target's
+    (``docname``: the page's, to resolve relative ``:doc:`` targets).
 
     Raises ``ExtractError`` when docutils cannot parse the file at all, or it is nested
     deeper than ``MAX_MEAN_DEPTH``.
@@ -314,6 +326,8 @@ def rst_to_markdown(text: str, *, source: str = "<rst>",
     document.reporter.stream = None
     writer = _Writer()
     outer, _PAGE.includes = getattr(_PAGE, "includes", None), includes
+    outer_titles = getattr(_PAGE, "titles", None), getattr(_PAGE, "docname", "")
+    _PAGE.titles, _PAGE.docname = titles, docname
     try:
         Parser().parse(text, document)
         PropagateTargets(document).apply()
@@ -322,6 +336,7 @@ def rst_to_markdown(text: str, *, source: str = "<rst>",
         raise ExtractError(f"cannot parse reStructuredText: {exc}") from exc
     finally:
         _PAGE.includes = outer
+        _PAGE.titles, _PAGE.docname = outer_titles
     return RstDocument(title=writer.title, markdown=writer.output())
 
 

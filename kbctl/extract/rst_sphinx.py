@@ -9,7 +9,7 @@ the signature's own prefix) is the id as written, e.g. ``os.path.splitext`` or
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "code", "doctest", "testcode",
@@ -74,8 +74,10 @@ _PROSE_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "issue": "issue {}", "gh": "gh
                 "cve": "CVE-{}", "cwe": "CWE-{}"}
 
 
-def role_text(name: str, text: str) -> tuple[str, bool]:
-    """(what a reader sees for ``:name:`text```, whether it is set as code)."""
+def role_text(name: str, text: str,
+              titled: Callable[[str, str], str | None] | None = None) -> tuple[str, bool]:
+    """(what a reader sees for ``:name:`text```, whether it is set as code). ``titled``
+    gives the title a ``doc`` or ``ref`` written without one shows (kind, target)."""
     domain_free = name.split(":")[-1]
     title, _, target = text.partition("<")
     explicit_title = bool(target and text.rstrip().endswith(">") and title.strip())
@@ -87,7 +89,10 @@ def role_text(name: str, text: str) -> tuple[str, bool]:
     if domain_free in ("abbr", "dfn", "term", "ref", "doc", "guilabel", "numref",
                        "download", "source", "sub", "sup", "math", "manpage"):
         if domain_free in ("ref", "doc", "numref", "download") and not explicit_title:
-            shown = shown.lstrip("~!").rsplit("/", 1)[-1].replace("-", " ").replace("_", " ")
+            found = (titled(domain_free, shown) if titled is not None
+                     and domain_free in ("ref", "doc") else None)
+            shown = found or (shown.lstrip("~!").rsplit("/", 1)[-1].replace("-", " ")
+                              .replace("_", " "))
         return shown, False
     if not explicit_title:
         shown = shown.lstrip("!")

@@ -34,6 +34,7 @@ from ..extract.includes import outside_project
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
+from ..extract.sphinx_titles import SphinxTitles
 from ..frontmatter import split_front_matter
 from ..generators import (
     AUTO,
@@ -116,6 +117,7 @@ class _File:
     site: Site
     options: FilesOptions
     error: SourceError | None = None
+    titles: SphinxTitles | None = None  # the project's, for :doc: and :ref: without one
 
 
 class FilesSource:
@@ -355,6 +357,9 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
     base_url = options.base_url
     leaves: list[Leaf] = []
     unpublished = 0
+    formats = site.settings.get("source_suffix") or {}
+    titles = SphinxTitles(site.content, (".rst", ".rst.txt", *(
+        s for s, how in formats.items() if how == "rst")))  # scanned on first use only
     for rel, path in files:
         failed: SourceError | None = None
         try:  # without a base URL too: a build folder in the docs is no page of them
@@ -369,7 +374,7 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
         else:
             url = local_ref(rel, root_name=real_root.name)
         leaves.append(Leaf(ref=url, url=url, hint=_File(path, real_root, real_root / rel, site,
-                                                         options, failed)))
+                                                         options, failed, titles)))
     return leaves, unpublished
 
 
@@ -426,7 +431,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         reads: list[Path] = []
         includes = SphinxIncludes(source_dir=site.content, project=site.project, reads=reads)
         try:
-            rst = rst_to_markdown(text, source=str(path), includes=includes)
+            rst = rst_to_markdown(text, source=str(path), includes=includes,
+                                  titles=file.titles, docname=_docname(file))
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
         if reads:
@@ -485,6 +491,18 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     return Document(ref=leaf.ref, url=url, kind="files", title=title,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
                     slug_headings=not ids.idless_levels)
+
+
+def _docname(file: _File) -> str:
+    """The page's name as Sphinx knows it: its path in the source folder, no suffix."""
+    try:
+        rel = file.published.relative_to(file.site.content).as_posix()
+    except ValueError:
+        return file.published.stem
+    for suffix in (".rst.txt", *file.site.settings.get("source_suffix", {}), ".rst"):
+        if rel.endswith(suffix):
+            return rel[:-len(suffix)]
+    return rel.rsplit(".", 1)[0]
 
 
 def _include_stamps(paths: Sequence[Path]) -> dict[str, list[int] | None] | None:
