@@ -842,3 +842,23 @@ def test_bad_selectors_are_input_errors_naming_them() -> None:
         ContentSelectors.parse("div[[", [], where="sitemap source x")
     with pytest.raises(InputError, match="must be a list"):
         ContentSelectors.parse(None, 3, where="sitemap source x")
+
+
+def test_index_tables_and_folded_source_listings_are_no_content() -> None:
+    # Sphinx's genindex and py-modindex pages are link lists; mkdocstrings folds the
+    # source of each documented object under its docs
+    genindex = ("<html><body><div role='main'><h1 id='index'>Index</h1>"
+                "<div class='genindex-jumpbox'><a href='#A'>A</a></div>"
+                "<h2 id='A'>A</h2><table class='indextable genindextable'><tr><td>"
+                "<a href='x.html#f'>abs() (built-in function)</a></td></tr></table>"
+                "</div></body></html>")
+    assert "abs()" not in extract_html(genindex, url="https://d.test/genindex.html").markdown
+    api = ("<html><body><article class='md-content__inner'><h1 id='m'>Model</h1>"
+           "<div class='doc doc-object'><h2 id='m.dump'>dump</h2><p>Dump the model, leaving "
+           "out None with exclude_none.</p><details class='quote mkdocstrings-source'>"
+           "<summary>Source code in <code>m.py</code></summary><pre><code>def dump(self, "
+           "exclude_none=False):\n    return {}</code></pre></details></div></article>"
+           "</body></html>")
+    markdown = extract_html(api, url="https://d.test/api/").markdown
+    assert "leaving out None with exclude_none" in markdown
+    assert "def dump" not in markdown and "Source code in" not in markdown

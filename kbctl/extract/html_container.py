@@ -272,6 +272,10 @@ DROP_CLASSES = frozenset({
     # Texinfo's contents and node navigation; Doxygen's code tooltips
     "contents_element", "shortcontents_element", "element-contents",
     "element-shortcontents", "nav-panel", "ttc",
+    # Sphinx's general and module indexes (link lists: a page of them stores nothing);
+    # mkdocstrings' folded "Source code in …" listings beside the API they document
+    "genindextable", "modindextable", "indextable", "genindex-jumpbox", "modindex-jumpbox",
+    "mkdocstrings-source",
 })
 # Class tokens that mark a header/permalink icon only when they sit on a link.
 LINK_DROP_CLASSES = frozenset({"anchor", "anchor-heading", "header-link", "heading-link"})
