@@ -288,6 +288,21 @@ def test_a_sitemap_that_fails_as_a_whole_raises_one_error(site: LocalServer, bod
         adapter(spec, policy=LOCAL).expand(spec)
 
 
+def test_a_preview_sitemap_naming_the_published_site_says_so(site: LocalServer) -> None:
+    # `mkdocs build` writes site_url into the sitemap a local preview serves
+    published = ["https://docs.example.org/", "https://docs.example.org/guide/"]
+    site.routes["/sitemap.xml"] = urlset(*published)
+    spec = source_spec("sitemap", site.url("/sitemap.xml"))
+    expansion = adapter(spec, policy=LOCAL).expand(spec)
+    assert [leaf.ref for leaf in expansion.leaves] == published
+    assert expansion.notes == [
+        f"{site.url('/sitemap.xml')}: every page it lists is on https://docs.example.org, not "
+        f"where the sitemap was served; those are the pages fetched (to ingest the site "
+        f"served here, crawl it: kbctl ingest crawl {site.url('/')})"]
+    site.routes["/sitemap.xml"] = urlset(site.url("/a"), "https://www.docs.example.org/b")
+    assert not adapter(spec, policy=LOCAL).expand(spec).notes  # some are here
+
+
 def test_a_site_origin_discovers_its_sitemaps(site: LocalServer) -> None:
     site.routes.update({"/robots.txt": ok("Sitemap: /maps/docs.xml.gz\n"),
                         "/maps/docs.xml.gz": ok(gzip.compress(

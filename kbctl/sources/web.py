@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -231,6 +232,13 @@ class WebSource:
         if listing.invalid:
             notes.append(f"{url}: {listing.invalid} sitemap entries without a valid "
                          f"http(s) <loc> were ignored")
+        hosts = {_site_host(page) for page in shaped.kept}
+        if len(hosts) == 1 and _site_host(url) not in hosts:
+            # a local preview's sitemap names the site it will be published at
+            notes.append(f"{url}: every page it lists is on {origin(shaped.kept[0])}, not "
+                         f"where the sitemap was served; those are the pages fetched (to "
+                         f"ingest the site served here, crawl it: kbctl ingest crawl "
+                         f"{origin(url)}/)")
         complete = not listing.failures and not listing.truncated
         return Expansion(leaves=leaves, complete=complete, notes=notes + shaped.notes,
                          dropped=shaped.dropped)
@@ -366,6 +374,11 @@ class _Shaped:
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
+
+
+def _site_host(url: str) -> str:
+    """A URL's host as a site is known by: ``www.`` and the scheme make no other site."""
+    return (urlsplit(url).hostname or "").removeprefix("www.")
 
 
 def _rule_notes(where: str, dropped: dict[str, int]) -> list[str]:
