@@ -159,3 +159,12 @@ def test_which_generators_read_containers(tmp_path: Path) -> None:
     assert ":::tip" in bodies["plain"]
     # raw HTML reads as the browser shows it, whatever the generator
     assert all("<Highlight>" not in b and "words" in b for b in bodies.values())
+
+
+def test_a_tab_shows_its_label_or_else_its_value() -> None:
+    page = ("<Tabs groupId=\"pm\">\n<TabItem value=\"npm\">\n\n```bash\nnpm i x\n```\n\n"
+            "</TabItem>\n<TabItem value=\"yarn\" label=\"Yarn 4\">\n\nRun yarn.\n\n</TabItem>\n"
+            "</Tabs>\n")
+    md = mdx_to_markdown(page)
+    assert [line.strip() for line in md.split("\n") if line.strip()] == [
+        "npm", "```bash", "npm i x", "```", "Yarn 4", "Run yarn."]

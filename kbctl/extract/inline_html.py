@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import block_tokens
-from .template_args import visible_values
+from .template_args import named_values, visible_values
 
 # After the name, one whitespace character opens the attributes, whose alternatives each
 # start on a different character: a hostile line costs linear time.
@@ -107,6 +107,8 @@ def tag_text(match: re.Match[str]) -> str:
     if not match.group(1)[0].isupper():
         return ""
     shown = " ".join(visible_values(match.group(2)))
+    if not shown and match.group(1) == "TabItem":  # a tab with no label shows its value
+        shown = named_values(match.group(2)).get("value", "").strip()
     return f" {shown} " if shown else ""  # set apart from the words around it
 
 
