@@ -11,6 +11,7 @@ from lxml import html as lxml_html
 from kbctl.chunk import chunk_markdown
 from kbctl.errors import ExtractError
 from kbctl.extract.rst import rst_to_markdown
+from kbctl.extract.sphinx_titles import SphinxTitles
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 from tests.sitebuild import build_sphinx, tool, write_tree
@@ -263,3 +264,18 @@ def test_doc_and_ref_without_a_title_show_the_one_sphinx_shows(tmp_path: Path) -
     assert checked >= 11
     assert "Read pkg — Installing it, pkg — Installing it and the steps; then The setup " \
            "step and Deep, and Other page." in bodies["index.html"]
+
+
+@pytest.mark.timeout(60)
+def test_a_hostile_project_is_scanned_for_titles_in_linear_time(tmp_path: Path) -> None:
+    # megabyte lines of role-like text where a title or caption could be: a pattern that
+    # backtracked over them would take hours
+    write_tree(tmp_path, {
+        "a.rst": ":a" * 300_000 + "\n" + "=" * 600_000 + "\n",
+        "b.rst": ".. _x:\n\n.. figure:: a.png\n\n   " + ":a" * 400_000 + "\n",
+        "c.rst": ("=" * 10 + "\n" + ":a" * 300_000 + "\n" + "=" * 10 + "\n"),
+        "d.rst": (".. _" + "a " * 50_000 + "\n") * 8,
+        "index.rst": "Home\n====\n\n.. _x2:\n\nSection\n-------\n"})
+    titles = SphinxTitles(tmp_path)
+    assert titles.doc("index", "a") == "Home" and titles.ref("X2") == "Section"
+    assert titles.doc("a", "index") is None  # a line that long is no title

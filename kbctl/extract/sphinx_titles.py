@@ -21,6 +21,7 @@ from pathlib import Path
 from ..projectfiles import read_config_text
 
 MAX_FILES = 20_000
+MAX_TITLE_CHARS = 500  # longer is no title anyone reads (and keeps the patterns linear)
 _ADORNMENT = re.compile(r"""([!-/:-@\[-`{-~])\1{2,}\s*""")
 _LABEL = re.compile(r"\.\.\s+_(`[^`]+`|[^:`][^:]*):\s*")
 _CAPTIONED = re.compile(r"\.\.\s+(figure|table|code-block|code|sourcecode|literalinclude)::"
@@ -149,15 +150,16 @@ def _title_at(lines: list[str], i: int) -> tuple[str | None, int]:
         if text.strip() and under.strip() == line.strip() and not _ADORNMENT.fullmatch(text):
             return _plain(text), 3
         return None, 0
-    if (line.strip() and not line[:1].isspace() and _ADORNMENT.fullmatch(below)
-            and len(below.rstrip()) >= len(line.rstrip())):
+    if (line.strip() and not line[:1].isspace() and len(line) <= MAX_TITLE_CHARS
+            and _ADORNMENT.fullmatch(below) and len(below.rstrip()) >= len(line.rstrip())):
         return _plain(line), 2
     return None, 0
 
 
 def _plain(title: str) -> str:
     """A title's inline markup reduced to the text Sphinx shows."""
-    text = _MARKUP.sub("", _ROLE.sub(lambda m: m.group(1).lstrip("~!"), title.strip()))
+    text = title.strip()[:MAX_TITLE_CHARS]
+    text = _MARKUP.sub("", _ROLE.sub(lambda m: m.group(1).lstrip("~!"), text))
     for written, shown in _DASHES:
         text = text.replace(f" {written} ", f" {shown} ")
     return text
