@@ -230,6 +230,9 @@ def test_a_mistyped_folder_makes_no_knowledge_base(cli: Cli, workdir: Path) -> N
                  db=False)
     assert result.exit_code == 2 and "looked for" not in result.output
     assert not (workdir / "kb").exists()
+    for name in ("x" * 5000, "docs/" + "y" * 300 + "/*.md"):  # too long for a file system
+        result = cli("ingest", "files", name, "--data-dir", str(workdir / "kb"), db=False)
+        assert result.exit_code == 2 and "is not a file, a directory" in result.output
 
 
 # --- a new kind: one module plus one registry line -------------------------------------

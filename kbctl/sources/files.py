@@ -50,7 +50,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char
-from ..projectfiles import IgnoreFiles, inside
+from ..projectfiles import IgnoreFiles, inside, is_folder, is_regular
 from . import versions
 from .base import (
     READER,
@@ -100,7 +100,7 @@ class FilesOptions(SourceOptions):
 
     @classmethod
     def check_present(cls, target: str) -> None:
-        if not split_root(target)[0].is_dir():
+        if not is_folder(split_root(target)[0]):
             raise _missing_root(target)
 
 
@@ -128,9 +128,9 @@ class FilesSource:
 
     def expand(self, spec: SourceSpec) -> Expansion:
         root, pattern = split_root(spec.target)
-        if not root.is_dir():
+        if not is_folder(root):
             raise _missing_root(spec.target)
-        if Path(spec.target).is_file() and file_format(Path(spec.target)) is None:
+        if is_regular(Path(spec.target)) and file_format(Path(spec.target)) is None:
             raise InputError(f"files source: {spec.target} is not a kind of file kbctl reads "
                              f"({_READ})")
         options: FilesOptions = spec.options  # type: ignore[assignment]
@@ -142,7 +142,7 @@ class FilesSource:
         # With no generator to say what is published, what git does not track is no page
         # (a JavaScript project's build output, a virtualenv); a generator decides itself.
         ignores = (IgnoreFiles(root) if site.generator == "plain"
-                   and not Path(spec.target).is_file() else None)
+                   and not is_regular(Path(spec.target)) else None)
         for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
             if page_format(path, site) is None:
@@ -562,7 +562,7 @@ def _published_url(leaf: Leaf, file: _File, front_matter: Mapping[str, Any]) -> 
 def split_root(target: str) -> tuple[Path, str | None]:
     """A target is a folder, a glob whose leading literal segments are the root, or one
     file (its folder is the root, so its ref is the one the folder's ingest gives it)."""
-    if Path(target).is_file():
+    if is_regular(Path(target)):
         path = Path(target)
         return path.parent, glob.escape(path.name)
     parts = PurePosixPath(target).parts
