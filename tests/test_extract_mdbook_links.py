@@ -45,7 +45,9 @@ def test_whole_files_line_ranges_and_anchors(tmp_path: Path) -> None:
     assert expand(root, "{{#include ../listings/main.rs:7:}}") == "}"
     assert expand(root, "{{#rustdoc_include ../listings/main.rs:inner}}") == "    let guess = 5;"
     assert expand(root, "{{ #playground ../listings/main.rs:here }}") == (
-        "fn main() {\n    let guess = 5;\n}")
+        "```rust\nfn main() {\n    let guess = 5;\n}\n```\n")  # a runnable listing
+    assert expand(root, "{{#playground ../listings/main.rs:3:3 editable}}") == (
+        "```rust,editable\nfn main() {\n```\n")
 
 
 def test_titles_escapes_and_links_it_cannot_follow(tmp_path: Path) -> None:

@@ -469,7 +469,10 @@ MDBOOK_INCLUDES = {
     "src/SUMMARY.md": "# Summary\n\n[Intro](README.md)\n\n- [Install](install.md)\n"
                       "  - [Deep](sub/deep.md)\n- [Listings](listings.md)\n",
     "src/listings.md": "# Listings\n\n{{#include parts/part.md}}\n\n```rust\n"
-                       "{{#rustdoc_include ../code/main.rs:here}}\n```\n\n## After\n\nText.\n",
+                       "{{#rustdoc_include ../code/main.rs:here}}\n```\n\n## After\n\nText.\n"
+                       "\n{{#playground ../code/hidden.rs editable}}\n\n## Runnable\n\nT.\n",
+    # a hidden line (``# ``) of a runnable listing: code, not a heading
+    "code/hidden.rs": "fn main() {\n#     println!(\"hidden\");\n}\n",
     "src/parts/part.md": "## Included section\n\nFrom another file.\n",
     "code/main.rs": "fn main() {\n    // ANCHOR: here\n    let answer = 42;\n"
                     "    // ANCHOR_END: here\n}\n",
@@ -486,7 +489,7 @@ def test_mdbook_citations_resolve(tmp_path: Path) -> None:
     assert any(url.endswith("/index.html") for url, _ in pairs)  # README.md
     # a heading from an included file is the chapter's, cited by the id mdBook gives it
     assert {a for url, a in pairs if url.endswith("/listings.html")} >= {
-        "included-section", "after"}
+        "included-section", "after", "runnable"}
 
 
 HUGO_SITE = {

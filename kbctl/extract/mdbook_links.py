@@ -5,7 +5,9 @@ reads with the code listings its readers see.
 file's text in the page: whole, its lines ``a:b`` (1-based, either end open), or the part
 between ``ANCHOR: name`` and ``ANCHOR_END: name`` (anchor lines never show). For
 ``rustdoc_include`` the lines outside the part are hidden on the page, so they are left
-out here too. ``{{#title …}}`` shows nothing; ``\\{{#include x}}`` shows as written.
+out here too. ``{{#playground file editable}}`` is a runnable listing: its text comes in
+a ``rust`` fence (``rust,editable``). ``{{#title …}}`` shows nothing;
+``\\{{#include x}}`` shows as written.
 
 Files are read under ``includes``' rules (the project's own only, each once, a budget
 per page); a link to a file that cannot be read is left as it is, as mdBook leaves a link
@@ -49,8 +51,11 @@ def _expand(text: str, folder: Path, depth: int, files: IncludedFiles) -> str:
         text = files.read(path) if name else None
         if text is None:
             return written
-        content = _part(text, selector)
-        return _expand(content, path.parent, depth + 1, files)
+        content = _expand(_part(text, selector), path.parent, depth + 1, files)
+        if kind in ("playground", "playpen"):  # a listing of its own, as mdBook writes it
+            info = ",".join(["rust", *args.split()[1:]])
+            return f"```{info}\n{content.rstrip(chr(10))}\n```\n"
+        return content
 
     return _LINK.sub(replace, text)
 
