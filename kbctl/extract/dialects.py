@@ -18,6 +18,7 @@ from typing import Any
 
 from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
+from .attribute_lines import without_attribute_lines
 from .brace_includes import BraceIncludes, expand_brace_includes, expand_include_variants
 from .docsify_marks import ignore_marks_kept
 from .hero import starlight_hero, vitepress_home
@@ -61,13 +62,21 @@ def _text_only(read: Callable[[str], str]) -> Dialect:
 
 
 def _jekyll(text: str, page: PageFile | None) -> str:
-    """Liquid, with the files it includes in place."""
+    """Liquid, with the files it includes in place; kramdown's attribute lines."""
     if page is None:
-        return liquid_to_markdown(text)
+        return without_attribute_lines(liquid_to_markdown(text), kramdown=True)
     source = page.project / page.settings.get("source", ".")
-    return liquid_with_includes(
+    return without_attribute_lines(liquid_with_includes(
         text, page=page.path, project=page.project, reads=page.reads,
-        includes_dir=source / page.settings.get("includes_dir", "_includes"))
+        includes_dir=source / page.settings.get("includes_dir", "_includes")), kramdown=True)
+
+
+def _hugo(text: str, page: PageFile | None) -> str:
+    """Shortcodes; goldmark's block attribute lines where the site turns them on."""
+    text = shortcodes_to_markdown(text)
+    if page is not None and page.settings.get("blockAttributes"):
+        text = without_attribute_lines(text, kramdown=False)
+    return text
 
 
 def _sphinx(text: str, page: PageFile | None) -> str:
@@ -170,7 +179,7 @@ DIALECTS: dict[str, Dialect] = {
     "starlight": _text_only(containers_to_markdown),
     "vitepress": _vitepress,
     "vuepress": _vitepress,  # VitePress' containers and code imports came from it
-    "hugo": _text_only(shortcodes_to_markdown),
+    "hugo": _hugo,
     "mkdocs": _mkdocs,
     "jekyll": _jekyll,
     "sphinx": _sphinx,  # Sphinx reads markdown with MyST

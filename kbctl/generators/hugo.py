@@ -89,6 +89,7 @@ class Hugo:
                for name in ("buildDrafts", "buildFuture", "buildExpired")},
             "typographer": _typographer(goldmark),
             "headingAttributes": _heading_attributes(parser),
+            "blockAttributes": _block_attributes(parser),
             "permalinks": permalinks(config),
         }
         return Site(self.name, content, marker, settings)
@@ -182,6 +183,13 @@ def _heading_attributes(parser: Any) -> bool:
     unless the config turns it off)."""
     attribute = parser.get("attribute") if isinstance(parser, dict) else None
     return not (isinstance(attribute, dict) and attribute.get("title") is False)
+
+
+def _block_attributes(parser: Any) -> bool:
+    """Whether goldmark reads a ``{.class}`` line as the attributes of the block before it
+    (``attribute.block``, off unless the config turns it on)."""
+    attribute = parser.get("attribute") if isinstance(parser, dict) else None
+    return isinstance(attribute, dict) and attribute.get("block") is True
 
 
 def _cascaded_render(content: Path, rel: PurePosixPath) -> Any:
