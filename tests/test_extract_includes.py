@@ -72,8 +72,9 @@ def test_what_a_page_named_outside_its_project_is_said(
     assert "Released." not in pages["changes"][0]
     assert pages["changes"][1] == (
         f"{project / 'docs' / 'changes.rst'}: left out what it includes from outside the "
-        f"project ({project / 'CHANGES.rst'}); ingest from a checkout of "
-        f"the whole repository to take it in")  # a missing file is not named
+        f"project ({project / 'CHANGES.rst'}): a project's files are those of its git "
+        f"repository, or of its own folder outside one (a tarball, a git archive); ingest "
+        f"from a git checkout to take them in")  # a missing file is not named
     assert pages["index"][1] == ""
     (project / ".git").mkdir()  # the repository: the changelog is the project's
     pages = read()

@@ -258,7 +258,9 @@ def _left_out(path: Path, outside: set[Path]) -> str:
     named = ", ".join(sorted(_printable(p) for p in outside)[:3])
     more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
     return (f"{_printable(path)}: left out what it includes from outside the project "
-            f"({named}{more}); ingest from a checkout of the whole repository to take it in")
+            f"({named}{more}): a project's files are those of its git repository, or of "
+            f"its own folder outside one (a tarball, a git archive); ingest from a git "
+            f"checkout to take them in")
 
 
 def _not_a_regular_file(path: Path) -> str | None:
