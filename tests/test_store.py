@@ -351,3 +351,33 @@ except ValueError:
                          text=True, timeout=60, check=False)
     assert run.returncode == 0 and run.stdout.strip() == "lost", run.stderr
     assert run.stderr == ""
+
+
+def test_two_writers_trading_words_never_deadlock_a_write(db_url: str) -> None:
+    # Each writer replaces its own page, dropping one vocabulary and taking up the other,
+    # in opposite phase: one holds the first set's document counts while it waits for the
+    # second's, the other the reverse. PostgreSQL ends one transaction of such a cycle; the
+    # write is run again instead of failing the page (a nightly resync went red at random).
+    first = " ".join(f"alpha{i}" for i in range(150))
+    second = " ".join(f"omega{i}" for i in range(150))
+    errors: list[BaseException] = []
+
+    def writer(ref: str, flip: bool) -> None:
+        store = KnowledgeStore(connect(db_url))
+        try:
+            for i in range(24):
+                text = first if (i % 2 == 0) != flip else second
+                store.replace_source(_source(ref, hash_=str(i)), _chunks(text, text + " x"))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            store.conn.close()
+
+    threads = [threading.Thread(target=writer, args=(ref, flip))
+               for ref, flip in (("p1", False), ("p2", True))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    _consistent(db_url)

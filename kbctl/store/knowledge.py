@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -16,6 +18,10 @@ from ..errors import DatabaseError, EmbedderMismatch, LockBusy
 from . import lexical, ranking, spelling
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
 from .vectors import as_floats, vector_text
+
+_T = TypeVar("_T")
+#: Tries of one write before a deadlock PostgreSQL keeps choosing it for is an error.
+DEADLOCK_ATTEMPTS = 5
 
 _EMBEDDER_KEY = "embedder"
 # Each cache's age column: a vector ages from its last use, a rerank score from its write.
@@ -153,35 +159,52 @@ class KnowledgeStore:
         refs = [src.ref for src, _ in items]
         if len(set(refs)) != len(refs):
             raise ValueError("replace_sources: a batch must not repeat a ref")
-        with self.conn.transaction():
-            self._ensure_stats_row(namespace)
-            old_n, old_len, old_pages = self._delete_chunks(namespace, refs)
-            self.conn.execute(
-                """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
-                                        fetched_at, chunk_count, meta)
-                   SELECT %s, r, d, k, u, t, h, now(), n, m
-                   FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                               %s::text[], %s::int[], %s::jsonb[]) AS x(r, d, k, u, t, h, n, m)
-                   ON CONFLICT (namespace, ref) DO UPDATE SET
-                     def_id = excluded.def_id, kind = excluded.kind, url = excluded.url,
-                     title = excluded.title, content_hash = excluded.content_hash,
-                     fetched_at = excluded.fetched_at, chunk_count = excluded.chunk_count,
-                     meta = excluded.meta, lexeme_count = 0""",
-                (namespace, refs, [s.def_id for s, _ in items], [s.kind for s, _ in items],
-                 [s.url for s, _ in items], [s.title for s, _ in items],
-                 [s.content_hash for s, _ in items], [len(c) for _, c in items],
-                 [json.dumps(s.meta, default=str) for s, _ in items]),
-            )
-            written, new_len = self._insert_chunks(namespace, items)
-            self._set_page_vectors(namespace, refs)
-            new_pages = sum(1 for _, chunks in items if chunks)
-            self.conn.execute(
-                """UPDATE namespace_stats
-                   SET chunk_count = chunk_count + %s, total_len = total_len + %s,
-                       page_count = page_count + %s
-                   WHERE namespace = %s""",
-                (written - old_n, new_len - old_len, new_pages - old_pages, namespace),
-            )
+        return self._atomically(lambda: self._replace(namespace, refs, items))
+
+    def _atomically(self, work: Callable[[], _T]) -> _T:
+        """``work`` in one transaction, run again when PostgreSQL ends it to break a
+        deadlock: two writers of one namespace each hold words' document counts the
+        other's batch needs (its deleted pages' words, then its new ones)."""
+        for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+            try:
+                with self.conn.transaction():
+                    return work()
+            except psycopg.errors.DeadlockDetected:
+                if attempt == DEADLOCK_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0.02, 0.1) * attempt)  # apart, not in step
+        raise AssertionError("unreachable")
+
+    def _replace(self, namespace: str, refs: list[str],
+                 items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]) -> int:
+        self._ensure_stats_row(namespace)
+        old_n, old_len, old_pages = self._delete_chunks(namespace, refs)
+        self.conn.execute(
+            """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
+                                    fetched_at, chunk_count, meta)
+               SELECT %s, r, d, k, u, t, h, now(), n, m
+               FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+                           %s::text[], %s::int[], %s::jsonb[]) AS x(r, d, k, u, t, h, n, m)
+               ON CONFLICT (namespace, ref) DO UPDATE SET
+                 def_id = excluded.def_id, kind = excluded.kind, url = excluded.url,
+                 title = excluded.title, content_hash = excluded.content_hash,
+                 fetched_at = excluded.fetched_at, chunk_count = excluded.chunk_count,
+                 meta = excluded.meta, lexeme_count = 0""",
+            (namespace, refs, [s.def_id for s, _ in items], [s.kind for s, _ in items],
+             [s.url for s, _ in items], [s.title for s, _ in items],
+             [s.content_hash for s, _ in items], [len(c) for _, c in items],
+             [json.dumps(s.meta, default=str) for s, _ in items]),
+        )
+        written, new_len = self._insert_chunks(namespace, items)
+        self._set_page_vectors(namespace, refs)
+        new_pages = sum(1 for _, chunks in items if chunks)
+        self.conn.execute(
+            """UPDATE namespace_stats
+               SET chunk_count = chunk_count + %s, total_len = total_len + %s,
+                   page_count = page_count + %s
+               WHERE namespace = %s""",
+            (written - old_n, new_len - old_len, new_pages - old_pages, namespace),
+        )
         return written
 
     def touch_sources(self, namespace: str,
@@ -198,19 +221,20 @@ class KnowledgeStore:
 
     def delete_source(self, namespace: str, ref: str) -> int:
         """Delete a source with its chunks; returns the number of chunks removed."""
-        with self.conn.transaction():
-            self._ensure_stats_row(namespace)
-            n, length, pages = self._delete_chunks(namespace, [ref])
-            self.conn.execute(
-                "DELETE FROM sources WHERE namespace = %s AND ref = %s", (namespace, ref)
-            )
-            self.conn.execute(
-                """UPDATE namespace_stats
-                   SET chunk_count = chunk_count - %s, total_len = total_len - %s,
-                       page_count = page_count - %s
-                   WHERE namespace = %s""",
-                (n, length, pages, namespace),
-            )
+        return self._atomically(lambda: self._delete(namespace, ref))
+
+    def _delete(self, namespace: str, ref: str) -> int:
+        self._ensure_stats_row(namespace)
+        n, length, pages = self._delete_chunks(namespace, [ref])
+        self.conn.execute("DELETE FROM sources WHERE namespace = %s AND ref = %s",
+                          (namespace, ref))
+        self.conn.execute(
+            """UPDATE namespace_stats
+               SET chunk_count = chunk_count - %s, total_len = total_len - %s,
+                   page_count = page_count - %s
+               WHERE namespace = %s""",
+            (n, length, pages, namespace),
+        )
         return n
 
     def _ensure_stats_row(self, namespace: str) -> None:
