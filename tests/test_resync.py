@@ -86,7 +86,12 @@ def test_mass_delete_guard(cli: Cli, workdir: Path) -> None:
     assert ns["guardTripped"] is True and ns["deleted"] == 0
     assert any("mass-delete guard" in n for n in ns["notes"])
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(10,)]
+    # not a sync: status does not show the run as a good one
+    [shown] = cli.json("status")["namespaces"]
+    assert shown["lastRunFailures"] == 1 and shown["lastOkAt"] < shown["lastRunAt"]
     assert cli.json("resync", "--max-delete", "0.5")["totals"]["deleted"] == 3
+    [shown] = cli.json("status")["namespaces"]
+    assert shown["lastRunFailures"] == 0 and shown["lastOkAt"] == shown["lastRunAt"]
     _consistent(cli.db_url)
 
 

@@ -55,6 +55,9 @@ class SourceFailure:
     hint: str | None = None  # what to do about it, when the error knows
 
 
+GUARD_NOTE = "mass-delete guard"
+
+
 @dataclass(frozen=True)
 class SyncPolicy:
     """How a run treats deletions and writes.
@@ -142,6 +145,7 @@ def ingest(
     writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run,
                      writer_stores)
     doomed: list[str] = []
+    dooming: set[str] = set()  # the definitions that want something deleted
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
     try:
@@ -151,8 +155,11 @@ def ingest(
             if isinstance(spec, BrokenDefinition):
                 _fail_source(spec.target, spec.error, spec.id, report, progress)
             else:
-                doomed += _ingest_one(store, spec, namespace, writer, report, progress,
-                                      adapter_context or {}, policy)
+                wanted = _ingest_one(store, spec, namespace, writer, report, progress,
+                                     adapter_context or {}, policy)
+                doomed += wanted
+                if wanted:
+                    dooming.add(spec.id)
             per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
     finally:
         writer.close()
@@ -160,6 +167,11 @@ def ingest(
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     if not policy.dry_run:
         for def_id, errors in per_def_errors.items():
+            if report.guard_tripped and def_id in dooming:  # not a sync: stale pages stay
+                errors = [*errors, asdict(SourceFailure(
+                    ref=namespace, type="MassDeleteGuard", error=next(
+                        n for n in report.notes if n.startswith(GUARD_NOTE)),
+                    source=def_id))]
             store.finish_def(namespace, def_id, errors)
     report.timings["total"] = round(time.perf_counter() - started, 4)
     return report
@@ -271,7 +283,7 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
             and len(refs) > policy.max_delete * before):
         report.guard_tripped = True
         report.notes.append(
-            f"mass-delete guard: this run would delete {len(refs)} of {before} sources "
+            f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} sources "
             f"({len(refs) / before:.0%}) in '{namespace}', over the {policy.max_delete:.0%} "
             f"limit; nothing was deleted (check the source, or pass --force / --max-delete)")
         return
