@@ -376,6 +376,10 @@ def test_init_round_trip(small_kb: Cli, workdir: Path) -> None:
     assert target.read_text() == "# edited by hand\n"
     assert small_kb("eval", "init", "-o", str(target), "--force").exit_code == 0
     assert target.read_text() == printed.stdout
+    as_json = workdir / "evals" / "starter.json"  # the name says how it is written
+    assert small_kb("eval", "init", "-o", str(as_json)).exit_code == 0
+    assert json.loads(as_json.read_text()) == yaml.safe_load(printed.stdout)
+    assert small_kb.json("eval", str(as_json))["verdict"]["passed"] is True
 
 
 def test_init_on_an_empty_kb_is_a_usage_error(cli: Cli, workdir: Path) -> None:

@@ -341,7 +341,7 @@ def test_single_file_loader_matches_list_loader(tmp_path: Path) -> None:
 
 SECTIONS = [
     ("Installation", "https://docs.example.com/install", "installation"),
-    ("Installation", "https://docs.example.com/install/windows", None),
+    ("Installation!", "https://docs.example.com/install/windows", None),
     ("Configuration: files, env & flags", "https://docs.example.com/config#top", "config"),
     ("  Über  'quoted' \"text\" # not a comment ", "kb://notes/uber", ""),
     ("", "https://docs.example.com/faq/", None),
@@ -366,6 +366,20 @@ def test_scaffold_loads_back_one_case_per_section(tmp_path: Path) -> None:
             assert url in case.question
     assert ids[0] == slug(SECTIONS[0][0])
     assert ids[1] == f"{slug(SECTIONS[1][0])}-2"
+
+
+def test_scaffold_leaves_out_cases_that_cannot_fail(tmp_path: Path) -> None:
+    root = "https://docs.example.com/book/"
+    sections = [("Introduction", root, None), ("Getting started", root + "start", "go"),
+                ("Summary", root + "ch1", "summary"), ("Summary", root + "ch2", "summary"),
+                ("Overview", root + "ch3#overview", "overview"), ("Preface", root, "preface")]
+    data = json.loads(scaffold_suite(sections, fmt="json"))
+    assert [(c["question"], c["expect"]) for c in data["cases"]] == [
+        ("Getting started", {"sourceIncludes": root + "start", "anchor": "go"}),
+        ("Overview", {"sourceIncludes": root + "ch3", "anchor": "overview"}),
+        ("Preface", {"anchor": "preface"})]  # the root's url matches every result
+    (suite,) = load_suites([write(tmp_path, "s.json", json.dumps(data))])
+    assert len(suite.cases) == 3
 
 
 def test_scaffold_is_plain_yaml_with_version_1() -> None:

@@ -140,8 +140,8 @@ def run(
 @guard
 def init(
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the suite here instead of stdout.",
-        show_default=False)] = None,
+        "--output", "-o", help="Write the suite here instead of stdout (as JSON when the "
+        "name ends in .json).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --output.")] = False,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="topK of the suite.")] = 5,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
@@ -156,7 +156,8 @@ def init(
     if not MIN_K <= top_k <= MAX_K:
         raise InputError(f"--top-k must be between {MIN_K} and {MAX_K}, got {top_k}")
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
-    text = api.eval_init(settings, top_k=top_k)
+    fmt = "json" if output is not None and output.suffix.lower() == ".json" else "yaml"
+    text = api.eval_init(settings, top_k=top_k, fmt=fmt)
     if output is None:
         Output().emit(Rendered.stdout(text))
         return

@@ -2,13 +2,19 @@
 
 One case per section: the heading is the question, the section's url is what must be
 retrieved and its anchor what the chunk must carry. The output is meant to be edited
-(questions phrased the way readers ask) and always loads back cleanly.
+(questions phrased the way readers ask) and always loads back cleanly, as YAML or JSON.
+
+A case that could not tell a good ranking from a bad one is left out: a heading that
+several sections share ("Summary" in every chapter) asks something no single answer
+satisfies, and a url that every other one contains (the site's root) matches any result.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,15 +52,25 @@ def _question(heading: str, url: str, position: int) -> str:
 
 
 def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
-                   *, top_k: int = DEFAULT_TOP_K) -> str:
-    """A YAML suite with one case per ``(heading, url, anchor)`` section, ids unique."""
+                   *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml") -> str:
+    """A suite (``yaml`` or ``json``) with one case per ``(heading, url, anchor)``
+    section that can fail, ids unique."""
     if not sections:
         raise InputError("nothing to scaffold: the knowledge base has no sections",
                          hint="ingest some documents first")
+    questions = Counter(_one_line(heading).lower() for heading, _, _ in sections)
+    pages = {_one_line(url).split("#", 1)[0] for _, url, _ in sections}
     used: set[str] = set()
     cases: list[dict[str, Any]] = []
     for position, (heading, raw_url, raw_anchor) in enumerate(sections, start=1):
         url, anchor = _one_line(raw_url), _one_line(raw_anchor)
+        page = url.split("#", 1)[0]
+        if _one_line(heading) and questions[_one_line(heading).lower()] > 1:
+            continue  # asked of several sections: no one answer is the right one
+        if len(pages) > 2 and all(page in other for other in pages):
+            page = ""  # the site's root: every result's url holds it
+        if not page and not anchor:
+            continue
         base = slug(heading or url.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1])
         case_id, n = base, 1
         while case_id in used:
@@ -62,13 +78,18 @@ def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
             case_id = f"{base}-{n}"
         used.add(case_id)
         expect: dict[str, Any] = {}
-        if url.split("#", 1)[0]:
-            expect["sourceIncludes"] = url.split("#", 1)[0]
+        if page:
+            expect["sourceIncludes"] = page
         if anchor:
             expect["anchor"] = anchor
         cases.append({"id": case_id, "question": _question(heading, url, position),
                       "expect": expect})
+    if not cases:
+        raise InputError("nothing to scaffold: no section's heading asks for it alone",
+                         hint="write the suite's questions by hand")
     body = {"version": SUITE_VERSION, "defaults": {"topK": top_k}, "cases": cases}
+    if fmt == "json":
+        return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
     dumped = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=1000,
                             default_flow_style=False)
     return _HEADER + dumped

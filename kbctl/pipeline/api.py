@@ -153,15 +153,16 @@ def evaluate(
             raise broken.error from None
 
 
-def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K) -> str:
-    """A starter suite (YAML text) with one case per top-level section of the namespace."""
+def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml") -> str:
+    """A starter suite (``yaml`` or ``json`` text) with one case per top-level section of
+    the namespace."""
     with open_store(settings) as store:
         sections = store.top_sections(settings.namespace)
     if not sections:
         raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds no "
                          "documents", hint="ingest your docs first (kbctl ingest files docs/), "
                          "or pick the namespace with -n")
-    return scaffold_suite(sections, top_k=top_k)
+    return scaffold_suite(sections, top_k=top_k, fmt=fmt)
 
 
 def reembed_kb(
