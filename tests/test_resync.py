@@ -183,6 +183,24 @@ def test_nothing_recorded_to_resync_is_an_error_not_a_clean_sync(cli: Cli,
     assert cli.json("resync", "--all")["ok"] is True
 
 
+def test_a_run_that_never_finished_shows_as_failed_in_status(cli: Cli, workdir: Path) -> None:
+    site = _site(workdir / "site", 3)
+    cli.json("ingest", "files", str(site))
+    [definition] = cli.json("status")["sourceDefinitions"]
+    # what a resync killed after it began leaves in the database
+    store = KnowledgeStore(connect(cli.db_url))
+    try:
+        store.begin_def("default", definition["id"], {"ref": str(site), "error": "x",
+                                                      "type": "Interrupted"})
+    finally:
+        store.conn.close()
+    [shown] = cli.json("status")["namespaces"]
+    assert shown["lastRunFailures"] == 1 and shown["lastOkAt"] < shown["lastRunAt"]
+    cli.json("resync")  # the next run that ends says so
+    [shown] = cli.json("status")["namespaces"]
+    assert shown["lastRunFailures"] == 0 and shown["lastOkAt"] == shown["lastRunAt"]
+
+
 @pytest.mark.parametrize("kill_after", [0.4, 0.8, 1.3, 2.0])
 def test_sigkill_at_any_moment_leaves_a_consistent_kb(cli: Cli, workdir: Path,
                                                       kill_after: float) -> None:

@@ -148,6 +148,12 @@ def ingest(
     dooming: set[str] = set()  # the definitions that want something deleted
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
+    if not policy.dry_run:
+        for spec in specs:
+            store.begin_def(namespace, spec.id, asdict(SourceFailure(
+                ref=spec.target, type="Interrupted", source=spec.id,
+                error=f"{spec.kind} {spec.target}: its last run did not finish (it is "
+                      f"still going, or it was killed or lost its database)")))
     try:
         for spec in specs:
             report.sources.append(spec.to_json() | {"id": spec.id})

@@ -100,6 +100,16 @@ class KnowledgeStore:
             (d.namespace, d.id, d.kind, d.target, Jsonb(d.options)),
         )
 
+    def begin_def(self, namespace: str, def_id: str, interrupted: dict[str, Any]) -> None:
+        """Stamp a recorded definition's run as begun, with ``interrupted`` as its error
+        until ``finish_def`` records how it ended: a run killed on the way (SIGKILL, a
+        lost database) shows in ``status`` as a failed run, not as the one before it."""
+        self.conn.execute(
+            """UPDATE source_defs SET last_run_at = now(), last_errors = %s
+               WHERE namespace = %s AND id = %s""",
+            (Jsonb([interrupted]), namespace, def_id),
+        )
+
     def finish_def(self, namespace: str, def_id: str, errors: list[dict[str, Any]]) -> None:
         """Stamp a definition's run; ``last_ok_at`` moves only when nothing failed."""
         self.conn.execute(
