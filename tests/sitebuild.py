@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 from lxml import html as lxml_html
 
 from kbctl.chunk import chunk_markdown, chunk_text
+from kbctl.sources.base import Loaded
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 
@@ -78,13 +79,20 @@ def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None =
     return out, str(expansion.info.get("generator")), failed
 
 
+def loaded_pages(target: Path, *, base_url: str | None = BASE_URL) -> list[Loaded]:
+    """What a files source loads from ``target`` (the pages with a document): their
+    documents as ingest chunks them, and the notes they carry."""
+    source = FilesSource()
+    options = {"base_url": base_url} if base_url else {}
+    expansion = source.expand(source_spec("files", str(target), options))
+    return [loaded for loaded in source.load(expansion.leaves, lambda ref: None)
+            if loaded.document is not None]
+
+
 def page_bodies(target: Path, *, base_url: str = BASE_URL) -> dict[str, str]:
     """{url: body} of the pages a files source reads from ``target``, as ingest chunks them."""
-    source = FilesSource()
-    expansion = source.expand(source_spec("files", str(target), {"base_url": base_url}))
     return {loaded.document.url: loaded.document.body
-            for loaded in source.load(expansion.leaves, lambda ref: None)
-            if loaded.document is not None}
+            for loaded in loaded_pages(target, base_url=base_url) if loaded.document}
 
 
 @dataclass

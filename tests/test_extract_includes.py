@@ -10,9 +10,7 @@ import pytest
 from kbctl.extract.includes import MAX_INCLUDED_CHARS, IncludedFiles, outside_project
 from kbctl.extract.mdbook_links import expand_links
 from kbctl.extract.snippets import expand_snippets
-from kbctl.sources.files import FilesSource
-from kbctl.sources.registry import source_spec
-from tests.sitebuild import write_tree
+from tests.sitebuild import loaded_pages, write_tree
 
 
 def test_the_project_or_its_repository_and_never_a_hidden_file(
@@ -62,11 +60,8 @@ def test_what_a_page_named_outside_its_project_is_said(
         "docs/index.rst": "Home\n====\n\nText.\n"})
 
     def read() -> dict[str, tuple[str, str]]:
-        source = FilesSource()
-        spec = source_spec("files", str(project / "docs"), {})
         return {Path(loaded.leaf.ref).stem: (loaded.document.body, loaded.note)
-                for loaded in source.load(source.expand(spec).leaves, lambda ref: None)
-                if loaded.document is not None}
+                for loaded in loaded_pages(project / "docs", base_url=None) if loaded.document}
 
     pages = read()
     assert "Released." not in pages["changes"][0]

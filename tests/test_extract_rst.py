@@ -14,7 +14,7 @@ from kbctl.extract.rst import rst_to_markdown
 from kbctl.extract.sphinx_titles import SphinxTitles
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
-from tests.sitebuild import build_sphinx, tool, write_tree
+from tests.sitebuild import build_sphinx, page_bodies, tool, write_tree
 
 DOC = """\
 .. _top-label:
@@ -249,11 +249,8 @@ XREF_SITE = {
 def test_doc_and_ref_without_a_title_show_the_one_sphinx_shows(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "proj", XREF_SITE)
     built = build_sphinx(project)
-    source = FilesSource()
-    spec = source_spec("files", str(project), {"base_url": "https://d.example/"})
-    bodies = {loaded.document.url.removeprefix("https://d.example/"): loaded.document.body
-              for loaded in source.load(source.expand(spec).leaves, lambda ref: None)
-              if loaded.document is not None}
+    bodies = {url.removeprefix("https://d.example/"): body
+              for url, body in page_bodies(project, base_url="https://d.example/").items()}
     checked = 0
     for page, body in bodies.items():
         root = lxml_html.parse(str(built / page)).getroot()

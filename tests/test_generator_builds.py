@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from lxml import html as lxml_html
 
-from kbctl.sources.files import FilesSource
-from kbctl.sources.registry import source_spec
 from tests.sitebuild import (
     BASE_URL,
     astro_version,
@@ -28,6 +26,7 @@ from tests.sitebuild import (
     check,
     citations,
     failures,
+    loaded_pages,
     page_bodies,
     sections,
     tool,
@@ -298,12 +297,8 @@ TITLES_SITE = {
 def test_mkdocs_page_titles_are_the_ones_mkdocs_shows(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "proj", TITLES_SITE)
     site = build_mkdocs(project)
-    source = FilesSource()
-    expansion = source.expand(source_spec("files", str(project / "docs"),
-                                          {"base_url": BASE_URL}))
     titles = {loaded.document.url.removeprefix(BASE_URL): loaded.document.title
-              for loaded in source.load(expansion.leaves, lambda ref: None)
-              if loaded.document is not None}
+              for loaded in loaded_pages(project / "docs") if loaded.document}
     assert titles[""] == "Home"
     assert titles["guide/"] == "The Guide"
     assert titles["sub/no_heading/"] == "No heading"
