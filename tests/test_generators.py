@@ -699,6 +699,17 @@ def test_a_hostile_docusaurus_config_is_read_to_a_bound(tmp_path: Path) -> None:
     assert _page(site, "p5/a.md") == "docs/a" and _page(site, "p40/a.md") is None
 
 
+@pytest.mark.timeout(60)
+def test_nested_option_blocks_are_read_a_bounded_way_each(tmp_path: Path) -> None:
+    # each "docs: {" or "blog: {" opens a block reaching to the end of a near-megabyte
+    # config: scanned whole, every one looked at cost a pass over it all
+    for key in ("docs", "blog"):
+        site = resolve_site(write_tree(tmp_path / key, {
+            "docusaurus.config.js": "module.exports = {" + f"{key}: {{" * 110_000,
+            "blog/2024-01-02-a.md": "# A\n", "docs/a.md": "# A\n"}))
+        assert site.generator == "docusaurus" and _page(site, "docs/a.md") == "docs/a"
+
+
 def test_docusaurus_h1_takes_its_slug_but_is_cited_as_the_page(tmp_path: Path) -> None:
     md = "# Install\n\nIntro.\n\n## Install\n\nSteps.\n\n# Later title\n\nMore.\n"
     out = with_heading_ids(md, heading_ids(GENERATORS["docusaurus"].default_site(tmp_path)))

@@ -71,6 +71,7 @@ DEFAULT_ID = "default"
 # against each docs plugin and looked up among the versions).
 MAX_DOCS_PLUGINS = 32
 MAX_DOCS_BLOCKS = 4  # ``docs: {…}`` blocks looked in for the preset's (themeConfig has one)
+MAX_OPTIONS_CHARS = 64 * 1024  # of one such block: a real one is a few hundred characters
 MAX_VERSIONS = 1000
 
 
@@ -199,7 +200,7 @@ def _preset_blog(config: str) -> BlogInstance | None:
     for match in itertools.islice(_BLOG_BLOCK.finditer(config), MAX_DOCS_BLOCKS):
         if match.group(1):
             return None
-        options = outer_level(config[match.end() - 1:_block_end(config, match.end() - 1)])
+        options = _options(config, match.end() - 1)
         if _BLOG_KEYS.search(options):
             path, route = _DOCS_PATH.search(options), _ROUTE_BASE.search(options)
             return BlogInstance(
@@ -265,7 +266,7 @@ def _preset_docs(config: str) -> str:
     read whole, but for its blog's block."""
     blocks = list(itertools.islice(_DOCS_BLOCK.finditer(config), MAX_DOCS_BLOCKS))
     for match in blocks:
-        options = outer_level(config[match.end() - 1:_block_end(config, match.end() - 1)])
+        options = _options(config, match.end() - 1)
         if _DOCS_KEYS.search(options):
             return options
     if blocks:
@@ -276,6 +277,13 @@ def _preset_docs(config: str) -> str:
             rest.append(config[at:match.start()])
             at = _block_end(config, match.end() - 1)
     return "".join(rest) + config[at:]
+
+
+def _options(config: str, brace: int) -> str:
+    """The ``{…}`` block opening at ``config[brace]`` at its own level, read as far as
+    ``MAX_OPTIONS_CHARS``: a hostile config of nested blocks costs a bounded scan each."""
+    segment = config[brace:brace + MAX_OPTIONS_CHARS]
+    return outer_level(segment[:_block_end(segment, 0)])
 
 
 def _instance(folder: Path, plugin_id: str, options: str) -> DocsInstance:
