@@ -387,3 +387,15 @@ def test_init_on_an_empty_kb_is_a_usage_error(cli: Cli, workdir: Path) -> None:
     assert result.exit_code == 2
     assert "namespace 'nothing-here' holds no documents" in result.stderr
     assert not list(workdir.iterdir())
+
+
+def test_cases_that_declare_no_check_are_named_in_a_warning(small_kb: Cli,
+                                                             workdir: Path) -> None:
+    suite = write(workdir / "s.yaml", PASSING + "  - id: forgot\n    question: rotate keys\n"
+                  "  - id: empty\n    question: revoke\n    expect: {}\n")
+    result = small_kb("eval", str(suite))
+    assert result.exit_code == 0  # the format has always taken them
+    assert "warning: 2 case(s) declare no check and pass whatever is retrieved: forgot, " \
+           "empty" in " ".join(result.stdout.split())
+    assert "declare no check" not in small_kb("eval", str(write(
+        workdir / "p.yaml", PASSING))).stdout

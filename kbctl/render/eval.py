@@ -76,6 +76,13 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
     parts.append(summary)
     parts += [Text(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
                    f"{metrics_text(m)}", style="dim") for tag, m in metrics.by_tag]
+    unchecked = [case_label(report, r.case.suite, r.case.id)
+                 for r in report.results if r.passed and not r.checks]
+    if unchecked:  # a gate they cannot close: an expect block forgotten, most likely
+        shown = ", ".join(unchecked[:5]) + (f" and {len(unchecked) - 5} more"
+                                            if len(unchecked) > 5 else "")
+        parts.append(Text(plain(f"warning: {len(unchecked)} case(s) declare no check and "
+                                f"pass whatever is retrieved: {shown}"), style="yellow"))
     if diff is not None:
         count = len(diff.regressions)
         changes = [f"{count} regression" + ("" if count == 1 else "s")]
