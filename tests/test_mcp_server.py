@@ -320,9 +320,11 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
         assert result["isError"] is True
         assert result["structuredContent"]["error"]["type"] == "ToolArgumentError", result
         assert "NUL byte" in result["content"][0]["text"]
+        # a lone surrogate is no text; the request's id is still readable: its answer
         assert error('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": '
                      '{"name": "search_knowledge", "arguments": {"query": "\\ud800"}}}'
-                     ) == (None, -32700)  # a lone surrogate is not JSON text
+                     ) == (12, -32602)
+        assert error('{"jsonrpc": "2.0", "method": "x", "params": "\\udc00"}') == (None, -32700)
     finally:
         peer.close()
     assert peer.proc.returncode == 0

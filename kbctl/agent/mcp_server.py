@@ -4,12 +4,14 @@ Wiring only: the tools, their schemas, limits and scope live beside it in ``kbct
 Calls run one at a time in a worker thread (one database connection, and the event loop
 stays free to read the next message); a tool's failure is an ``isError`` result, never a
 protocol error or a dead server. A line that is not a JSON-RPC message gets the JSON-RPC
-2.0 error a client can match (``-32700`` not JSON, ``-32600`` invalid request, id null
-where it cannot be read), and the server reads on.
+2.0 error a client can match (``-32700`` not JSON, ``-32600`` invalid request, ``-32602``
+for a request whose strings hold a lone surrogate; id null where it cannot be read), and
+the server reads on.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -63,6 +65,9 @@ def build_server(tools: AgentTools) -> Server[Any]:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+MAX_LINE = 4 * 1024 * 1024  # read again only up to this size, to find the request's id
+
+
 def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
     """The JSON-RPC 2.0 answers to a line the SDK could not read as a message: a parse
     error for text that is not JSON, an invalid request (with the request's id when it
@@ -71,7 +76,12 @@ def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
     if not isinstance(exc, ValidationError):
         return [_error(None, types.INVALID_REQUEST, "Invalid Request")]
     details = exc.errors()
-    if any(d["type"] == "json_invalid" for d in details):
+    invalid = next((d for d in details if d["type"] == "json_invalid"), None)
+    if invalid is not None:
+        request_id = _id_of(_lenient(invalid.get("input")))
+        if request_id is not None:  # JSON but for a string that is no text: its caller waits
+            return [_error(request_id, types.INVALID_PARAMS, "Invalid params: a string holds "
+                           "a lone surrogate (\\ud800-\\udfff), which is no text")]
         return [_error(None, types.PARSE_ERROR, "Parse error")]
     message = _top_level(details)
     if isinstance(message, list):
@@ -79,6 +89,15 @@ def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
         return [_error(_id_of(item), types.INVALID_REQUEST, note) for item in message] or [
             _error(None, types.INVALID_REQUEST, note)]
     return [_error(_id_of(message), types.INVALID_REQUEST, "Invalid Request")]
+
+
+def _lenient(line: Any) -> Any:
+    """The line as Python's own JSON reader takes it (it lets lone surrogates through,
+    which the SDK's does not); None when it is no JSON even so."""
+    try:
+        return json.loads(line) if isinstance(line, str | bytes) and len(line) < MAX_LINE else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _top_level(details: list[Any]) -> Any:
