@@ -379,6 +379,8 @@ def test_init_round_trip(small_kb: Cli, workdir: Path) -> None:
     as_json = workdir / "evals" / "starter.json"  # the name says how it is written
     assert small_kb("eval", "init", "-o", str(as_json)).exit_code == 0
     assert json.loads(as_json.read_text()) == yaml.safe_load(printed.stdout)
+    assert json.loads(small_kb("eval", "init", "--json").stdout) == json.loads(
+        as_json.read_text())
     assert small_kb.json("eval", str(as_json))["verdict"]["passed"] is True
 
 

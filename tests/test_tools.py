@@ -170,6 +170,8 @@ def test_cli_prints_specs(cli: Cli) -> None:
     assert listed[0]["parameters"]["properties"]["top_k"]["maximum"] == 3
     bad = cli("tools", "--format", "xml", db=False)
     assert bad.exit_code == 2 and "--format" in bad.stderr
+    as_json = cli("tools", "--json", db=False)  # taken as by every command
+    assert json.loads(as_json.stdout) == json.loads(cli("tools", db=False).stdout)
 
 
 # --- search_knowledge --------------------------------------------------------------------
@@ -395,7 +397,7 @@ def test_errors_are_values_and_the_session_recovers(memory: Cli) -> None:
 
 def test_cli_call_prints_json_and_exit_codes(memory: Cli) -> None:
     ok = memory("tools", "call", "search_knowledge", "--args", '{"query": "pnpm"}',
-                "-n", "docs")
+                "-n", "docs", "--json")
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.stdout)
     assert out["tool"] == "search_knowledge" and out["isError"] is False

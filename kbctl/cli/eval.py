@@ -146,6 +146,9 @@ def init(
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="topK of the suite.")] = 5,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Write the suite as JSON (as for an --output name ending in .json)."
+    )] = False,
 ) -> None:
     """Scaffold a suite: one case per top-level section of the knowledge base.
 
@@ -156,7 +159,8 @@ def init(
     if not MIN_K <= top_k <= MAX_K:
         raise InputError(f"--top-k must be between {MIN_K} and {MAX_K}, got {top_k}")
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
-    fmt = "json" if output is not None and output.suffix.lower() == ".json" else "yaml"
+    fmt = "json" if json_output or (output is not None
+                                     and output.suffix.lower() == ".json") else "yaml"
     text = api.eval_init(settings, top_k=top_k, fmt=fmt)
     if output is None:
         Output().emit(Rendered.stdout(text))

@@ -54,6 +54,9 @@ MaxTopKOpt = Annotated[int, typer.Option(
     "clamped.")]
 MaxCharsOpt = Annotated[int, typer.Option(
     "--max-chars", help="Most characters of text one call returns.")]
+# what these commands print is one JSON document already; the flag every command takes
+JsonAlreadyOpt = Annotated[bool, typer.Option(
+    "--json", help="Accepted as by every command: the output is one JSON document anyway.")]
 
 
 def limits_from(max_top_k: int, max_chars: int) -> ToolLimits:
@@ -77,7 +80,7 @@ def specs(
     ] = "json-schema",
     agent: AgentOpt = None, user: UserOpt = None, read_only: ReadOnlyOpt = False,
     max_top_k: MaxTopKOpt = ToolLimits.max_top_k, max_chars: MaxCharsOpt = ToolLimits.max_chars,
-    config: ConfigOpt = None,
+    config: ConfigOpt = None, json_output: JsonAlreadyOpt = False,
 ) -> None:
     """Print the tool definitions as one JSON list.
 
@@ -108,7 +111,7 @@ def call(
     max_top_k: MaxTopKOpt = ToolLimits.max_top_k, max_chars: MaxCharsOpt = ToolLimits.max_chars,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonAlreadyOpt = False,
 ) -> None:
     """Run one tool and print its result as JSON: `{tool, isError, text, result|error}`.
 
