@@ -25,6 +25,7 @@ from kbctl.extract.html_markdown import (
     render_markdown,
 )
 from kbctl.extract.html_select import remove_matches, select_content
+from kbctl.generators import docsify
 from kbctl.generators.base import IdRules
 
 __all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
@@ -35,10 +36,6 @@ _WS = re.compile(r"\s+")
 # A document with neither tag is a fragment of a page (a template fills in the rest).
 _PAGE_TAG = re.compile(rb"<(?:html|body|head)[\s>/]", re.IGNORECASE)
 _OG_TITLE = etree.XPath("//meta[@property='og:title']/@content | //meta[@name='og:title']/@content")
-
-
-# A Docsify site's pages are one shell that renders markdown in the browser.
-_DOCSIFY = re.compile(rb"window\.\$docsify\b")
 
 
 @dataclass(frozen=True)
@@ -210,7 +207,7 @@ def extract_html(html: str | bytes, *, url: str | None = None,
         if markdown:
             return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
     where = f" at {url}" if url else ""
-    if _DOCSIFY.search(data):
+    if docsify.is_shell(root):  # every page one shell that renders markdown in the browser
         raise ExtractError(
             f"no text content found in the HTML{where}: a Docsify page, whose content is "
             "markdown that the browser fetches and renders",

@@ -171,6 +171,15 @@ def _scripts(html: str) -> tuple[str | None, list[str]]:
         root = etree.fromstring(html.encode("utf-8", "replace"), parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         return None, []
+    return _scripts_in(root)
+
+
+def is_shell(root: etree._Element | None) -> bool:
+    """Whether a parsed page is a Docsify shell: a script of its sets ``$docsify``."""
+    return _scripts_in(root)[0] is not None
+
+
+def _scripts_in(root: etree._Element | None) -> tuple[str | None, list[str]]:
     config: str | None = None
     sources: list[str] = []
     for script in root.iter("script") if root is not None else ():
