@@ -60,6 +60,10 @@ def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
                          hint="ingest some documents first")
     questions = Counter(_one_line(heading).lower() for heading, _, _ in sections)
     pages = {_one_line(url).split("#", 1)[0] for _, url, _ in sections}
+    # the site's root: every result's url holds it, so it is one of the shortest
+    shortest = min(map(len, pages))
+    roots = {p for p in pages if len(p) == shortest and all(p in other for other in pages)
+             } if len(pages) > 2 else set()
     used: set[str] = set()
     cases: list[dict[str, Any]] = []
     for position, (heading, raw_url, raw_anchor) in enumerate(sections, start=1):
@@ -67,8 +71,8 @@ def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
         page = url.split("#", 1)[0]
         if _one_line(heading) and questions[_one_line(heading).lower()] > 1:
             continue  # asked of several sections: no one answer is the right one
-        if len(pages) > 2 and all(page in other for other in pages):
-            page = ""  # the site's root: every result's url holds it
+        if page in roots:
+            page = ""
         if not page and not anchor:
             continue
         base = slug(heading or url.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1])
