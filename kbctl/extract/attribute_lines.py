@@ -27,8 +27,8 @@ _CODE_SPAN = re.compile(r"(`+)[^`]*?\1")
 def without_attribute_lines(text: str, *, kramdown: bool) -> str:
     """``text`` without its lines that are a lone block attribute list naming no id
     (kramdown's syntax, or goldmark's)."""
-    if "{" not in text:
-        return text
+    if ("{:" if kramdown else "{") not in text:
+        return text  # most pages: no markdown parse to find their code blocks
     pattern = _KRAMDOWN if kramdown else _GOLDMARK
     lines = text.split("\n")
     code = code_lines(text)
