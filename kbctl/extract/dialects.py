@@ -200,6 +200,17 @@ LANDING_TEXT: dict[str, Callable[[Mapping[str, Any]], str]] = {
 }
 
 
+# What a generator renders in an HTML page of the site (one with front matter) first.
+HTML_TEMPLATES: dict[str, Callable[[str], str]] = {"jekyll": liquid_to_markdown}
+
+
+def page_html(html: str, *, generator: str) -> str:
+    """An HTML page with front matter as its generator leaves it for the browser: Jekyll
+    renders its Liquid first (``{% if %}``, ``{{ '/' | relative_url }}``)."""
+    render = HTML_TEMPLATES.get(generator)
+    return render(html) if render is not None else html
+
+
 def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile | None = None
                   ) -> str:
     """A markdown page's body as its generator's readers see it, after the text its front

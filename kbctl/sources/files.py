@@ -29,9 +29,8 @@ from ..chunk.headings import over_block_budget
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
-from ..extract.dialects import PageFile, page_markdown
+from ..extract.dialects import PageFile, page_html, page_markdown
 from ..extract.includes import outside_project
-from ..extract.liquid import liquid_to_markdown
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
@@ -455,8 +454,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         if not text.strip():  # front matter alone (a jekyll-redirect-from stub): no text
             return Document(ref=leaf.ref, url=url, kind="files", title=path.stem, body="",
                             format="markdown", meta=dict(stamp), slug_headings=False)
-        if templated and site.generator == "jekyll":  # Jekyll renders Liquid in it first
-            text = liquid_to_markdown(text)
+        if templated:
+            text = page_html(text, generator=site.generator)
         page = extract_html(text, url=url if "://" in url else None)
         return Document(ref=leaf.ref, url=url, kind="files", title=page.title or path.stem,
                         body=page.markdown, format="markdown", meta=dict(stamp),
