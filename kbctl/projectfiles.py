@@ -68,6 +68,10 @@ def inside(folder: Path, path: Path) -> bool:
         return False
 
 
+#: Folders that hold no project's pages, however deep (a JavaScript project's packages).
+NEVER_DOCS = frozenset({"node_modules"})
+
+
 def is_folder(path: Path) -> bool:
     """``path.is_dir()`` for a path a config names: one no file system can hold (a name too
     long) is no folder, not an error."""

@@ -18,7 +18,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from ..projectfiles import read_config_text
+from ..projectfiles import NEVER_DOCS, read_config_text
 
 MAX_FILES = 20_000
 MAX_TITLE_CHARS = 500  # longer is no title anyone reads (and keeps the patterns linear)
@@ -78,7 +78,8 @@ def normalized_label(name: str) -> str:
 def _sources(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_build")))
+        dirs[:] = sorted(d for d in dirs
+                         if not d.startswith((".", "_build")) and d not in NEVER_DOCS)
         found += [Path(folder) / f for f in sorted(files) if f.endswith(suffixes)]
         if len(found) >= MAX_FILES:
             return found[:MAX_FILES]

@@ -50,7 +50,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char
-from ..projectfiles import IgnoreFiles, inside, is_folder, is_regular
+from ..projectfiles import NEVER_DOCS, IgnoreFiles, inside, is_folder, is_regular
 from . import versions
 from .base import (
     READER,
@@ -78,9 +78,6 @@ UNTIL = "until"
 INCLUDES = "includes"
 MAX_TRACKED_INCLUDES = 1000
 # Folders no docs page lives in: a JavaScript project's installed packages.
-_NEVER_DOCS = frozenset({"node_modules"})
-
-
 @dataclass(frozen=True)
 class FilesOptions(SourceOptions):
     """``base_url``: the public URL the pages are published at, so citations match the
@@ -584,7 +581,7 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
     left_out = [0]
 
     def kept(folder: Path, name: str, *, is_dir: bool) -> bool:
-        if name.startswith(".") or (is_dir and name in _NEVER_DOCS):
+        if name.startswith(".") or (is_dir and name in NEVER_DOCS):
             return False
         if ignores is not None and ignores.ignored(folder, name, is_dir=is_dir):
             left_out[0] += 1
@@ -611,7 +608,7 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
             rel = p.relative_to(root)
             if not dotted and any(part.startswith(".") for part in rel.parts):
                 continue
-            if any(part in _NEVER_DOCS for part in rel.parts[:-1]):
+            if any(part in NEVER_DOCS for part in rel.parts[:-1]):
                 continue
             if any((root / parent).is_symlink() for parent in rel.parents if parent.parts):
                 continue
