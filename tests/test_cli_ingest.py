@@ -76,6 +76,8 @@ def test_shrunken_page_loses_its_tail(cli: Cli, workdir: Path) -> None:
     assert report["updated"] == 1
     assert rows(cli.db_url, "SELECT count(*) FROM chunks") == [(1,)]
     assert n_before > 1
+    # the report's counts add up to the change: the old version's chunks were deleted
+    assert (report["chunksWritten"], report["chunksDeleted"]) == (1, n_before)
 
 
 def test_removed_file_is_deleted_with_its_chunks(cli: Cli, docs: Path) -> None:

@@ -91,7 +91,7 @@ class IngestReport:
     deleted: int = 0
     failed: int = 0
     chunks_written: int = 0
-    chunks_deleted: int = 0
+    chunks_deleted: int = 0  # deleted sources' and replaced sources' old chunks
     embedded: int = 0
     embedding_cache_hits: int = 0
     dropped: dict[str, int] = field(default_factory=dict)  # pages left out on purpose, by why
@@ -304,6 +304,7 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
 @dataclass
 class _BatchResult:
     written: int = 0
+    removed: int = 0  # the replaced sources' old chunks
     counted: list[tuple[str, bool]] = field(default_factory=list)
     failures: list[tuple[str, KbctlError, SourceSpec | None]] = field(default_factory=list)
     provider_error: EmbedderError | None = None  # the embedding itself failed
@@ -480,6 +481,7 @@ class _Writer:
             self._stopped = True
             raise
         self.report.chunks_written += result.written
+        self.report.chunks_deleted += result.removed
         for ref, existed in result.counted:
             self._count(ref, existed=existed)
         for ref, exc, spec in result.failures:
@@ -539,7 +541,8 @@ class _Writer:
                 i += 1
             items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
             existed[p.source.ref] = existed.get(p.source.ref, p.existed)
-        result.written = store.replace_sources(self.namespace, list(items.values()))
+        result.written, result.removed = store.replace_sources(self.namespace,
+                                                               list(items.values()))
         result.counted = [(ref, existed[ref]) for ref in items]
         return result
 

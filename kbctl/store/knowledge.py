@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -26,6 +26,15 @@ DEADLOCK_ATTEMPTS = 5
 _EMBEDDER_KEY = "embedder"
 # Each cache's age column: a vector ages from its last use, a rerank score from its write.
 _CACHE_AGE = {"embedding_cache": "used_at", "rerank_cache": "created_at"}
+
+
+class Replaced(NamedTuple):
+    """What a write of sources did: chunks written, and old chunks it took out (the earlier
+    versions of the sources it replaced), so a report's written and deleted counts add up
+    to the change in the knowledge base's size."""
+
+    written: int
+    removed: int
 
 
 class KnowledgeStore:
@@ -151,21 +160,22 @@ class KnowledgeStore:
         ).fetchall()
         return [SourceRecord(*r) for r in rows]
 
-    def replace_source(self, source: SourceRecord, chunks: Sequence[ChunkRecord]) -> int:
-        """Write a source and its chunks atomically; returns the number of chunks written."""
+    def replace_source(self, source: SourceRecord, chunks: Sequence[ChunkRecord]) -> Replaced:
+        """Write a source and its chunks atomically."""
         return self.replace_sources(source.namespace, [(source, chunks)])
 
     def replace_sources(self, namespace: str,
-                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]) -> int:
+                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]
+                        ) -> Replaced:
         """Write several sources with their chunks in ONE transaction and a handful of
-        statements; returns the number of chunks written.
+        statements.
 
         Each source's old chunks and postings go in the same transaction, so a shorter new
         version loses its tail and a crash leaves every source of the batch at its old
         version. Batching keeps a 500-page site from paying per-statement round trips.
         """
         if not items:
-            return 0
+            return Replaced(0, 0)
         refs = [src.ref for src, _ in items]
         if len(set(refs)) != len(refs):
             raise ValueError("replace_sources: a batch must not repeat a ref")
@@ -185,7 +195,7 @@ class KnowledgeStore:
             return work()
 
     def _replace(self, namespace: str, refs: list[str],
-                 items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]) -> int:
+                 items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]]) -> Replaced:
         self._ensure_stats_row(namespace)
         old_n, old_len, old_pages = self._delete_chunks(namespace, refs)
         self.conn.execute(
@@ -214,7 +224,7 @@ class KnowledgeStore:
                WHERE namespace = %s""",
             (written - old_n, new_len - old_len, new_pages - old_pages, namespace),
         )
-        return written
+        return Replaced(written, old_n)
 
     def touch_sources(self, namespace: str,
                       items: Sequence[tuple[str, dict[str, Any]]]) -> None:
