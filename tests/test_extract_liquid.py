@@ -19,6 +19,7 @@ puts "hi"
 An editor's note.
 {% endcomment %}
 See [the guide]({% link guide.md %}) and {{ 'x' | upcase }}.
+Read [the news]({%- post_url 2024-05-01-hello -%}) and [more]({% link  %}).
 """
 
 
@@ -30,7 +31,8 @@ def test_tags_and_outputs_go_and_what_readers_see_stays() -> None:
     assert '```ruby\nputs "hi"\n```' in md
     assert "Write {{ page.title }} or {% if x %}." in md and "raw" not in md
     assert "editor's note" not in md
-    assert "See [the guide]() and ." in md
+    assert "See [the guide](guide.md) and ." in md
+    assert "Read [the news](2024-05-01-hello) and [more]()." in md
 
 
 def test_text_without_liquid_is_untouched_and_hostile_text_ends() -> None:

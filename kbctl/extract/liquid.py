@@ -5,9 +5,12 @@ MkDocs' macros plugin renders Jinja, whose outputs and tags are written the same
 kbctl has neither the site's data nor its includes, so:
 
 - ``{{ output }}`` goes (its value is the site's: ``{{ site.baseurl }}``);
-- a tag goes (``{% if %}``, ``{% include nav.html %}``, ``{% link x.md %}``), and what
-  it wraps stays, but a ``title``, ``caption``, ``summary`` or ``content`` argument stays
-  as text (``{% include note.html content="Back up first." %}``);
+- a tag goes (``{% if %}``, ``{% include nav.html %}``), and what it wraps stays, but a
+  ``title``, ``caption``, ``summary`` or ``content`` argument stays as text
+  (``{% include note.html content="Back up first." %}``);
+- ``{% link guide/x.md %}`` and ``{% post_url 2024-05-01-hello %}`` (a page's address)
+  become the file they name, as a markdown link to a file reads elsewhere, instead of a
+  link to nothing;
 - ``{% highlight ruby %}`` … ``{% endhighlight %}`` becomes a fence in that language;
 - ``{% raw %}`` … ``{% endraw %}`` is shown as written (how docs show Liquid itself);
 - ``{% comment %}`` … ``{% endcomment %}`` is not shown;
@@ -76,4 +79,6 @@ def _tag_text(name: str, args: str) -> str:
         return f"```{language}"
     if name == "endhighlight":
         return "```"
+    if name in ("link", "post_url"):
+        return args.split(maxsplit=1)[0] if args.split() else ""
     return " ".join(visible_values(args))
