@@ -267,3 +267,24 @@ def test_two_pages_that_name_each_other_canonical_keep_one(cli: Cli) -> None:
                           "--no-llms-txt")
     assert report["dropped"] == {"canonical": 1}
     assert len(stored(cli)) == 1
+
+
+def test_a_page_whose_canonical_url_redirects_to_it_is_kept(cli: Cli) -> None:
+    # Docusaurus writes docs/api/index.html naming docs/api canonical; a static host
+    # redirects docs/api to docs/api/: the page is its own canonical, not a copy
+    with LocalServer() as server:
+        server.routes["/docs/api"] = redirect("/docs/api/", 301)
+        server.routes["/docs/api/"] = html(doc_page(
+            "API", "The API page of the folder-served site.",
+            f"<link rel='canonical' href='{server.url('/docs/api')}'>"))
+        server.routes["/sitemap.xml"] = ok(
+            f'<?xml version="1.0"?><urlset {NS}><url><loc>{server.url("/docs/api")}'
+            f'</loc></url></urlset>', "application/xml")
+        report = cli.json("ingest", "sitemap", server.url("/sitemap.xml"), PRIVATE,
+                          "--no-llms-txt")
+        assert report["added"] == 1 and not report["dropped"]
+        crawled = cli.json("ingest", "crawl", server.url("/docs/api"), PRIVATE,
+                           "--no-llms-txt", "--max-depth", "0", "-n", "crawled")
+        assert crawled["added"] == 1
+    assert dict(rows(cli.db_url, "SELECT namespace, ref FROM sources")) == {
+        "default": server.url("/docs/api/"), "crawled": server.url("/docs/api/")}

@@ -165,6 +165,7 @@ class PageLoader:
             status = getattr(exc, "status", None)
             return Fetched(Loaded(leaf=leaf, error=exc),
                            hides_links=status not in (404, 410) and not isinstance(exc, BlockedURL))
+        requested = leaf.ref
         final = normalize_url(result.url) or leaf.ref
         if final != leaf.ref:
             leaf = Leaf(ref=final, url=final, hint=hint)
@@ -173,7 +174,9 @@ class PageLoader:
                      **{SELECTORS: reading, READER: HTML_READER})
         if result.not_modified:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
-        drop = self._drop(leaf, result, honor_canonical)
+        # a canonical URL that redirected here names this page (Docusaurus' ``/docs/api``
+        # served as ``/docs/api/``): not a copy of another
+        drop = self._drop(leaf, result, honor_canonical, requested=requested)
         if drop is not None and not want_links:
             return drop
         digest = self._digest(result, hint)
@@ -243,15 +246,17 @@ class PageLoader:
                          skip_document=skip, selectors=opts.selectors)
         return await asyncio.get_running_loop().run_in_executor(self.executor, run_job, job)
 
-    def _drop(self, leaf: Leaf, result: FetchResult, honor_canonical: bool) -> Fetched | None:
-        """The outcome of a page left out on its own say-so, or None to extract it."""
+    def _drop(self, leaf: Leaf, result: FetchResult, honor_canonical: bool, *,
+              requested: str | None = None) -> Fetched | None:
+        """The outcome of a page left out on its own say-so, or None to extract it.
+        ``requested``: the URL asked for, when the server redirected to ``leaf.ref``."""
         directives = read_directives(result)
         if directives.noindex and not self.options.ignore_noindex:
             return Fetched(Loaded(leaf=leaf, dropped="noindex", note=(
                 f"{leaf.ref}: skipped: marked noindex ({directives.noindex}; "
                 f"--ignore-noindex keeps such pages)")), leaf.ref)
         canonical = directives.canonical
-        if (honor_canonical and canonical and canonical != leaf.ref
+        if (honor_canonical and canonical and canonical not in (leaf.ref, requested)
                 and origin(canonical) == origin(leaf.ref)):
             if directives.redirect:
                 why, note = "redirect", f"{leaf.ref}: a redirect to {canonical}, stored there"
