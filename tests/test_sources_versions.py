@@ -89,6 +89,11 @@ def test_an_unknown_version_is_a_source_error_naming_the_choices() -> None:
     # ... and so are folders, with directory URLs: whatsnew/3.11/ holds no copies
     ["https://d.test/whatsnew/3.11/", "https://d.test/whatsnew/3.10/", "https://d.test/x/"],
     ["https://d.test/fr/", "https://d.test/de/", "https://d.test/guide/"],
+    # a section named like a version, one of whose pages shares a path with the site's
+    ["https://d.test/", "https://d.test/getting-started/", "https://d.test/cli/",
+     "https://d.test/development/", "https://d.test/development/getting-started/",
+     "https://d.test/development/ci/", "https://d.test/development/release-process/",
+     "https://d.test/development/architecture/"],
 ])
 def test_sites_without_versions_are_left_alone(urls: list[str]) -> None:
     layout = detect(urls)

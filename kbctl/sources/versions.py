@@ -37,6 +37,7 @@ _LANGUAGES = frozenset({
 _LANG = re.compile(r"^([a-z]{2})(?:[-_]([a-z]{2}|hans|hant))?$", re.IGNORECASE)
 VERSION_DEPTH = 4  # a version segment is one of the first four path segments
 LANG_DEPTH = 2
+MIN_COPIES_SHARE = 0.25  # of a version's (or language's) pages also found under another
 
 
 def version_of(segment: str) -> bool:
@@ -103,12 +104,20 @@ class Layout:
 def _paired(parsed: Sequence[_Parsed], attr: str, at: str) -> list[str | None]:
     """The values of one dimension, when some page appears under two of them. A value that
     ends its URL names that page (``whatsnew/3.10/`` beside ``whatsnew/3.11/``), not a
-    folder of copies: it pairs nothing."""
+    folder of copies: it pairs nothing. A folder named like a version holds copies only
+    when at least ``MIN_COPIES_SHARE`` of its pages are found under another value too:
+    pip's ``development/`` section (15 pages, one sharing a path with the site's own
+    ``getting-started/``) is a part of the site, not its development version."""
     groups: dict[tuple[str, ...], set[str | None]] = defaultdict(set)
     for p in parsed:
         if _pairs(p, at):
             groups[p.key(drop=getattr(p, at))].add(getattr(p, attr))
-    paired = set().union(*(values for values in groups.values() if len(values) > 1))
+    pages = Counter(getattr(p, attr) for p in parsed)
+    copies = Counter(getattr(p, attr) for p in parsed
+                     if _pairs(p, at) and len(groups[p.key(drop=getattr(p, at))]) > 1)
+    folders = {v for v in copies if v is None or copies[v] >= MIN_COPIES_SHARE * pages[v]}
+    paired = set().union(*(values & folders for values in groups.values()
+                           if len(values & folders) > 1))
     counts = Counter(getattr(p, attr) for p in parsed if getattr(p, attr) in paired)
     return sorted(counts, key=lambda v: (-counts[v], v or ""))
 
