@@ -103,6 +103,17 @@ def test_overlap_falls_back_to_a_word_boundary() -> None:
         prev_end = start + len(chunk.text)
 
 
+def test_an_overlap_never_starts_inside_a_word() -> None:
+    # the window an overlap may come from holds the tail of one long link: no overlap
+    link = "[the post](https://docs.example.com/" + "x" * 150 + "/)"
+    text = "A sentence of words. " * 3 + link + " " + "Then more words here. " * 6
+    chunks = chunk_text(text, max_tokens=50, overlap_tokens=20)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        start = text.index(chunk.text)
+        assert start == 0 or text[start - 1] == " ", chunk.text[:40]
+
+
 def test_zero_overlap_chunks_partition_the_text() -> None:
     text = "\n\n".join(" ".join(_sentences(f"P{i}", 5)) for i in range(8))
     chunks = chunk_text(text, max_tokens=30, overlap_tokens=0)

@@ -94,7 +94,8 @@ def _sentences(text: str, start: int, end: int) -> Iterator[Span]:
 
 
 class Boundaries:
-    """Where an overlap may begin: a sentence start (preferred) or a word start.
+    """Where an overlap may begin: a sentence start (preferred) or a word start, never
+    inside a word.
 
     Only the short window an overlap may come from is ever scanned, so finding
     boundaries costs O(overlap) per chunk, nothing per document. Positions inside
@@ -145,13 +146,9 @@ class Boundaries:
                 break
             if self.is_sentence_start(p):
                 return p
-        if first_word is not None:
-            return first_word
-        # No word starts in the window (one very long word): cut it where the window opens.
-        m = _NON_SPACE.search(self._text, lo, hi)
-        if m is None or self.is_protected(m.start()):
-            return None
-        return m.start()
+        # None: no word starts in the window (one long word, such as a link's URL): no
+        # overlap rather than a chunk that opens mid-word ("0.1:8850/blog/…")
+        return first_word
 
 
 def pack(pieces: Iterable[Span], budget: int, overlap: int, bounds: Boundaries) -> list[Span]:
