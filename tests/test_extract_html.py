@@ -487,6 +487,16 @@ def test_headings_never_get_an_id_with_whitespace_or_braces() -> None:
     ]
 
 
+def test_a_tag_like_heading_reads_as_text_in_and_out_of_code() -> None:
+    # VitePress' "## `<ClientOnly>`": the escape that keeps "<Teleport>" from reading as
+    # HTML has no place in a code span, where it would show
+    html = ("<main><h1 id='t'>SSR</h1><p>Intro.</p><h2 id='c'><code>&lt;ClientOnly&gt;</code>"
+            " vs &lt;Teleport&gt;</h2><p>Use it.</p></main>")
+    chunks = chunk_markdown(extract_html(html).markdown, slug_headings=False)
+    assert chunks[-1].heading_path == ("SSR", "<ClientOnly> vs <Teleport>")
+    assert chunks[-1].anchor == "c"
+
+
 def test_an_id_on_the_element_a_heading_opens_is_the_headings_id() -> None:
     html = (
         "<main><div id='wrap'><span></span><div class='titlepage'><div><h2>Opens</h2>"

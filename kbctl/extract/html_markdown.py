@@ -384,14 +384,29 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join([lines[0], *(prefix + line if line else line for line in lines[1:])])
 
 
+# A code span: a run of backticks, and what lies up to the next run as long (CommonMark).
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+
+
 def _heading_line(level: int, text: str, anchor: str | None) -> str:
-    if "<" in text:
-        text = _TAG_LIKE.sub(r"\\<", text)
+    if "<" in text:  # a tag-like "<Name>" would read as HTML; in a code span it is text
+        text = _outside_code(text, lambda part: _TAG_LIKE.sub(r"\\<", part))
     if text.endswith("#"):
         text = text[:-1] + "\\#"
     if anchor:
         return f"{'#' * level} {text} {{#{anchor}}}"
     return f"{'#' * level} {text}"
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to what lies outside its code spans."""
+    out: list[str] = []
+    last = 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [change(text[last:m.start()]), m.group()]
+        last = m.end()
+    out.append(change(text[last:]))
+    return "".join(out)
 
 
 _HEADERLINK_MARKS = _HEADERLINK_TEXT - {"", "link", "permalink"}
