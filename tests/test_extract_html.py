@@ -497,6 +497,15 @@ def test_a_tag_like_heading_reads_as_text_in_and_out_of_code() -> None:
     assert chunks[-1].anchor == "c"
 
 
+def test_an_emoji_drawn_as_an_image_reads_as_its_text() -> None:
+    html = ("<main><h1 id='t'>Annotations</h1><p>Ask <img alt='🙋' class='twemoji' "
+            "src='https://cdn.example.com/1f64b.svg' title=':raising_hand:'> or "
+            "<img class='emoji' alt=':+1:' src='/e/plus1.png'> now, see "
+            "<img alt='Diagram' src='/img/d.png'>.</p></main>")
+    markdown = extract_html(html, url="https://docs.example.com/a/").markdown
+    assert "Ask 🙋 or :+1: now, see ![Diagram](https://docs.example.com/img/d.png)." in markdown
+
+
 def test_an_id_on_the_element_a_heading_opens_is_the_headings_id() -> None:
     html = (
         "<main><div id='wrap'><span></span><div class='titlepage'><div><h2>Opens</h2>"

@@ -890,7 +890,7 @@ class MarkdownWriter:
         alt = _WS.sub(" ", el.get("alt") or "").strip().replace("[", "(").replace("]", ")")
         if not alt:
             return ""
-        if self._plain:
+        if self._plain or _is_emoji(el):
             return alt
         src = (el.get("src") or "").strip()
         if not src or src.startswith("data:"):
@@ -898,6 +898,13 @@ class MarkdownWriter:
         if self._resolve is not None:
             src = self._resolve(src)
         return f"![{alt}]({src.replace(' ', '%20').replace(')', '%29')})"
+
+def _is_emoji(img: etree._Element) -> bool:
+    """An emoji drawn as an image (Material's twemoji, jemoji's ``emoji``): its alt text is
+    the emoji or its ``:shortcode:``, and reads as text."""
+    classes = (img.get("class") or "").lower().split()
+    return any(c in ("emoji", "twemoji", "gemoji") or c.startswith("emoji") for c in classes)
+
 
 _Handler = Callable[[MarkdownWriter, etree._Element, list], None]
 _HANDLERS: dict[str, _Handler] = {
