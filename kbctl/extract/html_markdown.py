@@ -19,6 +19,7 @@ from lxml import etree
 
 from kbctl.extract.html_container import DROP_TAGS, HEADING_TAGS, empty_marker, is_chrome
 from kbctl.extract.html_select import remove_keeping_tail
+from kbctl.extract.html_tabs import find_tabs
 from kbctl.extract.markdown_escape import literal_line_starts
 
 INLINE_TAGS = frozenset({
@@ -474,11 +475,15 @@ class MarkdownWriter:
         self._heading_holders: set[etree._Element] | None = None
         self._anchor_holders: set[etree._Element] | None = None
         self._resolve = _Resolver(base_url) if base_url else None
+        self._tab_labels: dict[etree._Element, str] = {}  # see html_tabs
+        self._tab_label_lists: set[etree._Element] = set()
 
     # -- entry ---------------------------------------------------------------------------
 
     def render(self, container: etree._Element) -> str:
         out: list[str] = []
+        tabs = find_tabs(container)
+        self._tab_labels, self._tab_label_lists = tabs.labels, tabs.label_lists
         self._into(container, out)
         return "\n\n".join(out)
 
@@ -489,12 +494,14 @@ class MarkdownWriter:
         # the common inline case.
         buf: list[str] = []
         inline_tags = INLINE_TAGS
+        tab_labels, tab_label_lists = self._tab_labels, self._tab_label_lists
         text = el.text
         if text and not text.isspace():
             buf.append(_text(text))
         for child in el:
             tag = child.tag
-            if tag.__class__ is str and not is_chrome(child, tag):
+            if tag.__class__ is str and not is_chrome(child, tag) and not (
+                    tab_label_lists and child in tab_label_lists):
                 if tag in inline_tags and not (len(child) and _has_block(child)):
                     piece = self._inline(child, tag)
                     if piece:
@@ -505,6 +512,8 @@ class MarkdownWriter:
                         if para:
                             out.append(para)
                         buf = []
+                    if tab_labels and child in tab_labels:  # a tab's panel, under its label
+                        out.append(f"**{_text(tab_labels[child]).strip()}**")
                     handler = _HANDLERS.get(tag)
                     if handler is None:
                         self._into(child, out)
