@@ -88,6 +88,36 @@ def test_removed_file_is_deleted_with_its_chunks(cli: Cli, docs: Path) -> None:
     assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE url LIKE '%%notes%%'") == [(0,)]
 
 
+def test_pages_read_under_new_addresses_replace_their_old_ones(cli: Cli, docs: Path) -> None:
+    cli.json("ingest", "files", str(docs))
+    # the same folder with a --base-url: every page has a new address and the same text
+    moved = cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    assert (moved["added"], moved["deleted"], moved["dropped"]) == (4, 4, {})
+    assert moved["chunksWritten"] - moved["chunksDeleted"] == 0
+    refs = sorted(r for (r,) in rows(cli.db_url, "SELECT url FROM sources"))
+    assert refs == ["https://docs.example.com/", "https://docs.example.com/guide/",
+                    "https://docs.example.com/guide/install",
+                    "https://docs.example.com/notes.txt"]
+    # a renamed file moves in one run
+    (docs / "notes.txt").rename(docs / "widget-notes.txt")
+    renamed = cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    assert (renamed["added"], renamed["deleted"]) == (1, 1)
+    assert renamed["changes"]["added"] == ["https://docs.example.com/widget-notes.txt"]
+
+
+def test_a_new_copy_of_a_page_that_stays_is_stored_once(cli: Cli, docs: Path) -> None:
+    cli.json("ingest", "files", str(docs))
+    # read before the page it copies (files are read in order): stored, then taken out
+    _write(docs, "a/install.md", (docs / "guide" / "install.md").read_text(encoding="utf-8"))
+    report = cli.json("ingest", "files", str(docs))
+    assert (report["added"], report["deleted"], report["dropped"]) == (0, 0, {"duplicate": 1})
+    assert report["chunksWritten"] == report["chunksDeleted"]
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(4,)]
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE ref LIKE '%%a/install%%'") == [(0,)]
+    assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE source_ref LIKE '%%a/install%%'"
+                ) == [(0,)]
+
+
 def test_bad_files_are_error_entries_and_the_rest_goes_on(cli: Cli, docs: Path) -> None:
     (docs / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
     (docs / "binary.md").write_bytes(b"\x00\x01\x02PNG")

@@ -169,8 +169,11 @@ def ingest(
             per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
     finally:
         writer.close()
-    writer.summarise_drops()
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
+    for copy in writer.settle(set(report.changes["deleted"])):
+        if not policy.dry_run:
+            report.chunks_deleted += store.delete_source(namespace, copy)
+    writer.summarise_drops()
     if not policy.dry_run:
         for def_id, errors in per_def_errors.items():
             if report.guard_tripped and def_id in dooming:  # not a sync: stale pages stay
@@ -345,6 +348,13 @@ class _Writer:
                                         thread_name_prefix="kbctl-writer")
         self._inflight: deque[tuple[Future[_BatchResult], set[str]]] = deque()
         self.texts: dict[str, str] = {}  # hash of a page's cleaned text -> the ref stored
+        self._defs: dict[str, str] = {}  # stored page -> the definition that made it
+        self._taken: set[str] = set()  # the pages this run has read
+        # Pages stored although a stored page of their definition has their text, which
+        # this run has not read (yet): that one may be their old address. Page -> (that
+        # page, the text's hash); ``settle`` removes the copies whose original stays.
+        self.stand_ins: dict[str, tuple[str, str]] = {}
+        self._stand_in_for: dict[str, str] = {}  # text hash -> its stand-in
         # Pages read but not stored (copies of another, empty): a stored old version of
         # one is an orphan, deleted like a page gone from the source.
         self.left_out: set[str] = set()
@@ -352,6 +362,7 @@ class _Writer:
     def know(self, sources: Iterable[SourceRecord]) -> None:
         """Learn the cleaned-text hashes of stored pages, so a copy of one is not stored."""
         for source in sources:
+            self._defs[source.ref] = source.def_id
             digest = source.meta.get(TEXT_HASH)
             if isinstance(digest, str):
                 self.texts.setdefault(digest, source.ref)
@@ -364,6 +375,21 @@ class _Writer:
             self.report.notes.append(note)
         self.progress(ProgressEvent("skipped", ref=ref, message=note))
 
+    def settle(self, deleted: set[str]) -> list[str]:
+        """The stand-ins to remove, counted as the copies they are: those whose original
+        stays, with the same text (it was read in this run, failed to load, or was kept by
+        the mass-delete guard). Those whose original went are its new address."""
+        copies = []
+        for ref, (owner, text_hash) in self.stand_ins.items():
+            if owner in deleted or self.texts.get(text_hash) != owner:
+                continue
+            copies.append(ref)
+            if ref in self.report.changes["added"]:
+                self.report.changes["added"].remove(ref)
+                self.report.added -= 1
+            self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
+        return copies
+
     def summarise_drops(self) -> None:
         """One note per reason for the drops past the named few. Only this writer's: an
         expansion (URL rules, versions) writes its own summary of what it dropped."""
@@ -373,10 +399,18 @@ class _Writer:
                 self.report.notes.append(
                     f"… and {more} more {'page' if more == 1 else 'pages'} dropped ({why})")
 
-    def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None) -> bool:
+    def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None,
+                   def_id: str) -> bool:
         """True when another URL of the namespace already has this title and cleaned
-        text."""
+        text. A stored page of the same definition that this run has not read may be the
+        page's old address (a moved page, files read with another --base-url): the page
+        is stored as its stand-in until the run shows whether that one stays."""
         owner = self.texts.get(text_hash)
+        if (owner is not None and owner != ref and self._defs.get(owner) == def_id
+                and owner not in self._taken and text_hash not in self._stand_in_for):
+            self.stand_ins[ref] = (owner, text_hash)
+            self._stand_in_for[text_hash] = ref
+            return False
         if owner is not None and owner != ref:
             self.left_out.add(ref)
             self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
@@ -389,6 +423,7 @@ class _Writer:
 
     def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
         ref = loaded.leaf.ref
+        self._taken.add(ref)
         if loaded.error is not None:
             self._fail(ref, loaded.error, spec)
             return
@@ -414,7 +449,7 @@ class _Writer:
             self.drop("empty", ref, f"{ref}: no text once extracted, nothing stored")
             return
         text_hash = hashlib.sha256(f"{doc.title}\0{body}".encode()).hexdigest()
-        if self._duplicate(ref, text_hash, prev):
+        if self._duplicate(ref, text_hash, prev, spec.id):
             return
         digest = content_hash(doc, body)
         meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature,
