@@ -247,3 +247,19 @@ def test_a_hugo_page_past_its_expiry_date_leaves_on_the_next_resync(
     report = cli.json("resync", "--force")  # one of two pages is past --max-delete
     assert report["totals"]["deleted"] == 1 and report["totals"]["notModified"] == 1
     assert rows(cli.db_url, "SELECT url FROM sources") == [("https://docs.test/about/",)]
+
+
+def test_resync_all_gives_a_config_s_sources_to_its_namespace_alone(cli: Cli,
+                                                                     workdir: Path) -> None:
+    notes, web = _site(workdir / "notes", 2), _site(workdir / "web", 3)
+    cli.json("ingest", "files", str(web), "-n", "web")
+    (workdir / "kbctl.yaml").write_text(f"sources:\n  - kind: files\n    target: {notes}\n",
+                                        encoding="utf-8")
+    report = cli.json("resync", "--all")
+    synced = {ns["namespace"]: ns for ns in report["namespaces"]}
+    assert set(synced) == {"default", "web"}
+    assert synced["default"]["added"] == 2  # the config's sources, in its namespace
+    assert synced["web"]["added"] == 0 and synced["web"]["notModified"] == 3  # its own
+    by_namespace = rows(cli.db_url, "SELECT namespace, count(*) FROM sources "
+                                    "GROUP BY namespace ORDER BY namespace")
+    assert by_namespace == [("default", 2), ("web", 3)]

@@ -194,10 +194,13 @@ def resync_kb(
     announce: Callable[[str], None] = lambda _m: None,
 ) -> ResyncReport:
     """Resync recorded sources: of ``namespaces``, of every namespace, or of the configured
-    one. With a kbctl.yaml that lists sources, those are the definitions to sync."""
+    one. A kbctl.yaml that lists sources gives the definitions of its namespace (the one
+    the settings name); every other namespace syncs the definitions it recorded."""
     with open_store(settings) as store:
         if all_namespaces:
             targets = [s.namespace for s in store.namespace_status() if s.definitions]
+            if settings.sources and settings.namespace not in targets:
+                targets.append(settings.namespace)
         else:
             targets = list(namespaces or [settings.namespace])
         if not settings.sources:
@@ -210,8 +213,8 @@ def resync_kb(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
                 context={"allow_private_network": settings.allow_private_network},
-                specs_override=_with_opt_in(settings, settings.sources) if settings.sources
-                else None,
+                specs_override={settings.namespace: _with_opt_in(settings, settings.sources)}
+                if settings.sources else None,
                 progress=progress, announce=announce)
         if cached is not None:
             store.ensure_vector_index()

@@ -9,7 +9,7 @@ would remove too much of a namespace.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,13 +69,13 @@ def resync(
     options: ResyncOptions = ResyncOptions(),
     chunking: ChunkingOptions = ChunkingOptions(),
     context: dict[str, Any] | None = None,
-    specs_override: Sequence[SourceSpec | BrokenDefinition] | None = None,
+    specs_override: Mapping[str, Sequence[SourceSpec | BrokenDefinition]] | None = None,
     progress: Progress = no_progress,
     writer_stores: Sequence[KnowledgeStore] | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> ResyncReport:
     """Resync each namespace under its write lock; ``specs_override`` replaces the recorded
-    definitions (the sources of a kbctl.yaml given with --config)."""
+    definitions of the namespaces it names (a kbctl.yaml's sources, for its namespace)."""
     if not 0.0 <= options.max_delete <= 1.0:
         raise InputError(f"--max-delete must be within 0..1, got {options.max_delete}")
     started = time.perf_counter()
@@ -84,7 +84,7 @@ def resync(
                         dry_run=options.plan, vanish_statuses=VANISHED, recorded=True)
     ctx = dict(context or {}) | {"full": options.full}
     for ns in namespaces:
-        specs = list(specs_override) if specs_override is not None else [
+        specs = list(specs_override[ns]) if specs_override and ns in specs_override else [
             _recorded(d) for d in store.list_defs(ns)]
         with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout,
                                   waiting=announce):
