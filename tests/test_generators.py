@@ -831,7 +831,8 @@ def test_a_theme_folder_inside_the_docs_holds_no_pages(tmp_path: Path, custom_di
 
 
 @pytest.mark.parametrize(("suffix", "pages"), [
-    ("'.txt'", {"guide.txt": "guide.html"}),
+    # myst_parser adds .md to the suffixes named (attrs: '.rst' alone, and MyST pages)
+    ("'.txt'", {"guide.txt": "guide.html", "notes.md": "notes.html"}),
     ("['.rst', '.md']", {"guide.rst": "guide.html", "notes.md": "notes.html"}),
     ("{'.rst': 'restructuredtext', '.txt': 'restructuredtext', '.md': 'markdown'}",
      {"guide.txt": "guide.html", "guide.rst": "guide.html", "notes.md": "notes.html"}),
@@ -844,6 +845,14 @@ def test_sphinx_reads_the_sources_its_source_suffix_names(tmp_path: Path, suffix
     site = resolve_site(tmp_path)
     for name in ("guide.txt", "guide.rst", "notes.md"):
         assert _page(site, name) == pages.get(name)
+
+
+def test_without_a_markdown_parser_only_the_named_suffixes_are_sources(tmp_path: Path
+                                                                       ) -> None:
+    write_tree(tmp_path, {"conf.py": "project = 'x'\nsource_suffix = '.txt'\n"})
+    site = resolve_site(tmp_path)
+    assert [_page(site, n) for n in ("guide.txt", "guide.rst", "notes.md")] == [
+        "guide.html", None, None]
 
 
 def test_source_suffix_maps_each_suffix_to_how_it_is_read() -> None:

@@ -136,6 +136,12 @@ class Sphinx:
                             "exclude": _exclude_patterns(text), **_myst_settings(text)}
                 formats = source_formats(assigned(text, "source_suffix"))
                 if formats:
+                    # the parsers add their suffixes to the configured ones as Sphinx starts
+                    # (attrs: source_suffix ".rst" with myst_parser builds its .md pages)
+                    if settings["markdown"]:
+                        formats.setdefault(".md", "markdown")
+                    if settings["notebooks"]:
+                        formats.setdefault(".ipynb", "notebook")
                     settings["source_suffix"] = formats
                 return Site(self.name, source, marker, settings)
         return None
