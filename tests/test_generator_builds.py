@@ -115,6 +115,25 @@ A      B
 1      2
 =====  =====
 """,
+    # release notes: top-level sections of one page, each with the same subsections, all
+    # with numbered ids (id1, id2, …) that no slug can guess
+    "notes.rst": """\
+1.2.0
+=====
+
+News
+----
+
+A.
+
+1.1.0
+=====
+
+News
+----
+
+B.
+""",
     "api.rst": """\
 API
 ===

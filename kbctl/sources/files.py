@@ -436,8 +436,11 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
             raise ExtractError(f"{path}: {exc.message}") from exc
         if reads:
             stamp[INCLUDES] = _include_stamps(reads)
+        # every id a section has is written out: one without is cited at the section
+        # around it, never at a slug Sphinx does not give (its ids are "id23" there)
         return Document(ref=leaf.ref, url=leaf.url, kind="files", title=rst.title or path.stem,
-                        body=rst.markdown, format="markdown", meta=dict(stamp))
+                        body=rst.markdown, format="markdown", meta=dict(stamp),
+                        slug_headings=False)
     if fmt == "html":
         from ..extract.html import extract_html
 
