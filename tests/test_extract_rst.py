@@ -134,6 +134,29 @@ def test_code_lists_tables_admonitions_and_roles_become_markdown() -> None:
     assert ":func:" not in md and "System Message" not in md
 
 
+@pytest.mark.parametrize(("expression", "shown"), [
+    ("html", True), ("latex", False), ("not latex", True), ("html and not epub", True),
+    ("latex or (builder_html and format_html)", True), ("epub or text", False),
+    ("not (html or latex)", False), ("(((", True), ("html latex", True), ("", True),
+    ("and", True), ("not " * 100 + "html", True),
+])
+def test_only_shows_what_an_html_build_shows(expression: str, shown: bool) -> None:
+    text = f"Page\n====\n\n.. only:: {expression}\n\n   Conditional text.\n\nAfter.\n"
+    markdown = rst_to_markdown(text).markdown
+    assert ("Conditional text." in markdown) is shown
+    assert "After." in markdown and "latex" not in markdown.replace("Conditional", "")
+
+
+def test_a_changelogs_imported_entries_are_not_shown() -> None:
+    # sphinx-changelog's changelog_imports pulls in entries to link to, and shows none
+    text = ("Changelog\n=========\n\n.. changelog_imports::\n\n"
+            "    .. include:: changelog_14.rst\n        :start-line: 5\n\n"
+            "    :tags: bug, engine\n\n    An imported entry.\n\nThis release.\n")
+    markdown = rst_to_markdown(text).markdown
+    assert "imported entry" not in markdown and "tags" not in markdown
+    assert "This release." in markdown
+
+
 def test_api_descriptions_keep_sphinx_ids() -> None:
     md = rst_to_markdown(DOC).markdown
     assert "`demo.run(config, *, fast=False)` {#demo.run}" in md

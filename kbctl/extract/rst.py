@@ -124,6 +124,15 @@ class _Ignored(_Lenient):
         return []
 
 
+class _Only(_Lenient):
+    """``.. only:: html``: its content as an HTML build shows it, or nothing (``latex``)."""
+
+    def run(self) -> list[nodes.Node]:
+        from .rst_sphinx import only_html
+
+        return self._body() if only_html(self.arguments[0] if self.arguments else "") else []
+
+
 # The includes of the page being parsed (a files source's Sphinx page); None: none are read.
 _PAGE = threading.local()
 
@@ -255,6 +264,7 @@ def _register(text: str) -> None:
             if name not in roles._roles:  # noqa: SLF001
                 roles.register_local_role(name, _sphinx_role)
         directives.register_directive("include", _Include)
+        directives.register_directive("only", _Only)
         directives.register_directive("literalinclude", _LiteralInclude)
         for name in wanted_directives | CODE_DIRECTIVES:
             if name in directives._directives and name not in ("code",):  # noqa: SLF001

@@ -33,7 +33,8 @@ IGNORED_DIRECTIVES = frozenset({
     "autoexception", "autosummary", "testsetup", "testcleanup", "program", "default-domain",
     "raw", "include", "only-html", "ifconfig", "audit-event-table", "limited-api-list",
     "miscnews", "c:namespace", "cpp:namespace", "py:module", "py:currentmodule",
-    "inheritance-diagram", "graphviz", "digraph", "graph", "plot", "click:run"})
+    "inheritance-diagram", "graphviz", "digraph", "graph", "plot", "click:run",
+    "changelog_imports"})  # (sphinx-changelog: entries imported for links, not shown)
 # directive → (label, whether the argument starts with a version for the label)
 LABELLED_DIRECTIVES: dict[str, tuple[str, bool]] = {
     "versionadded": ("Added in version", True),
@@ -158,3 +159,59 @@ def _sphinx_make_id(term: str) -> str:
     text = unicodedata.normalize("NFKD", term).encode("ascii", "ignore").decode("ascii")
     text = _ID_UNSAFE.sub("-", " ".join(text.split()))
     return _ID_ENDS.sub("", text)
+
+
+# ``.. only::`` tags true in an HTML build (Sphinx sets the format's and the builder's)
+HTML_TAGS = frozenset({"html", "format_html", "builder_html", "builder_dirhtml"})
+_ONLY_TOKEN = re.compile(r"\s*(\(|\)|[A-Za-z_][\w.-]*)")
+MAX_ONLY_TOKENS = 64
+
+
+def only_html(expression: str) -> bool:
+    """Whether an HTML build shows an ``only`` directive's content: its expression of tags
+    with ``and``, ``or``, ``not`` and parentheses, the tags of ``HTML_TAGS`` true and every
+    other false (``latex``, ``epub``…). An expression that cannot be read is shown, as
+    it is better to keep text than to lose it."""
+    tokens: list[str] = []
+    rest = expression.strip()
+    while rest:
+        m = _ONLY_TOKEN.match(rest)
+        if m is None or len(tokens) >= MAX_ONLY_TOKENS:
+            return True
+        tokens.append(m.group(1))
+        rest = rest[m.end():].strip()
+    try:
+        value, used = _or(tokens, 0)
+    except (IndexError, ValueError):
+        return True
+    return value if used == len(tokens) else True
+
+
+def _or(tokens: list[str], i: int) -> tuple[bool, int]:
+    value, i = _and(tokens, i)
+    while i < len(tokens) and tokens[i] == "or":
+        right, i = _and(tokens, i + 1)
+        value = value or right
+    return value, i
+
+
+def _and(tokens: list[str], i: int) -> tuple[bool, int]:
+    value, i = _not(tokens, i)
+    while i < len(tokens) and tokens[i] == "and":
+        right, i = _not(tokens, i + 1)
+        value = value and right
+    return value, i
+
+
+def _not(tokens: list[str], i: int) -> tuple[bool, int]:
+    if tokens[i] == "not":
+        value, i = _not(tokens, i + 1)
+        return not value, i
+    if tokens[i] == "(":
+        value, i = _or(tokens, i + 1)
+        if tokens[i] != ")":
+            raise ValueError("unclosed parenthesis")
+        return value, i + 1
+    if tokens[i] in ("and", "or", ")"):
+        raise ValueError(f"unexpected {tokens[i]}")
+    return tokens[i] in HTML_TAGS, i + 1
