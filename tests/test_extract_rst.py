@@ -147,6 +147,20 @@ def test_only_shows_what_an_html_build_shows(expression: str, shown: bool) -> No
     assert "After." in markdown and "latex" not in markdown.replace("Conditional", "")
 
 
+def test_a_python_reference_shows_no_leading_dot() -> None:
+    markdown = rst_to_markdown("Page\n====\n\nUse :func:`.lazyload`, :py:class:`.Engine` "
+                               "and :meth:`~.Query.all`.\n").markdown
+    assert "Use `lazyload()`, `Engine` and `all()`." in markdown
+
+
+def test_a_pages_leading_field_list_is_its_metadata_not_text() -> None:
+    text = (".. a comment\n\n:orphan:\n:tocdepth: 2\n\nPage\n====\n\n"
+            ":param x: shown, a field list in the text\n")
+    markdown = rst_to_markdown(text).markdown
+    assert "orphan" not in markdown and "tocdepth" not in markdown
+    assert "shown, a field list in the text" in markdown
+
+
 def test_a_changelogs_imported_entries_are_not_shown() -> None:
     # sphinx-changelog's changelog_imports pulls in entries to link to, and shows none
     text = ("Changelog\n=========\n\n.. changelog_imports::\n\n"

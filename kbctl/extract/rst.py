@@ -399,7 +399,11 @@ class _Writer:
 
     def document(self, document: nodes.document) -> None:
         self.highlight = document.get("kbctl_highlight", "")
-        self.blocks = self.body(document.children, level=0)
+        children = list(document.children)
+        first = document.first_child_not_matching_class(nodes.PreBibliographic)
+        if first is not None and isinstance(children[first], nodes.field_list):
+            del children[first]  # the page's metadata (:orphan:, :tocdepth: 2): not shown
+        self.blocks = self.body(children, level=0)
 
     # Blocks: each returns a list of markdown blocks.
 

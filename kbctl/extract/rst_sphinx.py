@@ -71,6 +71,9 @@ _XREF_ROLES = frozenset({
     "member", "var", "struct", "union", "enum", "enumerator", "expr", "texpr", "cdata",
     "cfunc", "ctype", "cmacro", "cmember", "code", "pdbcmd", "monitoring-event"})
 _CALLABLE_ROLES = frozenset({"func", "meth"})
+# The Python domain's roles: a leading dot (search the current module first) is not shown
+_PYTHON_ROLES = frozenset({"func", "meth", "class", "mod", "data", "attr", "exc", "obj",
+                           "const", "type"})
 _PROSE_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "issue": "issue {}", "gh": "gh-{}",
                 "cve": "CVE-{}", "cwe": "CWE-{}"}
 
@@ -97,6 +100,8 @@ def role_text(name: str, text: str,
         return shown, False
     if not explicit_title:
         shown = shown.lstrip("!")
+        if domain_free in _PYTHON_ROLES and name in (domain_free, f"py:{domain_free}"):
+            shown = shown.lstrip(".")  # :func:`.lazyload` shows lazyload()
         if shown.startswith("~"):
             shown = shown[1:].rsplit(".", 1)[-1]
         if (domain_free in _CALLABLE_ROLES and not shown.endswith(")")
