@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -86,6 +87,14 @@ def test_removed_file_is_deleted_with_its_chunks(cli: Cli, docs: Path) -> None:
     report = cli.json("ingest", "files", str(docs))
     assert report["deleted"] == 1 and report["chunksDeleted"] >= 1
     assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE url LIKE '%%notes%%'") == [(0,)]
+
+
+def test_json_given_to_the_ingest_group_is_the_commands(cli: Cli, docs: Path) -> None:
+    result = cli("ingest", "--json", "files", str(docs))
+    assert result.exit_code == 0 and json.loads(result.stdout)["added"] == 4
+    failed = cli("ingest", "--json", "files", str(docs / "nope"))
+    assert failed.exit_code == 2
+    assert json.loads(failed.stdout)["error"]["type"] == "InputError"
 
 
 def test_pages_read_under_new_addresses_replace_their_old_ones(cli: Cli, docs: Path) -> None:

@@ -71,12 +71,23 @@ def settings_from(**flags: Any) -> Settings:
     return resolve_settings(flags, config=config)
 
 
+JSON_META = "kbctl.json"  # a group's --json (``kbctl ingest --json files …``), for its command
+
+
+def json_wanted(json_output: bool, ctx: typer.Context | None) -> bool:
+    """``--json`` given to the command, or to the group before it."""
+    meta = getattr(ctx, "meta", None)
+    return json_output or bool(isinstance(meta, dict) and meta.get(JSON_META))
+
+
 def guard(fn: F) -> F:
     """Map KbctlError to its message and exit code; the only place that does."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        out = Output(json_mode=bool(kwargs.get("json_output")))
+        # the command's context, when it takes one (Typer hands click's own class)
+        context = kwargs.get("ctx")
+        out = Output(json_mode=json_wanted(bool(kwargs.get("json_output")), context))
         try:
             for name, value in kwargs.items():
                 label = _labels(fn).get(name, name.upper())

@@ -14,6 +14,7 @@ from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
 from ..sources.registry import flag_spec
 from .common import (
+    JSON_META,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -27,6 +28,7 @@ from .common import (
     VersionOpt,
     exit_with,
     guard,
+    json_wanted,
     read_stdin,
     settings_from,
 )
@@ -39,10 +41,12 @@ app = typer.Typer(
 )
 
 
-def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool) -> None:
-    """Run the pipeline with a progress bar and render its report."""
+def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool,
+               ctx: typer.Context | None = None) -> None:
+    """Run the pipeline with a progress bar and render its report (as JSON with a
+    ``--json`` given to the command, or to ``kbctl ingest`` before it: ``ctx``)."""
     allow_worker_processes()  # this program guards __main__: large sites may use processes
-    out = Output(json_output)
+    out = Output(json_wanted(json_output, ctx))
     with out.progress(f"ingest → {settings.namespace}") as progress:
         report = api.ingest_sources(settings, specs, progress=progress, announce=out.note)
     out.show(report)
@@ -67,6 +71,8 @@ def ingest_from_config(
                  allow_private_network=allow_private_network)
     if ctx.invoked_subcommand is not None:
         ctx.obj = {k: v for k, v in flags.items() if v is not None}
+        if json_output:
+            ctx.meta[JSON_META] = True
         return
     settings = settings_from(**flags)
     if not settings.sources:
@@ -119,7 +125,7 @@ def ingest_files(
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)
-    run_ingest(settings, [spec], json_output)
+    run_ingest(settings, [spec], json_output, ctx)
 
 
 @app.command("text")
@@ -149,4 +155,4 @@ def ingest_text(
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
                                embedder_base_url=embedder_base_url)
-    run_ingest(settings, [spec], json_output)
+    run_ingest(settings, [spec], json_output, ctx)

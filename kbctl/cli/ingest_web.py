@@ -55,7 +55,7 @@ ExcludeSelectorOpt = Annotated[list[str] | None, typer.Option(
 
 
 def _run(ctx: typer.Context, spec: SourceSpec, json_output: bool, **flags: Any) -> None:
-    run_ingest(merged_settings(ctx, **flags), [spec], json_output)
+    run_ingest(merged_settings(ctx, **flags), [spec], json_output, ctx)
 
 
 @guard
