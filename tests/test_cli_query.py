@@ -108,6 +108,9 @@ def test_sources_format_dedupes_with_passage_numbers(kb: Cli) -> None:
     assert len(cites) == len(set(cites))
     numbers = sorted(int(n) for line in lines for n in line[1:line.index("]")].split(","))
     assert numbers == list(range(1, len(numbers) + 1))
+    nothing = kb("query", "widget", "--min-score", "0.99", "--format", "sources")
+    assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert "no result in namespace" in nothing.stderr and "scored at least 0.99" in nothing.stderr
 
 
 def test_context_format_is_delimited_and_escaped(kb: Cli, workdir: Path) -> None:

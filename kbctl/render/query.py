@@ -89,6 +89,8 @@ def query_context(result: QueryResult, **options: Any) -> Rendered:
 
 
 def query_sources(result: QueryResult, **options: Any) -> Rendered:
+    if not result.hits:  # stdout stays empty for a pipeline; a person is told why
+        return Rendered.stderr(styled(nothing_found(result)))
     return Rendered.stdout(*(f"[{','.join(str(n) for n in s.passages)}] {plain(s.citation)}  "
                              f"{plain(s.title)}\n" for s in source_parts(result.hits)))
 
