@@ -4,6 +4,7 @@ for JSON, and a new format added with one module plus one registry line."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,3 +78,21 @@ def test_a_new_format_is_one_module_and_one_line(cli: Cli, workdir: Path,
                                                "https://docs.example.com/install"]
     bad = cli("query", "widget", "--format", "xml")
     assert bad.exit_code == 2 and "table, json, context, sources, urls" in bad.stderr
+
+
+def test_report_tables_wrap_what_does_not_fit_at_80_columns() -> None:
+    from rich.console import Console
+
+    from kbctl.pipeline.ingest import IngestReport, SourceFailure
+    from kbctl.render.reports import ingest_summary
+
+    url = "https://docs.example.com/guide/a-rather-long-path/to/the/page-that-failed.html"
+    report = IngestReport(namespace="docs", embedder="none", failed=1, errors=[
+        SourceFailure(ref=url, error=f"{url}: HTTP 404 Not Found", type="FetchError",
+                      source="sitemap-1")])
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    for _, part in ingest_summary(report).parts:
+        console.print(part)
+    shown = console.export_text()
+    assert "…" not in shown
+    assert "".join(line.strip("│ ") for line in shown.splitlines()).count("page-that-f") >= 1

@@ -3,9 +3,10 @@ report itself, camelCased)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from rich.table import Table
+from rich.table import Column, Table
 
 from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
@@ -14,6 +15,16 @@ from ..pipeline.status import StatusReport
 from ..store.server import DoctorReport
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
+
+
+def _columns(*headers: str) -> list[Column]:
+    """Columns that wrap what does not fit instead of cutting it: a cron or CI log is 80
+    columns wide, and a cut URL names no page."""
+    return [Column(h, overflow="fold") for h in headers]
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M %Z") if moment else "never"
 
 
 def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
@@ -33,7 +44,8 @@ def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
             f"{why} {n}" for why, n in report.dropped.items()))))
     out += Rendered.stderr(*(styled(f"[dim]{shown(note)}[/dim]") for note in report.notes))
     if report.errors:
-        table = Table("source", "error", title="failed sources", title_justify="left")
+        table = Table(*_columns("source", "error"),
+                      title="failed sources", title_justify="left")
         for e in report.errors:
             table.add_row(shown(e.ref), styled(shown(e.error) + (
                 f"\n[dim]{shown(e.hint)}[/dim]" if e.hint else "")))
@@ -70,23 +82,23 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
 
 def status_table(report: StatusReport, **options: Any) -> Rendered:
     endpoint = f" at {shown(report.embedder_endpoint)}" if report.embedder_endpoint else ""
-    table = Table("namespace", "sources", "chunks", "definitions", "last ok sync",
-                  "last run failures", "generators",
+    table = Table(*_columns("namespace", "sources", "chunks", "defs", "last ok sync",
+                            "failures", "generators"),
                   title=f"embedder: {shown(report.embedder)}{endpoint}", title_justify="left")
     for s in report.namespaces:
         table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
-                      s.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if s.last_ok_at else "never",
+                      _when(s.last_ok_at),
                       str(s.last_run_failures), shown(", ".join(s.generators)) or "-")
     out = Rendered.stdout(table)
     if report.source_definitions:
-        defs = Table("namespace", "kind", "target", "private network", "last ok sync",
-                     "last run failures", title="source definitions (resync runs these)",
+        defs = Table(*_columns("namespace", "kind", "target", "private net", "last ok sync",
+                               "failures"),
+                     title="source definitions (resync runs these)",
                      title_justify="left")
         for d in report.source_definitions:
             defs.add_row(shown(d.namespace), d.kind, shown(d.target),
                          "allowed" if d.allow_private_network else "",
-                         d.last_ok_at.strftime("%Y-%m-%d %H:%M:%S %Z") if d.last_ok_at
-                         else "never", str(d.last_run_failures))
+                         _when(d.last_ok_at), str(d.last_run_failures))
         out += Rendered.stdout(defs)
     return out
 
