@@ -98,6 +98,8 @@ def test_filters_and_min_score(kb: Cli) -> None:
     assert kb.json("query", "widget", "--min-score", "0.99")["results"] == []
     bad = kb("query", "widget", "--filter", "novalue")
     assert bad.exit_code == 2 and "key=value" in bad.stderr
+    beyond = kb("query", "widget", "--min-score", "2")  # no score reaches it
+    assert beyond.exit_code == 2 and "--min-score must be within 0..1" in beyond.stderr
 
 
 def test_sources_format_dedupes_with_passage_numbers(kb: Cli) -> None:

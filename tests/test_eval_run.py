@@ -631,7 +631,8 @@ def test_unreadable_baseline(tmp_path: Path, content: str | None, fragment: str)
     assert path.as_posix() in str(info.value) and fragment in str(info.value)
 
 
-@pytest.mark.parametrize(("rank", "score"), [(-1, None), (1.5, None), (True, None), (0, -0.1)])
+@pytest.mark.parametrize(("rank", "score"), [(-1, None), (1.5, None), (True, None), (0, -0.1),
+                                            (0, 5)])
 def test_bad_tolerances(rank: object, score: object) -> None:
     c = case()
     base = baseline_from([c], {})

@@ -193,8 +193,9 @@ def check_tolerances(rank_tolerance: Any, score_tolerance: Any) -> None:
             or rank_tolerance < 0:
         raise InputError(f"rank tolerance must be a non-negative integer, got {rank_tolerance!r}")
     if score_tolerance is not None and (not _optional_number(score_tolerance)
-                                        or score_tolerance < 0):
-        raise InputError(f"score tolerance must be a non-negative number, got {score_tolerance!r}")
+                                        or not 0 <= score_tolerance <= 1):
+        raise InputError(f"score tolerance must be a number within 0..1 (scores lie in "
+                         f"0..1), got {score_tolerance!r}")
 
 
 def compare_with_baseline(

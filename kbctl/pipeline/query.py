@@ -62,6 +62,8 @@ def retrieve(
     require_clean("the question", question)
     if not 0.0 <= vector_weight <= 1.0:
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
+    if min_score is not None and not 0.0 <= min_score <= 1.0:  # scores lie in 0..1
+        raise InputError(f"--min-score must be within 0..1, got {min_score}")
     if fusion not in ("weighted", "rrf"):
         raise InputError(f"--fusion must be 'weighted' or 'rrf', got '{fusion}'")
     if not MIN_K <= k <= MAX_K:  # like every range: refused, not silently cut
