@@ -102,7 +102,9 @@ def resolve_embedder(
                  + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"
                     if embedder is None else ""))
     elif recorded is not None:
-        store.bind_embedder(identity)  # raises EmbedderMismatch when they differ
+        # raises EmbedderMismatch when they differ, unless the KB holds nothing yet
+        if store.bind_embedder(identity) != recorded:
+            announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
     if writing and embedder is not None and settings.embedder_base_url:
         endpoint = public_endpoint(settings.embedder_base_url)
         if endpoint != known:

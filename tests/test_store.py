@@ -91,6 +91,10 @@ def test_embedder_identity_is_recorded_and_mismatch_refused(store: KnowledgeStor
     store.bind_embedder(gem)
     assert store.embedder_identity() == gem
     store.bind_embedder(gem)  # the same again is fine
+    # a KB that holds nothing yet (its first write failed) takes another embedder
+    assert store.bind_embedder(NO_EMBEDDER) == NO_EMBEDDER == store.embedder_identity()
+    assert store.bind_embedder(gem) == gem
+    store.replace_source(_source("a"), _chunks("alpha one"))
     with pytest.raises(EmbedderMismatch) as info:
         store.bind_embedder(NO_EMBEDDER)
     assert "gemini/gemini-embedding-2@1536" in info.value.message

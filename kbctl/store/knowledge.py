@@ -60,7 +60,9 @@ class KnowledgeStore:
         return EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"]))
 
     def bind_embedder(self, identity: EmbedderIdentity) -> EmbedderIdentity:
-        """Record ``identity`` on a fresh KB, or check it matches the recorded one."""
+        """Record ``identity`` on a fresh KB, or check it matches the recorded one. A KB
+        that holds nothing yet (its first write failed: no key, a provider down) takes
+        the new one instead: there is nothing to mix."""
         with self.conn.transaction():
             inserted = self.conn.execute(
                 "INSERT INTO kb_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -69,6 +71,12 @@ class KnowledgeStore:
             if inserted and identity.dimensions > 0:
                 self._set_vector_dimensions(identity.dimensions)
             recorded = self.embedder_identity()
+            if recorded != identity and self._holds_nothing():
+                self.conn.execute("UPDATE kb_meta SET value = %s WHERE key = %s",
+                                  (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))
+                if identity.dimensions > 0:
+                    self._set_vector_dimensions(identity.dimensions)
+                recorded = identity
         assert recorded is not None
         if recorded != identity:
             raise EmbedderMismatch(
@@ -79,6 +87,15 @@ class KnowledgeStore:
                 f"{'' if identity == NO_EMBEDDER else ':' + identity.model}'",
             )
         return recorded
+
+    def _holds_nothing(self) -> bool:
+        """No chunk, of the knowledge base or of memory, was ever kept."""
+        tables = ["chunks"]
+        memory = self.conn.execute("SELECT to_regclass('memory_chunks')").fetchone()
+        if memory and memory[0] is not None:  # memory's tables come with its first use
+            tables.append("memory_chunks")
+        return not any((self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
+                        .fetchone() or (False,))[0] for table in tables)
 
     def embedder_endpoint(self) -> str | None:
         """The base URL the KB's embedder was last reached at (recorded with its identity,
