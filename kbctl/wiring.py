@@ -101,10 +101,9 @@ def resolve_embedder(
         announce(f"new knowledge base: embedder {identity}"
                  + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"
                     if embedder is None else ""))
-    elif recorded is not None:
-        # raises EmbedderMismatch when they differ, unless the KB holds nothing yet
-        if store.bind_embedder(identity) != recorded:
-            announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
+    # binding raises EmbedderMismatch when they differ, unless the KB holds nothing yet
+    elif recorded is not None and store.bind_embedder(identity) != recorded:
+        announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
     if writing and embedder is not None and settings.embedder_base_url:
         endpoint = public_endpoint(settings.embedder_base_url)
         if endpoint != known:
