@@ -97,6 +97,23 @@ def test_json_given_to_the_ingest_group_is_the_commands(cli: Cli, docs: Path) ->
     assert json.loads(failed.stdout)["error"]["type"] == "InputError"
 
 
+def test_a_source_whose_first_run_reads_nothing_is_not_recorded(cli: Cli,
+                                                                workdir: Path) -> None:
+    bad = _write(workdir / "bad", "page.md", "# Page\n\nText.\n")
+    bad.write_bytes(b"\x00\x01 not text")
+    report = cli.json("ingest", "files", str(bad.parent), code=1)
+    assert report["failed"] == 1
+    assert any("not recorded for resync" in note for note in report["notes"])
+    assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(0,)]
+    # one that read something once stays recorded when it fails later
+    bad.write_text("# Page\n\nText.\n", encoding="utf-8")
+    cli.json("ingest", "files", str(bad.parent))
+    bad.write_bytes(b"\x00\x01 not text")
+    again = cli.json("ingest", "files", str(bad.parent), code=1)
+    assert not any("not recorded" in note for note in again["notes"])
+    assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(1,)]
+
+
 def test_pages_read_under_new_addresses_replace_their_old_ones(cli: Cli, docs: Path) -> None:
     cli.json("ingest", "files", str(docs))
     # the same folder with a --base-url: every page has a new address and the same text

@@ -148,6 +148,7 @@ def ingest(
     dooming: set[str] = set()  # the definitions that want something deleted
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
+    recorded_before = {d.id for d in store.list_defs(namespace)}
     if not policy.dry_run:
         for spec in specs:
             store.begin_def(namespace, spec.id, asdict(SourceFailure(
@@ -175,6 +176,8 @@ def ingest(
             report.chunks_deleted += store.delete_source(namespace, copy)
     writer.summarise_drops()
     if not policy.dry_run:
+        _forget_first_failures(store, namespace, specs, per_def_errors, recorded_before,
+                               report)
         for def_id, errors in per_def_errors.items():
             if report.guard_tripped and def_id in dooming:  # not a sync: stale pages stay
                 errors = [*errors, asdict(SourceFailure(
@@ -255,6 +258,22 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
     return orphans + vanished
+
+
+def _forget_first_failures(store: KnowledgeStore, namespace: str,
+                           specs: Sequence[SourceSpec | BrokenDefinition],
+                           errors: dict[str, list[dict[str, Any]]], recorded_before: set[str],
+                           report: IngestReport) -> None:
+    """A definition recorded by this run that failed and stored nothing is not kept for
+    resync: a mistyped host or a 404 would fail every night from then on."""
+    for spec in specs:
+        if (isinstance(spec, BrokenDefinition) or spec.id in recorded_before
+                or not errors.get(spec.id) or store.list_sources(namespace, spec.id)):
+            continue
+        if store.forget_def(namespace, spec.id):
+            errors.pop(spec.id)
+            report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be read, so "
+                                f"it is not recorded for resync")
 
 
 def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,

@@ -126,6 +126,11 @@ class KnowledgeStore:
             (d.namespace, d.id, d.kind, d.target, Jsonb(d.options)),
         )
 
+    def forget_def(self, namespace: str, def_id: str) -> bool:
+        """Remove a recorded definition (its pages stay); False when there was none."""
+        return self.conn.execute("DELETE FROM source_defs WHERE namespace = %s AND id = %s",
+                                 (namespace, def_id)).rowcount > 0
+
     def begin_def(self, namespace: str, def_id: str, interrupted: dict[str, Any]) -> None:
         """Stamp a recorded definition's run as begun, with ``interrupted`` as its error
         until ``finish_def`` records how it ended: a run killed on the way (SIGKILL, a
