@@ -302,7 +302,8 @@ def test_help_has_examples(cli: Cli) -> None:
 
 @pytest.mark.parametrize("argv", [
     "ingest", "ingest files", "ingest text", "ingest url", "ingest sitemap", "ingest crawl",
-    "ingest llms", "query", "eval", "eval init", "resync", "status", "reembed", "memory",
+    "ingest llms", "query", "eval", "eval init", "resync", "status", "forget", "reembed",
+    "memory",
     "memory append", "memory search", "memory get", "memory list", "memory delete",
     "memory import", "memory health", "memory stats", "serve", "serve mcp", "tools",
     "tools call",

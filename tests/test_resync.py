@@ -263,3 +263,26 @@ def test_resync_all_gives_a_config_s_sources_to_its_namespace_alone(cli: Cli,
     by_namespace = rows(cli.db_url, "SELECT namespace, count(*) FROM sources "
                                     "GROUP BY namespace ORDER BY namespace")
     assert by_namespace == [("default", 2), ("web", 3)]
+
+
+def test_forget_stops_resyncing_a_source_and_takes_its_pages_out(cli: Cli,
+                                                                 workdir: Path) -> None:
+    old, new, kept = (_site(workdir / name, n) for name, n in (("old", 2), ("new", 3),
+                                                                 ("kept", 1)))
+    for folder in (old, new, kept):  # each its own text: copies would be stored once
+        for page in folder.iterdir():
+            page.write_text(f"# {folder.name} {page.stem}\n\nAbout {folder.name}.\n",
+                            encoding="utf-8")
+    for folder in (old, new, kept):
+        cli.json("ingest", "files", str(folder), "--base-url", f"https://d.test/{folder.name}/")
+    unknown = cli("forget", "nope")
+    assert unknown.exit_code == 2 and str(old) in unknown.stderr  # names what is recorded
+    gone = cli.json("forget", str(old))
+    assert (gone["pagesDeleted"], len(gone["forgotten"])) == (2, 1)
+    assert gone["chunksDeleted"] >= 2
+    assert cli.json("forget", str(kept), "--keep-pages")["pagesDeleted"] == 0
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(4,)]  # new's 3, kept's 1
+    assert rows(cli.db_url, "SELECT target FROM source_defs") == [(str(new),)]
+    report = cli.json("resync")
+    assert report["namespaces"][0]["notModified"] == 3
+    _consistent(cli.db_url)

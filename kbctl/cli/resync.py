@@ -1,4 +1,4 @@
-"""`kbctl resync` and `kbctl status`: the cron side of a knowledge base."""
+"""`kbctl resync`, `kbctl status` and `kbctl forget`: the cron side of a knowledge base."""
 
 from __future__ import annotations
 
@@ -82,3 +82,28 @@ def status(
     report = api.status(settings, namespace)
     out = Output(json_output)
     out.show(report)
+
+
+@guard
+def forget(
+    target: Annotated[str, typer.Argument(
+        help="The recorded source to forget: its target as `kbctl status` shows it, or its "
+        "id.", show_default=False)],
+    keep_pages: Annotated[bool, typer.Option(
+        "--keep-pages", help="Keep the pages it stored (resync just stops running it).")
+    ] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait/--no-wait", help="Wait for a running ingest/resync of the same namespace, "
+        "or exit 1 at once.")] = True,
+    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
+    config: ConfigOpt = None, json_output: JsonOpt = False,
+) -> None:
+    """Forget a recorded source: resync stops running it, and its pages leave the
+    knowledge base.
+
+    Example: `kbctl forget https://old.example.com/sitemap.xml -n docs`
+    """
+    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
+    out = Output(json_output)
+    out.show(api.forget_source(settings, target, keep_pages=keep_pages, wait=wait,
+                               announce=out.note))

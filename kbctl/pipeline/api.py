@@ -23,6 +23,7 @@ from ..store.server import doctor as diagnose
 from ..wiring import open_store, open_writers, resolve_embedder, resolve_reranker
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
+from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
@@ -227,6 +228,16 @@ def _with_opt_in(settings: Settings, specs: Sequence[SourceSpec]) -> list[Source
     if not settings.allow_private_network:
         return list(specs)
     return [allowing_private_network(spec) for spec in specs]
+
+
+def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
+                  wait: bool = True, lock_timeout: float = 600.0,
+                  announce: Callable[[str], None] = lambda _m: None) -> ForgetReport:
+    """Forget a recorded source of the configured namespace (``kbctl.pipeline.forget``),
+    under the namespace's write lock."""
+    with open_store(settings) as store, store.namespace_lock(
+            settings.namespace, wait=wait, timeout_s=lock_timeout, waiting=announce):
+        return forget(store, settings.namespace, target, keep_pages=keep_pages)
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:

@@ -20,6 +20,7 @@ from ..memory.model import (
     MemoryText,
     WriteResult,
 )
+from ..pipeline.forget import ForgetReport
 from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
@@ -36,6 +37,7 @@ FORMATS: dict[type, Formats] = {
     ResyncReport: reports.RESYNC,
     StatusReport: reports.STATUS,
     ReembedReport: reports.REEMBED,
+    ForgetReport: reports.FORGET,
     DoctorReport: reports.DOCTOR,
     EvalOutcome: eval_formats.FORMATS,
     MemorySearchResult: memory.SEARCH,

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Column, Table
 
+from ..pipeline.forget import ForgetReport
 from ..pipeline.ingest import IngestReport
 from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
@@ -103,6 +104,15 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
     return out
 
 
+def forget_summary(report: ForgetReport, **options: Any) -> Rendered:
+    pages = ("its pages kept" if report.kept_pages else
+             f"{report.pages_deleted} pages and {report.chunks_deleted} chunks deleted")
+    return Rendered.stderr(*(styled(
+        f"[green]forgot[/green] {d['kind']} {shown(d['target'])} in "
+        f"'{shown(report.namespace)}': resync no longer runs it") for d in report.forgotten),
+        styled(f"[dim]{pages}[/dim]"))
+
+
 def reembed_summary(report: ReembedReport, **options: Any) -> Rendered:
     if not report.changed:
         return Rendered.stderr(styled(f"the knowledge base already uses "
@@ -136,4 +146,5 @@ INGEST: Formats = {"table": ingest_summary, "json": as_json()}
 RESYNC: Formats = {"table": resync_summary, "json": as_json()}
 STATUS: Formats = {"table": status_table, "json": as_json()}
 REEMBED: Formats = {"table": reembed_summary, "json": as_json()}
+FORGET: Formats = {"table": forget_summary, "json": as_json()}
 DOCTOR: Formats = {"table": doctor_summary, "json": as_json()}
