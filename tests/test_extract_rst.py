@@ -203,6 +203,17 @@ def test_rst_files_are_ingested_with_sphinx_urls(tmp_path: Path) -> None:
     assert loaded.document.meta["generator"] == "sphinx"
 
 
+def test_a_sphinx_section_named_like_a_version_is_a_section(tmp_path: Path) -> None:
+    # a version of a Sphinx project is a build of its own, never a folder of its sources
+    write_tree(tmp_path, {"conf.py": "project = 'x'\n", "index.rst": "Home\n====\n",
+                          "guide.rst": "Guide\n=====\n",
+                          "development/index.rst": "Development\n===========\n",
+                          "development/builders.rst": "Builders\n========\n"})
+    expansion = FilesSource().expand(source_spec("files", str(tmp_path),
+                                                 {"base_url": "https://d.example/"}))
+    assert len(expansion.leaves) == 4 and not expansion.dropped
+
+
 def test_sphinx_source_copies_map_to_their_pages(tmp_path: Path) -> None:
     (tmp_path / "library").mkdir()
     (tmp_path / "library" / "os.rst.txt").write_text(DOC)

@@ -133,7 +133,10 @@ class Sphinx:
                                 "myst_parser", "recommonmark", "myst_nb")),
                             "notebooks": next((name for name in _NOTEBOOK_READERS
                                                if name in text), None),
-                            "exclude": _exclude_patterns(text), **_myst_settings(text)}
+                            "exclude": _exclude_patterns(text), **_myst_settings(text),
+                            # a version or a translation is a build of its own, never a
+                            # folder of the sources: a development/ folder is a section
+                            "copies_in_folders": False}
                 formats = source_formats(assigned(text, "source_suffix"))
                 if formats:
                     # the parsers add their suffixes to the configured ones as Sphinx starts

@@ -162,7 +162,8 @@ class FilesSource:
                          f"keeps its file names)")
             site = resolve_site(real_root, "plain")
             leaves, unpublished = _leaves(site, readable, real_root, options)
-        leaves, dropped = _one_copy_each(f"files {spec.target}", leaves, options, notes)
+        leaves, dropped = _one_copy_each(f"files {spec.target}", leaves, options, notes,
+                                         site.settings.get("copies_in_folders", True))
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
@@ -328,12 +329,13 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
     return out
 
 
-def _one_copy_each(where: str, leaves: list[Leaf], options: FilesOptions, notes: list[str]
-                   ) -> tuple[list[Leaf], dict[str, int]]:
+def _one_copy_each(where: str, leaves: list[Leaf], options: FilesOptions, notes: list[str],
+                   copies_in_folders: bool = True) -> tuple[list[Leaf], dict[str, int]]:
     """The leaves of one version and one language of each page, chosen by their URLs as
     web sources choose (a multilingual Hugo project, a built site with ``/fr/`` or
-    ``/v2/`` copies), and how many of each were dropped; every leaf without a base URL."""
-    urls = [leaf.url for leaf in leaves] if options.base_url else []
+    ``/v2/`` copies), and how many of each were dropped; every leaf without a base URL,
+    or of a project whose generator keeps no copies in folders (Sphinx)."""
+    urls = [leaf.url for leaf in leaves] if options.base_url and copies_in_folders else []
     layout = versions.detect(urls) if len(urls) > 1 else versions.Layout()
     if not (layout.versioned or layout.translated):
         if options.version is not None or options.lang is not None:
