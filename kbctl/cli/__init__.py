@@ -26,13 +26,14 @@ from . import (
     tools,
 )
 from . import eval as eval_cli
+from .common import HELP_MARKUP
 
 app = typer.Typer(
     name="kbctl",
     help="Docs-as-code knowledge bases on Postgres + pgvector: ingest, query with "
     "citations, gate retrieval quality in CI.",
     no_args_is_help=True,
-    rich_markup_mode="markdown",
+    rich_markup_mode=HELP_MARKUP,
     pretty_exceptions_enable=False,
 )
 

@@ -21,6 +21,10 @@ from ..sources.files import MAX_FILE_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Help is click's plain text: it wraps to any width (Typer's panels cut option names at 80
+# columns, a CI log's width), reads the same in a pipe, and shows no value for a flag.
+HELP_MARKUP = None
+
 DbOpt = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL URL (default: embedded server in --data-dir; env "
     "KBCTL_DATABASE_URL).", show_default=False)]

@@ -24,6 +24,7 @@ from ..render import Output, Rendered
 from ..render.writes import emit_github, write_eval_reports, write_report_file
 from ..results import MAX_K, MIN_K
 from .common import (
+    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -53,6 +54,7 @@ class _RunByDefault(TyperGroup):
 
 
 app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     cls=_RunByDefault,
     help="Gate retrieval quality: `kbctl eval SUITE…` runs eval suites (JSON or YAML) "
     "against the knowledge base and exits 1 when a case fails or regresses; "
@@ -152,7 +154,9 @@ def init(
 ) -> None:
     """Scaffold a suite: one case per top-level section of the knowledge base.
 
-    Example: `kbctl eval init -o evals/docs.yaml`, then rephrase the questions.
+    Then rephrase its questions the way your readers ask them.
+
+    Example: `kbctl eval init -o evals/docs.yaml`
     """
     if output is not None and output.exists() and not force:
         raise InputError(f"{output} already exists", hint="pass --force to overwrite it")

@@ -14,6 +14,7 @@ from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
 from ..sources.registry import flag_spec
 from .common import (
+    HELP_MARKUP,
     JSON_META,
     ConfigOpt,
     DataDirOpt,
@@ -34,6 +35,7 @@ from .common import (
 )
 
 app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     help="Ingest documentation into the knowledge base.\n\n"
     "Without a subcommand, ingests the `sources:` listed in kbctl.yaml.\n\n"
     "Example: `kbctl ingest files docs/ --base-url https://docs.example.com/`",

@@ -13,6 +13,7 @@ from ..memory import api
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
 from .common import (
+    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -25,9 +26,12 @@ from .common import (
     settings_from,
 )
 
-app = typer.Typer(help="Two-tier agent memory: shared playbooks and private per-user notes."
-                       "\n\nExample: `kbctl memory search \"billing\" --agent bot --user alice`",
-                  no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
+    help="Two-tier agent memory: shared playbooks and private per-user notes."
+    "\n\nExample: `kbctl memory search \"billing\" --agent bot --user alice`",
+    no_args_is_help=True,
+)
 
 AgentOpt = Annotated[str | None, typer.Option(
     "--agent", help="Agent id (env KBCTL_AGENT).", show_default=False)]

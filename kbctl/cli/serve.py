@@ -10,6 +10,7 @@ from ..agent import ToolLimits
 from ..errors import EnvironmentFailure
 from ..render import Output
 from .common import (
+    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -30,9 +31,12 @@ from .tools import (
     open_tools,
 )
 
-app = typer.Typer(help="Serve kbctl to agent runtimes.\n\n"
-                       "Example: `kbctl serve mcp -n docs --agent support-bot --user alice`",
-                  no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
+    help="Serve kbctl to agent runtimes.\n\n"
+    "Example: `kbctl serve mcp -n docs --agent support-bot --user alice`",
+    no_args_is_help=True,
+)
 
 
 @app.command("mcp")
@@ -48,8 +52,9 @@ def mcp(
     """Run an MCP server on stdin/stdout with search_knowledge and the memory tools.
 
     The namespace, agent and user are fixed here (flags, kbctl.yaml or KBCTL_* env) and are
-    never tool parameters. Example: `kbctl serve mcp --db postgresql://… -n docs --agent
-    support-bot --user alice --read-only`
+    never tool parameters.
+
+    Example: `kbctl serve mcp -n docs --agent support-bot --user alice --read-only`
     """
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,

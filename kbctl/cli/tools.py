@@ -22,6 +22,7 @@ from ..hygiene import require_clean
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
+    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -33,9 +34,12 @@ from .common import (
     settings_from,
 )
 
-app = typer.Typer(help="Tool definitions for function calling (openai, anthropic, "
-                       "json-schema), and `tools call` to run one tool.\n\n"
-                       "Example: `kbctl tools --format openai --agent support-bot`")
+app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
+    help="Tool definitions for function calling (openai, anthropic, "
+    "json-schema), and `tools call` to run one tool.\n\n"
+    "Example: `kbctl tools --format openai --agent support-bot`",
+)
 
 AgentOpt = Annotated[str | None, typer.Option(
     "--agent", help="Agent id the memory tools are pinned to (env KBCTL_AGENT); without "
