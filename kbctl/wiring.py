@@ -6,23 +6,32 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
-from .errors import DatabaseError
+from .errors import DatabaseError, InputError
 from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore
+from .store.server import pgdata_of
 
 
 @contextmanager
-def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
+def open_store(settings: Settings, *, existing: bool = False) -> Iterator[KnowledgeStore]:
     """A store on the configured database (embedded when no URL), closed on exit. A
     database failure on the way (the server died under the run, a full disk) ends it
-    with an environment error naming the database, not a traceback."""
+    with an environment error naming the database, not a traceback.
+
+    ``existing``: a command that only reads (query, status, eval…) is refused when the
+    embedded data directory holds no database, rather than making one: run in the wrong
+    directory, it would report an empty knowledge base and leave a new one behind.
+    """
+    if existing and settings.db_url is None:
+        require_embedded(settings.data_dir)
     conn = connect(settings.db_url, settings.data_dir)
     try:
         yield KnowledgeStore(conn)
@@ -33,6 +42,15 @@ def open_store(settings: Settings) -> Iterator[KnowledgeStore]:
         raise error from exc
     finally:
         conn.close()
+
+
+def require_embedded(data_dir: str | Path) -> None:
+    """Refuse a data directory where no embedded database was ever made (InputError)."""
+    if not (pgdata_of(data_dir) / "PG_VERSION").exists():
+        where = Path(data_dir).absolute()
+        raise InputError(f"no knowledge base in {where}: no kbctl command has written there",
+                         hint="ingest first (`kbctl ingest files docs/`), or pass the "
+                              "--data-dir (or --db) the ingest used")
 
 
 WRITER_CONNECTIONS = 2

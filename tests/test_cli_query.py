@@ -163,3 +163,14 @@ def test_a_question_past_what_retrieval_takes_is_refused_as_input(
     with pytest.raises(InputError, match="at most 20,000"):
         PostgresMemoryBackend(store.conn, None).search(MemoryScope("bot"), page)
     assert retrieve(store, "word " * 3_999, namespace="ns").hits == []
+
+
+@pytest.mark.parametrize("argv", [["query", "hello"], ["status"], ["eval", "init"],
+                                  ["resync"], ["forget", "docs/"], ["reembed",
+                                                                    "--embedder", "none"]])
+def test_a_reading_command_in_the_wrong_directory_makes_no_database(
+        cli: Cli, workdir: Path, argv: list[str]) -> None:
+    result = cli(*argv, "--data-dir", str(workdir / "nowhere"), db=False)
+    assert result.exit_code == 2, result.output
+    assert f"no knowledge base in {workdir / 'nowhere'}" in result.stderr
+    assert not (workdir / "nowhere").exists()

@@ -78,7 +78,7 @@ def query(
     fusion: str = "weighted",
 ) -> QueryResult:
     """Retrieve the best chunks for ``question`` from the configured namespace."""
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         return retrieve(
             store, question, namespace=settings.namespace, k=k, min_score=min_score,
@@ -119,7 +119,7 @@ def evaluate(
     """
     plan = plan_eval(suites, baseline=baseline, rank_tolerance=rank_tolerance,
                      score_tolerance=score_tolerance, fail_on=fail_on)
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         reranker = resolve_reranker(store, settings)
         if not store.has_chunks(settings.namespace):
@@ -157,7 +157,7 @@ def evaluate(
 def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml") -> str:
     """A starter suite (``yaml`` or ``json`` text) with one case per top-level section of
     the namespace."""
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         sections = store.top_sections(settings.namespace)
     if not sections:
         raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds no "
@@ -176,7 +176,7 @@ def reembed_kb(
     from ..embed.registry import create_embedder
 
     embedder = create_embedder(spec, base_url=settings.embedder_base_url)
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         namespaces = store.namespaces()
         with store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, progress=progress)
@@ -197,7 +197,7 @@ def resync_kb(
     """Resync recorded sources: of ``namespaces``, of every namespace, or of the configured
     one. A kbctl.yaml that lists sources gives the definitions of its namespace (the one
     the settings name); every other namespace syncs the definitions it recorded."""
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         if all_namespaces:
             targets = [s.namespace for s in store.namespace_status() if s.definitions]
             if settings.sources and settings.namespace not in targets:
@@ -235,14 +235,14 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
                   announce: Callable[[str], None] = lambda _m: None) -> ForgetReport:
     """Forget a recorded source of the configured namespace (``kbctl.pipeline.forget``),
     under the namespace's write lock."""
-    with open_store(settings) as store, store.namespace_lock(
+    with open_store(settings, existing=True) as store, store.namespace_lock(
             settings.namespace, wait=wait, timeout_s=lock_timeout, waiting=announce):
         return forget(store, settings.namespace, target, keep_pages=keep_pages)
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
     """Per-namespace sources, chunks, embedder and sync history."""
-    with open_store(settings) as store:
+    with open_store(settings, existing=True) as store:
         ident = store.embedder_identity()
         return StatusReport(embedder=str(ident) if ident else "none",
                             namespaces=store.namespace_status(namespace),
