@@ -106,7 +106,7 @@ CASES = {
     "mkdocs_material": {
         "rule": "mkdocs-material",
         "anchors": ["configuration", "environment-variables", "options"],
-        "langs": ["bash", "toml", "yaml"],
+        "langs": ['bash title="env.sh"', "toml", "yaml"],  # a code block's title stays
         "present": ["Values from the environment win over the file."],
         "absent": [
             "Home page of Lanternfish", "On this page", "Edit this page", "Last update",
@@ -116,7 +116,7 @@ CASES = {
     "docusaurus": {
         "rule": "docusaurus",
         "anchors": ["install-the-cli", "configure"],
-        "langs": ["bash", "bash", "js"],
+        "langs": ["bash", "bash", 'js title="quill.config.js"'],
         "present": ["# Installation", "yarn global add quillstack", "Run `quill doctor`"],
         "absent": [
             "Crumb:", "Sidebar intro link", "TOC:", "On this page", "Edit this page",
@@ -495,6 +495,20 @@ def test_a_tag_like_heading_reads_as_text_in_and_out_of_code() -> None:
     chunks = chunk_markdown(extract_html(html).markdown, slug_headings=False)
     assert chunks[-1].heading_path == ("SSR", "<ClientOnly> vs <Teleport>")
     assert chunks[-1].anchor == "c"
+
+
+def test_a_code_blocks_title_stays_with_it() -> None:
+    html = ("<main><h1 id='t'>Config</h1>"
+            "<div class='language-json codeBlockContainer_x theme-code-block'>"
+            "<div class='codeBlockTitle_Fmol'>package.json</div><div class='codeBlockContent'>"
+            "<pre class='prism-code language-json'><code>{}</code></pre></div></div>"
+            "<div class='language-python highlight'><span class=filename>bubble_sort.py</span>"
+            "<pre><code>def sort(): ...</code></pre></div>"
+            "<div class='highlight-text'><pre>no title</pre></div></main>")
+    markdown = extract_html(html).markdown
+    assert '```json title="package.json"\n{}\n```' in markdown
+    assert '```python title="bubble_sort.py"\ndef sort(): ...\n```' in markdown
+    assert "```\nno title\n```" in markdown or "```text\nno title\n```" in markdown
 
 
 def test_an_emoji_drawn_as_an_image_reads_as_its_text() -> None:

@@ -281,6 +281,23 @@ def _lang_from_class(cls: str) -> str | None:
     return None
 
 
+_TITLE_CLASS = re.compile(r"^(?:filename|code-?block-?title|code-title|codeBlockTitle\w*)$",
+                          re.IGNORECASE)
+MAX_TITLE = 200
+
+
+def _code_title(wrapper: etree._Element) -> str:
+    """The title a code block's wrapper shows above it (Material's ``span.filename``,
+    Docusaurus' ``codeBlockTitle``), fit for a fence's info string; "" without one."""
+    for node in wrapper.iter():
+        if node.tag == "pre":
+            break  # a title comes before the code
+        if any(_TITLE_CLASS.match(c) for c in (node.get("class") or "").split()):
+            text = _WS.sub(" ", "".join(node.itertext())).strip()
+            return text.replace("`", "").replace('"', "'")[:MAX_TITLE]
+    return ""
+
+
 def _code_lang(pre: etree._Element, fallback: str | None) -> str:
     nodes = [pre]
     code = pre.find("code")
@@ -614,18 +631,22 @@ class MarkdownWriter:
             self._anchor_holders = self._heading_holders | _ancestors(_API_TERMS(self.root))
         return el in self._anchor_holders
 
-    def _pre(self, el: etree._Element, out: list[str], lang: str | None = None) -> None:
-        self._fence(_pre_text(el), el, out, lang)
+    def _pre(self, el: etree._Element, out: list[str], lang: str | None = None,
+             title: str = "") -> None:
+        self._fence(_pre_text(el), el, out, lang, title)
 
     def _fence(self, code: str, el: etree._Element, out: list[str],
-               lang: str | None = None) -> None:
+               lang: str | None = None, title: str = "") -> None:
         if "\r" in code:
             code = code.replace("\r\n", "\n").replace("\r", "\n")
         if code.startswith("\n"):
             code = code[1:]
         code = code.rstrip("\n")
         fence = "`" * max(3, _longest_backticks(code) + 1)
-        out.append(f"{fence}{_code_lang(el, lang)}\n{code}\n{fence}")
+        info = _code_lang(el, lang)
+        if title:  # as the page's source writes it: ```json title="package.json"
+            info = f'{info or "text"} title="{title}"'
+        out.append(f"{fence}{info}\n{code}\n{fence}")
 
     def _div(self, el: etree._Element, out: list[str]) -> None:
         cls = el.get("class")
@@ -639,11 +660,13 @@ class MarkdownWriter:
             lang = _lang_from_class(cls)
             if lang is not None:
                 # A code wrapper (Sphinx highlight-x, Material/Docusaurus/VitePress language-x):
-                # its pre is the content; titles, copy buttons and language labels are not.
+                # its pre is the content, under the file name its title gives; copy buttons
+                # and language labels are not content.
                 pres = [p for p in el.iter("pre") if not _in_linenos(p, el)]
                 if pres:
+                    title = _code_title(el)
                     for pre in pres:
-                        self._pre(pre, out, lang)
+                        self._pre(pre, out, lang, title)
                     return
         self._into(el, out)
 
