@@ -497,6 +497,21 @@ def test_a_tag_like_heading_reads_as_text_in_and_out_of_code() -> None:
     assert chunks[-1].anchor == "c"
 
 
+def test_an_admonitions_title_is_a_bold_line_of_its_own() -> None:
+    html = ("<main><h1 id='t'>Install</h1>"
+            "<div class='admonition warning'><p class='admonition-title'>Warning</p>"
+            "<p>Back up first.</p></div>"
+            "<div class='theme-admonition alert alert--success admonition_xJq3'>"
+            "<div class='admonitionHeading_Gvgb'><span class='admonitionIcon_Rf37'><svg></svg>"
+            "</span>tip</div><div class='admonitionContent_BuS1'><p>Use npx.</p></div></div>"
+            "<div class='info custom-block'><p class='custom-block-title'>INFO</p>"
+            "<p>An info box.</p></div></main>")
+    markdown = extract_html(html).markdown
+    assert "**Warning**\n\nBack up first." in markdown
+    assert "**Tip**\n\nUse npx." in markdown
+    assert "**INFO**\n\nAn info box." in markdown
+
+
 def test_a_code_blocks_title_stays_with_it() -> None:
     html = ("<main><h1 id='t'>Config</h1>"
             "<div class='language-json codeBlockContainer_x theme-code-block'>"

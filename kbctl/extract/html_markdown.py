@@ -281,6 +281,9 @@ def _lang_from_class(cls: str) -> str | None:
     return None
 
 
+_ADMONITION_TITLE = re.compile(
+    r"(?:^|\s)(?:admonition-title|custom-block-title|callout-title|admonitionHeading_\w+)"
+    r"(?:\s|$)")
 _TITLE_CLASS = re.compile(r"^(?:filename|code-?block-?title|code-title|codeBlockTitle\w*)$",
                           re.IGNORECASE)
 MAX_TITLE = 200
@@ -648,7 +651,26 @@ class MarkdownWriter:
             info = f'{info or "text"} title="{title}"'
         out.append(f"{fence}{info}\n{code}\n{fence}")
 
+    def _p(self, el: etree._Element, out: list[str]) -> None:
+        if not self._admonition_title(el, out):
+            self._into(el, out)
+
+    def _admonition_title(self, el: etree._Element, out: list[str]) -> bool:
+        """An admonition's title (Sphinx and Material ``p.admonition-title``, VitePress'
+        ``custom-block-title``, Docusaurus' heading) as a bold line of its own, as the
+        files source reads ``!!! note``: as a plain paragraph, "Warning" ran into the
+        text it titles, and Docusaurus' "tip" (capitalised by CSS) read lowercase."""
+        cls = el.get("class")
+        if not cls or _ADMONITION_TITLE.search(cls) is None:
+            return False
+        text = self._one_line(el).strip()
+        if text:
+            out.append(f"**{text[0].upper() + text[1:] if text.islower() else text}**")
+        return True
+
     def _div(self, el: etree._Element, out: list[str]) -> None:
+        if self._admonition_title(el, out):
+            return
         cls = el.get("class")
         if cls == "fragment":
             lines = el.findall("div[@class='line']")
@@ -957,6 +979,7 @@ _HANDLERS: dict[str, _Handler] = {
     "table": MarkdownWriter._table,
     "blockquote": MarkdownWriter._quote,
     "div": MarkdownWriter._div,
+    "p": MarkdownWriter._p,
     "hr": lambda _w, _el, _out: None,
 }
 
