@@ -56,6 +56,23 @@ def test_results_are_distinct_sections(cli: Cli, workdir: Path) -> None:
                 ) == [(True,)]  # which would have filled the top 5
 
 
+def test_a_passage_other_pages_repeat_is_shown_once(cli: Cli, workdir: Path) -> None:
+    # a blog's index, archive and category pages each show a post's excerpt
+    excerpt = ("The gearbox release replaces the old sprocket engine with a faster one "
+               "and keeps every setting as it was.")
+    (workdir / "blog").mkdir()
+    for page in ("index", "archive", "category"):
+        (workdir / "blog" / f"{page}.md").write_text(
+            f"# Blog {page}\n\n## Gearbox released\n\n{excerpt}\n")
+    (workdir / "blog" / "post.md").write_text(
+        f"# Gearbox released\n\n{excerpt} Upgrade with one command.\n")
+    cli.json("ingest", "files", str(workdir / "blog"), "--base-url", "https://d.example/")
+    out = cli.json("query", "gearbox sprocket engine release", "-k", "5")
+    cites = [r["citation"] for r in out["results"]]
+    assert len(cites) == 2  # the post, and one listing's copy of its excerpt
+    assert "https://d.example/post#gearbox-released" in cites
+
+
 def test_an_empty_namespace_says_so(kb: Cli) -> None:
     out = kb.json("query", "install widget", "-n", "typo-of-a-namespace")
     assert out["results"] == [] and out["empty"] is True and out["unmatched"] == []
