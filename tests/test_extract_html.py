@@ -497,6 +497,15 @@ def test_a_tag_like_heading_reads_as_text_in_and_out_of_code() -> None:
     assert chunks[-1].anchor == "c"
 
 
+def test_a_step_by_step_tutorials_step_list_is_navigation() -> None:
+    # Jekyll's tutorial pages each carry the list of all ten steps, with Back and Next
+    html = ("<main><h1 id='t'>Liquid</h1><p>Liquid is a templating language.</p>"
+            "<ol class='step-nav'><li><a href='/01/'>Setup</a></li>"
+            "<li><a href='/02/'>Liquid</a></li></ol></main>")
+    markdown = extract_html(html).markdown
+    assert "templating language" in markdown and "Setup" not in markdown
+
+
 def test_an_admonitions_title_is_a_bold_line_of_its_own() -> None:
     html = ("<main><h1 id='t'>Install</h1>"
             "<div class='admonition warning'><p class='admonition-title'>Warning</p>"

@@ -268,7 +268,7 @@ DROP_CLASSES = frozenset({
     "print-hidden", "td-page-meta", "feedback",
     "skip-link", "navbar", "prev-next", "pager", "rst-footer-buttons", "page-nav",
     "vp-doc-footer", "searchbox", "search", "sidebar-toc", "on-this-page", "page-toc",
-    "toc-drawer", "toc-container", "toc-list", "toc-tree", "view-this-page",
+    "toc-drawer", "toc-container", "toc-list", "toc-tree", "view-this-page", "step-nav",
     # Texinfo's contents and node navigation; Doxygen's code tooltips
     "contents_element", "shortcontents_element", "element-contents",
     "element-shortcontents", "nav-panel", "ttc",
