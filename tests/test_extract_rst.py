@@ -14,7 +14,7 @@ from kbctl.extract.rst import rst_to_markdown
 from kbctl.extract.sphinx_titles import SphinxTitles
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
-from tests.sitebuild import build_sphinx, page_bodies, tool, write_tree
+from tests.sitebuild import build_sphinx, loaded_pages, page_bodies, tool, write_tree
 
 DOC = """\
 .. _top-label:
@@ -201,6 +201,14 @@ def test_rst_files_are_ingested_with_sphinx_urls(tmp_path: Path) -> None:
     [loaded] = list(source.load(expansion.leaves, lambda ref: None))
     assert loaded.document is not None and loaded.document.title == "Main title"
     assert loaded.document.meta["generator"] == "sphinx"
+
+
+def test_the_projects_default_role_reads_text_without_a_role(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"conf.py": "project = 'x'\ndefault_role = 'literal'\n",
+                          "index.rst": "Home\n====\n\nSee `pytest_fixture_setup`.\n"})
+    [page] = loaded_pages(tmp_path)
+    assert page.document is not None
+    assert "See `pytest_fixture_setup`." in page.document.body
 
 
 def test_a_sphinx_section_named_like_a_version_is_a_section(tmp_path: Path) -> None:

@@ -41,6 +41,8 @@ from .rst_sphinx import (
 from .sphinx_includes import SphinxIncludes
 from .sphinx_titles import SphinxTitles
 
+_DEFAULT_ROLE_USE = re.compile(r"^[ \t]*\.\.[ \t]+default-role::[ \t]*([\w.:+-]+)[ \t]*$",
+                               re.MULTILINE)
 _ROLE_USE = re.compile(r"(?<![\w`]):((?:(?!_)\w)+(?:[-.+:](?:(?!_)\w)+)*):`")
 _DIRECTIVE_USE = re.compile(r"^[ \t]*\.\.[ \t]+([\w][\w:.+-]*)[ \t]*::", re.MULTILINE)
 _AUTO_ID = re.compile(r"id\d+")
@@ -257,7 +259,8 @@ def _register(text: str) -> None:
     """Give every role and directive the file uses a handler, so nothing is an error."""
     from .rst_sphinx import CODE_DIRECTIVES, DESCRIBE_DIRECTIVES
 
-    wanted_roles = {m.group(1).lower() for m in _ROLE_USE.finditer(text)}
+    wanted_roles = {m.group(1).lower() for m in _ROLE_USE.finditer(text)} | {
+        m.group(1).lower() for m in _DEFAULT_ROLE_USE.finditer(text)}
     wanted_directives = {m.group(1).lower() for m in _DIRECTIVE_USE.finditer(text)}
     with _REGISTER_LOCK:
         for name in wanted_roles - _BUILTIN_ROLES:
@@ -321,16 +324,20 @@ def _settings():  # docutils settings are a plain Values object; built once
 
 def rst_to_markdown(text: str, *, source: str = "<rst>",
                     includes: SphinxIncludes | None = None,
-                    titles: SphinxTitles | None = None, docname: str = "") -> RstDocument:
+                    titles: SphinxTitles | None = None, docname: str = "",
+                    default_role: str | None = None) -> RstDocument:
     """Parse reStructuredText and write it as markdown with explicit heading ids; with
     ``includes``, the page's ``include`` and ``literalinclude`` read their files; with
     ``titles``, a ``:doc:`` or ``:ref:`` without a title of its own shows its target's
-    (``docname``: the page's, to resolve relative ``:doc:`` targets).
+    (``docname``: the page's, to resolve relative ``:doc:`` targets). ``default_role``:
+    the project's ``default_role`` (pytest's ``literal``), what `text` without a role is.
 
     Raises ``ExtractError`` when docutils cannot parse the file at all, or it is nested
     deeper than ``MAX_MEAN_DEPTH``.
     """
     _check_depth(text)
+    if default_role:  # as conf.py's default_role does, before the page's own directives
+        text = f".. default-role:: {default_role}\n\n{text}"
     _register(text)
     document = new_document(source, _settings())
     document.reporter.stream = None

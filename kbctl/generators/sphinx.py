@@ -28,6 +28,7 @@ from .base import IdRules, Site
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md", ".ipynb")
 # Extensions that make Sphinx read notebooks (MyST-NB reads markdown too)
 _NOTEBOOK_READERS = ("myst_nb", "nbsphinx")
+_ROLE_NAME = re.compile(r"[A-Za-z][\w.:+-]{0,63}")
 # How a suffix named in a list of ``source_suffix`` is read (Sphinx lets the parser an
 # extension registered for it decide, MyST's for .md)
 _FORMAT_OF = {".md": "markdown", ".markdown": "markdown", ".ipynb": "notebook",
@@ -137,6 +138,9 @@ class Sphinx:
                             # a version or a translation is a build of its own, never a
                             # folder of the sources: a development/ folder is a section
                             "copies_in_folders": False}
+                role = assigned(text, "default_role")
+                if isinstance(role, str) and _ROLE_NAME.fullmatch(role):
+                    settings["default_role"] = role  # what `text` without a role is
                 formats = source_formats(assigned(text, "source_suffix"))
                 if formats:
                     # the parsers add their suffixes to the configured ones as Sphinx starts

@@ -433,7 +433,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         includes = SphinxIncludes(source_dir=site.content, project=site.project, reads=reads)
         try:
             rst = rst_to_markdown(text, source=str(path), includes=includes,
-                                  titles=file.titles, docname=_docname(file))
+                                  titles=file.titles, docname=_docname(file),
+                                  default_role=site.settings.get("default_role"))
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
         if reads:
