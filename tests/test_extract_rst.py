@@ -211,6 +211,18 @@ def test_the_projects_default_role_reads_text_without_a_role(tmp_path: Path) -> 
     assert "See `pytest_fixture_setup`." in page.document.body
 
 
+def test_the_projects_extlinks_show_their_captions(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"conf.py": "project = 'x'\nextlinks = {\n    'issue': "
+                                     "('https://github.com/o/r/issues/%s', '#%s'),\n"
+                                     "    'pypi': ('https://pypi.org/project/%s', None),\n}\n",
+                          "index.rst": "Home\n====\n\nFixed :issue:`1427` and :issue:`the "
+                                       "crash <12>`; see :pypi:`attrs`.\n"})
+    [page] = loaded_pages(tmp_path)
+    assert page.document is not None
+    assert ("Fixed #1427 and the crash; see https://pypi.org/project/attrs."
+            in page.document.body)
+
+
 def test_a_sphinx_section_named_like_a_version_is_a_section(tmp_path: Path) -> None:
     # a version of a Sphinx project is a build of its own, never a folder of its sources
     write_tree(tmp_path, {"conf.py": "project = 'x'\n", "index.rst": "Home\n====\n",

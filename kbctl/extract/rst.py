@@ -32,6 +32,7 @@ from .rst_sphinx import (
     IGNORED_DIRECTIVES,
     LABELLED_DIRECTIVES,
     PYTHON_CODE_DIRECTIVES,
+    ProjectRoles,
     api_display,
     api_fullname,
     api_id,
@@ -255,8 +256,9 @@ class _Describe(_Lenient):
         return [node]
 
 
-def _register(text: str) -> None:
-    """Give every role and directive the file uses a handler, so nothing is an error."""
+def _register(text: str, extlinks: tuple[str, ...] = ()) -> None:
+    """Give every role and directive the file uses a handler, so nothing is an error; a
+    project's ``extlinks`` roles are ours even where docutils has one of that name."""
     from .rst_sphinx import CODE_DIRECTIVES, DESCRIBE_DIRECTIVES
 
     wanted_roles = {m.group(1).lower() for m in _ROLE_USE.finditer(text)} | {
@@ -264,7 +266,7 @@ def _register(text: str) -> None:
     wanted_directives = {m.group(1).lower() for m in _DIRECTIVE_USE.finditer(text)}
     with _REGISTER_LOCK:
         for name in wanted_roles - _BUILTIN_ROLES:
-            if name not in roles._roles:  # noqa: SLF001
+            if name not in roles._roles or name in extlinks:  # noqa: SLF001
                 roles.register_local_role(name, _sphinx_role)
         directives.register_directive("include", _Include)
         directives.register_directive("only", _Only)
@@ -295,7 +297,8 @@ def _titled(kind: str, target: str) -> str | None:
 def _sphinx_role(name: str, rawtext: str, text: str, lineno: int, inliner: object,
                  options: dict | None = None, content: list | None = None
                  ) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-    shown, literal = role_text(name.lower(), nodes.unescape(text), _titled)
+    shown, literal = role_text(name.lower(), nodes.unescape(text), _titled,
+                               getattr(_PAGE, "extlinks", None))
     node: nodes.Node = nodes.literal(rawtext, shown) if literal else nodes.Text(shown)
     return [node], []
 
@@ -325,26 +328,28 @@ def _settings():  # docutils settings are a plain Values object; built once
 def rst_to_markdown(text: str, *, source: str = "<rst>",
                     includes: SphinxIncludes | None = None,
                     titles: SphinxTitles | None = None, docname: str = "",
-                    default_role: str | None = None) -> RstDocument:
+                    project: ProjectRoles | None = None) -> RstDocument:
     """Parse reStructuredText and write it as markdown with explicit heading ids; with
     ``includes``, the page's ``include`` and ``literalinclude`` read their files; with
     ``titles``, a ``:doc:`` or ``:ref:`` without a title of its own shows its target's
-    (``docname``: the page's, to resolve relative ``:doc:`` targets). ``default_role``:
-    the project's ``default_role`` (pytest's ``literal``), what `text` without a role is.
+    (``docname``: the page's, to resolve relative ``:doc:`` targets). ``project``: what
+    the project's ``conf.py`` makes of roles (its ``default_role`` and ``extlinks``).
 
     Raises ``ExtractError`` when docutils cannot parse the file at all, or it is nested
     deeper than ``MAX_MEAN_DEPTH``.
     """
     _check_depth(text)
-    if default_role:  # as conf.py's default_role does, before the page's own directives
-        text = f".. default-role:: {default_role}\n\n{text}"
-    _register(text)
+    if project and project.default_role:  # as conf.py's does, before the page's own
+        text = f".. default-role:: {project.default_role}\n\n{text}"
+    _register(text, tuple(project.extlinks) if project else ())
     document = new_document(source, _settings())
     document.reporter.stream = None
     writer = _Writer()
     outer, _PAGE.includes = getattr(_PAGE, "includes", None), includes
-    outer_titles = getattr(_PAGE, "titles", None), getattr(_PAGE, "docname", "")
+    outer_titles = (getattr(_PAGE, "titles", None), getattr(_PAGE, "docname", ""),
+                    getattr(_PAGE, "extlinks", None))
     _PAGE.titles, _PAGE.docname = titles, docname
+    _PAGE.extlinks = project.extlinks if project else None
     try:
         Parser().parse(text, document)
         PropagateTargets(document).apply()
@@ -353,7 +358,7 @@ def rst_to_markdown(text: str, *, source: str = "<rst>",
         raise ExtractError(f"cannot parse reStructuredText: {exc}") from exc
     finally:
         _PAGE.includes = outer
-        _PAGE.titles, _PAGE.docname = outer_titles
+        _PAGE.titles, _PAGE.docname, _PAGE.extlinks = outer_titles
     return RstDocument(title=writer.title, markdown=writer.output())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "code", "doctest", "testcode",
@@ -78,14 +79,36 @@ _PROSE_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "issue": "issue {}", "gh": "gh
                 "cve": "CVE-{}", "cwe": "CWE-{}"}
 
 
+@dataclass(frozen=True)
+class ProjectRoles:
+    """What a project's ``conf.py`` makes of roles: ``default_role`` (what `text` without
+    a role is: pytest's ``literal``) and the captions of its ``extlinks`` (``issue`` →
+    ``#%s``; None: the link's URL is shown)."""
+
+    default_role: str | None = None
+    extlinks: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+def extlink_text(url: str, caption: str | None, target: str) -> str:
+    """What Sphinx shows for an extlink role without a title: its caption with the target
+    put in (``#%s`` → ``#1427``), or the URL it links to."""
+    pattern = caption if caption is not None else url
+    return pattern.replace("%s", target) if "%s" in pattern else pattern + target
+
+
 def role_text(name: str, text: str,
-              titled: Callable[[str, str], str | None] | None = None) -> tuple[str, bool]:
+              titled: Callable[[str, str], str | None] | None = None,
+              extlinks: Mapping[str, tuple[str, str | None]] | None = None
+              ) -> tuple[str, bool]:
     """(what a reader sees for ``:name:`text```, whether it is set as code). ``titled``
-    gives the title a ``doc`` or ``ref`` written without one shows (kind, target)."""
+    gives the title a ``doc`` or ``ref`` written without one shows (kind, target);
+    ``extlinks``, the project's (``ProjectRoles``)."""
     domain_free = name.split(":")[-1]
     title, _, target = text.partition("<")
     explicit_title = bool(target and text.rstrip().endswith(">") and title.strip())
     shown = title.strip() if explicit_title else text.strip()
+    if extlinks and name in extlinks:
+        return (shown if explicit_title else extlink_text(*extlinks[name], shown)), False
     if domain_free in _PROSE_ROLES and not explicit_title:
         return _PROSE_ROLES[domain_free].format(shown.lstrip("!")), False
     if domain_free == "menuselection":

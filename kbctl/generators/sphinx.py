@@ -141,6 +141,7 @@ class Sphinx:
                 role = assigned(text, "default_role")
                 if isinstance(role, str) and _ROLE_NAME.fullmatch(role):
                     settings["default_role"] = role  # what `text` without a role is
+                settings["extlinks"] = _extlinks(assigned(text, "extlinks"))
                 formats = source_formats(assigned(text, "source_suffix"))
                 if formats:
                     # the parsers add their suffixes to the configured ones as Sphinx starts
@@ -197,6 +198,19 @@ def assigned(conf: str, name: str) -> Any:
             MemoryError, IndentationError):
         return None
     return None
+
+
+def _extlinks(value: Any) -> dict[str, tuple[str, str | None]]:
+    """``extlinks`` ({role: (URL pattern, caption pattern or None)}), what can be read."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, tuple[str, str | None]] = {}
+    for name, link in list(value.items())[:_MAX_PATTERNS]:
+        if (isinstance(name, str) and _ROLE_NAME.fullmatch(name)
+                and isinstance(link, tuple | list) and len(link) == 2
+                and isinstance(link[0], str) and isinstance(link[1], str | None)):
+            out[name.lower()] = (link[0], link[1])
+    return out
 
 
 def _myst_settings(conf: str) -> dict[str, Any]:

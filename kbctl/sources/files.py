@@ -428,13 +428,15 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
                         format="markdown", meta=dict(stamp))
     if fmt == "rst":
         from ..extract.rst import rst_to_markdown
+        from ..extract.rst_sphinx import ProjectRoles
 
         reads: list[Path] = []
         includes = SphinxIncludes(source_dir=site.content, project=site.project, reads=reads)
         try:
             rst = rst_to_markdown(text, source=str(path), includes=includes,
                                   titles=file.titles, docname=_docname(file),
-                                  default_role=site.settings.get("default_role"))
+                                  project=ProjectRoles(site.settings.get("default_role"),
+                                                       site.settings.get("extlinks") or {}))
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
         if reads:
