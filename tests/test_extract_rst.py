@@ -147,6 +147,11 @@ def test_only_shows_what_an_html_build_shows(expression: str, shown: bool) -> No
     assert "After." in markdown and "latex" not in markdown.replace("Conditional", "")
 
 
+def test_a_terms_classifier_follows_a_colon() -> None:
+    markdown = rst_to_markdown("Page\n====\n\nchecks : set\n    The checks to run.\n").markdown
+    assert "**checks : set**\nThe checks to run." in markdown
+
+
 def test_a_python_reference_shows_no_leading_dot() -> None:
     markdown = rst_to_markdown("Page\n====\n\nUse :func:`.lazyload`, :py:class:`.Engine` "
                                "and :meth:`~.Query.all`.\n").markdown

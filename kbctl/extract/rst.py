@@ -551,8 +551,9 @@ class _Writer:
         for item in node.children:
             if not isinstance(item, nodes.definition_list_item):
                 continue
-            term = " ".join(self.inline(t) for t in item.children
-                            if isinstance(t, nodes.term | nodes.classifier))
+            # "term : classifier" reads as Sphinx shows it, the classifiers after colons
+            term = " : ".join(self.inline(t) for t in item.children
+                              if isinstance(t, nodes.term | nodes.classifier))
             definition = item.next_node(nodes.definition)
             body = self.body(definition.children, level) if definition is not None else []
             out.append(f"**{term}**" + ("\n" + body[0] if body else ""))
