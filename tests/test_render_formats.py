@@ -96,3 +96,17 @@ def test_report_tables_wrap_what_does_not_fit_at_80_columns() -> None:
     shown = console.export_text()
     assert "…" not in shown
     assert "".join(line.strip("│ ") for line in shown.splitlines()).count("page-that-f") >= 1
+
+
+def test_a_memory_window_past_the_end_says_so() -> None:
+    from kbctl.memory.model import MemoryText
+    from kbctl.render.memory import text_view
+
+    def footer(text: MemoryText) -> str:
+        return "".join(str(p) for s, p in text_view(text).parts if s == "err")
+
+    past = MemoryText(path="memory/agent/a.md", tier="agent", from_line=5, line_count=0,
+                      total_lines=3, text="", backend="postgres")
+    assert "no line 5: it has 3 lines" in footer(past)
+    window = replace(past, from_line=2, line_count=1, text="two")
+    assert "lines 2–2 of 3" in footer(window)

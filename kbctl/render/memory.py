@@ -163,9 +163,9 @@ def search_table(r: MemorySearchResult, *, citations: bool = True, **options: An
 
 def text_view(r: MemoryText, **options: Any) -> Rendered:
     out = Rendered.stdout(plain(r.text, keep_newlines=True) + "\n") if r.text else Rendered()
-    return out + Rendered.stderr(styled(
-        f"[dim]{shown(r.path)}: lines {r.from_line}–"
-        f"{r.from_line + max(r.line_count, 1) - 1} of {r.total_lines}[/dim]"))
+    window = (f"lines {r.from_line}–{r.from_line + r.line_count - 1} of {r.total_lines}"
+              if r.line_count else f"no line {r.from_line}: it has {r.total_lines} lines")
+    return out + Rendered.stderr(styled(f"[dim]{shown(r.path)}: {window}[/dim]"))
 
 
 def write_summary(r: WriteResult, **options: Any) -> Rendered:

@@ -321,7 +321,8 @@ def _refuse_collisions(leaves: list[Leaf]) -> list[Leaf]:
             out.append(group[0])
             continue
         names = " and ".join(str(leaf.hint.path) for leaf in group)
-        error = SourceError(f"{names} all cite {ref}; rename or exclude all but one",
+        every = "both" if len(group) == 2 else "all"
+        error = SourceError(f"{names} {every} cite {ref}; rename or exclude all but one",
                             hint="each page needs its own address (see --exclude)")
         out += [Leaf(ref=leaf.ref, url=leaf.url,
                      hint=dataclasses.replace(leaf.hint, error=leaf.hint.error or error))
