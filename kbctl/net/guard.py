@@ -320,8 +320,7 @@ def vet(url: str, addresses: Iterable[IPAddress], policy: NetPolicy) -> list[IPA
         if verdict:
             reason, liftable = verdict
             if liftable:
-                raise BlockedURL(f"blocked {url}: {reason}; {PRIVATE_HINT}", url=url,
-                                 hint=PRIVATE_HINT)
+                raise BlockedURL(f"blocked {url}: {reason}", url=url, hint=PRIVATE_HINT)
             raise BlockedURL(f"blocked {url}: {reason}", url=url)
     return vetted
 
