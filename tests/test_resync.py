@@ -115,13 +115,21 @@ def test_failed_source_keeps_its_chunks(cli: Cli, workdir: Path) -> None:
     status = cli.json("status")
     [ns] = status["namespaces"]
     assert ns["lastRunFailures"] == 1 and ns["sources"] == 3
+    # the morning after: which page failed, and why, without running it again
+    [definition] = status["sourceDefinitions"]
+    [error] = definition["lastErrors"]
+    assert "page001.md" in error["error"] and error["type"] == "ExtractError"
+    shown = cli("status").stdout
+    assert "last run: " in shown and "page001.md" in shown
 
 
 def test_status_reports_each_namespace(cli: Cli, workdir: Path) -> None:
     site = _site(workdir / "site", 2)
     cli.json("ingest", "files", str(site), "-n", "docs")
-    cli.json("ingest", "text", "--ref", "x", "-n", "notes", input="# X\n\ny\n")
+    cli.json("ingest", "text", "--ref", "x", "-n", "notes", input="# X\n\n" + "y " * 200)
     status = cli.json("status")
+    options = {d["namespace"]: d["options"] for d in status["sourceDefinitions"]}
+    assert options["notes"]["body"] == "<405 characters>"  # a text's body, not shown whole
     got = {n["namespace"]: (n["sources"], n["definitions"]) for n in status["namespaces"]}
     assert got == {"docs": (2, 1), "notes": (1, 1)}
     assert all(n["lastOkAt"] for n in status["namespaces"])

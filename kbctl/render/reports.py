@@ -97,10 +97,20 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
                      title="source definitions (resync runs these)",
                      title_justify="left")
         for d in report.source_definitions:
-            defs.add_row(shown(d.namespace), d.kind, shown(d.target),
+            options = " ".join(f"{k}={v}" for k, v in d.options.items()
+                               if k != "allow_private_network")
+            defs.add_row(shown(d.namespace), d.kind, styled(shown(d.target) + (
+                f"\n[dim]{shown(options)}[/dim]" if options else "")),
                          "allowed" if d.allow_private_network else "",
                          _when(d.last_ok_at), str(d.last_run_failures))
         out += Rendered.stdout(defs)
+        for d in report.source_definitions:  # why the last run failed, for the morning after
+            if d.last_errors:
+                more = d.last_run_failures - 1
+                out += Rendered.stdout(styled(
+                    f"[red]{d.kind} {shown(d.target)}[/red] last run: "
+                    f"{shown(str(d.last_errors[0].get('error')))}"
+                    + (f" [dim](and {more} more; --json lists them)[/dim]" if more else "")))
     return out
 
 
