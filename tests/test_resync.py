@@ -130,6 +130,9 @@ def test_status_reports_each_namespace(cli: Cli, workdir: Path) -> None:
     status = cli.json("status")
     options = {d["namespace"]: d["options"] for d in status["sourceDefinitions"]}
     assert options["notes"]["body"] == "<405 characters>"  # a text's body, not shown whole
+    assert [n["namespace"] for n in cli.json("status", "-n", "docs")["namespaces"]] == ["docs"]
+    typo = cli("status", "-n", "dosc")
+    assert typo.exit_code == 2 and "'docs', 'notes'" in typo.stderr
     got = {n["namespace"]: (n["sources"], n["definitions"]) for n in status["namespaces"]}
     assert got == {"docs": (2, 1), "notes": (1, 1)}
     assert all(n["lastOkAt"] for n in status["namespaces"])

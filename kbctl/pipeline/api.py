@@ -241,9 +241,16 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
-    """Per-namespace sources, chunks, embedder and sync history."""
+    """Per-namespace sources, chunks, embedder and sync history. A ``namespace`` that
+    holds nothing and records nothing is bad input naming those that do (a typo must not
+    read as an empty table)."""
     with open_store(settings, existing=True) as store:
         ident = store.embedder_identity()
+        if namespace is not None and not store.namespace_status(namespace) \
+                and not store.list_defs(namespace):
+            known = ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"
+            raise InputError(f"namespace '{namespace}' holds nothing (namespaces: {known})",
+                             hint=EMPTY_NAMESPACE_HINT)
         return StatusReport(embedder=str(ident) if ident else "none",
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
