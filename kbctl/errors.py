@@ -82,6 +82,11 @@ class InputError(KbctlError):
     exit_code = 2
 
 
+class UsageError(InputError):
+    """The command line itself is wrong: an unknown flag, a missing argument, a value of
+    the wrong type."""
+
+
 class ConfigError(InputError):
     """Invalid kbctl.yaml or option combination."""
 

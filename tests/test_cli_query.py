@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -191,3 +193,25 @@ def test_a_reading_command_in_the_wrong_directory_makes_no_database(
     assert result.exit_code == 2, result.output
     assert f"no knowledge base in {workdir / 'nowhere'}" in result.stderr
     assert not (workdir / "nowhere").exists()
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["query", "install", "--json", "--top-k", "abc"], "--top-k"),
+    (["status", "--json", "--bogus"], "No such option: --bogus"),
+    (["query", "--json"], "Missing argument"),
+])
+def test_a_usage_error_under_json_is_a_json_document(workdir: Path, argv: list[str],
+                                                      words: str) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KBCTL_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    result = subprocess.run([sys.executable, "-c", "from kbctl.cli import main; main()",
+                             *argv], cwd=workdir, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stderr
+    document = json.loads(result.stdout)  # stdout holds one JSON document, as ever
+    assert document["error"]["type"] == "UsageError" and words in document["error"]["message"]
+    assert document["exitCode"] == 2 and "--help" in document["error"]["hint"]
+    assert "Traceback" not in result.stderr

@@ -8,12 +8,14 @@ place; errors become exit codes in ``common.guard`` only, output goes through
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Annotated
 
 import typer
 
 from .. import __version__
-from ..errors import TerminateSignal
+from ..errors import TerminateSignal, UsageError
+from ..render import Output
 from . import (
     doctor,
     ingest,
@@ -71,9 +73,30 @@ app.command("doctor")(doctor.doctor)
 
 def main() -> None:
     """Console-script entry point. SIGTERM stops a command the way Ctrl-C does (a message,
-    its own exit code, the server handle dropped) rather than killing it mid-step."""
+    its own exit code, the server handle dropped) rather than killing it mid-step. With
+    ``--json``, a mistake in the command line itself is a JSON document on stdout too."""
     signal.signal(signal.SIGTERM, _terminate)
-    app()
+    if "--json" not in sys.argv[1:]:
+        app()
+        return
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        context = getattr(exc, "ctx", None)
+        command = getattr(context, "command_path", None) or "kbctl"
+        Output(json_mode=True).error(UsageError(
+            exc.format_message(), hint=f"see `{command} --help`"))  # type: ignore[attr-defined]
+        sys.exit(UsageError.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """A click usage error (an unknown flag, a bad value), by its API: Typer may bring its
+    own copy of click, so the class is not the one ``click`` names."""
+    return any(cls.__name__ == "UsageError" for cls in type(exc).__mro__) and callable(
+        getattr(exc, "format_message", None))
 
 
 def _terminate(signum: int, frame: object) -> None:
