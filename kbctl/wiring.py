@@ -45,8 +45,14 @@ def open_store(settings: Settings, *, existing: bool = False) -> Iterator[Knowle
 
 
 def require_embedded(data_dir: str | Path) -> None:
-    """Refuse a data directory where no embedded database was ever made (InputError)."""
-    if not (pgdata_of(data_dir) / "PG_VERSION").exists():
+    """Refuse a data directory where no embedded database was ever begun (InputError).
+    One that holds something else is left to the server's start, whose error says why."""
+    pgdata = pgdata_of(data_dir)
+    try:
+        begun = pgdata.is_dir() and next(pgdata.iterdir(), None) is not None
+    except OSError:
+        begun = True  # unreadable: the server's start names the reason
+    if not begun:
         where = Path(data_dir).absolute()
         raise InputError(f"no knowledge base in {where}: no kbctl command has written there",
                          hint="ingest first (`kbctl ingest files docs/`), or pass the "

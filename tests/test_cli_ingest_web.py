@@ -158,7 +158,7 @@ def test_the_same_server_is_refused_without_the_opt_in(cli: Cli, site: LocalServ
     assert report["failed"] == 1 and report["added"] == 0
     [error] = report["errors"]
     assert "loopback (127.0.0.0/8)" in error["error"]
-    assert "--allow-private-network" in error["error"] and error["type"] == "BlockedURL"
+    assert "--allow-private-network" in error["hint"] and error["type"] == "BlockedURL"
     assert site.requests == []
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(0,)]
 
