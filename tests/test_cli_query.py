@@ -66,13 +66,13 @@ def test_a_passage_other_pages_repeat_is_shown_once(cli: Cli, workdir: Path) -> 
     for page in ("index", "archive", "category"):
         (workdir / "blog" / f"{page}.md").write_text(
             f"# Blog {page}\n\n## Gearbox released\n\n{excerpt}\n")
-    (workdir / "blog" / "post.md").write_text(
+    (workdir / "blog" / "post.md").write_text(  # the post says more than its excerpt
         f"# Gearbox released\n\n{excerpt} Upgrade with one command.\n")
     cli.json("ingest", "files", str(workdir / "blog"), "--base-url", "https://d.example/")
     out = cli.json("query", "gearbox sprocket engine release", "-k", "5")
     cites = [r["citation"] for r in out["results"]]
-    assert len(cites) == 2  # the post, and one listing's copy of its excerpt
-    assert "https://d.example/post#gearbox-released" in cites
+    assert cites[0] == "https://d.example/post#gearbox-released"  # it says the most
+    assert len(cites) == 1  # the listings' excerpts, all within it, are not shown again
 
 
 def test_an_empty_namespace_says_so(kb: Cli) -> None:

@@ -105,22 +105,23 @@ def distinct_sections(rows: Sequence[ScoredChunk]) -> list[ScoredChunk]:
     """Each cited section once, at its best passage's rank: a long section's chunks share
     one citation, and three of them in a top 5 told a reader nothing the first did while
     pushing out other sections (on the Python docs dev set, a third of lexical top 5s
-    held such repeats). So is a passage that other pages repeat: a blog's index, archive,
-    category and second pages all show a post's excerpt, under breadcrumbs of their own
-    (sections of one page that say the same short thing stay: their headings differ)."""
+    held such repeats). So is a passage another page's result already showed in full: a
+    blog's index, archive, category and second pages all show a post's excerpt, under
+    breadcrumbs of their own (sections of one page that say the same short thing stay:
+    their headings differ; a fuller passage after an excerpt stays: it says more)."""
     seen: set[tuple[str, str | None]] = set()
-    passages: dict[str, str] = {}  # a passage's text -> the page it was first seen on
+    shown: list[tuple[str, str]] = []  # (passage, page) of the rows kept
     out = []
     for row in rows:
         url = row.meta.get("url") or row.source_url
         key = (url, row.meta.get("anchor"))
         body = row.text.split("\n\n", 1)[-1] if row.meta.get("headingPath") else row.text
         passage = " ".join(body.split())
-        first = passages.get(passage) if len(passage) >= MIN_REPEATED_PASSAGE else None
-        if key in seen or (first is not None and first != url):
+        if key in seen or (len(passage) >= MIN_REPEATED_PASSAGE and any(
+                page != url and passage in earlier for earlier, page in shown)):
             continue
         seen.add(key)
-        passages.setdefault(passage, url)
+        shown.append((passage, url))
         out.append(row)
     return out
 
