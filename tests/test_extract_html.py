@@ -506,6 +506,12 @@ def test_a_step_by_step_tutorials_step_list_is_navigation() -> None:
     assert "templating language" in markdown and "Setup" not in markdown
 
 
+def test_a_collapsible_blocks_summary_is_its_title() -> None:
+    html = ("<main><h1 id='t'>Notes</h1><details class='note'><summary>Read this</summary>"
+            "<p>Folded text.</p></details></main>")
+    assert "**Read this**\n\nFolded text." in extract_html(html).markdown
+
+
 def test_an_admonitions_title_is_a_bold_line_of_its_own() -> None:
     html = ("<main><h1 id='t'>Install</h1>"
             "<div class='admonition warning'><p class='admonition-title'>Warning</p>"
@@ -533,6 +539,13 @@ def test_a_code_blocks_title_stays_with_it() -> None:
     assert '```json title="package.json"\n{}\n```' in markdown
     assert '```python title="bubble_sort.py"\ndef sort(): ...\n```' in markdown
     assert "```\nno title\n```" in markdown or "```text\nno title\n```" in markdown
+    sphinx = ("<main><h1 id='t'>Templates</h1><div class='literal-block-wrapper docutils "
+              "container' id='id20'><div class='code-block-caption'><span class='caption-text'>"
+              "<code>page.txt</code></span><a class='headerlink' href='#id20'>¶</a></div>"
+              "<div class='highlight-jinja notranslate'><div class='highlight'><pre>{% block %}"
+              "</pre></div></div></div></main>")
+    assert '```jinja title="page.txt"\n{% block %}\n```' in extract_html(sphinx).markdown
+    assert "¶" not in extract_html(sphinx).markdown
 
 
 def test_an_emoji_drawn_as_an_image_reads_as_its_text() -> None:

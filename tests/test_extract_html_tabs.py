@@ -25,6 +25,13 @@ VITEPRESS = (
     "</div><div class='blocks'><div class='language-bash active'><span class='lang'>bash"
     "</span><pre><code>npm i x</code></pre></div><div class='language-bash'>"
     "<span class='lang'>bash</span><pre><code>yarn add x</code></pre></div></div></div>")
+INLINE_TABS = (  # sphinx-inline-tabs (Furo): labels among the panels
+    "<div class='tab-set docutils'><input checked class='tab-input' id='a' name='s' "
+    "type='radio'><label class='tab-label' for='a'>npm</label><div class='tab-content "
+    "docutils'><div class='highlight-bash'><pre>npm i x</pre></div></div><input "
+    "class='tab-input' id='b' name='s' type='radio'><label class='tab-label' for='b'>yarn"
+    "</label><div class='tab-content docutils'><div class='highlight-bash'><pre>yarn add x"
+    "</pre></div></div></div>")
 STARLIGHT = (
     "<starlight-tabs><ul role='tablist'><li role='presentation'><a role='tab' "
     "href='#p0' id='t0'>npm</a></li><li role='presentation'><a role='tab' href='#p1' "
@@ -38,7 +45,7 @@ def _page(body: str) -> str:
             f"<p>Install it:</p>{body}<p>Done.</p></main></body></html>")
 
 
-@pytest.mark.parametrize("tabs", [DOCUSAURUS, MATERIAL, VITEPRESS])
+@pytest.mark.parametrize("tabs", [DOCUSAURUS, MATERIAL, VITEPRESS, INLINE_TABS])
 def test_each_panel_reads_under_its_label(tabs: str) -> None:
     markdown = extract_html(_page(tabs)).markdown
     assert "**npm**\n\n```bash\nnpm i x\n```\n\n**yarn**\n\n```bash\nyarn add x\n```" in markdown

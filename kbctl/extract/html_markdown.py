@@ -291,14 +291,38 @@ MAX_TITLE = 200
 
 def _code_title(wrapper: etree._Element) -> str:
     """The title a code block's wrapper shows above it (Material's ``span.filename``,
-    Docusaurus' ``codeBlockTitle``), fit for a fence's info string; "" without one."""
+    Docusaurus' ``codeBlockTitle``, Sphinx's caption just before it), fit for a fence's
+    info string; "" without one."""
+    title: etree._Element | None = None
     for node in wrapper.iter():
         if node.tag == "pre":
             break  # a title comes before the code
         if any(_TITLE_CLASS.match(c) for c in (node.get("class") or "").split()):
-            text = _WS.sub(" ", "".join(node.itertext())).strip()
-            return text.replace("`", "").replace('"', "'")[:MAX_TITLE]
-    return ""
+            title = node
+            break
+    if title is None:
+        title = _sphinx_caption(wrapper)
+    if title is None:
+        return ""
+    text = _WS.sub(" ", "".join(title.itertext())).strip()
+    return text.replace("`", "").replace('"', "'")[:MAX_TITLE]
+
+
+def _sphinx_caption(code: etree._Element) -> etree._Element | None:
+    """The ``caption-text`` of the ``code-block-caption`` right before a Sphinx code block
+    (both in a ``literal-block-wrapper``), or None."""
+    caption = code.getprevious()
+    if caption is None or "code-block-caption" not in (caption.get("class") or "").split():
+        return None
+    return next((n for n in caption.iter() if "caption-text" in (n.get("class") or "").split()),
+                None)
+
+
+def _is_sphinx_caption(el: etree._Element) -> bool:
+    """A ``code-block-caption`` whose code block follows: read as that block's title."""
+    following = el.getnext()
+    return ("code-block-caption" in (el.get("class") or "").split() and following is not None
+            and _lang_from_class(following.get("class") or "") is not None)
 
 
 def _code_lang(pre: etree._Element, fallback: str | None) -> str:
@@ -651,6 +675,12 @@ class MarkdownWriter:
             info = f'{info or "text"} title="{title}"'
         out.append(f"{fence}{info}\n{code}\n{fence}")
 
+    def _summary(self, el: etree._Element, out: list[str]) -> None:
+        """A collapsible block's summary (Material's ``??? note``) is its title."""
+        text = self._one_line(el).strip()
+        if text:
+            out.append(f"**{text}**")
+
     def _p(self, el: etree._Element, out: list[str]) -> None:
         if not self._admonition_title(el, out):
             self._into(el, out)
@@ -669,7 +699,7 @@ class MarkdownWriter:
         return True
 
     def _div(self, el: etree._Element, out: list[str]) -> None:
-        if self._admonition_title(el, out):
+        if self._admonition_title(el, out) or _is_sphinx_caption(el):
             return
         cls = el.get("class")
         if cls == "fragment":
@@ -980,6 +1010,7 @@ _HANDLERS: dict[str, _Handler] = {
     "blockquote": MarkdownWriter._quote,
     "div": MarkdownWriter._div,
     "p": MarkdownWriter._p,
+    "summary": MarkdownWriter._summary,
     "hr": lambda _w, _el, _out: None,
 }
 

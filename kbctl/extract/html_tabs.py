@@ -13,6 +13,7 @@ MkDocs' or Docusaurus' sources, and the label list is not read. The shapes:
   ``.tabbed-labels`` in its alternate style) and ``.tabbed-block`` or ``.tabbed-content``
   panels, in order;
 - sphinx-design: ``.sd-tab-set`` with ``label.sd-tab-label`` and ``.sd-tab-content``;
+  sphinx-inline-tabs the same without the ``sd-`` prefixes;
 - VitePress code groups: ``.vp-code-group`` with labels in ``.tabs`` and one block each
   in ``.blocks``.
 
@@ -32,12 +33,13 @@ _WS = re.compile(r"\s+")
 _SETS = (
     ("tabbed-set", "label", "tabbed-block", "tabbed-labels"),
     ("sd-tab-set", "label", "sd-tab-content", None),
+    ("tab-set", "label", "tab-content", None),  # sphinx-inline-tabs (Furo, pip, pytest)
     ("vp-code-group", "label", None, "tabs"),
 )
 MAX_TAB_SETS = 200
 _FIND = etree.XPath(
     "//*[@role='tablist'] | //*[contains(@class, 'tabbed-set') or contains(@class, "
-    "'sd-tab-set') or contains(@class, 'vp-code-group')]")
+    "'tab-set') or contains(@class, 'vp-code-group')]")
 
 
 @dataclass
