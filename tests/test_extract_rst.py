@@ -147,6 +147,18 @@ def test_only_shows_what_an_html_build_shows(expression: str, shown: bool) -> No
     assert "After." in markdown and "latex" not in markdown.replace("Conditional", "")
 
 
+def test_tabs_and_code_captions_read_as_the_page_shows_them() -> None:
+    text = ("Page\n====\n\n.. code-block:: jinja\n   :caption: page.txt\n\n"
+            "   {% block body %}\n\n.. tab-set::\n\n   .. tab-item:: Linux\n\n"
+            "      apt install x\n\n.. tabs::\n\n   .. code-tab:: py Python\n\n"
+            "      print(1)\n\n.. tab:: macOS\n\n   brew install x\n")
+    markdown = rst_to_markdown(text).markdown
+    assert '```jinja title="page.txt"\n{% block body %}\n```' in markdown
+    assert "**Linux**\n\napt install x" in markdown
+    assert "**Python**\n\n```py\nprint(1)\n```" in markdown
+    assert "**macOS**\n\nbrew install x" in markdown
+
+
 def test_a_terms_classifier_follows_a_colon() -> None:
     markdown = rst_to_markdown("Page\n====\n\nchecks : set\n    The checks to run.\n").markdown
     assert "**checks : set**\nThe checks to run." in markdown

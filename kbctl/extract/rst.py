@@ -107,11 +107,31 @@ class _Code(_Lenient):
     """``code-block``, ``sourcecode``, ``code``, ``doctest`` …: a fence with its language."""
 
     def run(self) -> list[nodes.Node]:
+        words = self.arguments[0].split() if self.arguments else []
         language = "python" if self.name in PYTHON_CODE_DIRECTIVES else (
-            self.arguments[0].split()[0] if self.arguments else "")
+            words[0] if words else "")
         block = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
         block["language"] = language
+        caption = self.options.get("caption")
+        if isinstance(caption, str) and caption.strip():  # the file name shown above it
+            block["title"] = " ".join(caption.split())
+        if self.name == "code-tab":  # sphinx-tabs: ".. code-tab:: py Python", its label
+            label = " ".join(words[1:]) or language
+            return [_tab_label(label), block] if label else [block]
         return [block]
+
+
+def _tab_label(label: str) -> nodes.paragraph:
+    return nodes.paragraph("", "", nodes.strong(label, label))
+
+
+class _Tab(_Lenient):
+    """A content tab (``.. tab:: Linux``, ``tab-item``, ``group-tab``): its panel under
+    its label, as the page shows it."""
+
+    def run(self) -> list[nodes.Node]:
+        label = " ".join((self.arguments[0] if self.arguments else "").split())
+        return ([_tab_label(label)] if label else []) + self._body()
 
 
 class _Ignored(_Lenient):
@@ -259,7 +279,7 @@ class _Describe(_Lenient):
 def _register(text: str, extlinks: tuple[str, ...] = ()) -> None:
     """Give every role and directive the file uses a handler, so nothing is an error; a
     project's ``extlinks`` roles are ours even where docutils has one of that name."""
-    from .rst_sphinx import CODE_DIRECTIVES, DESCRIBE_DIRECTIVES
+    from .rst_sphinx import CODE_DIRECTIVES, DESCRIBE_DIRECTIVES, TAB_DIRECTIVES
 
     wanted_roles = {m.group(1).lower() for m in _ROLE_USE.finditer(text)} | {
         m.group(1).lower() for m in _DEFAULT_ROLE_USE.finditer(text)}
@@ -280,6 +300,8 @@ def _register(text: str, extlinks: tuple[str, ...] = ()) -> None:
                 directives.register_directive(name, _Describe)
             elif name in LABELLED_DIRECTIVES:
                 directives.register_directive(name, _Labelled)
+            elif name in TAB_DIRECTIVES:
+                directives.register_directive(name, _Tab)
             elif name in IGNORED_DIRECTIVES or name.split(":")[-1] in IGNORED_DIRECTIVES:
                 directives.register_directive(name, _Ignored)
             elif name not in _BUILTIN_DIRECTIVES:
@@ -531,7 +553,11 @@ class _Writer:
         ticks = "```"
         while ticks in code:
             ticks += "`"
-        return f"{ticks}{language or ''}\n{code.rstrip()}\n{ticks}"
+        info = language or ""
+        title = node.get("title")
+        if title:  # as markdown sources write it: ```jinja title="page.txt"
+            info = f'{info or "text"} title="{title.replace(chr(34), chr(39))}"'
+        return f"{ticks}{info.replace('`', '')}\n{code.rstrip()}\n{ticks}"
 
     def list(self, node: nodes.Element, level: int) -> str:
         ordered = isinstance(node, nodes.enumerated_list)

@@ -16,6 +16,8 @@ from typing import Any
 CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "code", "doctest", "testcode",
                              "testoutput", "productionlist", "code-tab", "code-cell",
                              "ipython", "jupyter-execute", "click:example"})
+# content tabs (sphinx-inline-tabs, sphinx-design, sphinx-tabs): a panel under its label
+TAB_DIRECTIVES = frozenset({"tab", "tab-item", "group-tab"})
 # code directives whose argument is not a language: the language their code is written in
 PYTHON_CODE_DIRECTIVES = frozenset({"doctest", "testcode", "ipython", "jupyter-execute",
                                     "click:example"})
