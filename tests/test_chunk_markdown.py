@@ -357,6 +357,15 @@ def test_fence_line_longer_than_budget_gets_a_lone_piece() -> None:
     check_all(doc, chunks, 20)
 
 
+def test_a_label_line_stays_with_the_block_it_labels() -> None:
+    # a tab's name or an admonition's title at a chunk's end would label nothing there
+    md = ("# Install\n\n" + "Intro words here. " * 24 + "\n\n**Warning**\n\n"
+          + "Careful text follows here. " * 8 + "\n")
+    chunks = chunk_markdown(md, max_tokens=120, overlap_tokens=0)
+    assert not any(c.text.endswith("**Warning**") for c in chunks)
+    assert any("**Warning**\n\nCareful text" in c.text for c in chunks)
+
+
 def test_overlap_stays_inside_a_section() -> None:
     doc = f"# One\n\n{_para('Alpha', 30)}\n\n# Two\n\n{_para('Bravo', 30)}\n"
     chunks = chunk_markdown(doc, max_tokens=60, overlap_tokens=20)

@@ -193,12 +193,17 @@ def _add_fence_span(src: _Source, fences: list[Span], first: int, end: int) -> N
         fences.append(span)
 
 
+# A paragraph that only labels what follows: a tab's name, an admonition's title
+_LABEL = re.compile(r"\*\*[^*\n]{1,200}\*\*:?")
+
+
 def _section_bodies(src: _Source, section: _Section, budget: int, overlap: int,
                     bounds: Boundaries) -> list[str]:
     """Chunk bodies of one section. An oversized fence ends a run of packed pieces; its
     own pieces follow, and packing restarts after it without overlap."""
     bodies: list[str] = []
     run: list[Iterable[Span]] = []  # the pieces of the blocks since the last flush, lazily
+    label: Span | None = None  # a label line ("**npm**", "**Note:**") waiting for its block
 
     def flush() -> None:
         pieces = itertools.chain.from_iterable(run)
@@ -209,7 +214,16 @@ def _section_bodies(src: _Source, section: _Section, budget: int, overlap: int,
         span = src.span(block.first_line, block.end_line)
         if span is None:
             continue
-        if span[1] - span[0] <= budget:
+        if label is not None:
+            if span[1] - label[0] <= budget:  # the label opens its block, in one piece
+                run.append(((label[0], span[1]),))
+                label = None
+                continue
+            run.append((label,))
+            label = None
+        if block.kind == "paragraph" and _LABEL.fullmatch(src.text, *span):
+            label = span
+        elif span[1] - span[0] <= budget:
             run.append((span,))
         elif block.kind == "fence":
             flush()
@@ -218,6 +232,8 @@ def _section_bodies(src: _Source, section: _Section, budget: int, overlap: int,
             run.append(split_span(src.text, *span, budget))
         else:
             run.append(_line_pieces(src, block, budget))
+    if label is not None:
+        run.append((label,))
     flush()
     return bodies
 
