@@ -218,19 +218,24 @@ def only_html(expression: str) -> bool:
 
 
 def _or(tokens: list[str], i: int) -> tuple[bool, int]:
-    value, i = _and(tokens, i)
-    while i < len(tokens) and tokens[i] == "or":
-        right, i = _and(tokens, i + 1)
-        value = value or right
-    return value, i
+    return _chain(tokens, i, "or", _and)
 
 
 def _and(tokens: list[str], i: int) -> tuple[bool, int]:
-    value, i = _not(tokens, i)
-    while i < len(tokens) and tokens[i] == "and":
-        right, i = _not(tokens, i + 1)
-        value = value and right
-    return value, i
+    return _chain(tokens, i, "and", _not)
+
+
+def _chain(tokens: list[str], i: int, word: str,
+           operand: Callable[[list[str], int], tuple[bool, int]]) -> tuple[bool, int]:
+    """``operand (word operand)…`` from ``tokens[i]``: true, for ``or``, when any operand
+    is, for ``and`` when all are; and where it ends."""
+    values = []
+    value, i = operand(tokens, i)
+    values.append(value)
+    while i < len(tokens) and tokens[i] == word:
+        value, i = operand(tokens, i + 1)
+        values.append(value)
+    return (any(values) if word == "or" else all(values)), i
 
 
 def _not(tokens: list[str], i: int) -> tuple[bool, int]:
