@@ -136,7 +136,8 @@ def ingest_text(
     ctx: typer.Context,
     text: Annotated[str | None, typer.Argument(
         help="The text; omit it or pass '-' to read stdin.", show_default=False)] = None,
-    ref: Annotated[str, typer.Option("--ref", help="Stable reference (a URL or a name).")] = "",
+    ref: Annotated[str, typer.Option(
+        "--ref", help="Stable reference (a URL or a name); required.", show_default=False)] = "",
     title: Annotated[str | None, typer.Option("--title", help="Document title.",
                                               show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", help="markdown or text.")] = "markdown",
