@@ -7,7 +7,8 @@
 3. The line-aware JSON loader against plain ``json.loads`` on a 2,000-case suite.
 4. HTML pages shaped against the converter: lists and tables nested as deep as the parser
    allows with content at every level, a heading at the bottom (each level asks whether
-   it holds a heading), and many headings behind empty markers. Seconds per page and MB/s.
+   it holds a heading), many headings behind empty markers, and hundreds of tab lists
+   naming no panel inside one huge element. Seconds per page and MB/s.
 5. Markdown files shaped against the chunker, each near the 5 MB per-file cap: one table
    of a million cells, quotes nested 100,000 deep, 29,000 headings, unclosed emphasis and
    brackets, 1.2 million list items (past the line budget: read as plain text). Seconds
@@ -128,6 +129,11 @@ def html_pages() -> None:
         + "</td></tr></table>" * depth + "</main>",
         "20k headings behind markers": "<main>" + "".join(
             f"<span id='m{i}'></span><h2>h{i}</h2><p>p</p>" for i in range(20000)) + "</main>",
+        # tab lists that name no panel, in one element of 600,000 more (each once walked it)
+        "400 tab lists, 600k elements": "<main>" + (
+            "<div><ul role='tablist'><li role='tab'>a</li><li role='tab'>b</li></ul></div>"
+            + "<div role='tabpanel'><p>x</p></div>" * 3) * 400 + "<p>w</p>" * 600_000
+        + "</main>",
     }
     print("\nHTML pages shaped against the converter (median of 3):")
     for name, html in pages.items():

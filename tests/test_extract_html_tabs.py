@@ -32,6 +32,11 @@ INLINE_TABS = (  # sphinx-inline-tabs (Furo): labels among the panels
     "class='tab-input' id='b' name='s' type='radio'><label class='tab-label' for='b'>yarn"
     "</label><div class='tab-content docutils'><div class='highlight-bash'><pre>yarn add x"
     "</pre></div></div></div>")
+SIBLING_PANELS = (  # a tab list naming no panel, its panels the siblings that follow it
+    "<div class='tabs'><div role='tablist'><button role='tab'>npm</button>"
+    "<button role='tab'>yarn</button></div><div role='tabpanel'><pre><code "
+    "class='language-bash'>npm i x</code></pre></div><div role='tabpanel' hidden><pre><code "
+    "class='language-bash'>yarn add x</code></pre></div></div>")
 STARLIGHT = (
     "<starlight-tabs><ul role='tablist'><li role='presentation'><a role='tab' "
     "href='#p0' id='t0'>npm</a></li><li role='presentation'><a role='tab' href='#p1' "
@@ -45,7 +50,8 @@ def _page(body: str) -> str:
             f"<p>Install it:</p>{body}<p>Done.</p></main></body></html>")
 
 
-@pytest.mark.parametrize("tabs", [DOCUSAURUS, MATERIAL, VITEPRESS, INLINE_TABS])
+@pytest.mark.parametrize("tabs", [DOCUSAURUS, MATERIAL, VITEPRESS, INLINE_TABS,
+                                  SIBLING_PANELS])
 def test_each_panel_reads_under_its_label(tabs: str) -> None:
     markdown = extract_html(_page(tabs)).markdown
     assert "**npm**\n\n```bash\nnpm i x\n```\n\n**yarn**\n\n```bash\nyarn add x\n```" in markdown

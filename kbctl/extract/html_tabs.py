@@ -18,11 +18,12 @@ MkDocs' or Docusaurus' sources, and the label list is not read. The shapes:
   in ``.blocks``.
 
 A set whose labels and panels do not pair up one to one is left as it is, and so are the
-sets past the first ``MAX_TAB_SETS`` of a page (each costs a walk of its surroundings).
+sets past the first ``MAX_TAB_SETS`` of a page.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ _SETS = (
     ("vp-code-group", "label", None, "tabs"),
 )
 MAX_TAB_SETS = 200
+MAX_NEIGHBOURS = 64
 _FIND = etree.XPath(
     "//*[@role='tablist'] | //*[contains(@class, 'tabbed-set') or contains(@class, "
     "'tab-set') or contains(@class, 'vp-code-group')]")
@@ -102,17 +104,26 @@ def _aria(tablist: etree._Element, panels_by: dict[str, dict[str, etree._Element
 
 
 def _panels_in_order(tablist: etree._Element) -> list[etree._Element]:
-    """The panels of a tab list that names none: those of its nearest enclosing element
-    holding any, nested sets' panels aside."""
-    holder = tablist.getparent()
+    """The panels of a tab list that names none: the run of them that follows it, as its
+    siblings or their children (Docusaurus: the next ``div`` holds them; sphinx-tabs: they
+    are siblings), the tab list's own wrapper's (up to three levels) when it has none.
+    Only ``MAX_NEIGHBOURS`` siblings and children each are looked at: a page of hundreds
+    of tab lists in one huge element must not be walked whole for each."""
+    node: etree._Element | None = tablist
     for _ in range(3):
-        if holder is None:
+        if node is None:
             return []
-        panels = [p for p in holder.iter() if p.get("role") == "tabpanel"]
+        panels: list[etree._Element] = []
+        for sibling in itertools.islice(node.itersiblings(), MAX_NEIGHBOURS):
+            found = [sibling] if sibling.get("role") == "tabpanel" else [
+                c for c in itertools.islice(sibling, MAX_NEIGHBOURS)
+                if isinstance(c.tag, str) and c.get("role") == "tabpanel"]
+            if not found and panels:
+                break  # the run of panels ended
+            panels += found
         if panels:
-            inside = set(panels)
-            return [p for p in panels if not any(a in inside for a in p.iterancestors())]
-        holder = holder.getparent()
+            return panels
+        node = node.getparent()
     return []
 
 
