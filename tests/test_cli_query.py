@@ -215,3 +215,22 @@ def test_a_usage_error_under_json_is_a_json_document(workdir: Path, argv: list[s
     assert document["error"]["type"] == "UsageError" and words in document["error"]["message"]
     assert document["exitCode"] == 2 and "--help" in document["error"]["hint"]
     assert "Traceback" not in result.stderr
+
+
+def test_an_interrupt_before_the_command_began_is_a_json_document_too(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import kbctl.cli as cli_module
+
+    class Abort(RuntimeError):  # what click raises for Ctrl-C outside a command
+        pass
+
+    def interrupted(**_kwargs: object) -> None:
+        raise Abort()
+
+    monkeypatch.setattr(cli_module, "app", interrupted)
+    monkeypatch.setattr(cli_module.signal, "signal", lambda *_args: None)  # pytest keeps its
+    monkeypatch.setattr("sys.argv", ["kbctl", "status", "--json"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli_module.main()
+    assert exit_info.value.code == 130
+    assert json.loads(capsys.readouterr().out)["error"]["type"] == "Interrupted"

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import TerminateSignal, UsageError
+from ..errors import Interrupted, KbctlError, TerminateSignal, UsageError
 from ..render import Output
 from . import (
     doctor,
@@ -82,21 +82,23 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except Exception as exc:
-        if not _is_usage_error(exc):
+        if _is_click(exc, "UsageError") and callable(getattr(exc, "format_message", None)):
+            command = getattr(getattr(exc, "ctx", None), "command_path", None) or "kbctl"
+            error: KbctlError = UsageError(exc.format_message(),  # type: ignore[attr-defined]
+                                           hint=f"see `{command} --help`")
+        elif _is_click(exc, "Abort"):  # Ctrl-C or SIGTERM before a command began
+            error = Interrupted("interrupted before the command began")
+        else:
             raise
-        context = getattr(exc, "ctx", None)
-        command = getattr(context, "command_path", None) or "kbctl"
-        Output(json_mode=True).error(UsageError(
-            exc.format_message(), hint=f"see `{command} --help`"))  # type: ignore[attr-defined]
-        sys.exit(UsageError.exit_code)
+        Output(json_mode=True).error(error)
+        sys.exit(error.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _is_usage_error(exc: BaseException) -> bool:
-    """A click usage error (an unknown flag, a bad value), by its API: Typer may bring its
-    own copy of click, so the class is not the one ``click`` names."""
-    return any(cls.__name__ == "UsageError" for cls in type(exc).__mro__) and callable(
-        getattr(exc, "format_message", None))
+def _is_click(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is click's ``name`` exception, by name: Typer may bring its own copy
+    of click, so the class is not the one ``click`` names."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
 
 
 def _terminate(signum: int, frame: object) -> None:
