@@ -320,9 +320,10 @@ def _sphinx_caption(code: etree._Element) -> etree._Element | None:
 
 def _is_sphinx_caption(el: etree._Element) -> bool:
     """A ``code-block-caption`` whose code block follows: read as that block's title."""
+    if "code-block-caption" not in (el.get("class") or "").split():
+        return False
     following = el.getnext()
-    return ("code-block-caption" in (el.get("class") or "").split() and following is not None
-            and _lang_from_class(following.get("class") or "") is not None)
+    return following is not None and _lang_from_class(following.get("class") or "") is not None
 
 
 def _code_lang(pre: etree._Element, fallback: str | None) -> str:

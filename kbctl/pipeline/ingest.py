@@ -403,10 +403,12 @@ class _Writer:
             if owner in deleted or self.texts.get(text_hash) != owner:
                 continue
             copies.append(ref)
-            if ref in self.report.changes["added"]:
-                self.report.changes["added"].remove(ref)
-                self.report.added -= 1
             self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
+        gone = set(copies)
+        added = self.report.changes["added"]
+        kept = [ref for ref in added if ref not in gone]
+        self.report.added -= len(added) - len(kept)
+        added[:] = kept
         return copies
 
     def summarise_drops(self) -> None:
