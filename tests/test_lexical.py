@@ -126,9 +126,29 @@ def test_title_and_heading_weigh_more_than_the_body(store: KnowledgeStore) -> No
     assert set(ranked[:2]) == {"in-title", "in-heading"}
 
 
+def test_a_signatures_parameters_do_not_weigh_as_its_heading(store: KnowledgeStore) -> None:
+    """An API entry's heading is its signature; the words of its parameter list
+    (``name``, ``file``) count as body text (the chunk's breadcrumb holds them), or every
+    entry taking them outranks the one a question is about."""
+    signature = "register_unpack_format(file_name, extensions, function[, extra_args])"
+    _kb(store, {
+        "register": (f"shutil › {signature}\n\nRegisters an unpack format: the callable "
+                     "unpacks an archive into a directory, given extra arguments.",
+                     {"headingPath": ["shutil", signature]}),
+        "suffix": ("pathlib › PurePath.suffix\n\nThe file extension of the final path "
+                   "component, if any.", {"headingPath": ["pathlib", "PurePath.suffix"]}),
+        **{f"other-{i}": (text, {"headingPath": ["other"]}) for i, text in enumerate(
+            TEXTS.values())},
+    })
+    assert [h.source_ref for h in store.search("ns", "file extension", k=2)] == [
+        "suffix", "register"]
+    assert lexical.heading_field(["a", "f(x, y[, z])", "Using (new) APIs"], "m.f") == (
+        "a f Using (new) APIs m.f")
+
+
 def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
                                                        db_url: str) -> None:
-    from kbctl.store.migrations import rebuild_postings
+    from kbctl.store.migrations import rebuild_lexical_index
 
     from .conftest import rows
 
@@ -137,12 +157,17 @@ def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
     _kb(store, {"symbols": ("{} => ()", {"title": "Borrow checker", "anchor": "rules"})})
     before = [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)]
     stats = rows(db_url, "SELECT * FROM namespace_stats")
+    pages = rows(db_url, "SELECT * FROM page_postings ORDER BY 1, 2, 3")
+    lengths = rows(db_url, "SELECT ref, lexeme_count FROM sources ORDER BY ref")
     with store.conn.transaction():
-        store.conn.execute("TRUNCATE postings, lexeme_stats")
+        store.conn.execute("TRUNCATE postings, lexeme_stats, page_postings")
         store.conn.execute("UPDATE chunks SET lexeme_count = 0")
-        rebuild_postings(store.conn)
+        store.conn.execute("UPDATE sources SET lexeme_count = 0")
+        rebuild_lexical_index(store.conn)
     assert [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)] == before
     assert rows(db_url, "SELECT * FROM namespace_stats") == stats
+    assert rows(db_url, "SELECT * FROM page_postings ORDER BY 1, 2, 3") == pages
+    assert rows(db_url, "SELECT ref, lexeme_count FROM sources ORDER BY ref") == lengths
 
 
 def test_a_hostile_dotted_name_gives_a_bounded_number_of_lexemes() -> None:

@@ -57,6 +57,10 @@ def test_keyword_only_search_json(mem: Cli) -> None:
     assert top["backend"] == "postgres" and 0 < top["score"] < 1
     bob = mem.json("memory", "search", "staging token", "--agent", "bot", "--user", "bob")
     assert all(r["tier"] == "agent" for r in bob["results"])
+    # the result count is spelled as on `kbctl query` too
+    assert len(mem.json("memory", "search", "staging token", "-k", "1", *ALICE)["results"]) == 1
+    assert len(mem.json("memory", "search", "staging token", "--top-k", "1",
+                        *ALICE)["results"]) == 1
 
 
 def test_citations_match_get_exactly(mem: Cli) -> None:

@@ -78,7 +78,8 @@ def append(
 def search(
     query: Annotated[str, typer.Argument(help="What to recall.")],
     max_results: Annotated[int | None, typer.Option(
-        "--max-results", help="Results (1..50; default 6, or memory.max_results).",
+        "--max-results", "-k", "--top-k",
+        help="Results (1..50; default 6, or memory.max_results).",
         show_default=False)] = None,
     min_score: Annotated[float | None, typer.Option(
         "--min-score", help="Drop results scoring below this (0..1).",

@@ -263,19 +263,30 @@ def kb_bm25_ctes(*, filtered: bool) -> str:
 KB_FIELDS = (Field("t", "x"), Field("tt", "tx", TITLE_WEIGHT, body=False),
              Field("ht", "hx", HEADING_WEIGHT, body=False))
 
+# An API entry's heading is its signature: ``register_unpack_format(name, extensions,
+# function[, extra_args])``. The parameter list is not what the entry is named, and weighed
+# as a heading its common words (``name``, ``path``, ``file``) lift every entry that takes
+# them above the one a question is about.
+_PARAMETERS = re.compile(r"(?<=\w)\(.*\)")
+
+
+def heading_field(path: Any, anchor: Any) -> str:
+    """The heading field's text: the heading path without signatures' parameter lists (the
+    chunk's text keeps them, as body), and the anchor (the id a docs generator gives an
+    API entry, ``dict.setdefault``)."""
+    headings = [_PARAMETERS.sub("", h) for h in path if isinstance(h, str)] if isinstance(
+        path, list) else []
+    return " ".join(headings) + (f" {anchor}" if isinstance(anchor, str) else "")
+
 
 def kb_field_arrays(texts: Sequence[str], metas: Sequence[Mapping[str, Any]]
                     ) -> dict[str, list[str]]:
     """The per-chunk parameters of ``KB_FIELDS`` (``t``, ``x``, ``tt``, ``tx``, ``ht``,
-    ``hx``): each chunk's text, title, and heading path with its anchor (the id a docs
-    generator gives an API entry, ``dict.setdefault``), from its metadata, analysed."""
+    ``hx``): each chunk's text, title, and ``heading_field``, from its metadata, analysed."""
     out: dict[str, list[str]] = {k: [] for k in ("t", "x", "tt", "tx", "ht", "hx")}
     for text, meta in zip(texts, metas, strict=True):
         title = meta.get("title")
-        path = meta.get("headingPath")
-        anchor = meta.get("anchor")
-        headings = " ".join([*(h for h in path if isinstance(h, str))] if isinstance(
-            path, list) else []) + (f" {anchor}" if isinstance(anchor, str) else "")
+        headings = heading_field(meta.get("headingPath"), meta.get("anchor"))
         for text_key, exact_key, value in (("t", "x", text),
                                            ("tt", "tx", title if isinstance(title, str) else ""),
                                            ("ht", "hx", headings)):

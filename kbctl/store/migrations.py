@@ -13,6 +13,7 @@ import psycopg
 
 from ..errors import DatabaseError
 from . import lexical
+from .server import say_on_stderr
 
 Migration = tuple[int, str, "str | Callable[[psycopg.Connection], None]"]
 REBUILD_BATCH = 2000
@@ -21,6 +22,10 @@ REBUILD_BATCH = 2000
 def rebuild_postings(conn: psycopg.Connection) -> None:
     """Re-tokenise every chunk with the current lexical engine (identifier-aware tokens,
     title and heading fields) and rebuild postings, document frequencies and lengths."""
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    if chunks and chunks[0]:  # rows pass through Python: minutes on a large KB
+        say_on_stderr(f"upgrading the database: re-indexing {chunks[0]} chunks for this "
+                      "version's lexical ranking (once; a large knowledge base takes minutes)")
     conn.execute("ALTER TABLE postings ALTER COLUMN tf TYPE real")
     conn.execute("DROP INDEX IF EXISTS postings_impact")
     conn.execute("TRUNCATE postings, lexeme_stats")
@@ -55,6 +60,24 @@ def rebuild_postings(conn: psycopg.Connection) -> None:
     conn.execute("""CREATE INDEX postings_impact ON postings (namespace, lexeme, impact DESC)
                     INCLUDE (chunk_id, tf, dl)""")
     conn.execute("ANALYZE postings, lexeme_stats, chunks")
+
+def rebuild_lexical_index(conn: psycopg.Connection) -> None:
+    """``rebuild_postings``, then the page postings and page lengths summed from them: for a
+    change of how chunks are tokenised once pages are indexed too."""
+    rebuild_postings(conn)
+    conn.execute("TRUNCATE page_postings")
+    conn.execute("""INSERT INTO page_postings (namespace, source_ref, lexeme, tf)
+                    SELECT c.namespace, c.source_ref, p.lexeme, sum(p.tf)
+                    FROM postings p JOIN chunks c ON c.id = p.chunk_id
+                    GROUP BY 1, 2, 3""")
+    conn.execute("""UPDATE sources s SET lexeme_count = coalesce(c.n, 0)
+                    FROM sources s2 LEFT JOIN (
+                        SELECT namespace, source_ref, sum(lexeme_count) AS n FROM chunks
+                        GROUP BY namespace, source_ref) c
+                      ON c.namespace = s2.namespace AND c.source_ref = s2.ref
+                    WHERE s.namespace = s2.namespace AND s.ref = s2.ref""")
+    conn.execute("ANALYZE page_postings")
+
 
 _MIGRATION_LOCK = 0x6B62_6374_6C00  # "kbctl\0": one lock id for schema changes
 
@@ -246,6 +269,7 @@ MIGRATIONS: list[Migration] = [
         ANALYZE page_postings;
         """,
     ),
+    (10, "headings indexed without signatures' parameter lists", rebuild_lexical_index),
 ]
 
 
