@@ -358,6 +358,26 @@ def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
     assert "exists but is not empty" in refused.stderr  # initdb's own words, not just "1"
 
 
+def test_a_negative_pid_file_left_by_a_killed_initdb_is_stale(box: Box) -> None:
+    """initdb's bootstrap backend writes its pid negated; a process-group kill at that
+    moment left a file every command, doctor included, died on with a traceback."""
+    ok(box.run("status"))
+    wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
+    (box.pgdata / "postmaster.pid").write_text(f"-{os.getpid()}\n{box.pgdata}\n")
+    doctor = ok(box.run("doctor", "--json"))
+    assert json.loads(doctor.stdout)["ok"]
+    ok(box.run("query", "widget", "--json"))
+    # and in what initdb leaves when killed during its bootstrap, it is initdb's own file
+    wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
+    shutil.rmtree(box.pgdata)
+    for name in ("base", "global", "pg_wal", "pg_xact"):
+        (box.pgdata / name).mkdir(parents=True)
+    (box.pgdata / "PG_VERSION").write_text("18\n")
+    (box.pgdata / "postmaster.pid").write_text("-999999\n")
+    status = ok(box.run("status", "--json"))
+    assert "removed the data directory an interrupted initdb left" in status.stderr
+
+
 def test_a_fresh_initdb_that_fails_once_is_tried_again(tmp_path: Path) -> None:
     """initdb can fail for a passing reason on a busy machine; what it leaves is nothing
     or its skeleton, so a second try is safe. A directory holding anything else never

@@ -331,15 +331,19 @@ _INITDB_NAMES = {
     "pg_ident.conf", "pg_logical", "pg_multixact", "pg_notify", "pg_replslot", "pg_serial",
     "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_subtrans", "pg_tblspc", "pg_twophase",
     "pg_wal", "pg_xact", "postgresql.auto.conf", "postgresql.conf", HANDLES_FILE,
-    HANDLES_WRITTEN_FILE, "log"}
+    HANDLES_WRITTEN_FILE, "log", PID_FILE}
 
 
 def pid_file_pid(pgdata: Path) -> int | None:
+    """The postmaster's pid from its pid file, or None. A standalone backend (``initdb``'s
+    bootstrap) writes its pid negated: no postmaster ever served that file, and a kill
+    during ``initdb`` leaves it behind."""
     try:
         first = (pgdata / PID_FILE).read_text(encoding="utf-8", errors="replace")
-        return int(first.splitlines()[0].strip())
+        pid = int(first.splitlines()[0].strip())
     except (OSError, ValueError, IndexError):
         return None
+    return pid if pid > 0 else None
 
 
 def _server_processes(pgdata: Path) -> list[psutil.Process]:
@@ -489,7 +493,7 @@ def _alive_since(pid: int, written: float) -> bool:
     try:
         proc = psutil.Process(pid)
         return _alive(proc) and proc.create_time() - psutil.boot_time() <= written + 1.0
-    except psutil.Error:
+    except (psutil.Error, ValueError):  # ValueError: a pid below 1 in a garbled list
         return False
 
 
@@ -561,7 +565,7 @@ def serving_process(pid: int, pgdata: Path) -> psutil.Process | None:
         if (proc.name() == "postgres" and proc.cwd() == str(pgdata)
                 and proc.status() != psutil.STATUS_ZOMBIE):
             return proc
-    except psutil.Error:
+    except (psutil.Error, ValueError):  # ValueError: a pid below 1
         pass
     return None
 
