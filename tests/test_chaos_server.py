@@ -244,6 +244,19 @@ def test_mcp_server_answers_after_its_postmaster_is_killed(box: Box) -> None:
     wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
 
 
+def test_a_memory_write_reported_done_survives_a_server_killed_right_after(box: Box) -> None:
+    """kbctl commits without waiting for the WAL flush (an ingest lost in a crash is
+    rewritten by the next run); a memory write is an agent's only copy, so it waits."""
+    scope = ("--agent", "bot", "--user", "ann")
+    for i in range(3):
+        ok(box.run("memory", "append", "memory/user/log.md", f"entry {i}", *scope,
+                   linger=60))
+        kill_postmaster(box)
+    got = ok(box.run("memory", "get", "memory/user/log.md", *scope, "--json"))
+    assert [line for line in json.loads(got.stdout)["text"].splitlines() if line] == [
+        "entry 0", "entry 1", "entry 2"]
+
+
 def test_resync_reports_a_killed_postmaster_and_the_next_run_heals(
         box: Box, site: tuple[LocalServer, Gate]) -> None:
     server, gate = site

@@ -287,7 +287,7 @@ class PostgresMemoryBackend:
         """Delete a file with its chunks, postings and recall records."""
         mp = parse_path(path)
         owner = mp.owner(scope)
-        with self._file_lock(scope, owner, mp.path), self.conn.transaction():
+        with self._file_lock(scope, owner, mp.path), self._durable():
             row = self._file_row(scope, owner, mp.path, "id")
             if row is None:
                 raise _missing(mp.path)
@@ -300,6 +300,15 @@ class PostgresMemoryBackend:
             self.conn.execute("DELETE FROM memory_files WHERE id = %s", (row["id"],))
             self._bump_stats(scope.agent_id, owner, -int(gone[0]), -int(gone[1]))
         return DeleteResult(path=mp.path, tier=mp.tier, chunks=int(gone[0]))
+
+    @contextmanager
+    def _durable(self) -> Iterator[None]:
+        """A transaction whose commit waits for the WAL flush. kbctl's connections skip that
+        wait (an ingest lost in a crash is rewritten by the next run), but a memory write
+        reported done is an agent's only copy: a server killed a moment later lost it."""
+        with self.conn.transaction():
+            self.conn.execute("SET LOCAL synchronous_commit = on")
+            yield
 
     def _write(self, scope: MemoryScope, mp: MemoryPath, owner: str | None, content: str,
                status: str) -> WriteResult:
@@ -334,7 +343,7 @@ class PostgresMemoryBackend:
                 for h in (_sha256(c.text) for c in fresh)]
         dated = file_date(mp.path)
         try:
-            with self.conn.transaction():
+            with self._durable():
                 file_id = self.conn.execute(
                     """INSERT INTO memory_files (agent_id, user_id, path, content, content_hash,
                                                  file_date)
