@@ -768,6 +768,22 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [("status", "--json"), ("query", "widget"),
+                                     ("ingest", "text", "a note", "--ref", "n", "--json")])
+def test_an_unwritable_stdout_is_an_environment_failure(box: Box,
+                                                        command: tuple[str, ...]) -> None:
+    """``> out.json`` on a full disk: one line saying so and exit 3, not a traceback and
+    exit 1 ("the job failed") after an ingest that was done."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(box.argv(*command), cwd=box.root, env=box.env, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=COMMAND_DEADLINE,
+                              check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "could not write to stdout: No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
 def test_with_stderr_closed_repair_notes_never_reach_stdout(box: Box) -> None:
     """``2>&-``: a repair note has nowhere to go, and must not fall back to stdout, where
     it would break the one JSON document there."""

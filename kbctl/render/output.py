@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import KbctlError
+from ..errors import EnvironmentFailure, KbctlError
 from ..pipeline.progress import ProgressEvent
 from .formats import Formats, Part, Rendered, check_format
 from .jsonable import json_text
@@ -31,6 +31,21 @@ def _reader_gone(stream: Any) -> NoReturn:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())  # so the flush at exit does not fail again
     raise SystemExit(READER_GONE_EXIT)
+
+
+def _unwritable(stream: Any, exc: OSError) -> NoReturn:
+    """``stream`` cannot be written (a full disk under ``> out.json``): say so on stderr in
+    one line and end as an environment failure, not with a traceback and exit 1 ("the job
+    failed") after work that may well have been done."""
+    name = "stdout" if stream is sys.stdout else "stderr"
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # so the flush at exit does not fail again
+    if stream is not sys.stderr and sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"kbctl: error: could not write to {name}: {exc.strerror or exc}",
+                  file=sys.stderr, flush=True)
+    raise SystemExit(EnvironmentFailure.exit_code)
 
 
 class _Console(Console):
@@ -65,14 +80,16 @@ class Output:
     def _write(console: Console, stream: Any, part: Part) -> None:
         if stream is None:  # started with the stream closed (``>&-``): nowhere to write
             return
-        if isinstance(part, str):
-            try:
+        try:
+            if isinstance(part, str):
                 stream.write(part)
                 stream.flush()
-            except BrokenPipeError:
-                _reader_gone(stream)
-        else:
-            console.print(part)
+            else:
+                console.print(part)
+        except BrokenPipeError:
+            _reader_gone(stream)
+        except OSError as exc:
+            _unwritable(stream, exc)
 
     def json(self, data: Any) -> None:
         self._write(self.out, sys.stdout, json_text(data))
