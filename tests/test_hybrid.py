@@ -263,6 +263,10 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
     assert out["results"][0]["vectorScore"] is not None
     # re-ingest: nothing to embed
     assert cli.json("ingest", "files", str(docs))["embedded"] == 0
+    # a resync counts what it embedded, per namespace and in its totals
+    (docs / "b.md").write_text("# Upgrade\n\nUpgrade with the upgrade command, then check.\n")
+    synced = cli.json("resync")
+    assert synced["totals"]["embedded"] == 1 and synced["namespaces"][0]["embedded"] == 1
     # another embedder is refused, naming both and the fix
     bad = cli("query", "x", "--embedder", "none")
     assert bad.exit_code == 2

@@ -88,12 +88,22 @@ def resync(
             _recorded(d) for d in store.list_defs(ns)]
         with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout,
                                   waiting=announce):
-            report.namespaces.append(ingest(
-                store, specs, namespace=ns, embedder=embedder, chunking=chunking,
-                progress=progress, adapter_context=ctx, policy=policy,
-                writer_stores=writer_stores))
+            before = _embedding_counts(embedder)
+            done = ingest(store, specs, namespace=ns, embedder=embedder, chunking=chunking,
+                          progress=progress, adapter_context=ctx, policy=policy,
+                          writer_stores=writer_stores)
+            after = _embedding_counts(embedder)
+            done.embedded, done.embedding_cache_hits = (after[0] - before[0],
+                                                        after[1] - before[1])
+            report.namespaces.append(done)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _embedding_counts(embedder: Embedder | None) -> tuple[int, int]:
+    """Texts the provider embedded and cache hits so far, when ``embedder`` counts them (the
+    ``CachedEmbedder`` every command wraps its embedder in, shared by all namespaces)."""
+    return (int(getattr(embedder, "provider_texts", 0)), int(getattr(embedder, "cache_hits", 0)))
 
 
 def require_recorded(store: KnowledgeStore, namespaces: Sequence[str], *, where: str,
