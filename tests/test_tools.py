@@ -428,3 +428,28 @@ def test_cli_call_reports_an_unreachable_database(workdir: Path) -> None:
     assert result.exit_code == 3
     out = json.loads(result.stdout)
     assert out["isError"] is True and out["error"]["type"] == "DatabaseError"
+
+
+def test_read_only_tools_make_no_database_where_there_is_none(workdir: Path) -> None:
+    """A mistyped --data-dir in an assistant's config: refused (exit 2, as `kbctl query`
+    is), not a new empty database served for good. Tools that write may make one."""
+    from typer.testing import CliRunner
+
+    from kbctl.cli import app
+
+    typo = workdir / "no-such-kb"
+    runner = CliRunner()
+    search = runner.invoke(app, ["tools", "call", "search_knowledge", "--args",
+                                 '{"query": "x"}', "--data-dir", str(typo), "--json"])
+    assert search.exit_code == 2, search.output
+    assert "no knowledge base in" in json.loads(search.stdout)["error"]["message"]
+    read_only = runner.invoke(app, ["tools", "--read-only", "--agent", "bot", "call",
+                                    "memory_search", "--args", '{"query": "x"}',
+                                    "--data-dir", str(typo)])
+    assert read_only.exit_code == 2, read_only.output
+    assert "no knowledge base in" in read_only.output
+    assert not typo.exists()
+    note = runner.invoke(app, ["tools", "--agent", "bot", "call", "memory_append", "--args",
+                               '{"path": "memory/agent/notes.md", "content": "hi"}',
+                               "--data-dir", str(typo)])
+    assert note.exit_code == 0, note.output

@@ -98,7 +98,10 @@ class AgentTools:
     def _connect(self) -> _Live:
         stack = ExitStack()
         try:
-            store = stack.enter_context(open_store(self.settings))
+            # tools that only read make no database where there is none (a mistyped
+            # --data-dir in an assistant's config would serve an empty one for good)
+            writes = any(not spec.read_only for spec in self.specs)
+            store = stack.enter_context(open_store(self.settings, existing=not writes))
             embedder = resolve_embedder(store, self.settings, writing=False)
             memory: MemoryBackend | None = None
             if self.scope is not None:
