@@ -17,7 +17,7 @@ from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore
-from .store.server import pgdata_of
+from .store.server import leave_all, pgdata_of
 
 
 @contextmanager
@@ -146,3 +146,10 @@ def resolve_reranker(store: KnowledgeStore, settings: Settings) -> Reranker | No
 
     return CachedReranker(create_reranker(settings.rerank,
                                           base_url=settings.rerank_base_url), store)
+
+
+def leave_databases() -> None:
+    """Drop this process's hold on every embedded server it uses (its handle), so that a
+    server nobody else uses stops after its linger: for a process that must end at once,
+    without its exit handlers."""
+    leave_all()

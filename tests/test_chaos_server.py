@@ -257,6 +257,35 @@ def test_a_memory_write_reported_done_survives_a_server_killed_right_after(box: 
         "entry 0", "entry 1", "entry 2"]
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_mcp_server_ends_on_a_signal_with_stdin_still_open(box: Box, sig: int) -> None:
+    """A supervisor stops the server with SIGTERM while its client keeps stdin open: it
+    ends at once (128 + the signal) and drops its handle. Raised as an exception in the
+    main thread, the signal left a worker thread waiting on stdin and the process for
+    ever, holding the server up."""
+    proc = subprocess.Popen(box.argv("serve", "mcp", "--agent", "bot"), cwd=box.root,
+                            env=box.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "supervised", "version": "1"}}}) + "\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    assert proc.pid in box.handles()
+    proc.send_signal(sig)
+    try:
+        code = proc.wait(timeout=COMMAND_DEADLINE)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    err = proc.stderr.read()
+    assert code == 128 + sig, err
+    assert f"stopped by {signal.Signals(sig).name}" in err and "Traceback" not in err
+    assert proc.pid not in box.handles()
+
+
 def test_resync_reports_a_killed_postmaster_and_the_next_run_heals(
         box: Box, site: tuple[LocalServer, Gate]) -> None:
     server, gate = site

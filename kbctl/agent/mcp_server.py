@@ -12,6 +12,8 @@ the server reads on.
 from __future__ import annotations
 
 import json
+import signal
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -133,16 +135,30 @@ async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
                 await passed.send(item)
 
 
-async def serve_stdio(tools: AgentTools) -> None:
-    """Serve until the client closes stdin."""
+async def _on_signal(signals: Sequence[int], stop: Callable[[int], None]) -> None:
+    """Hand the first of ``signals`` to ``stop``. In the event loop, not as an exception in
+    whatever the main thread was doing: raised there, a SIGTERM left an anyio worker thread
+    waiting for ever and the process never ended."""
+    with anyio.open_signal_receiver(*signals) as received:
+        async for signum in received:
+            stop(signum)
+            return
+
+
+async def serve_stdio(tools: AgentTools, stop: Callable[[int], None] | None = None) -> None:
+    """Serve until the client closes stdin, or until SIGTERM or SIGINT, which ``stop``
+    handles: the thread reading stdin cannot be interrupted, so ``stop`` must end the
+    process itself."""
     server = build_server(tools)
     async with stdio_server() as (read, write):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:
+            if stop is not None:
+                tasks.start_soon(_on_signal, (signal.SIGTERM, signal.SIGINT), stop)
             tasks.start_soon(_screen, read, send, write)
             await server.run(receive, write, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
 
-def run_stdio(tools: AgentTools) -> None:
-    anyio.run(serve_stdio, tools)
+def run_stdio(tools: AgentTools, stop: Callable[[int], None] | None = None) -> None:
+    anyio.run(serve_stdio, tools, stop)

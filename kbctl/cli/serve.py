@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import sys
 
 import typer
 
 from ..agent import ToolLimits
 from ..errors import EnvironmentFailure
 from ..render import Output
+from ..wiring import leave_databases
 from .common import (
     HELP_MARKUP,
     ConfigOpt,
@@ -74,5 +78,16 @@ def mcp(
               + (", read-only" if read_only else "")
               + (f", writes only in phase 'memory_flushing' of {phase}" if phase else ""))
     Output().note(f"kbctl MCP server on stdio: namespace '{settings.namespace}', {memory}")
+
+    def stop(signum: int) -> None:
+        """End now, as a server does on SIGTERM: the database closed and left, then exit
+        128 + the signal (the thread reading stdin would keep a normal exit waiting)."""
+        tools.close()
+        leave_databases()
+        Output().note(f"kbctl MCP server: stopped by {signal.Signals(signum).name}")
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os._exit(128 + signum)
+
     with tools, contextlib.suppress(KeyboardInterrupt):
-        run_stdio(tools)
+        run_stdio(tools, stop)

@@ -833,6 +833,13 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
             stop_server(state)
 
 
+def leave_all() -> None:
+    """Leave every server this process joined, now: for a process about to end without
+    running its exit handlers (``os._exit``)."""
+    for pgdata in list(_joined):
+        _leave(pgdata)
+
+
 def _leave(pgdata: Path) -> None:
     """At exit (registered once per directory by ``ensure_running``), unless the process
     left the server already."""
