@@ -921,3 +921,30 @@ def test_a_fifo_in_place_of_the_server_config_ends_the_command(box: Box) -> None
     conf.unlink()
     conf.write_bytes(kept)
     assert "widget" in top_text(box, "widget", "default")
+
+
+def test_a_failed_initdb_is_explained_by_its_fatal_line(tmp_path: Path) -> None:
+    """initdb on a full disk says why in a FATAL line, then cleans up: the reason, not
+    the clean-up line, is the message (and it is what picks the free-space hint)."""
+    from kbctl.store.server import _why
+
+    said = ["creating directory … ok\n2026-12-02 UTC [1677] FATAL:  could not write to file "
+            '"pg_wal/xlogtemp.1677": No space left on device\n'
+            "initdb: removing contents of data directory \"/kb/pg\"\n"]
+    failed = subprocess.CalledProcessError(1, ["/x/bin/initdb", "-D", "/kb/pg"])
+    why = _why(failed, tmp_path / "no-log", 0, said)
+    assert why.startswith("initdb failed with exit status 1: ")
+    assert why.endswith("No space left on device")
+
+
+def test_a_failed_connection_to_the_embedded_server_names_it_not_db(tmp_path: Path) -> None:
+    """"check --db" sent an operator of the embedded server after a URL they never gave."""
+    from kbctl.store.db import _connect_hint
+
+    pgdata = tmp_path / "kb" / "pg"
+    assert "--db" in _connect_hint("connection refused", False, None)
+    embedded = _connect_hint("FATAL: could not write init file", False, pgdata)
+    assert "--db" not in embedded and "kbctl doctor" in embedded and str(pgdata) in embedded
+    full = _connect_hint("FATAL: could not write init file: No space left on device", False,
+                         pgdata)
+    assert full.startswith("free disk space where")

@@ -54,7 +54,7 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
                                    "postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
     target = url or embedded_url(data_dir)
     shown = describe(url, data_dir)
-    conn = _open(target, shown)
+    conn = _open(target, shown, None if url else pgdata_of(data_dir))
     try:
         migrate(conn)
         register_vector(conn)
@@ -81,7 +81,9 @@ _RECOVERING = ("the database system is starting up",
                "the database system is in recovery mode")
 
 
-def _open(target: str, shown: str) -> psycopg.Connection:
+def _open(target: str, shown: str, pgdata: Path | None) -> psycopg.Connection:
+    """Connect to ``target``, waiting for a server that recovers from a crash; ``pgdata``:
+    the embedded server's data directory, which the hint names instead of ``--db``."""
     deadline = time.monotonic() + RECOVERY_WAIT_S
     waiting = False
     while True:
@@ -90,17 +92,24 @@ def _open(target: str, shown: str) -> psycopg.Connection:
         except psycopg.Error as exc:
             recovering = any(m in str(exc) for m in _RECOVERING)
             if not recovering or time.monotonic() >= deadline:
-                raise DatabaseError(
-                    f"cannot connect to {shown}: {str(exc).strip()}",
-                    hint=(f"it was still recovering after {RECOVERY_WAIT_S:.0f} s; its log "
-                          "says why" if recovering else
-                          "check --db / KBCTL_DATABASE_URL and that the server is running"),
-                ) from exc
+                raise DatabaseError(f"cannot connect to {shown}: {str(exc).strip()}",
+                                    hint=_connect_hint(str(exc), recovering, pgdata)) from exc
             if not waiting:
                 say_on_stderr(f"{shown} is recovering from a crash; waiting for it "
                               f"(at most {RECOVERY_WAIT_S:.0f} s)")
                 waiting = True
             time.sleep(RECOVERY_POLL_S)
+
+
+def _connect_hint(error: str, recovering: bool, pgdata: Path | None) -> str:
+    if recovering:
+        return f"it was still recovering after {RECOVERY_WAIT_S:.0f} s; its log says why"
+    if pgdata is None:
+        return "check --db / KBCTL_DATABASE_URL and that the server is running"
+    if "No space left on device" in error:
+        return free_space_hint(pgdata)
+    return ("run `kbctl doctor` to see the embedded server's state (its log is "
+            f"{pgdata / 'log'})")
 
 
 def describe(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> str:

@@ -744,9 +744,15 @@ def _why(exc: Exception, log: Path, seen: int, said: Sequence[str] = ()) -> str:
         command = exc.cmd[0] if isinstance(exc.cmd, list | tuple) and exc.cmd else exc.cmd
         what = f"{Path(str(command)).name} failed with exit status {exc.returncode}"
     lines = [line.strip() for text in said for line in text.splitlines() if line.strip()]
-    error = next((line for line in reversed(lines) if "error" in line.lower()),
+    error = next((line for line in reversed(lines)
+                  if any(mark in line.lower() for mark in _REASON_MARKS)),
                  lines[-1] if lines else None)
     return f"{what}: {error}" if error else what
+
+
+# Words of the line that gives a failed PostgreSQL command's reason (initdb on a full disk:
+# "FATAL:  could not write to file …: No space left on device", then its clean-up lines).
+_REASON_MARKS = ("error", "fatal", "panic", "could not", "no space left")
 
 
 def _log_size(log: Path) -> int:
