@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.pipeline.progress import ProgressEvent
 from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 
@@ -210,6 +211,37 @@ def test_a_run_that_never_finished_shows_as_failed_in_status(cli: Cli, workdir: 
     cli.json("resync")  # the next run that ends says so
     [shown] = cli.json("status")["namespaces"]
     assert shown["lastRunFailures"] == 0 and shown["lastOkAt"] == shown["lastRunAt"]
+
+
+def test_a_new_source_whose_first_run_never_finished_shows_as_failed(cli: Cli,
+                                                                       workdir: Path) -> None:
+    """A definition the run itself records was not there to stamp when the run began: a
+    first ingest killed half-way showed as a healthy source in status."""
+    from kbctl.pipeline.ingest import ingest
+    from kbctl.sources.registry import source_spec
+
+    class Killed(BaseException):
+        pass
+
+    def killed_after_a_page(event: ProgressEvent) -> None:
+        if event.stage == "written":
+            raise Killed
+
+    site = _site(workdir / "site", 3)
+    store = KnowledgeStore(connect(cli.db_url))
+    try:
+        with pytest.raises(Killed):
+            ingest(store, [source_spec("files", str(site), {})], namespace="default",
+                   embedder=None, progress=killed_after_a_page)
+    finally:
+        store.conn.close()
+    status = cli.json("status")
+    [shown] = status["namespaces"]
+    assert shown["lastRunFailures"] == 1
+    [definition] = status["sourceDefinitions"]
+    assert [e["type"] for e in definition["lastErrors"]] == ["Interrupted"]
+    cli.json("resync")  # the next run that ends says so
+    assert cli.json("status")["namespaces"][0]["lastRunFailures"] == 0
 
 
 @pytest.mark.parametrize("kill_after", [0.4, 0.8, 1.3, 2.0])

@@ -151,10 +151,7 @@ def ingest(
     recorded_before = {d.id for d in store.list_defs(namespace)}
     if not policy.dry_run:
         for spec in specs:
-            store.begin_def(namespace, spec.id, asdict(SourceFailure(
-                ref=spec.target, type="Interrupted", source=spec.id,
-                error=f"{spec.kind} {spec.target}: its last run did not finish (it is "
-                      f"still going, or it was killed or lost its database)")))
+            store.begin_def(namespace, spec.id, _interrupted(spec))
     try:
         for spec in specs:
             report.sources.append(spec.to_json() | {"id": spec.id})
@@ -286,6 +283,16 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
                    for k, v in spec.options.to_record().items()}
         store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
                                    target=spec.target, options=options))
+        # a definition recorded by this run was not there to stamp when the run began
+        store.begin_def(namespace, spec.id, _interrupted(spec))
+
+
+def _interrupted(spec: SourceSpec | BrokenDefinition) -> dict[str, Any]:
+    """A definition's error while its run goes on: what ``status`` shows if it never ends."""
+    return asdict(SourceFailure(
+        ref=spec.target, type="Interrupted", source=spec.id,
+        error=f"{spec.kind} {spec.target}: its last run did not finish (it is still going, "
+              "or it was killed or lost its database)"))
 
 
 def _unexpected(spec: SourceSpec, doing: str, exc: Exception) -> SourceError:
