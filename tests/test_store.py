@@ -331,6 +331,11 @@ def test_a_data_directory_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a file, not a directory") as info:
         connect(None, tmp_path / "kb")
     assert info.value.exit_code == 2
+    # and a command that only reads says so too, not "no knowledge base"
+    from kbctl.wiring import require_embedded
+
+    with pytest.raises(InputError, match="is a file, not a directory"):
+        require_embedded(tmp_path / "kb")
 
 
 def test_a_connection_lost_inside_a_transaction_adds_no_aside_on_stderr(db_url: str) -> None:

@@ -152,6 +152,11 @@ LOCK_FILE = "server.lock"
 _thread_lock = threading.RLock()
 
 
+def not_a_directory(data_dir: str | Path) -> InputError:
+    return InputError(f"the data directory {data_dir} is a file, not a directory",
+                      hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
+
+
 @contextlib.contextmanager
 def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
     """The lock every process takes to start, join, repair or stop the server of
@@ -164,8 +169,7 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
     that keeps it from going."""
     with _thread_lock:
         if data_dir.exists() and not data_dir.is_dir():
-            raise InputError(f"the data directory {data_dir} is a file, not a directory",
-                             hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
+            raise not_a_directory(data_dir)
         try:
             fd = _open_lock_file(data_dir, create)
         except OSError as exc:
