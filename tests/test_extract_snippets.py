@@ -97,6 +97,22 @@ def test_base_paths_are_searched_in_turn_and_kept_to(tmp_path: Path) -> None:
     assert expand_snippets("no notation", project=root) == "no notation"
 
 
+def test_a_base_path_entry_that_is_a_file_is_that_snippet(tmp_path: Path) -> None:
+    """``base_path: [docs/.snippets, LICENSE.md]``: a page of ``--8<-- "LICENSE.md"`` is
+    that file (pymdownx resolves a file entry by its name); it came out empty."""
+    root = project(tmp_path)
+    page = '--8<-- "README.md"\n'
+    ours = expand_snippets(page, project=root, base_path=("src", "README.md"))
+    assert "The readme." in ours
+    assert expand_snippets('--8<-- "other.md"\n', project=root,
+                           base_path=("README.md",)) == ""  # another name: not that file
+    markdown = pytest.importorskip("markdown")
+    pytest.importorskip("pymdownx.snippets")
+    md = markdown.Markdown(extensions=["pymdownx.snippets"], extension_configs={
+        "pymdownx.snippets": {"base_path": [str(root / "src"), str(root / "README.md")]}})
+    assert "\n".join(md.preprocessors["snippet"].run(page.split("\n"))) == ours
+
+
 def test_hostile_pages_stay_bounded(tmp_path: Path) -> None:
     root = project(tmp_path)
     big = "x" * 600_000 + "\n"

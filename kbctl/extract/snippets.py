@@ -106,12 +106,28 @@ class _Snippets:
     def _find(self, name: str) -> tuple[Path, str] | None:
         """The first base's file of that name, and its text (taken from the budget)."""
         if name not in self.found:  # where a name leads is looked up once a page
-            self.found[name] = next((normalized(base / name) for base in self.bases if (
-                not self.restrict or inside(base, base / name)) and (base / name).is_file()),
-                None)
+            self.found[name] = next(filter(None, (self._in_base(base, name)
+                                                  for base in self.bases)), None)
         path = self.found[name]
         text = self.files.read(path) if path is not None else None
         return (path, text) if path is not None and text is not None else None
+
+
+    def _in_base(self, base: Path, name: str) -> Path | None:
+        """The snippet ``name`` in one ``base_path`` entry: a folder holds it, and a file
+        entry is itself the snippet its name (from the file's folder) leads to, as
+        pymdownx's ``get_snippet_path`` resolves ``base_path: [LICENSE.md]``."""
+        if base.is_file():
+            candidate = base.parent / name
+            try:
+                return normalized(base) if candidate.is_file() and candidate.samefile(
+                    base) else None
+            except OSError:
+                return None
+        candidate = base / name
+        if self.restrict and not inside(base, candidate):
+            return None
+        return normalized(candidate) if candidate.is_file() else None
 
 
 def _target(name: str) -> tuple[str, str, str | None]:
