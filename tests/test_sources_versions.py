@@ -62,6 +62,20 @@ def test_docusaurus_current_version_is_the_unprefixed_one() -> None:
     assert chosen.dropped_versions == 5
 
 
+def test_a_translated_current_version_beside_english_only_old_ones_is_a_version() -> None:
+    """socket.io: v4 in five languages, v3 and v2 in English only. Counted over all its
+    languages, a fifth of v4's pages were found under another version, and v4 was no
+    version: the default kept v3 and dropped every v4 page."""
+    pages = tuple(f"p{i}" for i in range(8))
+    urls = (site("/docs/v4", "/fr/docs/v4", "/es/docs/v4", "/ja/docs/v4", "/zh/docs/v4",
+                 pages=pages)
+            + site("/docs/v3", "/docs/v2", pages=pages))
+    layout = detect(urls)
+    assert set(layout.versions) == {"v4", "v3", "v2"}
+    chosen = select(urls, layout)
+    assert chosen.version == "v4" and chosen.kept == site("/docs/v4", pages=pages)
+
+
 def test_flag_chooses_a_named_version_case_insensitively_or_all() -> None:
     urls = site("/en/stable", "/en/latest")
     layout = detect(urls)

@@ -112,10 +112,15 @@ def _paired(parsed: Sequence[_Parsed], attr: str, at: str) -> list[str | None]:
     for p in parsed:
         if _pairs(p, at):
             groups[p.key(drop=getattr(p, at))].add(getattr(p, attr))
-    pages = Counter(getattr(p, attr) for p in parsed)
-    copies = Counter(getattr(p, attr) for p in parsed
+    # the share is counted within each value of the other dimension: the current version
+    # translated into five languages, its older ones in English only, pairs only its
+    # English pages, a fifth of all its pages but nearly all of its English ones
+    other = "lang" if attr == "version" else "version"
+    pages = Counter((getattr(p, attr), getattr(p, other)) for p in parsed)
+    copies = Counter((getattr(p, attr), getattr(p, other)) for p in parsed
                      if _pairs(p, at) and len(groups[p.key(drop=getattr(p, at))]) > 1)
-    folders = {v for v in copies if v is None or copies[v] >= MIN_COPIES_SHARE * pages[v]}
+    folders = {v for v, o in copies
+               if v is None or copies[v, o] >= MIN_COPIES_SHARE * pages[v, o]}
     paired = set().union(*(values & folders for values in groups.values()
                            if len(values & folders) > 1))
     counts = Counter(getattr(p, attr) for p in parsed if getattr(p, attr) in paired)
