@@ -979,7 +979,8 @@ def test_docusaurus_docs_plugin_instances(tmp_path: Path) -> None:
     _assert_all_resolve(site, project, "docusaurus", minimum=3)
     assert _anchored(project) == {("guide/intro", "start-here"),
                                   ("people/team/who", "the-maintainers"),
-                                  ("people", "welcome-all")}
+                                  ("people", "welcome-all"),
+                                  ("about", "not-docs")}  # the pages plugin's
 
 
 @pytest.mark.skipif(tool("docusaurus") is None, reason="Docusaurus is not installed")

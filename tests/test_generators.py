@@ -684,6 +684,109 @@ def test_docusaurus_blog_off_or_named_elsewhere(tmp_path: Path) -> None:
     assert _page(named, "blog/2024-01-02-a.md") == "news/2024/01/02/a"
 
 
+def test_docusaurus_versions_served_at_their_own_paths(tmp_path: Path) -> None:
+    # socket.io's website: the current docs at docs/v4/, 2.x at docs/v2/ (versions.X.path);
+    # a ``versions`` block nested deeper (a function's body) is not the plugin's
+    site = resolve_site(write_tree(tmp_path / "own", {
+        "docusaurus.config.js": """
+        module.exports = { i18n: { defaultLocale: 'en', locales: ['en', 'fr'] },
+          presets: [['@docusaurus/preset-classic', { docs: {
+            editUrl: ({ versionDocsDirPath }) => `x/${versionDocsDirPath}`,
+            sidebarItemsGenerator({ defaultSidebarItemsGenerator, ...args }) {
+              return defaultSidebarItemsGenerator({ ...args, versions: { current: {
+                path: 'no' } } });
+            },
+            lastVersion: "current",
+            versions: {
+              current: { label: "4.x", path: "v4" },
+              "3.x": { label: "3.x" },  // no path: its name
+              '2.x': { label: "2.x", path: "/v2/" },
+            },
+          } }]] };""",
+        "versions.json": '["3.x", "2.x"]', "docs/x.md": ""}))
+    assert site.settings["docs"][0].paths == (("current", "v4"), ("2.x", "v2"))
+    assert _page(site, "docs/server/install.md") == "docs/v4/server/install"
+    assert _page(site, "versioned_docs/version-2.x/internals.md") == "docs/v2/internals"
+    assert _page(site, "versioned_docs/version-3.x/internals.md") == "docs/3.x/internals"
+    fr = "i18n/fr/docusaurus-plugin-content-docs"
+    assert _page(site, f"{fr}/current/a.md") == "fr/docs/v4/a"
+    assert _page(site, f"{fr}/version-2.x/a.md") == "fr/docs/v2/a"
+    # a plugin's own versions; the unreleased one too, and a path that is the route base
+    plugin = resolve_site(write_tree(tmp_path / "plugin", {
+        "docusaurus.config.js": "module.exports = { plugins: [['@docusaurus/plugin-content-"
+                                "docs', { id: 'api', path: 'api', routeBasePath: 'api', "
+                                "versions: { current: { path: 'edge' }, '1.0': { path: "
+                                "'stable' }, '0.9': { path: '' } } }]] };",
+        "api_versions.json": '["1.0", "0.9"]', "docs/x.md": "", "api/x.md": ""}))
+    assert _page(plugin, "api/a.md") == "api/edge/a"
+    assert _page(plugin, "api_versioned_docs/version-1.0/a.md") == "api/stable/a"
+    assert _page(plugin, "api_versioned_docs/version-0.9/a.md") == "api/a"
+    # options named elsewhere (``docs: docsOptions``): the config is read whole
+    named = resolve_site(write_tree(tmp_path / "named", {
+        "docusaurus.config.js": "const docsOptions = { lastVersion: 'current', versions: "
+                                "{ current: { path: 'v9' } } };\nmodule.exports = { "
+                                "presets: [['classic', { docs: docsOptions }]] };",
+        "versions.json": '["8.0"]', "docs/x.md": ""}))
+    assert _page(named, "docs/a.md") == "docs/v9/a"
+    assert _page(named, "versioned_docs/version-8.0/a.md") == "docs/8.0/a"
+
+
+def test_docusaurus_keeps_names_that_start_like_dates_or_versions(tmp_path: Path) -> None:
+    # socket.io's docs/changelog/4.7.0.md is served at changelog/4.7.0, not changelog/7.0
+    # (where 2.5.0.md and 4.5.0.md both landed)
+    names = ("4.7.0", "7.0-foo", "2021-11-notes", "1_2-x", "01-intro", "1.intro", "10 - Name")
+    assert [strip_number_prefix(n) for n in names] == [
+        "4.7.0", "7.0-foo", "2021-11-notes", "1_2-x", "intro", "intro", "Name"]
+    site = resolve_site(write_tree(tmp_path, {"docusaurus.config.js": "", "docs/x.md": ""}))
+    assert _page(site, "changelog/4.7.0.md") == "docs/changelog/4.7.0"
+    assert _page(site, "changelog/2.5.0.md") != _page(site, "changelog/4.5.0.md")
+    assert _page(site, "1.0-beta/02-setup.md") == "docs/1.0-beta/setup"
+
+
+def test_docusaurus_pages_are_served_from_their_paths(tmp_path: Path) -> None:
+    # the classic preset's pages plugin: src/pages/get-started/chat.md at get-started/chat
+    fr = "website/i18n/fr/docusaurus-plugin-content-pages"
+    site = resolve_site(write_tree(tmp_path / "site", {
+        "website/docusaurus.config.js": "module.exports = { i18n: { defaultLocale: 'en', "
+                                        "locales: ['en', 'fr'] }, presets: [['classic', "
+                                        "{ docs: { path: '../docs' } }]] };",
+        "docs/x.md": "", "website/src/pages/index.js": "",
+        "website/src/pages/get-started/chat.md": "", f"{fr}/get-started/chat.md": "",
+        f"{fr}/only-translated.md": ""}) / "website")
+    pages = "website/src/pages"
+    assert _page(site, f"{pages}/get-started/chat.md") == "get-started/chat"
+    assert _page(site, f"{pages}/how-to/use.mdx") == "how-to/use"
+    assert _page(site, f"{pages}/get-started/index.md") == "get-started/"  # as it is linked
+    assert _page(site, f"{pages}/index.md") == ""
+    for unpublished in ("index.js", "_partial.md", "_drafts/a.md", "notes.txt"):
+        assert _page(site, f"{pages}/{unpublished}") is None, unpublished
+    assert _page(site, f"{pages}/a.md", {"draft": True}) is None
+    assert _page(site, f"{fr}/get-started/chat.md") == "fr/get-started/chat"
+    assert _page(site, f"{fr}/only-translated.md") is None  # no page of the site
+    assert _page(site, "website/i18n/de/docusaurus-plugin-content-pages/get-started/chat.md"
+                 ) is None  # no locale of the site
+    assert _page(site, "docs/x.md") == "docs/x"
+    slashes = {"true": ("get-started/chat/", "get-started/"),
+               "false": ("get-started/chat", "get-started")}
+    for option, (chat, index) in slashes.items():
+        slashed = resolve_site(write_tree(tmp_path / option, {
+            "docusaurus.config.js": f"module.exports = {{ trailingSlash: {option} }};",
+            "src/pages/get-started/chat.md": ""}))
+        assert _page(slashed, "src/pages/get-started/chat.md") == chat
+        assert _page(slashed, "src/pages/get-started/index.md") == index
+        assert _page(slashed, "src/pages/index.md") == ""
+    moved = resolve_site(write_tree(tmp_path / "moved", {
+        "docusaurus.config.js": "module.exports = { presets: [['classic', { pages: { path: "
+                                "'pages', routeBasePath: '/extra/' } }]] };",
+        "pages/a.md": "", "src/pages/b.md": ""}))
+    assert _page(moved, "pages/a.md") == "extra/a" and _page(moved, "src/pages/b.md") is None
+    off = resolve_site(write_tree(tmp_path / "off", {
+        "docusaurus.config.js": "module.exports = { presets: [['classic', { pages: false, "
+                                "blog: false }]] };",
+        "src/pages/b.md": "", "docs/x.md": ""}))
+    assert off.settings["pages"] is None and off.content.name == "docs"
+
+
 def test_a_hostile_docusaurus_config_is_read_to_a_bound(tmp_path: Path) -> None:
     # 9,000 docs plugins and 100,000 versions made every page cost a scan of them all
     # (2,000 pages: 61 s); real sites have a handful of each
