@@ -142,3 +142,11 @@ def test_a_sphinx_project_substitutes_from_conf_py_and_front_matter(tmp_path: Pa
     [loaded] = list(source.load(expansion.leaves, lambda ref: None))
     assert "Run widget-cli." in loaded.document.body  # conf.py's value
     assert loaded.document.body.startswith("# Using Gadget {#using-gadget}")  # the page's
+
+
+def test_a_target_whose_label_holds_a_slash_is_no_text() -> None:
+    """MyST-Parser's own docs label sections ``(syntax/core)=``: 62 such lines were read
+    as text, six chunks holding nothing else."""
+    md = myst_to_markdown("(syntax/core)=\n# Core syntax\n\n(a.b:c+d-e)=\nBody.\n")
+    assert "(syntax/core)=" not in md and "(a.b:c+d-e)=" not in md
+    assert "# Core syntax" in md and "Body." in md

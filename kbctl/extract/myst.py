@@ -33,6 +33,7 @@ from pathlib import Path
 from ..chunk.headings import normalize_source
 from ..errors import ExtractError
 from .inline_html import FENCE, code_spans, fence_end, fenced
+from .mystmd import TARGET_LINE
 from .rst_sphinx import (
     CODE_DIRECTIVES,
     IGNORED_DIRECTIVES,
@@ -45,7 +46,6 @@ from .sphinx_includes import SphinxIncludes
 _DIRECTIVE = re.compile(r"([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*)")
 _OPTION = re.compile(r"[ \t]*:[\w-]+:(?:[ \t].*)?")
 _ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]+)`")
-_TARGET = re.compile(r"[ \t]*\([\w:.+-]+\)=[ \t]*")
 _ATX = re.compile(r" {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*")
 _ADMONITIONS = {"note": "Note", "warning": "Warning", "tip": "Tip", "hint": "Hint",
                 "important": "Important", "caution": "Caution", "danger": "Danger",
@@ -102,7 +102,7 @@ def _read(lines: list[str], depth: int, file: _File) -> list[str]:
                     i += 1
                     continue
                 line = _substituted(line, file)
-            if not _TARGET.fullmatch(line) and not line.lstrip().startswith("%"):
+            if not TARGET_LINE.fullmatch(line) and not line.lstrip().startswith("%"):
                 out.append(_roles(line) if "{" in line else line)
             i += 1
             continue

@@ -22,7 +22,9 @@ from .inline_html import FENCE, fence_end
 from .rst_sphinx import CODE_DIRECTIVES
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_TARGET = re.compile(r"[ \t]*\(([^()\s]+)\)=[ \t]*")
+# A MyST target line, ``(label)=``: a label is any run of characters but spaces and
+# parentheses (``(intro/reference)=``); Sphinx's MyST and mystmd read it alike.
+TARGET_LINE = re.compile(r"[ \t]*\(([^()\s]+)\)=[ \t]*")
 _DIRECTIVE_NAME = re.compile(r"\{([\w:.+-]+)\}")
 # Directives whose content is code, not the page's markdown
 _CODE = CODE_DIRECTIVES | {"myst", "math", "mermaid", "raw", "csv-table"}
@@ -62,7 +64,7 @@ def mystmd_headings(text: str, *, title: object = None) -> str:
             i, label, opening = end + 1, None, False
             continue
         i += 1
-        target = _TARGET.fullmatch(line)
+        target = TARGET_LINE.fullmatch(line)
         if target is not None:
             label = target.group(1)
             continue
