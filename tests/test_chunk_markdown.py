@@ -656,3 +656,15 @@ def test_past_the_line_budget_markdown_is_plain_text_in_bounded_memory() -> None
     assert block_tokens(text) == []
     assert [c.text for c in chunks] == [c.text for c in chunk_text(text)]
     assert peak.bytes < 16 << 20  # parsed, its 300,000 tokens took ~150 MB
+
+
+def test_a_reference_link_in_a_heading_is_a_link_where_its_label_is_defined() -> None:
+    """``## `pyo3-tracing-subscriber` ([documentation][docs])``: the label is no text of
+    the heading, so no part of its id (mdBook, GitHub and the rest render the link); an
+    undefined label leaves the brackets as text, as they do."""
+    md = ("# Tracing\n\n## `tracing` ([documentation][docs])\n\ntext\n\n"
+          "## Undefined ([x][nope])\n\nmore\n\n[docs]: https://example.com/docs\n")
+    chunks = chunk_markdown(md)
+    assert [(c.anchor, c.heading_path[-1]) for c in chunks] == [
+        ("tracing-documentation", "tracing (documentation)"),
+        ("undefined-xnope", "Undefined ([x][nope])")]

@@ -7,7 +7,8 @@ on real books); only heading lines are parsed inline, to get their plain text.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block.state_block import StateBlock
@@ -54,13 +55,15 @@ def over_block_budget(text: str) -> bool:
     return text.count("\n") >= MAX_BLOCK_LINES
 
 
-def block_tokens(text: str) -> list[Token]:
+def block_tokens(text: str, env: dict[str, Any] | None = None) -> list[Token]:
     """Block-level token stream of normalised ``text`` (inline tokens keep raw content);
     none for a text over ``MAX_BLOCK_LINES`` lines, which its readers take as plain text
-    (no headings, no fences)."""
+    (no headings, no fences). ``env`` receives the document's link reference definitions
+    (``references``), which its inline text needs: ``[docs][ref]`` is a link only where
+    ``[ref]: …`` is defined."""
     if over_block_budget(text):
         return []
-    return _BLOCK_PARSER.parse(text)
+    return _BLOCK_PARSER.parse(text, env)
 
 
 def split_explicit_id(content: str) -> tuple[str, str | None]:
@@ -92,8 +95,11 @@ def split_explicit_id(content: str) -> tuple[str, str | None]:
     return content, None
 
 
-def inline_text(markdown: str) -> tuple[str, str]:
-    """Plain text of inline markdown: markup, HTML tags and link targets dropped.
+def inline_text(markdown: str, references: Mapping[str, Any] | None = None
+                ) -> tuple[str, str]:
+    """Plain text of inline markdown: markup, HTML tags and link targets dropped;
+    ``references``, the document's link reference definitions (``block_tokens``' env),
+    make ``[text][label]`` the link it is there.
 
     Returns (text with image alt text, text without images). The second is what a
     browser's ``textContent`` gives and what GitHub slugs. Entities and escapes are
@@ -101,7 +107,8 @@ def inline_text(markdown: str) -> tuple[str, str]:
     """
     with_alt: list[str] = []
     without: list[str] = []
-    for token in _INLINE_PARSER.parseInline(markdown):
+    env = {"references": dict(references)} if references else None
+    for token in _INLINE_PARSER.parseInline(markdown, env):
         _collect(token.children or [], with_alt, without)
     return "".join(with_alt), "".join(without)
 
@@ -122,9 +129,11 @@ def _collect(tokens: list[Token], with_alt: list[str], without: list[str] | None
             without.append(piece)
 
 
-def heading_texts(content: str) -> tuple[str, str, str | None]:
-    """(display title, text to slug, explicit id) of a heading's raw inline content."""
+def heading_texts(content: str, references: Mapping[str, Any] | None = None
+                  ) -> tuple[str, str, str | None]:
+    """(display title, text to slug, explicit id) of a heading's raw inline content, with
+    the document's link ``references`` (see ``inline_text``)."""
     body, explicit = split_explicit_id(content)
-    shown, plain = inline_text(body)
+    shown, plain = inline_text(body, references)
     title = " ".join(line.strip() for line in shown.split("\n"))
     return title.strip(), plain, explicit

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from markdown_it.token import Token
 
@@ -97,11 +98,12 @@ def chunk_markdown(markdown: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
     """
     budget, overlap = budget_chars(max_tokens, overlap_tokens)
     src = _Source(normalize_source(markdown))
-    tokens = block_tokens(src.text)
+    env: dict[str, Any] = {}
+    tokens = block_tokens(src.text, env)
     if not any(t.type in ("heading_open", "fence") for t in tokens):
         return chunk_text(markdown, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
 
-    sections, fences = _sections(src, tokens, slug_headings)
+    sections, fences = _sections(src, tokens, slug_headings, env.get("references"))
     bounds = Boundaries(src.text, line_starts_are_sentences=True, protected=fences)
     chunks: list[Chunk] = []
     for section in sections:
@@ -131,7 +133,8 @@ def _prefix(path: tuple[str, ...], budget: int) -> str:
     return crumb + "\n\n"
 
 
-def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
+def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True,
+              references: Mapping[str, Any] | None = None
               ) -> tuple[list[_Section], list[Span]]:
     """Split the token stream into sections; also return every fence's character span."""
     slugger = Slugger()
@@ -162,7 +165,7 @@ def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True
         covered = end
         if tok.type == "heading_open":
             current = None
-            title, plain, explicit = heading_texts(tokens[i + 1].content)
+            title, plain, explicit = heading_texts(tokens[i + 1].content, references)
             level = int(tok.tag[1:])
             while stack and stack[-1][0] >= level:
                 stack.pop()
