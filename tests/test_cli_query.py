@@ -234,3 +234,15 @@ def test_an_interrupt_before_the_command_began_is_a_json_document_too(
         cli_module.main()
     assert exit_info.value.code == 130
     assert json.loads(capsys.readouterr().out)["error"]["type"] == "Interrupted"
+
+
+def test_a_citation_writes_its_anchor_as_a_url_holds_it() -> None:
+    """Javadoc's ids hold ``<``, ``>`` and commas; a raw ``<`` or space breaks the link in
+    markdown and chat clients, and a browser decodes the fragment to find the id."""
+    from kbctl.pipeline.query import citation_for
+
+    assert citation_for("https://d.test/Map.html", "<init>(java.lang.String,int)") == (
+        "https://d.test/Map.html#%3Cinit%3E(java.lang.String,int)")
+    assert citation_for("https://d.test/p", "a b") == "https://d.test/p#a%20b"
+    assert citation_for("https://d.test/p", "日本語") == "https://d.test/p#日本語"
+    assert citation_for("https://d.test/#/guide", "x&y") == "https://d.test/#/guide?id=x%26y"

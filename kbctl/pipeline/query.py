@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from urllib.parse import quote
 
 from ..embed.base import Embedder
 from ..errors import InputError
@@ -21,15 +22,29 @@ SECTIONS_OVERFETCH = 2
 
 def citation_for(url: str, anchor: str | None) -> str:
     """``url#anchor`` when the chunk has an anchor and the url has no fragment yet; a hash
-    route (``…/#/guide``, Docsify's pages) takes it as ``?id=`` as its own links do."""
+    route (``…/#/guide``, Docsify's pages) takes it as ``?id=`` as its own links do. The
+    anchor is written as a URL holds it (Javadoc's ``#<init>(java.lang.String)`` as
+    ``#%3Cinit%3E(java.lang.String)``): a browser decodes it to find the id, and a raw
+    ``<`` or space breaks the link in markdown and chat clients."""
     if not anchor:
         return url
     if "#" not in url:
-        return f"{url}#{anchor}"
+        return f"{url}#{_escaped(anchor, _NOT_IN_FRAGMENT)}"
     route = url.split("#", 1)[1]
     if route.startswith("/"):
-        return f"{url}{'&' if '?' in route else '?'}id={anchor}"
+        return f"{url}{'&' if '?' in route else '?'}id={_escaped(anchor, _NOT_IN_QUERY)}"
     return url
+
+
+# WHATWG URL's fragment and query percent-encode sets (controls and space besides); other
+# characters, non-ASCII ones included, stay as written, readable
+_NOT_IN_FRAGMENT = frozenset('"<>`')
+_NOT_IN_QUERY = frozenset('"<>`#&\'')
+
+
+def _escaped(anchor: str, unsafe: frozenset[str]) -> str:
+    return "".join(quote(c, safe="") if c in unsafe or c <= " " or c == "\x7f" else c
+                   for c in anchor)
 
 
 def retrieve(
