@@ -154,6 +154,24 @@ def test_mkdocs_pages_and_settings(tmp_path: Path) -> None:
     assert page_path(site, tmp_path / "README.md") is None  # outside docs_dir
 
 
+@pytest.mark.parametrize("config", [
+    ("zensical.toml", '[project]\nsite_name = "x"\ndocs_dir = "src"\nuse_directory_urls = '
+     'false\n[project.markdown_extensions.toc]\nseparator = "_"\n'),
+    ("zensical.yml", "docs_dir: src\nuse_directory_urls: false\n"
+     "markdown_extensions:\n  - toc:\n      separator: _\n")])
+def test_zensical_projects_are_read_as_mkdocs_projects(tmp_path: Path,
+                                                        config: tuple[str, str]) -> None:
+    """Zensical builds MkDocs projects from its own zensical.toml (MkDocs' settings under
+    ``[project]``) or a YAML file of MkDocs' keys (pymdown-extensions' zensical.yml): read
+    as plain files, their ids and URLs were a plain folder's."""
+    name, text = config
+    write_tree(tmp_path, {name: text, "src/guide/install.md": "# Install\n"})
+    site = resolve_site(tmp_path)
+    assert site.generator == "mkdocs" and site.content == tmp_path.resolve() / "src"
+    assert _page(site, "guide/install.md") == "guide/install.html"
+    assert heading_ids(site)("A b") == "a_b"
+
+
 def test_python_markdown_slugs_and_unique_ids(tmp_path: Path) -> None:
     assert toc_slugify("Hello, World!") == "hello-world"
     assert toc_slugify("Ünïcödé — text") == "unicode-text"

@@ -1,4 +1,5 @@
-"""MkDocs: ``mkdocs.yml``; pages under ``docs_dir`` (default ``docs``).
+"""MkDocs: ``mkdocs.yml`` (or Zensical's ``zensical.toml``, its ``[project]`` table, or
+``zensical.yml``); pages under ``docs_dir`` (default ``docs``).
 
 With ``use_directory_urls`` (the default) ``guide/install.md`` → ``guide/install/`` and
 ``index.md``/``README.md`` → the folder (a README beside an index is left out, as MkDocs
@@ -33,6 +34,7 @@ from urllib.parse import quote
 
 from ..projectfiles import first_config, matches_any
 from .base import UNREAD, IdRules, Site, front_matter_time
+from .tomlfile import load_toml
 from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
@@ -196,13 +198,18 @@ def _nav_titles(nav: Any) -> dict[str, str]:
 
 class MkDocs:
     name = "mkdocs"
-    markers = ("mkdocs.yml", "mkdocs.yaml")
+    # Zensical builds MkDocs projects: from ``mkdocs.yml``, its own ``zensical.toml`` (the
+    # same settings under ``[project]``), or a YAML file of MkDocs' keys passed with ``-f``
+    markers = ("mkdocs.yml", "mkdocs.yaml", "zensical.toml", "zensical.yml", "zensical.yaml")
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, self.markers)
         if found is None:
             return None
         marker, text = found
+        if marker.suffix == ".toml":
+            project = load_toml(text).get("project")
+            return self._site(folder, marker, project if isinstance(project, dict) else {})
         return self._site(folder, marker, load_yaml_config(text))
 
     def default_site(self, root: Path) -> Site:
