@@ -150,3 +150,16 @@ def test_a_target_whose_label_holds_a_slash_is_no_text() -> None:
     md = myst_to_markdown("(syntax/core)=\n# Core syntax\n\n(a.b:c+d-e)=\nBody.\n")
     assert "(syntax/core)=" not in md and "(a.b:c+d-e)=" not in md
     assert "# Core syntax" in md and "Body." in md
+
+
+def test_a_heading_inside_a_directive_is_no_section() -> None:
+    """Sphinx makes no section inside a directive: MyST-Parser's docs show ``# My nifty
+    title`` in an example block, which was cited at an id the page does not have and
+    became the heading of the page's next sections."""
+    md = myst_to_markdown("# Page\n\n::::{myst-example}\n# Nifty title\n\n```python\n"
+                          "# a comment\n```\n::::\n\n```{note}\nFirst.\n\n## Inside\n```\n\n"
+                          "## Next\n\ntext\n")
+    assert "**Nifty title**" in md and "**Inside**" in md
+    assert "# a comment" in md and "## Next" in md
+    assert not any(line.startswith("#") and "Nifty" in line for line in md.splitlines())
+    assert "## Kept" in myst_to_markdown("```{only} html\n## Kept\n```\n")

@@ -137,20 +137,42 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
     if name in IGNORED_DIRECTIVES or kind in IGNORED_DIRECTIVES or kind == "image":
         return []
     body = _read(content, depth + 1, file)
+    if kind == "only":  # the one directive whose content may hold sections
+        return body
     if not argument and (kind == "admonition" or kind in _ADMONITIONS or (
             kind in LABELLED_DIRECTIVES and not LABELLED_DIRECTIVES[kind][1])):
         argument, body = _heading_title(body)
     if kind == "admonition":  # its argument is its title
-        return [f"**{argument}**", "", *body] if argument else body
+        return [f"**{argument}**", "", *_no_sections(body)] if argument else _no_sections(body)
     if kind in _ADMONITIONS:
         label = _ADMONITIONS[kind]
-        return [f"**{label}: {argument}**" if argument else f"**{label}:**", "", *body]
+        return [f"**{label}: {argument}**" if argument else f"**{label}:**", "",
+                *_no_sections(body)]
     if kind in LABELLED_DIRECTIVES:
         label, versioned = LABELLED_DIRECTIVES[kind]
         version, _, rest = argument.partition(" ") if versioned else ("", "", argument)
         head = f"{label} {version}".strip() + ":"
-        return [f"**{head}**" + (f" {rest}" if rest else ""), "", *body]
-    return ([argument, ""] if argument else []) + body
+        return [f"**{head}**" + (f" {rest}" if rest else ""), "", *_no_sections(body)]
+    return ([argument, ""] if argument else []) + _no_sections(body)
+
+
+def _no_sections(body: list[str]) -> list[str]:
+    """A directive's body with its headings as bold lines: Sphinx makes no section inside
+    a directive, so a heading there has no id and its page's sections go on around it
+    (MyST-Parser's docs show ``# My nifty title`` in example blocks)."""
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        fence = FENCE.match(body[i])
+        if fence is not None:  # code: as written, to its closing line
+            end = fence_end(body, i + 1, fence.group(1), fence.start(1))
+            out.extend(body[i:end + 1])
+            i = end + 1
+            continue
+        heading = _ATX.fullmatch(body[i])
+        out.append(f"**{heading.group(1).strip()}**" if heading else body[i])
+        i += 1
+    return out
 
 
 def _roles(line: str) -> str:
