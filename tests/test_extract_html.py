@@ -214,6 +214,20 @@ CASES = {
         "absent": ["Go back to the home page", "Table of contents", "documentation", "\\#",
                    "apicontent"],
     },
+    "rustdoc": {  # rustdoc: items folded in <details>, their headings in the summaries
+        "rule": "rustdoc",
+        "anchors": ["main-content", "implementations", "impl", "method.new", "examples",
+                    "method.wind", "panics", "examples-1", "trait-implementations",
+                    "impl-Clone", "method.clone", "impl-Eq", "synthetic-implementations",
+                    "impl-Send"],
+        "langs": ["", "", "", ""],
+        "present": ["A bobbin winds thread for a loom.",
+                    "#### pub fn wind(&mut self, turns: usize) {#method.wind}\n\n"
+                    "Winds `turns` more turns of thread.",
+                    "Returns a copy of the bobbin."],
+        "absent": ["logo", "source", "0.2.0", "0.3.0", "0.4.0", "[−]", "Expand description",
+                   "Run", "Read more", "Notable traits", "ⓘ", "Copy", "Methods"],
+    },
     "plain_main": {
         "rule": "main",
         "anchors": ["café-api", "errors"],
@@ -512,6 +526,76 @@ def test_a_collapsible_blocks_summary_is_its_title() -> None:
     assert "**Read this**\n\nFolded text." in extract_html(html).markdown
 
 
+def test_a_summary_holding_a_heading_opens_the_section_of_the_details_body() -> None:
+    # rustdoc folds each method: its signature heading in the summary, its docs below
+    html = ("<main><h2 id='methods'>Methods</h2><details open><summary><section "
+            "id='method.spin'><a href='#method.spin' class='anchor'></a><h4>pub fn spin(&amp;"
+            "self)</h4></section></summary><div class='docblock'><p>Spins once.</p>"
+            "<h5 id='examples'>Examples</h5><pre><code>s.spin();</code></pre></div></details>"
+            "<details open><summary><h4 id='method.stop'>pub fn stop(&amp;self)</h4></summary>"
+            "<p>Stops the spindle.</p></details></main>")
+    markdown = extract_html(html).markdown
+    assert "#### pub fn spin(&self) {#method.spin}\n\nSpins once." in markdown
+    assert "#### pub fn stop(&self) {#method.stop}\n\nStops the spindle." in markdown
+    cited = [c.anchor for c in chunk_markdown(markdown, slug_headings=False)
+             if "Stops the spindle." in c.text]
+    assert cited == ["method.stop"]
+
+
+def test_a_source_link_beside_a_heading_leaves_it_the_id_of_its_section() -> None:
+    # rustdoc floats each item's version and "source" link right of its heading, written
+    # before it in the element that carries the id
+    html = ("<main><h2 id='impls'>Trait Implementations</h2><section id='impl-Ord'>"
+            "<span class='rightside'><span class='since'>2.1.0</span> · <a class='srclink' "
+            "href='/src/knot.rs.html#9'>source</a></span><a href='#impl-Ord' class='anchor'>"
+            "</a><h3>impl Ord for Knot</h3></section><div id='tymethod.tie'><div "
+            "class='rightside'><a class='srclink' href='/src/knot.rs.html#12'>source</a></div>"
+            "<h4>fn tie(&amp;self)</h4></div><p>Ties the knot.</p>"
+            # older rustdoc wrote them inside the heading
+            "<h4 id='method.untie' class='method'><code>fn untie(&amp;self)</code><span "
+            "class='since'>1.2.0</span><a class='srclink' href='/src/knot.rs.html#20'>[src]</a>"
+            "</h4></main>")
+    markdown = extract_html(html).markdown
+    assert HEADING.findall(markdown) == [
+        ("##", "Trait Implementations {#impls}"), ("###", "impl Ord for Knot {#impl-Ord}"),
+        ("####", "fn tie(&self) {#tymethod.tie}"), ("####", "`fn untie(&self)` {#method.untie}")]
+    assert not any(chrome in markdown for chrome in ("source", "src", "2.1.0", "1.2.0"))
+
+
+def test_read_more_links_are_chrome_and_links_saying_more_are_not() -> None:
+    html = ("<main><h1 id='t'>Knot</h1><p>Returns a copy of the knot. <a href='clone.html#c'>"
+            "Read more</a></p><p>Ties it. <a href='tie.html'>Read More »</a></p><p>See "
+            "<a href='/guide.html'>Read more about knots</a>.</p></main>")
+    markdown = extract_html(html, url="https://d.test/knot.html").markdown
+    assert "Returns a copy of the knot.\n\nTies it.\n\n" in markdown
+    assert "[Read more about knots](https://d.test/guide.html)" in markdown
+
+
+@pytest.mark.parametrize(("body_class", "rule"), [("rustdoc struct", "rustdoc"), ("", "main")])
+def test_rustdocs_content_is_its_main_content_section(body_class: str, rule: str) -> None:
+    # rustdoc's <main> also holds its logo and search bar; elsewhere #main-content is only
+    # a skip link's target and may be the whole layout
+    page = (f"<html><body class='{body_class}'><main><a class='sub-logo-container' href='/'>"
+            "<img alt='logo' src='/logo.svg'></a><section id='main-content'><h1>Knot</h1>"
+            "<p>Ties things.</p></section></main></body></html>").encode()
+    assert find_container(tree(page))[1] == rule
+    markdown = extract_html(page).markdown
+    assert "Ties things." in markdown
+    assert ("logo" in markdown) is (rule == "main")
+
+
+def test_pydata_themes_previous_and_next_links_are_navigation() -> None:
+    html = ("<html><body><main class='bd-content' role='main'><div><section id='install'>"
+            "<h1>Installation</h1><p>Use pip.</p></section></div><div class='prev-next-area'>"
+            "<a class='left-prev' href='index.html'><div class='prev-next-info'><p "
+            "class='prev-next-subtitle'>previous</p><p class='prev-next-title'>Home</p></div>"
+            "</a><a class='right-next' href='tutorial.html'><div class='prev-next-info'><p "
+            "class='prev-next-subtitle'>next</p><p class='prev-next-title'>Tutorial</p></div>"
+            "</a></div></main></body></html>")
+    markdown = extract_html(html).markdown
+    assert markdown == "# Installation {#install}\n\nUse pip.\n"
+
+
 def test_an_admonitions_title_is_a_bold_line_of_its_own() -> None:
     html = ("<main><h1 id='t'>Install</h1>"
             "<div class='admonition warning'><p class='admonition-title'>Warning</p>"
@@ -691,6 +775,7 @@ def test_site_suffix_is_trimmed_from_titles(title: str, expected: str) -> None:
         ("docsy", "Rate limits"),
         ("gitbook", "Webhooks"),
         ("plain_main", "Café API"),
+        ("rustdoc", "Bobbin in spindle"),
         ("blog", "Why we moved our build cache to object storage"),
     ],
 )

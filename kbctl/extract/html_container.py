@@ -30,6 +30,7 @@ RULES = (
     "docbook",  # the outermost div.chapter, div.sect1, div.refentry … that opens a title page
     "doxygen",  # div.contents after div.header
     "node",  # #apicontent (Node.js's API docs)
+    "rustdoc",  # section#main-content (its <main> also holds the logo and search bar)
     "main",  # <main>
     "role-main",  # [role=main]
     "article",  # <article>
@@ -82,6 +83,9 @@ def _rules_of(el: etree._Element, tag: str) -> list[int]:
             matched.append(_RULE["docbook"])
         if "id" in keys and el.get("id") == "apicontent":
             matched.append(_RULE["node"])
+    elif tag == "section" and "id" in keys and el.get("id") == "main-content" and (
+            _in_rustdoc_page(el)):
+        matched.append(_RULE["rustdoc"])
     if tag == "main":
         matched.append(_RULE["main"])
         parent = el.getparent()
@@ -121,6 +125,13 @@ def _follows_header(el: etree._Element) -> bool:
         previous = previous.getprevious()  # a comment such as <!--header-->
     return previous is not None and previous.tag == "div" and (
         "header" in (previous.get("class") or "").split())
+
+
+def _in_rustdoc_page(el: etree._Element) -> bool:
+    """rustdoc marks its pages ``<body class="rustdoc …">``; on other sites
+    ``#main-content`` is a skip link's target and may hold the whole layout."""
+    body = el.getroottree().getroot().find("body")
+    return body is not None and "rustdoc" in (body.get("class") or "").split()
 
 
 def _generated_body(root: etree._Element) -> etree._Element | None:
@@ -276,6 +287,11 @@ DROP_CLASSES = frozenset({
     # mkdocstrings' folded "Source code in …" listings beside the API they document
     "genindextable", "modindextable", "indextable", "genindex-jumpbox", "modindex-jumpbox",
     "mkdocstrings-source",
+    # rustdoc: the version and source link beside each item ("1.0.0 · source · [−]"), the
+    # "Expand description" toggle, the playground's "Run" link, notable-traits tooltips
+    "out-of-band", "rightside", "srclink", "since", "hideme", "test-arrow", "notable-traits",
+    # pydata-sphinx-theme's footer of previous / next links
+    "prev-next-area",
 })
 # Class tokens that mark a header/permalink icon only when they sit on a link.
 LINK_DROP_CLASSES = frozenset({"anchor", "anchor-heading", "header-link", "heading-link"})

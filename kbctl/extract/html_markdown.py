@@ -54,9 +54,11 @@ _VALID_ID = re.compile(r"[^\s{}]+")
 _TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
 _LIST_BLOCK = re.compile(r"(?:- |\d{1,9}\. )")
 _STRUCTURED = re.compile(r"(?:```|~~~|- |\d{1,9}\. |> |>$|\| |#{1,6} )")
+# Links that are chrome by their text alone: edit links, and "Read more" after a summary
+# of text found elsewhere (rustdoc's trait methods).
 _EDIT_LINK = re.compile(
-    r"(?:edit (?:this page|on github|on gitlab|page|this file)|improve this page"
-    r"|suggest an edit|view page source|show source)\b",
+    r"(?:(?:edit (?:this page|on github|on gitlab|page|this file)|improve this page"
+    r"|suggest an edit|view page source|show source)\b|read more\W*$)",
     re.I,
 )
 _TRAILING_MARKS = "¶§🔗⚓\uf0c1 \t\n"
@@ -141,9 +143,18 @@ def _preceded(node: etree._Element, parent: etree._Element) -> bool:
     for sibling in node.itersiblings(preceding=True):
         if (sibling.tail and not sibling.tail.isspace()) or sibling.tag in HEADING_TAGS:
             return True
-        if sibling.tag.__class__ is str and any(not t.isspace() for t in sibling.itertext()):
+        tag = sibling.tag
+        if tag.__class__ is str and any(not t.isspace() for t in sibling.itertext()) and (
+                not _beside_heading(sibling, tag)):
             return True
     return bool(parent.text) and not parent.text.isspace()
+
+
+def _beside_heading(el: etree._Element, tag: str) -> bool:
+    """Chrome of inline content only (rustdoc's version and "source" link, floated right
+    of each item's signature) sits on the heading's line: a link to the element both are
+    in lands on the heading. A navigation block (Texinfo's Next / Up line) stands above."""
+    return is_chrome(el, tag) and not _has_block(el)
 
 
 def _text(s: str) -> str:
@@ -677,7 +688,12 @@ class MarkdownWriter:
         out.append(f"{fence}{info}\n{code}\n{fence}")
 
     def _summary(self, el: etree._Element, out: list[str]) -> None:
-        """A collapsible block's summary (Material's ``??? note``) is its title."""
+        """A collapsible block's summary (Material's ``??? note``) is its title; one holding
+        a heading (rustdoc's ``summary > section#method.x > h4``) opens a section, so the
+        heading keeps its id and the folded body is that section's text."""
+        if not self._flat and self._holds_headings(el):
+            self._into(el, out)
+            return
         text = self._one_line(el).strip()
         if text:
             out.append(f"**{text}**")
@@ -954,7 +970,8 @@ class MarkdownWriter:
             return ""
         if self._plain:
             return inner
-        if ("dit" in text or "ource" in text or "mprove" in text) and _EDIT_LINK.match(text):
+        if ("dit" in text or "ource" in text or "mprove" in text or "ore" in text) and (
+                _EDIT_LINK.match(text)):
             return ""
         href = (el.get("href") or "").strip()
         if not href or href[:11].lower().startswith(("javascript:", "data:", "vbscript:")):
