@@ -1008,6 +1008,18 @@ def test_index_tables_and_folded_source_listings_are_no_content() -> None:
                 "<a href='x.html#f'>abs() (built-in function)</a></td></tr></table>"
                 "</div></body></html>")
     assert "abs()" not in extract_html(genindex, url="https://d.test/genindex.html").markdown
+    # DocBook's index (PostgreSQL's bookindex.html) and Texinfo's: as many link lists,
+    # which ranked among real answers
+    docbook = ("<html><body><div class='index'><div class='titlepage'><h1 class='title'>"
+               "<a id='BOOKINDEX'></a>Index</h1></div><div class='indexdiv'><h3>R</h3><dl>"
+               "<dt>rank, <a href='functions-window.html'>Window Functions</a></dt></dl>"
+               "</div></div></body></html>")
+    assert "Window Functions" not in extract_html(
+        docbook, url="https://d.test/bookindex.html").markdown
+    texinfo = ("<html><body><div class='unnumbered' id='Index'><h2>Index</h2>"
+               "<table class='index-cp'><tr><td><a href='x.html#index-ln'>ln</a></td></tr>"
+               "</table></div></body></html>")
+    assert "index-ln" not in extract_html(texinfo, url="https://d.test/Index.html").markdown
     api = ("<html><body><article class='md-content__inner'><h1 id='m'>Model</h1>"
            "<div class='doc doc-object'><h2 id='m.dump'>dump</h2><p>Dump the model, leaving "
            "out None with exclude_none.</p><details class='quote mkdocstrings-source'>"

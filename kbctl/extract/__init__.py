@@ -5,5 +5,6 @@
 #: 2: section wrapper ids, DocBook divisions, no made-up heading ids.
 #: 3: Doxygen, Texinfo, AsciiDoc, gtk-doc and Node.js containers, empty-marker ids before
 #:    headings, ``<a name>`` ids, sections inside lists (Javadoc) kept as sections.
-#: 4: rustdoc's folded items as sections with their ids, rustdoc's and pydata's chrome.
+#: 4: rustdoc's folded items as sections with their ids, rustdoc's and pydata's chrome,
+#:    DocBook's and Texinfo's indexes as no content.
 HTML_READER = 4

@@ -287,6 +287,9 @@ DROP_CLASSES = frozenset({
     # mkdocstrings' folded "Source code in …" listings beside the API they document
     "genindextable", "modindextable", "indextable", "genindex-jumpbox", "modindex-jumpbox",
     "mkdocstrings-source",
+    # DocBook's back-of-book index (its letter groups) and Texinfo's printed indexes
+    "indexdiv", "index-cp", "index-fn", "index-vr", "index-ky", "index-pg", "index-tp",
+    "printindex",
     # rustdoc: the version and source link beside each item ("1.0.0 · source · [−]"), the
     # "Expand description" toggle, the playground's "Run" link, notable-traits tooltips
     "out-of-band", "rightside", "srclink", "since", "hideme", "test-arrow", "notable-traits",
