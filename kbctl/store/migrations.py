@@ -61,6 +61,7 @@ def rebuild_postings(conn: psycopg.Connection) -> None:
                     INCLUDE (chunk_id, tf, dl)""")
     conn.execute("ANALYZE postings, lexeme_stats, chunks")
 
+
 def rebuild_lexical_index(conn: psycopg.Connection) -> None:
     """``rebuild_postings``, then the page postings and page lengths summed from them: for a
     change of how chunks are tokenised once pages are indexed too."""

@@ -153,6 +153,7 @@ _thread_lock = threading.RLock()
 
 
 def not_a_directory(data_dir: str | Path) -> InputError:
+    """The error for a data directory that is a file: bad input, whichever command met it."""
     return InputError(f"the data directory {data_dir} is a file, not a directory",
                       hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
 
