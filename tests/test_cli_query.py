@@ -75,6 +75,25 @@ def test_a_passage_other_pages_repeat_is_shown_once(cli: Cli, workdir: Path) -> 
     assert len(cites) == 1  # the listings' excerpts, all within it, are not shown again
 
 
+def test_copies_of_a_page_under_many_urls_do_not_leave_the_answer_short(
+        cli: Cli, workdir: Path) -> None:
+    """The same page under a dozen URLs (versions, mirrors) filled every spare row, and a
+    top 5 came back with one result though other pages matched."""
+    section = ("## Sprocket tuning\n\nThe gearbox sprocket tuning guide explains how each "
+               "sprocket is tuned before the gearbox ships to a customer.\n")
+    docs = workdir / "mirrors"
+    for team in "abcdefghijkl":  # one page each, the same section: only its owner differs
+        (docs / f"team-{team}").mkdir(parents=True)
+        (docs / f"team-{team}" / "gearbox.md").write_text(
+            f"# Gearbox\n\nKept by team {team}.\n\n{section}")
+    for i in range(6):
+        (docs / f"other{i}.md").write_text(f"# Other {i}\n\nA gearbox note number {i}.\n")
+    cli.json("ingest", "files", str(docs), "--base-url", "https://d.example/")
+    out = cli.json("query", "gearbox sprocket tuning", "-k", "5")
+    cites = [r["citation"] for r in out["results"]]
+    assert len(cites) == 5 and sum(c.endswith("#sprocket-tuning") for c in cites) == 1
+
+
 def test_an_empty_namespace_says_so(kb: Cli) -> None:
     out = kb.json("query", "install widget", "-n", "typo-of-a-namespace")
     assert out["results"] == [] and out["empty"] is True and out["unmatched"] == []

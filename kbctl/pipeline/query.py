@@ -18,6 +18,10 @@ from .embedding_text import embedding_text
 
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
 SECTIONS_OVERFETCH = 2
+#: When repeats leave fewer distinct sections than wanted, the search is run again this many
+#: times deeper, up to this many times the results wanted.
+DEEPENING_STEP = 4
+MAX_DEEPENING = 16
 
 
 def citation_for(url: str, anchor: str | None) -> str:
@@ -90,11 +94,19 @@ def retrieve(
     found = store.spelling(namespace, question, correct=typo_tolerance)
     # a section's further passages give way to other sections: spare rows, same ranking
     wanted = max(k, rerank_top) if reranker else k
-    rows = store.search(namespace, question, k=wanted * SECTIONS_OVERFETCH,
-                        ranked_for=wanted, filters=filters or {}, query_vector=qv,
-                        vector_weight=vector_weight, fusion=fusion,
-                        also_match=found.lexemes)
-    rows = distinct_sections(rows)[:wanted]
+    ranked_for = wanted
+    while True:
+        fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
+                               ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
+                               vector_weight=vector_weight, fusion=fusion,
+                               also_match=found.lexemes)
+        rows = distinct_sections(fetched)[:wanted]
+        # copies of one page under many URLs (versions, mirrors) can fill every spare row:
+        # look deeper, a bounded number of times, rather than answer short
+        if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
+                or ranked_for >= wanted * MAX_DEEPENING):
+            break
+        ranked_for *= DEEPENING_STEP
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     kept = [r for r in rows if min_score is None or r.score >= min_score]
