@@ -108,10 +108,18 @@ def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
                         FROM chunks WHERE namespace = %(src)s),
                 ins AS (INSERT INTO chunks (id, namespace, source_ref, ordinal, text, meta,
                                             lexeme_count, embedding)
-                        SELECT new_id, %(dst)s, source_ref || %(sfx)s, ordinal, text, meta,
+                        SELECT new_id, %(dst)s, source_ref || %(sfx)s, ordinal,
+                               text || %(mark)s,
+                               CASE WHEN meta ? 'url' AND %(sfx)s <> ''
+                                    THEN meta || jsonb_build_object('url',
+                                                                    (meta->>'url') || %(sfx)s)
+                                    ELSE meta END,
                                lexeme_count, embedding FROM src)
            INSERT INTO idmap SELECT id, new_id FROM src""",
-        {"src": src, "dst": dst, "sfx": ref_suffix})
+        # each copy is a page of its own, as a real site's pages are: a passage all copies
+        # shared would be shown once (query's distinct sections) and leave answers short
+        {"src": src, "dst": dst, "sfx": ref_suffix,
+         "mark": f"\n\n{ref_suffix}" if ref_suffix else ""})
     conn.execute(
         """INSERT INTO postings (namespace, lexeme, chunk_id, tf, dl, impact)
            SELECT %(dst)s, p.lexeme, m.new, p.tf, p.dl, p.impact
