@@ -163,3 +163,6 @@ def test_a_heading_inside_a_directive_is_no_section() -> None:
     assert "# a comment" in md and "## Next" in md
     assert not any(line.startswith("#") and "Nifty" in line for line in md.splitlines())
     assert "## Kept" in myst_to_markdown("```{only} html\n## Kept\n```\n")
+    # mystmd does make sections there (its pages are read with directive_sections)
+    kept = myst_to_markdown("```{note}\nFirst.\n\n## Inside\n```\n", directive_sections=True)
+    assert "## Inside" in kept

@@ -157,9 +157,10 @@ def _mystmd(text: str, page: PageFile | None) -> str:
     text = mystmd_headings(text, title=page.front_matter.get("title") if page else None)
     if page is not None:
         text = myst_to_markdown(text, path=page.path, includes=SphinxIncludes(
-            source_dir=page.project, project=page.project, reads=page.reads))
+            source_dir=page.project, project=page.project, reads=page.reads),
+            directive_sections=True)
     else:
-        text = myst_to_markdown(text)
+        text = myst_to_markdown(text, directive_sections=True)
     return math_fenced(text, dollars=True, amsmath=True)
 
 

@@ -63,6 +63,7 @@ class _File:
     path: Path | None = None
     includes: SphinxIncludes | None = None
     substitutions: Mapping[str, str] | None = None
+    directive_sections: bool = False
     budget: list[int] = field(default_factory=lambda: [MAX_SUBSTITUTED_CHARS])
 
     def spend(self, chars: int) -> bool:
@@ -76,14 +77,18 @@ class _File:
 
 def myst_to_markdown(text: str, *, path: Path | None = None,
                      includes: SphinxIncludes | None = None,
-                     substitutions: Mapping[str, str] | None = None) -> str:
+                     substitutions: Mapping[str, str] | None = None,
+                     directive_sections: bool = False) -> str:
     """The page's markdown as its readers see it (see the module docstring); ``path`` is
     the page's file, which its includes are found from; ``substitutions`` the values of
-    ``{{ name }}`` when MyST's ``substitution`` extension is on."""
+    ``{{ name }}`` when MyST's ``substitution`` extension is on. A heading inside a
+    directive is a section only with ``directive_sections`` (mystmd makes one; Sphinx
+    does not)."""
     if "{" not in text and "%" not in text and ")=" not in text:
         return text
     reads = path is not None and includes is not None
-    file = _File(path if reads else None, includes if reads else None, substitutions)
+    file = _File(path if reads else None, includes if reads else None, substitutions,
+                 directive_sections)
     return "\n".join(_read(normalize_source(text).split("\n"), 0, file))
 
 
@@ -143,17 +148,22 @@ def _directive(name: str, argument: str, content: list[str], depth: int,
             kind in LABELLED_DIRECTIVES and not LABELLED_DIRECTIVES[kind][1])):
         argument, body = _heading_title(body)
     if kind == "admonition":  # its argument is its title
-        return [f"**{argument}**", "", *_no_sections(body)] if argument else _no_sections(body)
+        body = _sectioned(body, file)
+        return [f"**{argument}**", "", *body] if argument else body
     if kind in _ADMONITIONS:
         label = _ADMONITIONS[kind]
         return [f"**{label}: {argument}**" if argument else f"**{label}:**", "",
-                *_no_sections(body)]
+                *_sectioned(body, file)]
     if kind in LABELLED_DIRECTIVES:
         label, versioned = LABELLED_DIRECTIVES[kind]
         version, _, rest = argument.partition(" ") if versioned else ("", "", argument)
         head = f"{label} {version}".strip() + ":"
-        return [f"**{head}**" + (f" {rest}" if rest else ""), "", *_no_sections(body)]
-    return ([argument, ""] if argument else []) + _no_sections(body)
+        return [f"**{head}**" + (f" {rest}" if rest else ""), "", *_sectioned(body, file)]
+    return ([argument, ""] if argument else []) + _sectioned(body, file)
+
+
+def _sectioned(body: list[str], file: _File) -> list[str]:
+    return body if file.directive_sections else _no_sections(body)
 
 
 def _no_sections(body: list[str]) -> list[str]:
