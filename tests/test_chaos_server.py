@@ -813,6 +813,20 @@ def test_an_unwritable_stdout_is_an_environment_failure(box: Box,
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_an_unwritable_stderr_drops_the_chatter_and_the_command_goes_on(box: Box) -> None:
+    """Stderr holds progress and notes only: a full disk under ``2> log`` must not fail a
+    query whose results were written (it ended with exit 3 after printing them)."""
+    # the ingest's report is chatter (stderr); the query shows what it stored, on stdout
+    for command, shown in ((("ingest", "text", "a widget note", "--ref", "w2"), ""),
+                           (("query", "widget note", "--format", "sources"), "w2")):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(box.argv(*command), cwd=box.root, env=box.env,
+                                  stdout=subprocess.PIPE, stderr=full, text=True,
+                                  timeout=COMMAND_DEADLINE, check=False)
+        assert proc.returncode == 0 and shown in proc.stdout, command
+
+
 def test_with_stderr_closed_repair_notes_never_reach_stdout(box: Box) -> None:
     """``2>&-``: a repair note has nowhere to go, and must not fall back to stdout, where
     it would break the one JSON document there."""

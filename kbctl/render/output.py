@@ -27,23 +27,29 @@ READER_GONE_EXIT = 141
 
 def _reader_gone(stream: Any) -> NoReturn:
     """The reader of ``stream`` went away (``| head``): write no more, end as SIGPIPE would."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())  # so the flush at exit does not fail again
+    _silence(stream)
     raise SystemExit(READER_GONE_EXIT)
 
 
-def _unwritable(stream: Any, exc: OSError) -> NoReturn:
-    """``stream`` cannot be written (a full disk under ``> out.json``): say so on stderr in
-    one line and end as an environment failure, not with a traceback and exit 1 ("the job
-    failed") after work that may well have been done."""
-    name = "stdout" if stream is sys.stdout else "stderr"
+def _silence(stream: Any) -> None:
+    """Point ``stream``'s descriptor at /dev/null: what is still written to it (the flush at
+    exit included) does not fail again."""
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())  # so the flush at exit does not fail again
-    if stream is not sys.stderr and sys.stderr is not None:
+        os.dup2(devnull, stream.fileno())
+
+
+def _unwritable(stream: Any, exc: OSError) -> None:
+    """``stream`` cannot be written (a full disk under ``> out.json``). Stdout holds the
+    result: say so on stderr in one line and end as an environment failure, not with a
+    traceback and exit 1 ("the job failed") after work that may well have been done.
+    Stderr holds only chatter: it is dropped, and the command goes on."""
+    _silence(stream)
+    if stream is sys.stderr:
+        return
+    if sys.stderr is not None:
         with contextlib.suppress(OSError, ValueError):
-            print(f"kbctl: error: could not write to {name}: {exc.strerror or exc}",
+            print(f"kbctl: error: could not write to stdout: {exc.strerror or exc}",
                   file=sys.stderr, flush=True)
     raise SystemExit(EnvironmentFailure.exit_code)
 
