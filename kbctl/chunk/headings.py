@@ -107,7 +107,7 @@ def inline_text(markdown: str, references: Mapping[str, Any] | None = None
     """
     with_alt: list[str] = []
     without: list[str] = []
-    env = {"references": dict(references)} if references else None
+    env = {"references": references} if references else None  # read, never written
     for token in _INLINE_PARSER.parseInline(markdown, env):
         _collect(token.children or [], with_alt, without)
     return "".join(with_alt), "".join(without)

@@ -112,7 +112,6 @@ class _Snippets:
         text = self.files.read(path) if path is not None else None
         return (path, text) if path is not None and text is not None else None
 
-
     def _in_base(self, base: Path, name: str) -> Path | None:
         """The snippet ``name`` in one ``base_path`` entry: a folder holds it, and a file
         entry is itself the snippet its name (from the file's folder) leads to, as

@@ -19,9 +19,10 @@ from .embedding_text import embedding_text
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
 SECTIONS_OVERFETCH = 2
 #: When repeats leave fewer distinct sections than wanted, the search is run again this many
-#: times deeper, up to this many times the results wanted.
+#: times deeper, up to this many times the results wanted and never past DEEPEST_RANK.
 DEEPENING_STEP = 4
 MAX_DEEPENING = 16
+DEEPEST_RANK = 200
 
 
 def citation_for(url: str, anchor: str | None) -> str:
@@ -94,7 +95,7 @@ def retrieve(
     found = store.spelling(namespace, question, correct=typo_tolerance)
     # a section's further passages give way to other sections: spare rows, same ranking
     wanted = max(k, rerank_top) if reranker else k
-    ranked_for = wanted
+    ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
     while True:
         fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
                                ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
@@ -104,9 +105,9 @@ def retrieve(
         # copies of one page under many URLs (versions, mirrors) can fill every spare row:
         # look deeper, a bounded number of times, rather than answer short
         if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
-                or ranked_for >= wanted * MAX_DEEPENING):
+                or ranked_for >= deepest):
             break
-        ranked_for *= DEEPENING_STEP
+        ranked_for = min(ranked_for * DEEPENING_STEP, deepest)
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     kept = [r for r in rows if min_score is None or r.score >= min_score]
