@@ -144,6 +144,9 @@ def test_a_signatures_parameters_do_not_weigh_as_its_heading(store: KnowledgeSto
         "suffix", "register"]
     assert lexical.heading_field(["a", "f(x, y[, z])", "Using (new) APIs"], "m.f") == (
         "a f Using (new) APIs m.f")
+    # from the first "(" after a name to the last ")": nested lists go whole, a ")" before
+    # any such "(" leaves the heading as it is
+    assert lexical.heading_field(["g(a, f(b)) -> T", "ab)c(d"], None) == "g -> T ab)c(d"
 
 
 def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,

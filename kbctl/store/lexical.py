@@ -266,15 +266,25 @@ KB_FIELDS = (Field("t", "x"), Field("tt", "tx", TITLE_WEIGHT, body=False),
 # An API entry's heading is its signature: ``register_unpack_format(name, extensions,
 # function[, extra_args])``. The parameter list is not what the entry is named, and weighed
 # as a heading its common words (``name``, ``path``, ``file``) lift every entry that takes
-# them above the one a question is about.
-_PARAMETERS = re.compile(r"(?<=\w)\(.*\)")
+# them above the one a question is about. The list runs from the first ``(`` after a word
+# character to the last ``)``, found in one pass each (a regex's ``\w\(.*\)`` rescans the
+# rest of the heading from every ``(``: quadratic in a hostile one).
+_OPENING = re.compile(r"\w\(")
+
+
+def _without_parameters(heading: str) -> str:
+    opening = _OPENING.search(heading)
+    if opening is None:
+        return heading
+    start, end = opening.start() + 1, heading.rfind(")")
+    return heading[:start] + heading[end + 1:] if end > start else heading
 
 
 def heading_field(path: Any, anchor: Any) -> str:
     """The heading field's text: the heading path without signatures' parameter lists (the
     chunk's text keeps them, as body), and the anchor (the id a docs generator gives an
     API entry, ``dict.setdefault``)."""
-    headings = [_PARAMETERS.sub("", h) for h in path if isinstance(h, str)] if isinstance(
+    headings = [_without_parameters(h) for h in path if isinstance(h, str)] if isinstance(
         path, list) else []
     return " ".join(headings) + (f" {anchor}" if isinstance(anchor, str) else "")
 
