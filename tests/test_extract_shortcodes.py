@@ -57,6 +57,42 @@ def test_tags_go_and_what_readers_see_stays() -> None:
     assert "Percent {{% 50 %}}, braces {{< and %}} and {{< >}} stay as they are." in md
 
 
+TABS = """\
+# Search
+
+{{< tabpane >}}
+{{< tab header="Config" lang="yaml" >}}
+---
+title: Search Results
+layout: search
+---
+{{< /tab >}}
+{{< tab header="hugo.toml" >}}
+# Add your release versions here
+x = "```"
+{{< /tab >}}
+{{< tab header="Notes" text=true >}}
+Some **markdown**.
+{{< /tab >}}
+{{< /tabpane >}}
+
+{{< tabpane text=true lang=go >}}
+{{% tab header="macOS" %}}
+Use brew.
+{{% /tab %}}
+{{< /tabpane >}}
+"""
+
+
+def test_docsy_tabs_are_code_unless_they_say_text() -> None:
+    md = shortcodes_to_markdown(TABS)
+    assert "```yaml\n---\ntitle: Search Results\nlayout: search\n---\n```" in md
+    assert '````\n# Add your release versions here\nx = "```"\n````' in md
+    assert "Some **markdown**." in md and "Use brew." in md and "true" not in md
+    headings = [c.heading_path for c in chunk_markdown(md)]
+    assert all(path == ("Search",) for path in headings), headings  # no YAML or TOML heading
+
+
 def test_text_without_shortcodes_is_untouched_and_hostile_text_ends() -> None:
     assert shortcodes_to_markdown("no {{ .Title }} template here") == \
         "no {{ .Title }} template here"

@@ -11,6 +11,9 @@ markdown is rendered; kbctl cannot run the site's templates, so:
   ``summary`` or ``content`` argument (``figure``, ``details``);
 - ``{{< highlight LANG >}}`` … ``{{< /highlight >}}`` becomes a fence in that language, as
   the code block it renders;
+- a ``tab`` of a ``tabpane`` (Docsy's tabbed panes) is a code block too, in the ``lang`` of
+  the tab or its pane, unless the tab or its pane says ``text=true``: Docsy highlights a
+  tab's content as code by default, so a YAML sample's ``---`` is no heading;
 - an escaped shortcode (``{{</* name */>}}``), which is how docs show one, reads as the
   shortcode itself (``{{< name >}}``), as Hugo prints it.
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from .template_args import visible_values
+from .template_args import named_arguments, visible_values
 
 _TAG = re.compile(r"\{\{([<%])([^{}]*)([>%])\}\}")
 _CLOSERS = {"<": ">", "%": "%"}
@@ -33,7 +36,50 @@ def shortcodes_to_markdown(text: str) -> str:
     """The page's markdown as its readers see it (see the module docstring)."""
     if "{{" not in text:
         return text
-    return _TAG.sub(_replacement, text)
+    return _TAG.sub(_replacement, _code_tabs(text))
+
+
+def _code_tabs(text: str) -> str:
+    """Each code tab of a ``tabpane`` as a fenced block (see the module docstring)."""
+    pane: dict[str, str] | None = None
+    tab: tuple[re.Match[str], dict[str, str]] | None = None
+    pieces: list[str] = []
+    done = 0
+    for match in _TAG.finditer(text):
+        name, closing, args = _call(match)
+        if name == "tabpane":
+            pane, tab = (None if closing else named_arguments(args)), None
+        elif name == "tab" and pane is not None:
+            if not closing:
+                tab = (match, named_arguments(args))
+            elif tab is not None:
+                opened, own = tab
+                tab = None
+                if _true(own.get("text", pane.get("text", "false"))):
+                    continue
+                lang = own.get("lang") or pane.get("lang") or (
+                    own.get("header", "") if _true(pane.get("langEqualsHeader", "")) else "")
+                code = text[opened.end():match.start()].strip("\r\n")
+                fence = "`" * max(3, _longest_backtick_run(code) + 1)
+                pieces += [text[done:opened.start()], f"\n{fence}{lang.strip()}\n{code}\n{fence}\n"]
+                done = match.end()
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _call(match: re.Match[str]) -> tuple[str, bool, str]:
+    """A tag's shortcode name, whether it closes a pair, and its arguments."""
+    body = match.group(2).strip()
+    closing = body.startswith("/")
+    name, _, args = body.lstrip("/").strip().replace("\n", " ").partition(" ")
+    return name, closing, args
+
+
+def _true(value: str) -> bool:
+    return value.strip().lower() == "true"
+
+
+def _longest_backtick_run(code: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", code)), default=0)
 
 
 def _replacement(match: re.Match[str]) -> str:

@@ -16,8 +16,10 @@ _ESCAPE = re.compile(r"\\(.)")
 
 
 def visible_values(args: str) -> list[str]:
-    """The texts of ``args``' named arguments in ``VISIBLE``, in order, unquoted."""
-    values = [_unquoted(raw) for key, raw in _NAMED.findall(args) if key.lower() in VISIBLE]
+    """The texts of ``args``' named arguments in ``VISIBLE``, in order, unquoted; a bare
+    ``true`` or ``false`` is a switch (Docsy's ``text=true``), not text."""
+    values = [_unquoted(raw) for key, raw in _NAMED.findall(args)
+              if key.lower() in VISIBLE and raw.lower() not in ("true", "false")]
     return [v for v in values if v.strip()]
 
 

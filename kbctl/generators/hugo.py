@@ -105,6 +105,8 @@ class Hugo:
         if placed is None:
             return None
         language, folder, rel, stem = placed
+        if _bundle_resource(site.content / folder, rel, stem):
+            return None
         if (own is not UNREAD and "build" not in front_matter and "_build" not in front_matter
                 and _cascaded_render(site.content / folder, rel) in ("never", "link", False)):
             return None  # known once read: the page's own build options win
@@ -190,6 +192,33 @@ def _block_attributes(parser: Any) -> bool:
     (``attribute.block``, off unless the config turns it on)."""
     attribute = parser.get("attribute") if isinstance(parser, dict) else None
     return isinstance(attribute, dict) and attribute.get("block") is True
+
+
+def _bundle_resource(content: Path, rel: PurePosixPath, stem: str) -> bool:
+    """Whether ``rel`` lies inside a leaf bundle (a folder with an ``index.md``, or an
+    ``index.LANG.md``, at any depth above it): Hugo publishes such a file as no page, only
+    as a resource its bundle may include (``{{% readfile "includes/x.md" %}}``). The
+    bundle's own ``index.md`` is its page."""
+    if stem.lower() == "index":
+        if rel.parent.as_posix() == ".":
+            return False
+        folder = rel.parent.parent
+    else:
+        folder = rel.parent
+    while True:
+        if _has_leaf_index(content / folder):
+            return True
+        if folder.as_posix() == ".":
+            return False
+        folder = folder.parent
+
+
+def _has_leaf_index(folder: Path) -> bool:
+    try:
+        names = [p.name.lower() for p in folder.glob("index.*")]
+    except OSError:
+        return False
+    return any(name.endswith(_PAGE_SUFFIXES) for name in names)
 
 
 def _cascaded_render(content: Path, rel: PurePosixPath) -> Any:
