@@ -25,6 +25,8 @@ from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
 from kbctl.generators.mkdocs import split_attr_list, toc_slugify
 from kbctl.generators.sphinx import assigned
+from kbctl.sources.files import FilesSource
+from kbctl.sources.registry import source_spec
 from kbctl.generators.vitepress import mdit_vue_slugify
 from tests.sitebuild import write_tree
 
@@ -178,6 +180,31 @@ def test_python_markdown_slugs_and_unique_ids(tmp_path: Path) -> None:
     assert toc_slugify("Ünïcödé", unicode=True) == "ünïcödé"
     assert _ids("mkdocs", ["Foo", "Foo", "Foo_1", "!!!", "!!!"], tmp_path) == [
         "foo", "foo_1", "foo_2", "_1", "_2"]
+
+
+@pytest.mark.parametrize(("generator", "config", "folder"), [
+    ("mkdocs", {"mkdocs.yml": "site_name: x\n"}, "docs"),
+    ("hugo", {"hugo.toml": ""}, "content"),
+    ("mdbook", {"book.toml": "", "src/SUMMARY.md": "- [T](tags.md)\n"}, "src"),
+    ("docusaurus", {"docusaurus.config.js": "module.exports = {}\n"}, "docs")])
+def test_a_heading_of_only_a_comment_cites_the_section_around_it(
+        tmp_path: Path, generator: str, config: dict[str, str], folder: str) -> None:
+    """``#### <!-- md:setting config.tags -->`` is a placeholder a project's hook fills in
+    (with an id such as ``config.tags``): the ``_3`` an empty heading would get is no id
+    of the built page, so its text cites the enclosing section."""
+    md = ("# Tags\n\n## Configuration\n\nIntro.\n\n#### <!-- md:setting config.tags -->"
+          "\n\nEnables tags.\n\n#### <!-- a --> <!-- b -->\n\nMore.\n\n## Next\n\nText.\n")
+    write_tree(tmp_path, {**config, f"{folder}/tags.md": md})
+    source = FilesSource()
+    expansion = source.expand(source_spec("files", str(tmp_path), {}))
+    [doc] = [loaded.document for loaded in source.load(expansion.leaves, lambda ref: None)]
+    assert doc is not None and detect_site(tmp_path).generator == generator
+    chunks = {c.text.split("\n\n")[-1]: c.anchor
+              for c in chunk_markdown(doc.body, slug_headings=doc.slug_headings)}
+    configuration = chunks["Intro."]
+    assert configuration is not None
+    assert chunks["Enables tags."] == chunks["More."] == configuration
+    assert chunks["Text."] not in (None, configuration)
 
 
 def test_mdbook_ids_and_pages(tmp_path: Path) -> None:
@@ -442,6 +469,20 @@ def test_jekyll_files_without_front_matter_follow_the_builder(tmp_path: Path) ->
         "_config.yml": "plugins: [jekyll-optional-front-matter]\n", "Gemfile": "gem 'x'\n"}))
     assert _page(listed, "notes.md", bare) == "notes.html"
     assert _page(listed, "README.md", bare) is None
+
+
+def test_hugo_files_inside_a_leaf_bundle_are_its_resources_not_pages(tmp_path: Path) -> None:
+    site = resolve_site(write_tree(tmp_path / "hugo", {
+        "hugo.toml": "", "content/docs/_index.md": "", "content/docs/guide.md": "",
+        "content/docs/shortcodes/index.md": "",
+        "content/docs/shortcodes/includes/installation.md": "",
+        "content/docs/shortcodes/notes.md": "", "content/docs/shortcodes/deep/index.md": "",
+        "content/blog/post/index.fr.md": "", "content/blog/post/extra.md": ""}))
+    assert _page(site, "docs/guide.md") == "docs/guide/"  # a branch bundle's pages stay
+    assert _page(site, "docs/shortcodes/index.md") == "docs/shortcodes/"
+    for resource in ("docs/shortcodes/includes/installation.md", "docs/shortcodes/notes.md",
+                     "docs/shortcodes/deep/index.md", "blog/post/extra.md"):
+        assert _page(site, resource) is None, resource
 
 
 def test_pages_each_generator_leaves_out_of_its_build(tmp_path: Path) -> None:

@@ -182,9 +182,23 @@ def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
         i = end + 3
 
 
+def only_comments(text: str) -> bool:
+    """Whether ``text`` is one or more HTML comments and nothing else."""
+    rest = text.strip()
+    if not rest.startswith("<!--"):
+        return False
+    while rest.startswith("<!--"):
+        end = rest.find("-->", 4)
+        if end < 0:
+            return False
+        rest = rest[end + 3:].lstrip()
+    return not rest
+
+
 def html_to_text(text: str) -> str:
     """Markdown with its raw HTML read as a browser shows it (see the module docstring).
-    A line that held only a comment is left empty, so no two blocks run together."""
+    A line that held only a comment is left empty, so no two blocks run together; a
+    heading of only comments stays as written, a placeholder some tool fills in."""
     if "<" not in text:
         return text
     code, hidden, html = _block_lines(text)
@@ -194,6 +208,9 @@ def html_to_text(text: str) -> str:
         if n in hidden or (n in code and not in_comment):
             continue
         if in_comment or "<!--" in line:
+            heading = None if in_comment else HEADING.match(line)
+            if heading is not None and only_comments(line[heading.end():].rstrip("#")):
+                continue  # a placeholder heading stays one (``anchors.with_heading_ids``)
             lines[n], in_comment = _without_comments(line, in_comment)
     # a block at once, an HTML block or a paragraph (up to a blank line): a tag, and a code
     # span, may span its lines

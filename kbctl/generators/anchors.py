@@ -18,6 +18,7 @@ from ..chunk.headings import (
     normalize_source,
     split_explicit_id,
 )
+from ..extract.inline_html import only_comments
 from .base import HeadingIds
 
 # kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"
@@ -54,8 +55,12 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         if ids.block_attributes and explicit is None:
             explicit, ial_end = _block_ial(tokens, i)
         anchor = ids(plain.strip(), explicit)
-        if int(tok.tag[1:]) in ids.idless_levels:
-            anchor = None  # counted, as the generator's slugger does, but never rendered
+        if int(tok.tag[1:]) in ids.idless_levels or only_comments(content):
+            # counted, as the generator's slugger does, but never rendered; or a heading of
+            # nothing but an HTML comment: a placeholder a project's hook or macro fills
+            # in (``<!-- md:setting x -->``), with an id kbctl cannot know, so its section
+            # cites the one around it
+            anchor = None
         if tok.level > 0 or anchor is None:
             continue  # no id, or inside a list or quote: not a section, but it took its id
         body = ids.displayed(" ".join(part.strip() for part in body.split("\n")))

@@ -496,11 +496,12 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     ids = heading_ids(site, notebook=notebook)
     body = with_heading_ids(body, ids)
     # each heading with an id on the page now carries it as {#id}; one the generator
-    # renders without (Docusaurus' h1) is cited by its enclosing section or the page
+    # renders without (Docusaurus' h1, a placeholder of HTML comments) is cited by its
+    # enclosing section or the page
     title = page_title(site, file.published, md.title) or path.stem
     return Document(ref=leaf.ref, url=url, kind="files", title=title,
                     body=body, format="markdown", meta=dict(stamp), filterable=filterable,
-                    slug_headings=not ids.idless_levels)
+                    slug_headings=False)
 
 
 def _docname(file: _File) -> str:
