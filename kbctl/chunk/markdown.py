@@ -260,9 +260,20 @@ def _line_pieces(src: _Source, block: _Block, budget: int) -> Iterator[Span]:
         line = end
 
 
+def _within(lines: Iterable[str], room: int) -> Iterator[str]:
+    """``lines``, each one longer than ``room`` cut into pieces that fit (at spaces where
+    it has them: a minified file or a data dump is one line of megabytes)."""
+    for line in lines:
+        if len(line) <= room:
+            yield line
+        else:
+            yield from (line[s:e] for s, e in split_span(line, 0, len(line), room))
+
+
 def _fence_pieces(src: _Source, block: _Block, budget: int) -> list[str]:
     """Split an oversized fence at line boundaries; every piece is a complete fence with
-    the original opening line (info string included)."""
+    the original opening line (info string included), and a line longer than the budget
+    is cut."""
     assert block.token is not None
     markup = block.token.markup
     opening = src.line(block.first_line)
@@ -281,7 +292,7 @@ def _fence_pieces(src: _Source, block: _Block, budget: int) -> list[str]:
     fixed = len(opening) + len(closing) + 1  # "\n".join([opening, closing])
     lines: list[str] = []
     size = fixed
-    for line in content:
+    for line in _within(content, max(budget - fixed - 1, 1)):
         if lines and size + len(line) + 1 > budget:
             pieces.append("\n".join([opening, *lines, closing]))
             lines, size = [], fixed

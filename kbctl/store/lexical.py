@@ -58,6 +58,11 @@ MAX_SPAN_PARTS = 4
 # Longer exact lexemes are dropped: they match nothing a person types, and an index entry
 # has a size limit (PostgreSQL's own parser drops words over 2047 characters).
 MAX_EXACT_CHARS = 128
+# Only this much of a text is indexed. A tsvector holds at most 1 MB, and a text of
+# distinct words needs about twice its length in one: a chunk that is one giant line (a
+# minified file in a fence, a memory line) would fail the whole write. A chunk within the
+# chunker's budget is far shorter.
+MAX_ANALYSED_CHARS = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,9 @@ class Analysed:
 
 
 def analyse(text: str) -> Analysed:
-    """Identifier-aware tokens: see the module docstring. Pure, so index and query agree."""
+    """Identifier-aware tokens: see the module docstring. Pure, so index and query agree.
+    Only the first ``MAX_ANALYSED_CHARS`` of ``text`` count."""
+    text = text[:MAX_ANALYSED_CHARS]
     exact = [m.group(0) for m in _OPTION.finditer(text)]
 
     def dotted(match: re.Match[str]) -> str:

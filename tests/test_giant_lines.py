@@ -1,0 +1,49 @@
+"""One giant line (a minified file in a fence, a data dump, a memory line of megabytes) is
+cut or indexed in part, never a write that fails: PostgreSQL refuses a tsvector over 1 MB,
+and before, one such file failed a whole ingest, and every nightly resync after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbctl.chunk import chunk_markdown
+from kbctl.chunk.text import budget_chars
+from kbctl.store.lexical import MAX_ANALYSED_CHARS, analyse
+
+from .conftest import Cli, rows
+
+DISTINCT_WORDS = "".join(f"w{i} " for i in range(600_000))  # ~4.6 MB, every word new
+
+
+def test_a_fence_of_one_giant_line_is_cut_within_the_budget() -> None:
+    chunks = chunk_markdown(f"# T\n\n```js\n{DISTINCT_WORDS}\n```\n")
+    budget, _overlap = budget_chars(512, 64)
+    assert len(chunks) > 1000
+    assert all(c.text.count("```") == 2 for c in chunks)  # each piece is a whole fence
+    longest = max(len(c.text) for c in chunks)
+    assert longest <= budget + len("T\n\n"), longest
+
+
+def test_only_the_first_part_of_a_text_is_analysed() -> None:
+    analysed = analyse("a_b " + "x" * (2 * MAX_ANALYSED_CHARS))
+    assert len(analysed.text) <= MAX_ANALYSED_CHARS and "a_b" in analysed.exact
+
+
+def test_an_ingest_with_a_giant_line_stores_every_file(cli: Cli, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nThe rotation runbook.\n")
+    (docs / "fence.md").write_text(f"# Dump\n\n```\n{DISTINCT_WORDS}\n```\n")
+    report = cli.json("ingest", "files", str(docs))
+    assert report["added"] == 2 and report["failed"] == 0, report
+    [(longest,)] = rows(cli.db_url, "SELECT max(length(text)) FROM chunks")
+    assert longest < 10_000
+    results = cli.json("query", "rotation runbook")["results"]
+    assert results and results[0]["citation"].endswith("good.md#good")
+
+
+def test_a_memory_line_of_megabytes_is_written_and_found(cli: Cli) -> None:
+    line = "incident " + DISTINCT_WORDS
+    cli.json("memory", "append", "memory/agent/dump.md", "-", "--agent", "bot", input=line)
+    found = cli.json("memory", "search", "incident", "--agent", "bot")
+    assert found["results"], found
