@@ -25,9 +25,9 @@ from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
 from kbctl.generators.mkdocs import split_attr_list, toc_slugify
 from kbctl.generators.sphinx import assigned
+from kbctl.generators.vitepress import mdit_vue_slugify
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
-from kbctl.generators.vitepress import mdit_vue_slugify
 from tests.sitebuild import write_tree
 
 
