@@ -4,10 +4,12 @@ and before, one such file failed a whole ingest, and every nightly resync after 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kbctl.chunk import chunk_markdown
 from kbctl.chunk.text import budget_chars
+from kbctl.render.text import MAX_MESSAGE_LINE, clipped
 from kbctl.store.lexical import MAX_ANALYSED_CHARS, analyse
 
 from .conftest import Cli, rows
@@ -47,3 +49,21 @@ def test_a_memory_line_of_megabytes_is_written_and_found(cli: Cli) -> None:
     cli.json("memory", "append", "memory/agent/dump.md", "-", "--agent", "bot", input=line)
     found = cli.json("memory", "search", "incident", "--agent", "bot")
     assert found["results"], found
+
+
+def test_an_error_quoting_a_giant_key_is_clipped_and_quick(cli: Cli, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("version: 1\ncases: []\n? " + "a" * 3_000_000 + "\n: 1\n")
+    started = time.perf_counter()
+    result = cli("eval", str(suite))
+    assert time.perf_counter() - started < 30  # rich's highlighter took hours at 3 MB
+    assert result.exit_code == 2
+    assert "suite.yaml:3: " + "a" * 100 in result.stderr
+    assert "more characters)" in result.stderr and len(result.stderr) < 5_000
+
+
+def test_clipped_cuts_each_long_line_and_keeps_short_messages() -> None:
+    assert clipped("short") == "short"
+    first, second = clipped("x" * 1000 + "\nfine").split("\n")
+    assert first == "x" * MAX_MESSAGE_LINE + f"… ({1000 - MAX_MESSAGE_LINE:,} more characters)"
+    assert second == "fine"

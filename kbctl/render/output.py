@@ -18,7 +18,7 @@ from ..pipeline.progress import ProgressEvent
 from .formats import Formats, Part, Rendered, check_format
 from .jsonable import json_text
 from .registry import formats_for
-from .text import shown
+from .text import clipped, shown
 
 # What a shell reports for a writer whose reader went away (128 + SIGPIPE), as for any
 # Unix tool in `| head`: not 1, which here means "the job ran and its verdict failed".
@@ -66,7 +66,8 @@ class Output:
         self.json_mode = json_mode
         self.quiet = quiet
         self.out = _Console(soft_wrap=True)
-        self.err = _Console(stderr=True, soft_wrap=True)
+        # chatter is plain: rich's highlighter costs quadratic time on a long line
+        self.err = _Console(stderr=True, soft_wrap=True, highlight=False)
 
     def show(self, result: Any, fmt: str | None = None, *, formats: Formats | None = None,
              **options: Any) -> None:
@@ -103,14 +104,15 @@ class Output:
     def note(self, message: str) -> None:
         """A line for people, on stderr so stdout stays clean for pipes."""
         if not self.quiet:
-            self.err.print(f"[dim]{shown(message, keep_newlines=True)}[/dim]")
+            self.err.print(f"[dim]{shown(clipped(message), keep_newlines=True)}[/dim]")
 
     def error(self, exc: KbctlError) -> None:
         if self.json_mode:
             self.json({"error": exc.to_dict(), "exitCode": exc.exit_code})
-        self.err.print(f"[bold red]error:[/bold red] {shown(exc.message, keep_newlines=True)}")
+        message = shown(clipped(exc.message), keep_newlines=True)
+        self.err.print(f"[bold red]error:[/bold red] {message}")
         if exc.hint:
-            self.err.print(f"[yellow]hint:[/yellow] {shown(exc.hint, keep_newlines=True)}")
+            self.err.print(f"[yellow]hint:[/yellow] {shown(clipped(exc.hint), keep_newlines=True)}")
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:

@@ -21,6 +21,22 @@ def shown(value: str, *, keep_newlines: bool = False) -> str:
     return escape(escape_control(value, keep_newlines=keep_newlines))
 
 
+# A line of an error or a note longer than this is cut: a message may quote what it refuses
+# (a suite's unknown key), and that can be megabytes long.
+MAX_MESSAGE_LINE = 400
+
+
+def clipped(message: str) -> str:
+    """``message`` with each line cut to ``MAX_MESSAGE_LINE`` characters, saying how many
+    more there were."""
+    if len(message) <= MAX_MESSAGE_LINE:
+        return message
+    return "\n".join(
+        line if len(line) <= MAX_MESSAGE_LINE
+        else f"{line[:MAX_MESSAGE_LINE]}… ({len(line) - MAX_MESSAGE_LINE:,} more characters)"
+        for line in message.split("\n"))
+
+
 def plain(value: str, *, keep_newlines: bool = False) -> str:
     """``value`` for output written without markup: control characters escaped."""
     return escape_control(value, keep_newlines=keep_newlines)
