@@ -142,9 +142,19 @@ def construct_bounded(loader: yaml.BaseLoader) -> Any:
         if node is None:
             return None
         _refuse_bombs(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except LoadError:
+            raise
+        except ValueError as exc:  # an integer of over 4,300 digits, a date of month 13
+            raise LoadError(f"invalid YAML: {_first_clause(exc)}", None) from None
     finally:
         loader.dispose()
+
+
+def _first_clause(exc: ValueError) -> str:
+    """The gist of a conversion's error (Python's advice to the programmer cut off)."""
+    return str(exc).split(";")[0].strip()
 
 
 def _refuse_bombs(root: yaml.Node) -> None:
@@ -281,3 +291,7 @@ def _parse_json(text: str, **hooks: Any) -> Any:
         raise LoadError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
         raise LoadError("invalid JSON: nested too deeply", None) from None
+    except LoadError:
+        raise
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise LoadError(f"invalid JSON: {_first_clause(exc)}", None) from None

@@ -18,7 +18,7 @@ from kbctl.generators import detect_site
 from kbctl.generators.base import CountingIds
 from kbctl.generators.mdbook import _chapters
 from kbctl.generators.mkdocs import TocIds
-from kbctl.linefile import LoadError, load_json
+from kbctl.linefile import LoadError, load_json, load_yaml
 from kbctl.net.policy import FetchResult
 from kbctl.sources.directives import read_directives
 
@@ -105,3 +105,16 @@ def test_a_fifo_named_like_a_summary_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "SUMMARY.md")
     with quickly():
         assert _chapters(tmp_path) is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"topK": ' + "9" * 5000 + "}",
+    "topK: " + "9" * 5000 + "\n",
+    "released: 2024-13-45\n",
+])
+def test_a_value_python_refuses_to_convert_is_a_load_error(text: str) -> None:
+    """An integer of over 4,300 digits (Python's guard against quadratic conversion) or an
+    impossible date was a traceback with exit 1 from a suite, a config or front matter."""
+    load = load_json if text.startswith("{") else load_yaml
+    with pytest.raises(LoadError, match=r"invalid (JSON|YAML): .*(4300 digits|month)"):
+        load(text)

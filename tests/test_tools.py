@@ -410,7 +410,8 @@ def test_cli_call_prints_json_and_exit_codes(memory: Cli) -> None:
                        "--args", '{"path": "memory/user/prefs.md"}')
     assert "alice prefers" in json.loads(inherited.stdout)["result"]["text"]
     for args, message in (('{"query": ', "not valid JSON"), ('["x"]', "JSON object"),
-                          ('{"query": "x", "user": "bob"}', "unknown argument")):
+                          ('{"query": "x", "user": "bob"}', "unknown argument"),
+                          ('{"query": "x", "k": ' + "9" * 5000 + "}", "4300 digits")):
         bad = memory("tools", "call", "search_knowledge", "--args", args)
         assert bad.exit_code == 2, bad.output
         err = json.loads(bad.stdout)

@@ -151,6 +151,8 @@ def _arguments(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InputError(f"--args is not valid JSON: {exc.msg} at line {exc.lineno} column "
                          f"{exc.colno}") from None
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise InputError(f"--args: {str(exc).split(';')[0]}") from None
     if not isinstance(value, dict):
         raise InputError("--args must be a JSON object, e.g. '{\"query\": \"install\"}'")
     require_clean("--args", value)

@@ -117,6 +117,9 @@ def load_baseline(path: str | Path) -> Baseline:
     except json.JSONDecodeError as exc:
         raise InputError(f"{label}:{exc.lineno}: baseline is not valid JSON: {exc.msg}",
                          hint=_HINT) from None
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise InputError(f"{label}: baseline is not valid JSON: {str(exc).split(';')[0]}",
+                         hint=_HINT) from None
     return parse_baseline(data, label)
 
 
