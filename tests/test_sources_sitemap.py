@@ -9,7 +9,13 @@ import pytest
 
 from kbctl.errors import ExtractError
 from kbctl.net import GuardedClient, NetPolicy
-from kbctl.sources.sitemap import SitemapListing, discover, parse_sitemap, read_sitemaps
+from kbctl.sources.sitemap import (
+    SITEMAP_BATCH,
+    SitemapListing,
+    discover,
+    parse_sitemap,
+    read_sitemaps,
+)
 from tests.http_server import LocalServer, ok
 
 from .allocations import AllocationPeak
@@ -135,6 +141,22 @@ def test_the_url_cap_truncates_the_listing() -> None:
         listing = _read(server, [u("/s.xml")], max_urls=4)
         assert list(listing.pages) == [u(f"/p{i}") for i in range(4)]
         assert listing.truncated
+
+
+def test_an_index_is_read_no_further_than_the_url_cap_needs() -> None:
+    """40 children of 2,000 URLs each and a cap of 5: the first batch of children is read,
+    never the rest (a whole level was read first: 1.5 GB and minutes for large ones)."""
+    with LocalServer() as server:
+        u = server.url
+        children = [f"/s{i}.xml" for i in range(40)]
+        server.routes["/index.xml"] = ok(index(*(u(c) for c in children)), "application/xml")
+        for c in children:
+            server.routes[c] = ok(urlset(*(u(f"{c}/p{i}") for i in range(2000))),
+                                  "application/xml")
+        listing = _read(server, [u("/index.xml")], max_urls=5)
+        assert len(listing.pages) == 5 and listing.truncated
+        assert sum(server.hits(c) for c in children) == SITEMAP_BATCH
+        assert listing.files == 1 + SITEMAP_BATCH
 
 
 def test_failures_are_per_sitemap() -> None:

@@ -360,6 +360,25 @@ def test_sitemap_and_crawl_prefer_a_curated_llms_txt(site: LocalServer, kind: st
     assert expansion.notes == []
 
 
+@pytest.mark.parametrize(("kind", "cap", "flag"), [
+    ("llms", {"max_urls": 2}, "--max-urls"), ("sitemap", {"max_urls": 2}, "--max-urls"),
+    ("crawl", {"max_pages": 2}, "--max-pages")])
+def test_a_curated_list_keeps_to_the_sources_page_limit(site: LocalServer, kind: str,
+                                                       cap: dict[str, int], flag: str) -> None:
+    """An llms.txt of 300 pages took all 300 for a crawl of --max-pages 3."""
+    listed = "".join(f"- [P{i}](/p{i}.md)\n" for i in range(300))
+    site.routes.update({"/llms.txt": ok(f"# Site\n\n## Docs\n\n{listed}"),
+                        "/index.html": html(page("Home")),
+                        "/sitemap.xml": urlset(site.url("/index.html"))})
+    target = site.url({"llms": "/llms.txt", "sitemap": "/sitemap.xml"}.get(kind, "/index.html"))
+    spec = source_spec(kind, target, cap)
+    expansion = adapter(spec, policy=LOCAL).expand(spec)
+    assert [leaf.ref for leaf in expansion.leaves] == [site.url("/p0.md"), site.url("/p1.md")]
+    assert not expansion.complete  # a resync must not delete the pages past the cap
+    assert any(f"lists 300 pages; only the first 2 are ingested (see {flag})" in note
+               for note in expansion.notes), expansion.notes
+
+
 # --- crawl -------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import typer
 
 from ..sources.base import SourceSpec
 from ..sources.crawl import CrawlOptions
+from ..sources.llms import LlmsOptions
 from ..sources.registry import flag_spec
 from ..sources.sitemap import SitemapOptions
 from .common import (
@@ -174,6 +175,9 @@ def ingest_llms(
     url: Annotated[str, typer.Argument(help="An llms.txt URL, or a site's origin.")],
     skip_optional: Annotated[bool, typer.Option(
         "--skip-optional", help="Leave out the pages of the 'Optional' section.")] = False,
+    max_urls: Annotated[int | None, typer.Option(
+        "--max-urls", help="Most pages taken from the llms.txt "
+        f"[default: {LlmsOptions.default('max_urls')}].", show_default=False)] = None,
     version: VersionOpt = None, lang: LangOpt = None,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
@@ -193,7 +197,7 @@ def ingest_llms(
                    content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("llms", url, docs_mode=docs_mode, timeout=timeout,
                      max_page_bytes=max_page_bytes, skip_optional=skip_optional,
-                     version=version, lang=lang, **shaping)
+                     max_urls=max_urls, version=version, lang=lang, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)

@@ -14,7 +14,8 @@ from typing import ClassVar
 from ..errors import KbctlError
 from ..net import GuardedClient
 from .base import SourceKind
-from .options import boolean, option, version_name
+from .options import boolean, integer, option, version_name
+from .sitemap import MAX_URLS
 from .webopts import WebOptions, web_adapter
 from .weburl import normalize_url
 
@@ -24,10 +25,12 @@ LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
 
 @dataclass(frozen=True)
 class LlmsOptions(WebOptions):
-    """``skip_optional``: leave out the pages of the ``Optional`` section."""
+    """``skip_optional``: leave out the pages of the ``Optional`` section; ``max_urls``:
+    the most pages taken from it (a hostile llms.txt lists hundreds of thousands)."""
 
     kind: ClassVar[str] = "llms"
     skip_optional: bool = option(False, boolean)
+    max_urls: int = option(MAX_URLS, integer(1))
     version: str | None = option(None, version_name)
     lang: str | None = option(None, version_name)
 

@@ -110,6 +110,13 @@ class WebSource:
         assert isinstance(self.options, SitemapOptions)
         return self.options.max_urls
 
+    @property
+    def _page_cap(self) -> int | None:
+        """The most pages this source takes, whatever lists them (its llms.txt too)."""
+        if isinstance(self.options, CrawlOptions):
+            return self.options.max_pages
+        return getattr(self.options, "max_urls", None)
+
     def _client(self) -> GuardedClient:
         return GuardedClient(self.policy, resolver=self.resolver, transport=self.transport)
 
@@ -146,16 +153,25 @@ class WebSource:
         """The pages ``llms`` lists (``urls``: those of them to ingest)."""
         links = [link.url for link in llms.links(skip_optional=self.skip_optional)]
         shaped = await self._shape(client, where, links if urls is None else urls)
+        kept, notes = shaped.kept, [note] if note else []
+        cap = self._page_cap
+        capped = cap is not None and len(kept) > cap
+        if capped:
+            flag = "--max-pages" if isinstance(self.options, CrawlOptions) else "--max-urls"
+            notes.append(f"{where}: lists {len(kept):,} pages; only the first {cap:,} are "
+                         f"ingested (see {flag})")
+            kept = kept[:cap]
         leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True, twin=html_twin(u)))
-                  for u in shaped.kept]
-        notes = [note] if note else []
+                  for u in kept]
         skipped = len(llms.links()) - len(links)
         if skipped:
             notes.append(f"{where}: {skipped} pages of the Optional section skipped")
         if urls is not None and len(urls) < len(links):
             notes.append(f"{where}: {len(links) - len(urls)} listed pages on other sites "
                          f"skipped")
-        return Expansion(leaves=leaves, notes=notes + shaped.notes, dropped=shaped.dropped)
+        # capped, the listing is partial: a resync deletes no page beyond the cap
+        return Expansion(leaves=leaves, complete=not capped, notes=notes + shaped.notes,
+                         dropped=shaped.dropped)
 
     async def _shape(self, client: GuardedClient, where: str, urls: list[str]) -> _Shaped:
         """The operator's URL rules, then one version and language of each page."""
