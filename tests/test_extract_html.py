@@ -870,9 +870,14 @@ def test_broken_html_is_repaired() -> None:
      ("<pre><div>", "</div></pre>")],
 )
 def test_deeply_nested_markup_does_not_crash(open_tag: str, close_tag: str) -> None:
-    # libxml2 stops nesting at depth 256; what it keeps must convert without overflow.
-    html = "<main><p>top text</p>" + open_tag * 400 + "deep text" + close_tag * 400 + "</main>"
+    # up to libxml2's depth limit the page converts without overflow; past it, libxml2 stops
+    # reading, and the page is refused rather than stored without its end
+    depth = 250 // (open_tag.count("<") - 2 * open_tag.count("</"))  # elements per step
+    html = ("<main><p>top text</p>" + open_tag * depth + "deep text" + close_tag * depth
+            + "</main>")
     assert "top text" in extract_html(html).markdown
+    with pytest.raises(ExtractError, match="nested more than 255"):
+        extract_html(html.replace(open_tag, open_tag * 2).replace(close_tag, close_tag * 2))
 
 
 def test_str_and_bytes_give_the_same_result() -> None:
@@ -1029,3 +1034,16 @@ def test_index_tables_and_folded_source_listings_are_no_content() -> None:
     markdown = extract_html(api, url="https://d.test/api/").markdown
     assert "leaving out None with exclude_none" in markdown
     assert "def dump" not in markdown and "Source code in" not in markdown
+
+
+def test_html_nested_past_the_parsers_limit_is_an_error_not_a_silent_loss() -> None:
+    """libxml2 stops reading 256 elements deep: the page's text from there on was dropped
+    without a word, and two such pages were then taken for duplicates of each other."""
+    def nested(depth: int) -> str:
+        return ("<html><head><title>T</title></head><body><h1>Title</h1>" + "<div>" * depth
+                + "deep text" + "</div>" * depth + "<p>after</p></body></html>")
+
+    page = extract_html(nested(200), url="https://x.test/a")
+    assert "deep text" in page.markdown and "after" in page.markdown
+    with pytest.raises(ExtractError, match="nested more than 255 elements deep"):
+        extract_html(nested(300), url="https://x.test/a")

@@ -47,6 +47,10 @@ class ExtractedPage:
     used_fallback: bool  # True when trafilatura's main-content extraction was used
 
 
+# libxml2's element nesting limit without its XML_PARSE_HUGE option.
+MAX_HTML_DEPTH = 255
+
+
 def _parse(data: bytes) -> etree._Element:
     # lxml's HTML parser with plain elements: lxml.html's element-class lookup runs Python
     # code for every node touched and costs about a fifth of the whole conversion.
@@ -60,6 +64,10 @@ def _parse(data: bytes) -> etree._Element:
         raise ExtractError(f"HTML could not be parsed: {exc}") from exc
     if root is None:
         raise ExtractError("HTML could not be parsed: the document is empty")
+    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
+        # libxml2 stops reading at its depth limit: the rest of the page is simply missing
+        raise ExtractError(f"HTML nested more than {MAX_HTML_DEPTH} elements deep: the "
+                           f"parser stops there and the rest of the page would be lost")
     return root
 
 
