@@ -20,6 +20,7 @@ from ..extract.text import clean_text
 from ..hygiene import drop_bad_chars
 from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
 from ..sources.registry import adapter_for
+from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
 from .embedding_text import embedding_text
@@ -207,6 +208,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, exc, spec.id, report, progress)
         return []
     except Exception as exc:  # noqa: BLE001 - a source's bug fails it, not the other sources
+        if is_database_failure(exc):
+            raise
         _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
         return []
     _record(store, namespace, spec, policy)
@@ -244,6 +247,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     except KbctlError:
         raise
     except Exception as exc:  # noqa: BLE001 - see above; what was read so far is kept
+        if is_database_failure(exc):
+            raise
         writer.drain()
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted

@@ -156,6 +156,13 @@ def lost_connection(exc: BaseException, url: str | None,
         hint=hint)
 
 
+def is_database_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the database (a full disk, a lost server): it ends the run
+    with exit 3 (``database_error``), never passing for the failure of the source being
+    read when it happened."""
+    return isinstance(exc, psycopg.Error)
+
+
 def database_error(exc: BaseException, url: str | None,
                    data_dir: str | Path = DEFAULT_DATA_DIR) -> DatabaseError:
     """Any database failure as the one error users read (exit 3), never a traceback: a lost
