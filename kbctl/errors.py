@@ -132,7 +132,7 @@ class RerankerError(EnvironmentFailure):
     """The rerank provider failed after retries, refused the key, or answered nonsense."""
 
 
-# --- 130 and 143: stopped from outside ---------------------------------------------------
+# --- 129, 130 and 143: stopped from outside ----------------------------------------------
 
 
 class Interrupted(KbctlError):
@@ -149,6 +149,17 @@ class Terminated(Interrupted):
     exit_code = 143  # 128 + SIGTERM
 
 
+class HungUp(Interrupted):
+    """SIGHUP (the ssh session or terminal of a hand-run command closed), handled like
+    SIGTERM: before, the process died on the spot with its run left unfinished."""
+
+    exit_code = 129  # 128 + SIGHUP
+
+
 class TerminateSignal(KeyboardInterrupt):
     """Raised in the main thread on SIGTERM: a KeyboardInterrupt, so that every ``except
     KeyboardInterrupt`` and ``finally`` that cleans up after Ctrl-C runs for it too."""
+
+
+class HangupSignal(TerminateSignal):
+    """Raised in the main thread on SIGHUP, like ``TerminateSignal``."""

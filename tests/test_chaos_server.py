@@ -678,12 +678,14 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
                                                    "administrator command")
 
 
-@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGTERM, 143, "terminated (SIGTERM)"),
-                                                  (signal.SIGINT, 130, "interrupted")])
+@pytest.mark.parametrize(("sig", "code", "said"), [
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted"),
+    (signal.SIGHUP, 129, "hung up (SIGHUP: its terminal closed)")])
 def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalServer, Gate],
                                                     sig: int, code: int, said: str) -> None:
-    """A cron or CI timeout (SIGTERM) or Ctrl-C mid-ingest: one JSON error document, its own
-    exit code, no traceback, and the process leaves the server as a finished one does."""
+    """A cron or CI timeout (SIGTERM), Ctrl-C or a closed ssh session (SIGHUP) mid-ingest:
+    one JSON error document, its own exit code, no traceback, and the process leaves the
+    server as a finished one does."""
     server, gate = site
     gate.calls = 1  # the first fetch already waits at the gate
     ingest = box.start("ingest", "url", server.url("/widgets.html"), "--allow-private-network",
@@ -694,7 +696,8 @@ def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalS
     out, err = ingest.communicate(timeout=COMMAND_DEADLINE)
     assert ingest.returncode == code, (out, err)
     assert "Traceback" not in err and f"error: {said}" in err
-    assert json.loads(out) == {"error": {"type": "Terminated" if code == 143 else "Interrupted",
+    kind = {143: "Terminated", 129: "HungUp"}.get(code, "Interrupted")
+    assert json.loads(out) == {"error": {"type": kind,
                                          "message": said, "hint": "what was written before "
                                          "is kept whole; run the command again to finish"},
                                "exitCode": code}

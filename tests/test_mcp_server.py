@@ -328,3 +328,28 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
     finally:
         peer.close()
     assert peer.proc.returncode == 0
+
+
+def test_requests_written_before_stdin_closes_are_all_answered(kb: Cli, workdir: Path) -> None:
+    """A client that writes its requests and closes stdin (a script, a pipe) got the answer
+    to the handshake only: the SDK cancelled the calls still running at the end of input."""
+    peer = RawPeer(kb.db_url, workdir)
+    try:
+        for message in (
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "pipe", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "search_knowledge", "arguments": {"query": "install widget"}}},
+                {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                    "name": "search_knowledge", "arguments": {"query": "upgrade"}}},
+                {"jsonrpc": "2.0", "id": 4, "method": "bogus/method"}):
+            peer.send(json.dumps(message))
+    finally:
+        peer.close()
+    assert peer.proc.returncode == 0
+    answers = {answer["id"]: answer for answer in (peer.read() for _ in range(4))}
+    assert sorted(answers) == [1, 2, 3, 4] and peer.lines.empty()
+    assert "pnpm add widget" in answers[2]["result"]["content"][0]["text"]
+    assert answers[4]["error"]["code"] == -32601

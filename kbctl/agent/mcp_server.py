@@ -122,17 +122,54 @@ def _error(request_id: int | str | None, code: int, message: str) -> types.JSONR
                               error=types.ErrorData(code=code, message=message))
 
 
+# Once the client closes stdin, the requests it sent still get their answers, for up to
+# this long: the SDK cancels calls still running when its input ends, so a client that
+# writes its requests and closes stdin (a script, a pipe) got an answer to none of them.
+DRAIN_SECONDS = 120.0
+
+
+class _Unanswered:
+    """The ids of the requests handed to the server that it has not answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: set[int | str] = set()
+
+    async def drained(self, seconds: float = DRAIN_SECONDS) -> None:
+        with anyio.move_on_after(seconds):
+            while self.ids:
+                await anyio.sleep(0.02)
+
+
 async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
                   passed: ObjectSendStream[SessionMessage | Exception],
-                  write: ObjectSendStream[SessionMessage]) -> None:
-    """Pass messages on; answer what is not a message here, so no client waits for ever."""
+                  write: ObjectSendStream[SessionMessage], unanswered: _Unanswered) -> None:
+    """Pass messages on; answer what is not a message here, so no client waits for ever.
+    At the end of the input, the server's input ends once it answered what it was sent."""
     async with passed:
         async for item in incoming:
             if isinstance(item, Exception):
                 for error in protocol_errors(item):
                     await write.send(SessionMessage(error))
             else:
+                if isinstance(item.message, types.JSONRPCRequest):
+                    unanswered.ids.add(item.message.id)
                 await passed.send(item)
+        await unanswered.drained()
+
+
+async def _answer(outgoing: ObjectReceiveStream[SessionMessage],
+                  write: ObjectSendStream[SessionMessage], unanswered: _Unanswered) -> None:
+    """Write the server's messages, noting the requests they answer; close the output
+    when the server is done."""
+    async with write:
+        async for item in outgoing:
+            if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+                unanswered.ids.discard(item.message.id)
+            await write.send(item)
+
+
+# The signals that end the server: a service manager's stop, Ctrl-C, a closed terminal.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def _on_signal(signals: Sequence[int], stop: Callable[[int], None]) -> None:
@@ -146,17 +183,21 @@ async def _on_signal(signals: Sequence[int], stop: Callable[[int], None]) -> Non
 
 
 async def serve_stdio(tools: AgentTools, stop: Callable[[int], None] | None = None) -> None:
-    """Serve until the client closes stdin, or until SIGTERM or SIGINT, which ``stop``
-    handles: the thread reading stdin cannot be interrupted, so ``stop`` must end the
+    """Serve until the client closes stdin, or until SIGTERM, SIGINT or SIGHUP, which
+    ``stop`` handles: the thread reading stdin cannot be interrupted, so ``stop`` must end the
     process itself."""
     server = build_server(tools)
+    unanswered = _Unanswered()
     async with stdio_server() as (read, write):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tasks:
             if stop is not None:
-                tasks.start_soon(_on_signal, (signal.SIGTERM, signal.SIGINT), stop)
-            tasks.start_soon(_screen, read, send, write)
-            await server.run(receive, write, server.create_initialization_options())
+                tasks.start_soon(_on_signal, STOP_SIGNALS, stop)
+            tasks.start_soon(_screen, read, send, write, unanswered)
+            async with anyio.create_task_group() as serving:  # ends once all is written
+                serving.start_soon(_answer, out_receive, write, unanswered)
+                await server.run(receive, out_send, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
 

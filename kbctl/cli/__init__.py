@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import Interrupted, KbctlError, TerminateSignal, UsageError
+from ..errors import HangupSignal, Interrupted, KbctlError, TerminateSignal, UsageError
 from ..render import Output
 from . import (
     doctor,
@@ -72,10 +72,14 @@ app.command("doctor")(doctor.doctor)
 
 
 def main() -> None:
-    """Console-script entry point. SIGTERM stops a command the way Ctrl-C does (a message,
-    its own exit code, the server handle dropped) rather than killing it mid-step. With
+    """Console-script entry point. SIGTERM and SIGHUP stop a command the way Ctrl-C does (a
+    message, their own exit code, the server handle dropped) rather than killing it
+    mid-step. With
     ``--json``, a mistake in the command line itself is a JSON document on stdout too."""
     signal.signal(signal.SIGTERM, _terminate)
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd
+        signal.signal(hangup, _hang_up)
     if "--json" not in sys.argv[1:]:
         app()
         return
@@ -103,3 +107,7 @@ def _is_click(exc: BaseException, name: str) -> bool:
 
 def _terminate(signum: int, frame: object) -> None:
     raise TerminateSignal()
+
+
+def _hang_up(signum: int, frame: object) -> None:
+    raise HangupSignal()

@@ -13,7 +13,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..config import Settings, resolve_settings
-from ..errors import InputError, Interrupted, KbctlError, Terminated, TerminateSignal
+from ..errors import (
+    HangupSignal,
+    HungUp,
+    InputError,
+    Interrupted,
+    KbctlError,
+    Terminated,
+    TerminateSignal,
+)
 from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
 from ..render import Output
@@ -101,7 +109,9 @@ def guard(fn: F) -> F:
             out.error(exc)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
-            kind, said = ((Terminated, "terminated (SIGTERM)")
+            kind, said = ((HungUp, "hung up (SIGHUP: its terminal closed)")
+                          if isinstance(exc, HangupSignal)
+                          else (Terminated, "terminated (SIGTERM)")
                           if isinstance(exc, TerminateSignal) else (Interrupted, "interrupted"))
             stopped = kind(said, hint="what was written before is kept whole; run the "
                                       "command again to finish")
