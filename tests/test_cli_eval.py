@@ -13,6 +13,7 @@ import yaml
 
 from kbctl.embed.base import EmbedderIdentity
 from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ChunkRecord, SourceRecord
 
 from .conftest import Cli
 
@@ -108,14 +109,17 @@ def test_people_output_puts_failures_first_with_details(small_kb: Cli, workdir: 
     assert "FAIL: 1 of 2 cases failed" in out
 
 
-def test_an_empty_namespace_is_named_before_every_case_fails(small_kb: Cli,
+def test_an_empty_namespace_is_bad_input_not_a_failed_suite(small_kb: Cli,
                                                              workdir: Path) -> None:
+    """Every case of a suite failing against a mistyped --namespace (exit 1) read as a
+    retrieval regression."""
     suite = write(workdir / "suite.yaml", PASSING)
     result = small_kb("eval", str(suite), "-n", "nothing-ingested")
-    assert result.exit_code == 1
-    assert "namespace 'nothing-ingested' holds no chunks: every case will find nothing " \
-        "(ingest first, or name another --namespace or --data-dir)" in result.stderr
-    assert "holds no chunks" not in small_kb("eval", str(suite)).stderr
+    assert result.exit_code == 2
+    assert "namespace 'nothing-ingested' holds no chunks (namespaces: 'default')" \
+        in result.stderr
+    assert "ingest first, or name another --namespace or --data-dir" in result.stderr
+    assert small_kb("eval", str(suite)).exit_code == 0
 
 
 def test_explicit_run_subcommand_is_the_same_command(small_kb: Cli, workdir: Path) -> None:
@@ -196,6 +200,10 @@ def test_unreachable_database_exits_3(cli: Cli, workdir: Path) -> None:
 def test_missing_embedder_key_exits_3(cli: Cli, workdir: Path, store: KnowledgeStore) -> None:
     # a KB built with Gemini; this environment has no key (the workdir fixture drops it)
     store.bind_embedder(EmbedderIdentity("gemini", "gemini-embedding-001", 768))
+    store.replace_source(
+        SourceRecord(namespace="default", ref="kb://a", kind="text", url="kb://a", title="",
+                     content_hash="a"),
+        [ChunkRecord(0, "Widgets are configured in widget.toml.", {}, [0.5] * 768)])
     suite = write(workdir / "ok.yaml", PASSING)
     result = cli("eval", str(suite), "--json")
     assert result.exit_code == 3

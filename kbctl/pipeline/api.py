@@ -18,6 +18,7 @@ from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.db import describe
+from ..store.knowledge import KnowledgeStore
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
 from ..wiring import open_store, open_writers, resolve_embedder, resolve_reranker
@@ -80,11 +81,13 @@ def query(
     """Retrieve the best chunks for ``question`` from the configured namespace."""
     with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
+        reranker = resolve_reranker(store, settings)
+        _require_chunks(store, settings.namespace)
         return retrieve(
             store, question, namespace=settings.namespace, k=k, min_score=min_score,
             filters=filters, embedder=embedder,
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
-            fusion=fusion, reranker=resolve_reranker(store, settings),
+            fusion=fusion, reranker=reranker,
             rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
         )
 
@@ -122,9 +125,7 @@ def evaluate(
     with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         reranker = resolve_reranker(store, settings)
-        if not store.has_chunks(settings.namespace):
-            announce(f"namespace '{settings.namespace}' holds no chunks: every case will find "
-                     f"nothing ({EMPTY_NAMESPACE_HINT})")
+        _require_chunks(store, settings.namespace)
         worked = False
 
         def retriever(question: str, top_k: int, min_score: float | None,
@@ -240,6 +241,19 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
         return forget(store, settings.namespace, target, keep_pages=keep_pages)
 
 
+def _require_chunks(store: KnowledgeStore, namespace: str) -> None:
+    """Refuse to read a namespace that holds no chunks (bad input, exit 2): a mistyped
+    ``--namespace`` answered nothing with exit 0 from query and failed every case of a
+    suite with exit 1, which reads as a retrieval regression."""
+    if not store.has_chunks(namespace):
+        raise InputError(f"namespace '{namespace}' holds no chunks (namespaces: "
+                         f"{_known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
+
+
+def _known_namespaces(store: KnowledgeStore) -> str:
+    return ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"
+
+
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
     """Per-namespace sources, chunks, embedder and sync history. A ``namespace`` that
     holds nothing and records nothing is bad input naming those that do (a typo must not
@@ -248,9 +262,8 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
         ident = store.embedder_identity()
         if namespace is not None and not store.namespace_status(namespace) \
                 and not store.list_defs(namespace):
-            known = ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"
-            raise InputError(f"namespace '{namespace}' holds nothing (namespaces: {known})",
-                             hint=EMPTY_NAMESPACE_HINT)
+            raise InputError(f"namespace '{namespace}' holds nothing (namespaces: "
+                             f"{_known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
         return StatusReport(embedder=str(ident) if ident else "none",
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
