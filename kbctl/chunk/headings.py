@@ -137,3 +137,17 @@ def heading_texts(content: str, references: Mapping[str, Any] | None = None
     shown, plain = inline_text(body, references)
     title = " ".join(line.strip() for line in shown.split("\n"))
     return title.strip(), plain, explicit
+
+
+def only_comments(text: str) -> bool:
+    """Whether ``text`` (a heading's) is one or more HTML comments and nothing else: a
+    placeholder that some tool fills in."""
+    rest = text.strip()
+    if not rest.startswith("<!--"):
+        return False
+    while rest.startswith("<!--"):
+        end = rest.find("-->", 4)
+        if end < 0:
+            return False
+        rest = rest[end + 3:].lstrip()
+    return not rest

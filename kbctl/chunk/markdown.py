@@ -113,6 +113,12 @@ def chunk_markdown(markdown: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
             text = prefix + body
             chunks.append(Chunk(text=text, anchor=section.anchor, heading_path=section.path,
                                 token_count=estimate_tokens(text)))
+    if not chunks:  # a page of headings only (a section's index page): they are its text
+        for section in sections:
+            text = _prefix(section.path, budget).rstrip()
+            if text:
+                chunks.append(Chunk(text=text, anchor=section.anchor,
+                                    heading_path=section.path, token_count=estimate_tokens(text)))
     return chunks
 
 
@@ -260,9 +266,14 @@ def _line_pieces(src: _Source, block: _Block, budget: int) -> Iterator[Span]:
         line = end
 
 
+# A fence line longer than the budget is a piece of its own, up to this many budgets: a
+# minified file or a data dump is one line of megabytes, cut into pieces of that size.
+LONE_LINE_BUDGETS = 8
+
+
 def _within(lines: Iterable[str], room: int) -> Iterator[str]:
     """``lines``, each one longer than ``room`` cut into pieces that fit (at spaces where
-    it has them: a minified file or a data dump is one line of megabytes)."""
+    it has them)."""
     for line in lines:
         if len(line) <= room:
             yield line
@@ -272,8 +283,8 @@ def _within(lines: Iterable[str], room: int) -> Iterator[str]:
 
 def _fence_pieces(src: _Source, block: _Block, budget: int) -> list[str]:
     """Split an oversized fence at line boundaries; every piece is a complete fence with
-    the original opening line (info string included), and a line longer than the budget
-    is cut."""
+    the original opening line (info string included). A line over the budget is a piece
+    of its own, cut when over ``LONE_LINE_BUDGETS`` budgets."""
     assert block.token is not None
     markup = block.token.markup
     opening = src.line(block.first_line)
@@ -292,7 +303,7 @@ def _fence_pieces(src: _Source, block: _Block, budget: int) -> list[str]:
     fixed = len(opening) + len(closing) + 1  # "\n".join([opening, closing])
     lines: list[str] = []
     size = fixed
-    for line in _within(content, max(budget - fixed - 1, 1)):
+    for line in _within(content, LONE_LINE_BUDGETS * budget):
         if lines and size + len(line) + 1 > budget:
             pieces.append("\n".join([opening, *lines, closing]))
             lines, size = [], fixed

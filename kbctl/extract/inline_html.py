@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ..chunk.headings import block_tokens
+from ..chunk.headings import block_tokens, only_comments
 from .template_args import named_values, visible_values
 
 # After the name, one whitespace character opens the attributes, whose alternatives each
@@ -180,19 +180,6 @@ def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
         if end < 0:
             return "".join(out), True
         i = end + 3
-
-
-def only_comments(text: str) -> bool:
-    """Whether ``text`` is one or more HTML comments and nothing else."""
-    rest = text.strip()
-    if not rest.startswith("<!--"):
-        return False
-    while rest.startswith("<!--"):
-        end = rest.find("-->", 4)
-        if end < 0:
-            return False
-        rest = rest[end + 3:].lstrip()
-    return not rest
 
 
 def html_to_text(text: str) -> str:

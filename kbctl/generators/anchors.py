@@ -16,9 +16,9 @@ from ..chunk.headings import (
     heading_texts,
     inline_text,
     normalize_source,
+    only_comments,
     split_explicit_id,
 )
-from ..extract.inline_html import only_comments
 from .base import HeadingIds
 
 # kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"

@@ -37,6 +37,9 @@ PROVIDER_FAILURES_TO_STOP = 2
 TEXT_HASH = "text_sha256"
 
 
+CHUNKER_VERSION = 2
+
+
 @dataclass(frozen=True)
 class ChunkingOptions:
     max_tokens: int = 512
@@ -44,7 +47,10 @@ class ChunkingOptions:
 
     @property
     def signature(self) -> str:
-        return f"md1:{self.max_tokens}/{self.overlap_tokens}"
+        """Stored with each page: a page whose signature differs is chunked again even when
+        its text did not change. The version goes up when the chunker's output does (2: a
+        page of headings only is chunked, a fence's giant line is cut)."""
+        return f"md{CHUNKER_VERSION}:{self.max_tokens}/{self.overlap_tokens}"
 
 
 @dataclass
