@@ -12,8 +12,9 @@ ignored) and kept between runs:
 
 Then every question of bench/devset/python-docs.yaml runs in-process through
 ``kbctl.pipeline.query.retrieve`` in each mode, and the script prints hit@1, hit@5,
-MRR@10, anchor@5 and nDCG@10 per mode, a vector-weight sweep, per-kind hit@5 and the
-median query time (``--lexical-only``: the lexical row, and hit@k down to k=50).
+MRR@10, anchor@5 and nDCG@10 per mode, a vector-weight sweep, per-kind hit@5, the
+median query time, and what the top score says (answered questions against the dev set's
+off-topic ones) (``--lexical-only``: the lexical row, and hit@k down to k=50).
 Definitions (a hit is a result whose page is one of the case's pages):
 
 - hit@k: a right page among the first k results; MRR@10: 1/rank of the first right page.
@@ -74,6 +75,29 @@ def load_devset(path: Path = DEVSET) -> list[Case]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     return [Case(c["id"], c["kind"], c["question"], tuple(c["pages"]), frozenset(c["anchors"]))
             for c in data["cases"]]
+
+
+def load_off_topic(path: Path = DEVSET) -> list[str]:
+    """Questions the docs do not answer (the dev set's ``offTopic``)."""
+    return list(yaml.safe_load(path.read_text(encoding="utf-8")).get("offTopic", []))
+
+
+def calibration(label: str, cases: Sequence[Case], off_topic: Sequence[str],
+                run: Runner) -> None:
+    """What the top score says: answered questions against off-topic ones. A minScore
+    between the answered p10 and the off-topic median keeps most answers, drops most
+    non-answers."""
+    def top(question: str) -> float:
+        hits = run(question).hits
+        return hits[0].score if hits else 0.0
+
+    answered = sorted(top(c.question) for c in cases)
+    off = sorted(top(q) for q in off_topic)
+    if not answered or not off:
+        return
+    print(f"{label:<24} answered p10 {answered[len(answered) // 10]:.2f} median "
+          f"{statistics.median(answered):.2f}   off-topic median {statistics.median(off):.2f} "
+          f"max {off[-1]:.2f}")
 
 
 # --- metrics ---------------------------------------------------------------------------------
@@ -365,11 +389,14 @@ def main() -> None:
                                                           namespace=ns)))
         lexical_mode: tuple[str, Runner] = (
             "lexical (no embedder)", lambda q: retrieve(lexical, q, namespace=ns, k=K))
+        off_topic = load_off_topic(args.devset)
         if args.lexical_only:
             judged, ms = measure(cases, lexical_mode[1])
             table([(lexical_mode[0], summarise(judged), ms)])
             by_kind({lexical_mode[0]: judged})
             depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
+            print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
+            calibration(*lexical_mode, cases, off_topic)
             return
         dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
         inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url), writing=False)
@@ -402,6 +429,9 @@ def main() -> None:
             sweep.append((f"w={w:.1f}", summarise(judged), ms))
         table(sweep)
         by_kind(results)
+        print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
+        for label, run in modes:
+            calibration(label, cases, off_topic, run)
 
 
 DEPTHS = (5, 10, 20, 50)

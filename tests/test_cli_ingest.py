@@ -348,3 +348,23 @@ def test_markdown_of_too_many_lines_is_plain_text_with_a_note(cli: Cli, workdir:
                                "plain text (its sections get no anchors)"]
     anchors = rows(cli.db_url, "SELECT DISTINCT source_ref, meta->>'anchor' FROM chunks")
     assert ("kb://big/log.md", None) in anchors and ("kb://big/small.md", "part") in anchors
+
+
+def test_a_first_ingest_that_finds_nothing_to_read_fails_and_is_not_recorded(
+        cli: Cli, workdir: Path) -> None:
+    """An empty folder, a glob that matches nothing, or an --exclude that leaves nothing
+    passed (exit 0) and was recorded, so resync synced nothing every night."""
+    (workdir / "empty").mkdir()
+    (workdir / "docs").mkdir()
+    (workdir / "docs" / "a.md").write_text("# A\n\nAlpha.\n")
+    for args in (["empty"], ["docs/*.rst"], ["docs", "--exclude", "*.md"]):
+        result = cli("ingest", "files", *args, "--json")
+        assert result.exit_code == 1, (args, result.output)
+        report = json.loads(result.stdout)
+        assert report["failed"] == 1 and "found no file to read" in report["errors"][0]["error"]
+    assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(0,)]
+    assert cli.json("ingest", "files", "docs")["added"] == 1  # the folder with a page
+    (workdir / "docs" / "a.md").unlink()
+    again = cli.json("ingest", "files", "docs", code=1)  # recorded: it stays, pages too
+    assert again["failed"] == 1 and again["deleted"] == 0
+    assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(1,)]

@@ -14,7 +14,14 @@ import pytest
 
 from kbctl.chunk import chunk_markdown
 from kbctl.errors import InputError
-from kbctl.generators import GENERATORS, detect_site, heading_ids, page_path, resolve_site
+from kbctl.generators import (
+    GENERATORS,
+    detect_site,
+    heading_ids,
+    page_path,
+    page_title,
+    resolve_site,
+)
 from kbctl.generators.anchors import with_heading_ids
 from kbctl.generators.base import NO_FRONT_MATTER, Site
 from kbctl.generators.docusaurus import MAX_DOCS_PLUGINS, MAX_VERSIONS, strip_number_prefix
@@ -221,6 +228,11 @@ def test_mdbook_ids_and_pages(tmp_path: Path) -> None:
     assert _page(site, "a.md") == "a.html"
     assert _page(site, "sub/README.md") == "sub/index.html"
     assert _page(site, "orphan.md") is None
+    # the page's title is its chapter's name in SUMMARY.md, which mdBook shows (a chapter
+    # may open with an H2 or no heading): it was the file's name
+    assert page_title(site, site.content / "a.md", None) == "A"
+    assert page_title(site, site.content / "sub/README.md", "Written") == "R"
+    assert page_title(site, site.content / "orphan.md", "Written") == "Written"
 
 
 def test_sphinx_pages(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from kbctl.extract.mdx import mdx_to_markdown
 from kbctl.extract.rst_sphinx import api_display, api_fullname
 from kbctl.generators import detect_site
 from kbctl.generators.base import CountingIds
-from kbctl.generators.mdbook import _chapters
+from kbctl.generators.mdbook import _summary
 from kbctl.generators.mkdocs import TocIds
 from kbctl.linefile import LoadError, load_json, load_yaml
 from kbctl.net.policy import FetchResult
@@ -104,7 +104,7 @@ def test_a_generator_config_bomb_counts_as_empty_settings(tmp_path: Path, marker
 def test_a_fifo_named_like_a_summary_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "SUMMARY.md")
     with quickly():
-        assert _chapters(tmp_path) is None
+        assert _summary(tmp_path)["chapters"] is None
 
 
 @pytest.mark.parametrize("text", [

@@ -35,6 +35,14 @@ def _python_bm25(store: KnowledgeStore, texts: dict[str, str], query: str) -> di
     n = len(docs)
     avgdl = sum(sum(d.values()) for d in docs.values()) / n
     terms = set(lexemes(query))
+
+    def idf(df: int) -> float:
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    # the query's ceiling: every term held with unbounded frequency (the query's words are
+    # all known here: nothing counts as missing)
+    ceiling = (lexical.K1 + 1) * sum(
+        idf(df) for t in terms if (df := sum(1 for d in docs.values() if t in d)))
     scores = {}
     for ref, doc in docs.items():
         dl = sum(doc.values())
@@ -42,10 +50,10 @@ def _python_bm25(store: KnowledgeStore, texts: dict[str, str], query: str) -> di
         for t in terms & doc.keys():
             df = sum(1 for d in docs.values() if t in d)
             tf = doc[t]
-            r += (math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * (lexical.K1 + 1)
+            r += (idf(df) * tf * (lexical.K1 + 1)
                   / (tf + lexical.K1 * (1 - lexical.B + lexical.B * dl / avgdl)))
         if r > 0:
-            scores[ref] = r / (1 + r)
+            scores[ref] = min(1.0, r / ceiling)
     return scores
 
 

@@ -19,6 +19,9 @@ from .base import CountingIds, Site
 from .tomlfile import load_toml
 
 _SUMMARY_LINK = re.compile(r"\]\(\s*<?([^)>\s]+\.md)>?(?:\s+\"[^\"]*\")?\s*\)")
+# A chapter's name is read back from its link's ``](`` to the nearest ``[`` on its line,
+# at most this far: a hostile line of links costs linear time.
+MAX_NAME_CHARS = 500
 
 
 def id_from_content(text: str) -> str:
@@ -43,10 +46,10 @@ class MdBook:
         book = config.get("book") if isinstance(config.get("book"), dict) else {}
         src = book.get("src") if isinstance(book.get("src"), str) else "src"
         content = folder / src
-        return Site(self.name, content, marker, {"src": src, "chapters": _chapters(content)})
+        return Site(self.name, content, marker, {"src": src, **_summary(content)})
 
     def default_site(self, root: Path) -> Site:
-        return Site(self.name, root, None, {"chapters": _chapters(root)})
+        return Site(self.name, root, None, _summary(root))
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         chapters = site.settings.get("chapters")
@@ -58,22 +61,35 @@ class MdBook:
             rel = rel.with_name("index.md")
         return rel.with_suffix(".html").as_posix()
 
+    def title(self, site: Site, rel: PurePosixPath, written: str | None) -> str | None:
+        """The chapter's name in ``SUMMARY.md``, which mdBook shows as the page's title
+        (a chapter may open with an H2, or none), else the one it wrote."""
+        return site.settings.get("titles", {}).get(rel.as_posix()) or written
+
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(id_from_content, empty="section", reserve_explicit=False)
 
 
-def _chapters(content: Path) -> frozenset[str] | None:
-    """Chapter paths linked from ``SUMMARY.md`` (None when there is no summary)."""
+def _summary(content: Path) -> dict[str, Any]:
+    """``chapters``: the chapter paths linked from ``SUMMARY.md`` (None when there is no
+    summary); ``titles``: each one's name there (its first link wins)."""
     text = read_config_text(content / "SUMMARY.md")
     if text is None:
-        return None
-    found = set()
+        return {"chapters": None, "titles": {}}
+    titles: dict[str, str] = {}
     for match in _SUMMARY_LINK.finditer(text):
         target = match.group(1).split("#", 1)[0]
         parts = PurePosixPath(target.removeprefix("./")).parts
         if ".." not in parts:
-            found.add(PurePosixPath(*parts).as_posix())
-    return frozenset(found)
+            titles.setdefault(PurePosixPath(*parts).as_posix(), _name(text, match.start()))
+    return {"chapters": frozenset(titles), "titles": titles}
+
+
+def _name(text: str, end: int) -> str:
+    """The link text ending at ``end`` (its ``]``), from the nearest ``[`` on its line."""
+    start = max(text.rfind("\n", 0, end) + 1, end - MAX_NAME_CHARS)
+    opening = text.rfind("[", start, end)
+    return text[opening + 1:end].strip() if opening >= 0 else ""
 
 
 GENERATOR = MdBook()

@@ -105,7 +105,7 @@ class PostgresMemoryBackend:
         terms = lexical.query_params(query, found.lexemes)
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
-            "cap": lexical.LEXEME_CANDIDATES,
+            "cap": lexical.LEXEME_CANDIDATES, "missing": len(found.unmatched),
             "today": opts.today or datetime.now(timezone.utc).date(),
             "half_life": opts.half_life_days,
         }

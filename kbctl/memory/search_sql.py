@@ -1,7 +1,8 @@
 """Memory search SQL: BM25 over ``memory_postings`` fused with cosine over chunk vectors.
 
 The knowledge base's lexical engine (``kbctl.store.lexical``): the same tokens, postings
-and BM25, text scores normalised r/(1+r), hybrid ``w*cos + (1-w)*text``. The corpus is
+and BM25, text scores as the share of the query's BM25 ceiling (``lexical.ceiling_cte``),
+hybrid ``w*cos + (1-w)*text``. The corpus is
 what the caller may see, so document frequencies and lengths come from the caller's rows
 only and a score reveals nothing about anyone else's notes. Every CTE that touches a
 table repeats the fence.
@@ -89,12 +90,13 @@ def _final(decay: bool, extra: str) -> str:
 
 
 def lexical_sql(*, decay: bool, extra: str = "") -> str:
-    """Keyword-only search: BM25 normalised into 0..1, optionally decayed."""
+    """Keyword-only search: BM25 as its share of the query's ceiling, optionally decayed."""
+    text = lexical.calibrated_sql("bm.r", "c.r")
     return f"""
-        WITH {_bm25_ctes()},
-        scored AS (SELECT chunk_id, {lexical.unit_sql("r")} AS text_score,
-                          NULL::float8 AS vector_score, {lexical.unit_sql("r")} AS base
-                   FROM bm)
+        WITH {_bm25_ctes()},{lexical.ceiling_cte()},
+        scored AS (SELECT chunk_id, {text} AS text_score,
+                          NULL::float8 AS vector_score, {text} AS base
+                   FROM bm CROSS JOIN ceiling c)
         {_final(decay, extra)}"""
 
 
@@ -105,6 +107,7 @@ def hybrid_sql(*, decay: bool, extra: str = "") -> str:
     top-k is never under-filled by rows the fence removes (an approximate index would
     post-filter).
     """
+    text = lexical.calibrated_sql("exact.r", "c.r")
     return f"""
         WITH {_bm25_ctes()},
         lex AS MATERIALIZED (
@@ -125,8 +128,8 @@ def hybrid_sql(*, decay: bool, extra: str = "") -> str:
             FROM ids
             LEFT JOIN lex ON lex.chunk_id = ids.chunk_id
             LEFT JOIN vec ON vec.chunk_id = ids.chunk_id),
-        scored AS (SELECT chunk_id, {lexical.unit_sql("r")} AS text_score, cos AS vector_score,
-                          %(w)s * coalesce(cos, 0) + (1 - %(w)s) * {lexical.unit_sql("r")}
-                              AS base
-                   FROM exact)
+        {lexical.ceiling_cte()},
+        scored AS (SELECT chunk_id, {text} AS text_score, cos AS vector_score,
+                          %(w)s * coalesce(cos, 0) + (1 - %(w)s) * {text} AS base
+                   FROM exact CROSS JOIN ceiling c)
         {_final(decay, extra)}"""

@@ -219,6 +219,15 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
         return []
     _record(store, namespace, spec, policy)
+    if not expansion.leaves and not policy.recorded and not expansion.dropped:
+        # an ingest that finds nothing to read failed (exit 1), and its definition is not
+        # kept when this run made it (an empty folder, a glob that matches nothing): it
+        # passed, and resync then synced nothing every night
+        said = expansion.notes[-1] if expansion.notes else (
+            f"{spec.kind} {spec.target}: lists nothing to read")
+        report.notes.extend(expansion.notes[:-1])
+        _fail_source(spec.target, SourceError(said), spec.id, report, progress)
+        return []
     report.notes.extend(expansion.notes)
     if expansion.info:
         report.sources[-1].update(expansion.info)

@@ -100,7 +100,7 @@ def retrieve(
         fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
                                ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
                                vector_weight=vector_weight, fusion=fusion,
-                               also_match=found.lexemes)
+                               also_match=found.lexemes, missing=len(found.unmatched))
         rows = distinct_sections(fetched)[:wanted]
         # copies of one page under many URLs (versions, mirrors) can fill every spare row:
         # look deeper, a bounded number of times, rather than answer short

@@ -517,14 +517,18 @@ class KnowledgeStore:
         vector_weight: float = 0.7,
         fusion: str = "weighted",
         also_match: Sequence[str] = (),
+        missing: int = 0,
         ranked_for: int | None = None,
     ) -> list[ScoredChunk]:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity.
-        ``also_match`` adds lexemes to the query's own (``spelling``'s corrections).
+        ``also_match`` adds lexemes to the query's own (``spelling``'s corrections);
+        ``missing`` counts its words no chunk uses that nothing corrected (they lower the
+        score, not the ranking).
         ``ranked_for``: the fusion's candidates are those of that many results (default
         ``k``), so a caller that asks for spare rows gets the same ranking, extended."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
+                                  "missing": missing,
                                   **lexical.query_params(query, also_match)}
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)

@@ -60,13 +60,14 @@ _RESULT_COLUMNS = """
 
 
 def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, Any]]:
-    """Top-k by BM25, normalised r/(1+r) into 0..1."""
+    """Top-k by BM25, scored as the share of the query's ceiling (``lexical.ceiling_cte``)."""
     cond, params = _filter_sql(filters, "fc")
     text = f"""
         WITH {lexical.kb_bm25_ctes(filtered=bool(filters))},
-        top AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(k)s)
-        SELECT {_RESULT_COLUMNS}, {lexical.unit_sql("top.r")} AS text_score
-        FROM top
+        top AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(k)s),
+        {lexical.ceiling_cte()}
+        SELECT {_RESULT_COLUMNS}, {lexical.calibrated_sql("top.r", "c.r")} AS text_score
+        FROM top CROSS JOIN ceiling c
         JOIN chunks ch ON ch.id = top.chunk_id
         JOIN sources s ON s.namespace = ch.namespace AND s.ref = ch.source_ref
         ORDER BY top.r DESC, ch.id"""
@@ -99,9 +100,10 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
       range or the query's length;
     - calibrated: both are multiplied by the query's match strength, ``w * best cosine
       (a chunk's own, without its page's) + (1 - w) * best BM25 / the query's BM25
-      ceiling`` (the score of a chunk holding every query term with unbounded
-      frequency). The ranking is the relative mix; the scale says how well the knowledge
-      base answers the question at all, so one ``minScore`` works across queries.
+      ceiling`` (``lexical.ceiling_cte``: the score of a chunk holding every query term
+      with unbounded frequency, the words no chunk uses counted too). The ranking is
+      the relative mix; the scale says how well the knowledge base answers the question
+      at all, so one ``minScore`` works across queries.
 
     ``score = w * vector + (1 - w) * text`` holds for the reported components.
     ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
@@ -129,10 +131,7 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
             SELECT c.chunk_id, c.r, coalesce(pbm.r, 0) AS pr, greatest(0, c.own) AS own,
                    greatest(0, {1 - PAGE_WEIGHT} * c.own + {PAGE_WEIGHT} * c.page) AS cos
             FROM closeness c LEFT JOIN pbm ON pbm.source_ref = c.source_ref),
-        ceiling AS (
-            SELECT ({lexical.K1} + 1)
-                   * coalesce(sum({lexical.idf_sql("df.df")}), 0) AS r
-            FROM df CROSS JOIN st WHERE df.df > 0),
+        {lexical.ceiling_cte()},
         tops AS (SELECT min(r) AS r_low, max(r) AS r_top, min(pr) AS p_low,
                         max(pr) AS p_top, min(cos) AS c_low,
                         max(cos) AS c_top, max(own) AS own_top FROM exact),
