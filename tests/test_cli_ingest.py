@@ -368,3 +368,18 @@ def test_a_first_ingest_that_finds_nothing_to_read_fails_and_is_not_recorded(
     again = cli.json("ingest", "files", "docs", code=1)  # recorded: it stays, pages too
     assert again["failed"] == 1 and again["deleted"] == 0
     assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(1,)]
+
+
+def test_an_ingest_that_changes_a_recorded_sources_options_says_so(cli: Cli,
+                                                                    docs: Path) -> None:
+    """Run again without the --base-url it was first given, an ingest re-read every page
+    under kb:// URLs and deleted the old ones without a word."""
+    first = cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    assert not any("options changed" in n for n in first["notes"])
+    again = cli.json("ingest", "files", str(docs))
+    [note] = [n for n in again["notes"] if "options changed" in n]
+    assert note == (f"files {docs}: options changed since it was recorded: base_url "
+                    "'https://docs.example.com/' → the default (pass them again to keep "
+                    "them; resync uses these now)")
+    same = cli.json("ingest", "files", str(docs))
+    assert not any("options changed" in n for n in same["notes"])

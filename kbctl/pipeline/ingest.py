@@ -218,7 +218,11 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             raise
         _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
         return []
+    changed = _options_changed(store, namespace, spec, policy)
     _record(store, namespace, spec, policy)
+    if changed:
+        report.notes.append(changed)
+        progress(ProgressEvent("note", message=changed))
     if not expansion.leaves and not policy.recorded and not expansion.dropped:
         # an ingest that finds nothing to read failed (exit 1), and its definition is not
         # kept when this run made it (an empty folder, a glob that matches nothing): it
@@ -305,6 +309,27 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
                                    target=spec.target, options=options))
         # a definition recorded by this run was not there to stamp when the run began
         store.begin_def(namespace, spec.id, _interrupted(spec))
+
+
+def _options_changed(store: KnowledgeStore, namespace: str, spec: SourceSpec,
+                     policy: SyncPolicy) -> str | None:
+    """A note naming the options an ingest changes in a recorded definition: run without
+    the ``--base-url`` it was first given, an ingest re-reads every page under new URLs
+    and deletes the old ones, which no one asked for by name."""
+    if policy.recorded:
+        return None
+    before = next((d.options for d in store.list_defs(namespace) if d.id == spec.id), None)
+    after = spec.options.to_record()
+    if before is None or before == after:
+        return None
+    changes = [f"{key} {_shown(before.get(key))} → {_shown(after.get(key))}"
+               for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    return (f"{spec.kind} {spec.target}: options changed since it was recorded: "
+            f"{'; '.join(changes)} (pass them again to keep them; resync uses these now)")
+
+
+def _shown(value: Any) -> str:
+    return "the default" if value is None else repr(value)
 
 
 def _interrupted(spec: SourceSpec | BrokenDefinition) -> dict[str, Any]:
