@@ -147,13 +147,14 @@ def construct_bounded(loader: yaml.BaseLoader) -> Any:
         except LoadError:
             raise
         except ValueError as exc:  # an integer of over 4,300 digits, a date of month 13
-            raise LoadError(f"invalid YAML: {_first_clause(exc)}", None) from None
+            raise LoadError(f"invalid YAML: {first_clause(exc)}", None) from None
     finally:
         loader.dispose()
 
 
-def _first_clause(exc: ValueError) -> str:
-    """The gist of a conversion's error (Python's advice to the programmer cut off)."""
+def first_clause(exc: ValueError) -> str:
+    """The gist of a conversion's error (Python's advice to the programmer cut off): an
+    integer of over 4,300 digits, which ``int`` refuses to convert."""
     return str(exc).split(";")[0].strip()
 
 
@@ -294,4 +295,4 @@ def _parse_json(text: str, **hooks: Any) -> Any:
     except LoadError:
         raise
     except ValueError as exc:  # an integer of over 4,300 digits
-        raise LoadError(f"invalid JSON: {_first_clause(exc)}", None) from None
+        raise LoadError(f"invalid JSON: {first_clause(exc)}", None) from None

@@ -74,8 +74,8 @@ app.command("doctor")(doctor.doctor)
 def main() -> None:
     """Console-script entry point. SIGTERM and SIGHUP stop a command the way Ctrl-C does (a
     message, their own exit code, the server handle dropped) rather than killing it
-    mid-step. With
-    ``--json``, a mistake in the command line itself is a JSON document on stdout too."""
+    mid-step. With ``--json``, a mistake in the command line itself is a JSON document on
+    stdout too."""
     signal.signal(signal.SIGTERM, _terminate)
     hangup = getattr(signal, "SIGHUP", None)
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd

@@ -19,6 +19,7 @@ from ..agent import (
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import require_clean
+from ..linefile import first_clause
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
@@ -152,7 +153,7 @@ def _arguments(raw: str) -> dict[str, Any]:
         raise InputError(f"--args is not valid JSON: {exc.msg} at line {exc.lineno} column "
                          f"{exc.colno}") from None
     except ValueError as exc:  # an integer of over 4,300 digits
-        raise InputError(f"--args: {str(exc).split(';')[0]}") from None
+        raise InputError(f"--args: {first_clause(exc)}") from None
     if not isinstance(value, dict):
         raise InputError("--args must be a JSON object, e.g. '{\"query\": \"install\"}'")
     require_clean("--args", value)

@@ -21,7 +21,7 @@ from typing import Any
 from kbctl.errors import InputError
 from kbctl.evals.run import CaseResult, EvalReport, format_pair
 from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
-from kbctl.linefile import LoadError, read_capped
+from kbctl.linefile import LoadError, first_clause, read_capped
 
 _HINT = "a baseline is a JSON report written by an earlier `kbctl eval` run"
 _EPSILON = 1e-9
@@ -118,7 +118,7 @@ def load_baseline(path: str | Path) -> Baseline:
         raise InputError(f"{label}:{exc.lineno}: baseline is not valid JSON: {exc.msg}",
                          hint=_HINT) from None
     except ValueError as exc:  # an integer of over 4,300 digits
-        raise InputError(f"{label}: baseline is not valid JSON: {str(exc).split(';')[0]}",
+        raise InputError(f"{label}: baseline is not valid JSON: {first_clause(exc)}",
                          hint=_HINT) from None
     return parse_baseline(data, label)
 

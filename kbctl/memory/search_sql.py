@@ -2,10 +2,9 @@
 
 The knowledge base's lexical engine (``kbctl.store.lexical``): the same tokens, postings
 and BM25, text scores as the share of the query's BM25 ceiling (``lexical.ceiling_cte``),
-hybrid ``w*cos + (1-w)*text``. The corpus is
-what the caller may see, so document frequencies and lengths come from the caller's rows
-only and a score reveals nothing about anyone else's notes. Every CTE that touches a
-table repeats the fence.
+hybrid ``w*cos + (1-w)*text``. The corpus is what the caller may see, so document
+frequencies and lengths come from the caller's rows only and a score reveals nothing
+about anyone else's notes. Every CTE that touches a table repeats the fence.
 """
 
 from __future__ import annotations
