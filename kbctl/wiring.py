@@ -107,9 +107,12 @@ def resolve_embedder(
     env = os.environ if env is None else env
     recorded = store.embedder_identity()
     requested = settings.embedder
+    # a KB whose first write failed (no key, a provider down) holds nothing: the embedder
+    # that attempt named binds nothing, and the next write chooses afresh
+    fresh = recorded is None or (writing and requested is None and store.holds_nothing())
     if recorded is None and not writing:
         spec = requested or "none"
-    elif recorded is None:
+    elif fresh:
         spec = requested or default_spec(env)
     elif requested is None:
         spec = identity_spec(recorded)
@@ -122,7 +125,7 @@ def resolve_embedder(
         base_url = known
     embedder = create_embedder(spec, base_url=base_url)
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
-    if recorded is None and writing:
+    if fresh and writing:
         store.bind_embedder(identity)
         announce(f"new knowledge base: embedder {identity}"
                  + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"

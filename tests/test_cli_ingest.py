@@ -383,3 +383,17 @@ def test_an_ingest_that_changes_a_recorded_sources_options_says_so(cli: Cli,
                     "them; resync uses these now)")
     same = cli.json("ingest", "files", str(docs))
     assert not any("options changed" in n for n in same["notes"])
+
+
+def test_a_first_ingest_its_embedder_refused_leaves_nothing_behind(cli: Cli,
+                                                                    docs: Path) -> None:
+    """No key for the embedder asked for: exit 3, and then no definition left recorded as
+    "did not finish", nor the embedder claimed: a plain ingest chose it again after."""
+    failed = cli("ingest", "files", str(docs), "--embedder", "gemini", "--json")
+    assert failed.exit_code == 3, failed.output
+    assert json.loads(failed.stdout)["error"]["type"] == "AuthError"
+    assert rows(cli.db_url, "SELECT count(*) FROM source_defs") == [(0,)]
+    report = cli.json("ingest", "files", str(docs))  # no --embedder: the default again
+    assert report["embedder"] == "none" and report["added"] > 0
+    [(errors,)] = rows(cli.db_url, "SELECT last_errors FROM source_defs")
+    assert not errors

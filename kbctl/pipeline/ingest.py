@@ -15,7 +15,16 @@ from typing import Any
 from ..chunk import chunk_markdown, chunk_text, headings
 from ..chunk.model import CHARS_PER_TOKEN, Chunk
 from ..embed.base import Embedder
-from ..errors import AuthError, BlockedURL, EmbedderError, InputError, KbctlError, SourceError
+from ..errors import (
+    AuthError,
+    BlockedURL,
+    DatabaseError,
+    EmbedderError,
+    EnvironmentFailure,
+    InputError,
+    KbctlError,
+    SourceError,
+)
 from ..extract.text import clean_text
 from ..hygiene import drop_bad_chars
 from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
@@ -160,20 +169,25 @@ def ingest(
         for spec in specs:
             store.begin_def(namespace, spec.id, _interrupted(spec))
     try:
-        for spec in specs:
-            report.sources.append(spec.to_json() | {"id": spec.id})
-            failures_before = len(report.errors)
-            if isinstance(spec, BrokenDefinition):
-                _fail_source(spec.target, spec.error, spec.id, report, progress)
-            else:
-                wanted = _ingest_one(store, spec, namespace, writer, report, progress,
-                                     adapter_context or {}, policy)
-                doomed += wanted
-                if wanted:
-                    dooming.add(spec.id)
-            per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
-    finally:
-        writer.close()
+        try:
+            for spec in specs:
+                report.sources.append(spec.to_json() | {"id": spec.id})
+                failures_before = len(report.errors)
+                if isinstance(spec, BrokenDefinition):
+                    _fail_source(spec.target, spec.error, spec.id, report, progress)
+                else:
+                    wanted = _ingest_one(store, spec, namespace, writer, report, progress,
+                                         adapter_context or {}, policy)
+                    doomed += wanted
+                    if wanted:
+                        dooming.add(spec.id)
+                per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
+        finally:
+            writer.close()
+    except EnvironmentFailure as exc:  # the run ends here: no key, the provider down
+        if not policy.dry_run and not isinstance(exc, DatabaseError):
+            _ended_by(exc, store, namespace, specs, recorded_before)
+        raise
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     for copy in writer.settle(set(report.changes["deleted"])):
         if not policy.dry_run:
@@ -309,6 +323,21 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
                                    target=spec.target, options=options))
         # a definition recorded by this run was not there to stamp when the run began
         store.begin_def(namespace, spec.id, _interrupted(spec))
+
+
+def _ended_by(exc: EnvironmentFailure, store: KnowledgeStore, namespace: str,
+              specs: Sequence[SourceSpec | BrokenDefinition], recorded_before: set[str]) -> None:
+    """A run its environment ended: a definition this run recorded that stored nothing is
+    not kept (as after any first run that read nothing), the others show the error that
+    ended it, not "did not finish"."""
+    for spec in specs:
+        if (spec.id not in recorded_before and not isinstance(spec, BrokenDefinition)
+                and not store.list_sources(namespace, spec.id)):
+            store.forget_def(namespace, spec.id)
+        else:
+            store.finish_def(namespace, spec.id, [asdict(SourceFailure(
+                ref=spec.target, error=exc.message, type=type(exc).__name__, source=spec.id,
+                hint=exc.hint))])
 
 
 def _options_changed(store: KnowledgeStore, namespace: str, spec: SourceSpec,

@@ -71,7 +71,7 @@ class KnowledgeStore:
             if inserted and identity.dimensions > 0:
                 self._set_vector_dimensions(identity.dimensions)
             recorded = self.embedder_identity()
-            if recorded != identity and self._holds_nothing():
+            if recorded != identity and self.holds_nothing():
                 self.conn.execute("UPDATE kb_meta SET value = %s WHERE key = %s",
                                   (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))
                 if identity.dimensions > 0:
@@ -88,7 +88,7 @@ class KnowledgeStore:
             )
         return recorded
 
-    def _holds_nothing(self) -> bool:
+    def holds_nothing(self) -> bool:
         """No chunk, of the knowledge base or of memory, was ever kept."""
         tables = ["chunks"]
         memory = self.conn.execute("SELECT to_regclass('memory_chunks')").fetchone()
