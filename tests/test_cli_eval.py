@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -409,3 +410,24 @@ def test_cases_that_declare_no_check_are_named_in_a_warning(small_kb: Cli,
            "empty" in " ".join(result.stdout.split())
     assert "declare no check" not in small_kb("eval", str(write(
         workdir / "p.yaml", PASSING))).stdout
+
+
+def test_a_case_its_own_min_score_emptied_names_the_floor(small_kb: Cli, workdir: Path) -> None:
+    """A case whose minScore floor cut every result said only "nothing retrieved", as if
+    the docs lacked the answer; query names the floor and the best score it cut."""
+    suite = write(workdir / "floor.yaml", """
+version: 1
+cases:
+  - id: floored
+    question: revoke a leaked key
+    minScore: 0.99
+    expect:
+      sourceIncludes: keys
+""")
+    result = small_kb("eval", str(suite), "--json")
+    assert result.exit_code == 1
+    [case] = json.loads(result.stdout)["cases"]
+    assert case["retrieved"] == [] and 0 < case["bestBelowMin"] < 0.99
+    table = " ".join(re.sub(r"[│┃]", " ", small_kb("eval", str(suite)).stdout).split())
+    assert (f"the case's minScore 0.99 cut every result (the best scored "
+            f"{case['bestBelowMin']:.2f})") in table

@@ -23,6 +23,8 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
       passed, error             error: the retriever's failure, else null
       durationMs
       firstMatchRank, topScore  rank of the first sourceIncludes match; best score
+      bestBelowMin              nothing retrieved as the case's minScore cut it all: the
+                                best score it cut (else null)
       ndcg, recall              this case's nDCG@topK and recall@topK (null: not scored)
       corrected, unmatched      the question's words the KB never uses: {typed: the
                                 indexed word matched instead}, and [those matching nothing]
@@ -77,6 +79,7 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
         "durationMs": _ms(result.duration_ms),
         "firstMatchRank": result.first_match_rank,
         "topScore": result.top_score,
+        "bestBelowMin": result.best_below_min,
         **_gains(result),
         "corrected": dict(result.corrected),
         "unmatched": list(result.unmatched),

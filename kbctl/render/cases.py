@@ -39,6 +39,9 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     if lines and not result.retrieved and result.error is None and result.case.filter:
         lines.append(f"searched only passages with {filter_text(result.case.filter)} "
                      "(the case's filter)")
+    if lines and result.best_below_min is not None and result.case.min_score is not None:
+        lines.append(f"the case's minScore {result.case.min_score:g} cut every result (the "
+                     f"best scored {result.best_below_min:.2f})")
     return lines
 
 
