@@ -138,6 +138,11 @@ def test_filters_and_min_score(kb: Cli) -> None:
     assert kb.json("query", "widget", "--min-score", "0.99")["results"] == []
     bad = kb("query", "widget", "--filter", "novalue")
     assert bad.exit_code == 2 and "key=value" in bad.stderr
+    # two values of one key: no passage has both (the last one silently won)
+    twice = kb("query", "widget", "--filter", "lang=de", "--filter", "lang=en")
+    assert twice.exit_code == 2 and "--filter lang is given twice ('de' and 'en')" in \
+        twice.stderr
+    assert kb("query", "widget", "--filter", "lang=de", "--filter", "lang=de").exit_code == 0
     beyond = kb("query", "widget", "--min-score", "2")  # no score reaches it
     assert beyond.exit_code == 2 and "--min-score must be within 0..1" in beyond.stderr
 

@@ -33,6 +33,9 @@ def parse_filters(items: list[str] | None) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(f"--filter expects key=value, got '{item}'")
+        if key in filters and filters[key] != value:  # all filters must hold: none could
+            raise InputError(f"--filter {key} is given twice ({filters[key]!r} and "
+                             f"{value!r}); a passage has one {key}")
         filters[key] = value
     return filters
 
