@@ -95,8 +95,12 @@ def find_config(explicit: str | Path | None, cwd: Path | None = None) -> Path | 
         return p
     base = cwd or Path.cwd()
     for name in CONFIG_NAMES:
-        if (base / name).is_file():
-            return base / name
+        found = base / name
+        if found.is_file():
+            return found
+        if found.exists():  # a folder or a FIFO by that name: said, not silently passed over
+            raise ConfigError(f"{found} is not a regular file, so kbctl cannot read it as "
+                              f"its config", hint="rename it, or pass --config FILE")
     return None
 
 

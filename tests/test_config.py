@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,17 @@ def test_explicit_config_must_exist(tmp_path: Path) -> None:
         resolve_settings({}, config=tmp_path / "missing.yaml", env={}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="is not a regular file"):
         resolve_settings({}, config=tmp_path, env={}, cwd=tmp_path)
+
+
+def test_a_folder_or_fifo_named_like_the_config_is_an_error(tmp_path: Path) -> None:
+    """It was passed over in silence: the run went on with none of its settings."""
+    (tmp_path / "kbctl.yaml").mkdir()
+    with pytest.raises(ConfigError, match=r"kbctl\.yaml is not a regular file"):
+        resolve_settings({}, env={}, cwd=tmp_path)
+    (tmp_path / "kbctl.yaml").rmdir()
+    os.mkfifo(tmp_path / "kbctl.yml")
+    with pytest.raises(ConfigError, match=r"kbctl\.yml is not a regular file"):
+        resolve_settings({}, env={}, cwd=tmp_path)
 
 
 def test_chunking_budget_is_checked(tmp_path: Path) -> None:
