@@ -143,6 +143,15 @@ def test_the_url_cap_truncates_the_listing() -> None:
         assert listing.truncated
 
 
+def test_a_urlset_is_read_only_as_far_as_the_pages_wanted() -> None:
+    data = urlset(*(f"https://x.test/p{i}" for i in range(2000))).encode()
+    parsed = parse_sitemap(data, "https://x.test/s.xml", most=5)
+    assert [e.loc for e in parsed.entries] == [f"https://x.test/p{i}" for i in range(5)]
+    assert parsed.cut
+    whole = parse_sitemap(data, "https://x.test/s.xml", most=2000)
+    assert len(whole.entries) == 2000 and not whole.cut
+
+
 def test_an_index_is_read_no_further_than_the_url_cap_needs() -> None:
     """40 children of 2,000 URLs each and a cap of 5: the first batch of children is read,
     never the rest (a whole level was read first: 1.5 GB and minutes for large ones)."""

@@ -63,6 +63,7 @@ class ParsedSitemap:
     kind: str  # "urlset" or "sitemapindex"
     entries: list[SitemapEntry]
     invalid: int = 0  # entries whose <loc> is not an http(s) URL
+    cut: bool = False  # a urlset read only up to the pages wanted
 
 
 @dataclass
@@ -85,8 +86,10 @@ def _local(tag: object) -> str:
     return etree.QName(tag).localname if isinstance(tag, str) else ""
 
 
-def parse_sitemap(data: bytes, url: str) -> ParsedSitemap:
-    """Parse one sitemap document. Raises ``ExtractError`` naming the URL and the problem."""
+def parse_sitemap(data: bytes, url: str, *, most: int | None = None) -> ParsedSitemap:
+    """Parse one sitemap document, a urlset's first ``most`` entries at most (a file of
+    180k URLs, for a run that wants 5). Raises ``ExtractError`` naming the URL and the
+    problem."""
     if data[:2] == b"\x1f\x8b":
         raise ExtractError(f"{url}: the sitemap is still gzip-compressed")
     if _DOCTYPE.search(data[:4096]) and _ENTITY_DECL.search(data):
@@ -110,6 +113,8 @@ def parse_sitemap(data: bytes, url: str) -> ParsedSitemap:
     for node in root:
         if _local(node.tag) != item:
             continue
+        if most is not None and kind == "urlset" and len(entries) >= most:
+            return ParsedSitemap(kind, entries, invalid, cut=True)
         loc = lastmod = None
         for child in node:
             name = _local(child.tag)
@@ -125,13 +130,14 @@ def parse_sitemap(data: bytes, url: str) -> ParsedSitemap:
     return ParsedSitemap(kind, entries, invalid)
 
 
-async def fetch_sitemap(client: GuardedClient, url: str) -> ParsedSitemap:
-    """Fetch (gunzipping a ``.gz`` file) and parse one sitemap."""
+async def fetch_sitemap(client: GuardedClient, url: str, *, most: int | None = None
+                        ) -> ParsedSitemap:
+    """Fetch (gunzipping a ``.gz`` file) and parse one sitemap (see ``parse_sitemap``)."""
     result = await client.fetch(url, content_types=SITEMAP_CONTENT_TYPES)
     data = result.content
     if data[:2] == b"\x1f\x8b":
         data = gunzip(data, max_bytes=client.policy.max_bytes, url=result.url)
-    return parse_sitemap(data, result.url)
+    return parse_sitemap(data, result.url, most=most)
 
 
 async def read_sitemaps(client: GuardedClient, roots: list[str], *, max_urls: int = MAX_URLS,
@@ -159,7 +165,9 @@ async def read_sitemaps(client: GuardedClient, roots: list[str], *, max_urls: in
                 listing.truncated = True  # sitemaps left unread may list more
                 return listing
             batch = level[start:start + SITEMAP_BATCH]
-            outcomes = await asyncio.gather(*(_read_one(client, url) for url, _ in batch))
+            room = max_urls - len(listing.pages)  # what is left to take, in any file
+            outcomes = await asyncio.gather(*(_read_one(client, url, room)
+                                              for url, _ in batch))
             listing.files += len(batch)
             for (url, ancestors), outcome in zip(batch, outcomes, strict=True):
                 next_level += _take(listing, url, ancestors, outcome, max_urls, depth, seen)
@@ -178,6 +186,7 @@ def _take(listing: SitemapListing, url: str, ancestors: tuple[str, ...],
     listing.invalid += outcome.invalid
     if outcome.kind == "urlset":
         _add_pages(listing, outcome.entries, max_urls)
+        listing.truncated |= outcome.cut
         return []
     lineage = (*ancestors, url)
     children = []
@@ -205,9 +214,10 @@ def _add_pages(listing: SitemapListing, entries: list[SitemapEntry], max_urls: i
         listing.pages[entry.loc] = entry.lastmod
 
 
-async def _read_one(client: GuardedClient, url: str) -> ParsedSitemap | KbctlError:
+async def _read_one(client: GuardedClient, url: str, most: int
+                    ) -> ParsedSitemap | KbctlError:
     try:
-        return await fetch_sitemap(client, url)
+        return await fetch_sitemap(client, url, most=most)
     except KbctlError as exc:
         return exc
 
