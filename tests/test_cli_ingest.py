@@ -6,7 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from kbctl.pipeline.ingest import CHUNKER_VERSION
 
 from .conftest import Cli, rows
 
@@ -397,3 +400,19 @@ def test_a_first_ingest_its_embedder_refused_leaves_nothing_behind(cli: Cli,
     assert report["embedder"] == "none" and report["added"] > 0
     [(errors,)] = rows(cli.db_url, "SELECT last_errors FROM source_defs")
     assert not errors
+
+
+def test_pages_chunked_by_another_chunker_version_are_read_again(cli: Cli,
+                                                                 docs: Path) -> None:
+    """Unchanged files are skipped by size and mtime, so a new chunker version (or
+    budget) reached no page until its file changed."""
+    cli.json("ingest", "files", str(docs))
+    assert cli.json("ingest", "files", str(docs))["updated"] == 0
+    with psycopg.connect(cli.db_url) as conn:
+        conn.execute("""UPDATE sources SET meta = meta || '{"pipeline": "md1:512/64"}'""")
+    again = cli.json("ingest", "files", str(docs))
+    pages = rows(cli.db_url, "SELECT count(*) FROM sources")[0][0]
+    assert again["updated"] == pages and again["added"] == 0
+    assert rows(cli.db_url, "SELECT DISTINCT meta->>'pipeline' FROM sources") == [
+        (f"md{CHUNKER_VERSION}:512/64",)]
+    assert cli.json("ingest", "files", str(docs))["updated"] == 0

@@ -261,8 +261,12 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     vanished: list[str] = []
 
     def previous(ref: str) -> dict[str, Any] | None:
+        """What a source compares to skip a page unread (size and mtime, ETag): nothing
+        for a page chunked by another chunker version or budget, read whole once more."""
         rec = existing.get(ref)
-        return rec.meta if rec is not None else None
+        if rec is None or rec.meta.get("pipeline") != writer.chunking.signature:
+            return None
+        return rec.meta
 
     try:
         for loaded in adapter.load(expansion.leaves, previous):
