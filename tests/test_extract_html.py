@@ -1047,3 +1047,6 @@ def test_html_nested_past_the_parsers_limit_is_an_error_not_a_silent_loss() -> N
     assert "deep text" in page.markdown and "after" in page.markdown
     with pytest.raises(ExtractError, match="nested more than 255 elements deep"):
         extract_html(nested(300), url="https://x.test/a")
+    # the parser's other limit is named as what it is, not as nesting
+    with pytest.raises(ExtractError, match="a run of text over the parser's 10 MB limit"):
+        extract_html("<html><body><p>" + "a" * 11_000_000 + "</p></body></html>")

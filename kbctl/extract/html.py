@@ -64,10 +64,13 @@ def _parse(data: bytes) -> etree._Element:
         raise ExtractError(f"HTML could not be parsed: {exc}") from exc
     if root is None:
         raise ExtractError("HTML could not be parsed: the document is empty")
-    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
-        # libxml2 stops reading at its depth limit: the rest of the page is simply missing
-        raise ExtractError(f"HTML nested more than {MAX_HTML_DEPTH} elements deep: the "
-                           f"parser stops there and the rest of the page would be lost")
+    limit = next((e.message for e in parser.error_log if e.type_name == "ERR_RESOURCE_LIMIT"),
+                 None)
+    if limit is not None:  # libxml2 stops reading there: the rest of the page is missing
+        what = (f"nested more than {MAX_HTML_DEPTH} elements deep" if "depth" in limit
+                else "holds a run of text over the parser's 10 MB limit")
+        raise ExtractError(f"HTML {what}: the parser stops there and the rest of the page "
+                           f"would be lost")
     return root
 
 
