@@ -164,7 +164,8 @@ def ingest(
     dooming: set[str] = set()  # the definitions that want something deleted
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.counts(namespace)[0]
-    recorded_before = {d.id for d in store.list_defs(namespace)}
+    recorded = {d.id: d.options for d in store.list_defs(namespace)}
+    recorded_before = set(recorded)
     if not policy.dry_run:
         for spec in specs:
             store.begin_def(namespace, spec.id, _interrupted(spec))
@@ -177,7 +178,7 @@ def ingest(
                     _fail_source(spec.target, spec.error, spec.id, report, progress)
                 else:
                     wanted = _ingest_one(store, spec, namespace, writer, report, progress,
-                                         adapter_context or {}, policy)
+                                         adapter_context or {}, policy, recorded.get(spec.id))
                     doomed += wanted
                     if wanted:
                         dooming.add(spec.id)
@@ -186,7 +187,13 @@ def ingest(
             writer.close()
     except EnvironmentFailure as exc:  # the run ends here: no key, the provider down
         if not policy.dry_run and not isinstance(exc, DatabaseError):
-            _ended_by(exc, store, namespace, specs, recorded_before)
+            # what a first run that reads nothing leaves (nothing), the others its error
+            ended = {spec.id: [asdict(SourceFailure(
+                ref=spec.target, error=exc.message, type=type(exc).__name__, source=spec.id,
+                hint=exc.hint))] for spec in specs}
+            _forget_first_failures(store, namespace, specs, ended, recorded_before, report)
+            for def_id, errors in ended.items():
+                store.finish_def(namespace, def_id, errors)
         raise
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     for copy in writer.settle(set(report.changes["deleted"])):
@@ -209,8 +216,9 @@ def ingest(
 
 def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer: _Writer,
                 report: IngestReport, progress: Progress, context: dict[str, Any],
-                policy: SyncPolicy) -> list[str]:
-    """Load one definition's documents; returns the refs it wants deleted."""
+                policy: SyncPolicy, recorded: dict[str, Any] | None) -> list[str]:
+    """Load one definition's documents (``recorded``: its options as recorded before this
+    run, if it was); returns the refs it wants deleted."""
     adapter = adapter_for(spec, **context)
     t0 = time.perf_counter()
     try:
@@ -232,7 +240,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             raise
         _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
         return []
-    changed = _options_changed(store, namespace, spec, policy)
+    changed = None if policy.recorded else _options_changed(recorded, spec)
     _record(store, namespace, spec, policy)
     if changed:
         report.notes.append(changed)
@@ -329,29 +337,10 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
         store.begin_def(namespace, spec.id, _interrupted(spec))
 
 
-def _ended_by(exc: EnvironmentFailure, store: KnowledgeStore, namespace: str,
-              specs: Sequence[SourceSpec | BrokenDefinition], recorded_before: set[str]) -> None:
-    """A run its environment ended: a definition this run recorded that stored nothing is
-    not kept (as after any first run that read nothing), the others show the error that
-    ended it, not "did not finish"."""
-    for spec in specs:
-        if (spec.id not in recorded_before and not isinstance(spec, BrokenDefinition)
-                and not store.list_sources(namespace, spec.id)):
-            store.forget_def(namespace, spec.id)
-        else:
-            store.finish_def(namespace, spec.id, [asdict(SourceFailure(
-                ref=spec.target, error=exc.message, type=type(exc).__name__, source=spec.id,
-                hint=exc.hint))])
-
-
-def _options_changed(store: KnowledgeStore, namespace: str, spec: SourceSpec,
-                     policy: SyncPolicy) -> str | None:
+def _options_changed(before: dict[str, Any] | None, spec: SourceSpec) -> str | None:
     """A note naming the options an ingest changes in a recorded definition: run without
     the ``--base-url`` it was first given, an ingest re-reads every page under new URLs
     and deletes the old ones, which no one asked for by name."""
-    if policy.recorded:
-        return None
-    before = next((d.options for d in store.list_defs(namespace) if d.id == spec.id), None)
     after = spec.options.to_record()
     if before is None or before == after:
         return None
