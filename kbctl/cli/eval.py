@@ -128,7 +128,7 @@ def run(
     with _case_progress(out) as on_result:
         outcome = api.evaluate(settings, suites, baseline=baseline,
                                rank_tolerance=rank_tolerance, score_tolerance=score_tolerance,
-                               fail_on=fail_on, on_result=on_result, announce=out.note)
+                               fail_on=fail_on, on_result=on_result)
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)

@@ -110,7 +110,6 @@ def evaluate(
     score_tolerance: float | None = None,
     fail_on: str = "any",
     on_result: Callable[[CaseResult], None] | None = None,
-    announce: Callable[[str], None] = lambda _m: None,
 ) -> EvalOutcome:
     """Run eval suites against the configured namespace and judge them.
 

@@ -111,11 +111,12 @@ class WebSource:
         return self.options.max_urls
 
     @property
-    def _page_cap(self) -> int | None:
-        """The most pages this source takes, whatever lists them (its llms.txt too)."""
+    def _page_cap(self) -> tuple[int | None, str]:
+        """The most pages this source takes, whatever lists them (its llms.txt too), and
+        the flag that sets it."""
         if isinstance(self.options, CrawlOptions):
-            return self.options.max_pages
-        return getattr(self.options, "max_urls", None)
+            return self.options.max_pages, "--max-pages"
+        return getattr(self.options, "max_urls", None), "--max-urls"
 
     def _client(self) -> GuardedClient:
         return GuardedClient(self.policy, resolver=self.resolver, transport=self.transport)
@@ -154,10 +155,9 @@ class WebSource:
         links = [link.url for link in llms.links(skip_optional=self.skip_optional)]
         shaped = await self._shape(client, where, links if urls is None else urls)
         kept, notes = shaped.kept, [note] if note else []
-        cap = self._page_cap
+        cap, flag = self._page_cap
         capped = cap is not None and len(kept) > cap
         if capped:
-            flag = "--max-pages" if isinstance(self.options, CrawlOptions) else "--max-urls"
             notes.append(f"{where}: lists {len(kept):,} pages; only the first {cap:,} are "
                          f"ingested (see {flag})")
             kept = kept[:cap]
