@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -353,3 +354,24 @@ def test_requests_written_before_stdin_closes_are_all_answered(kb: Cli, workdir:
     assert sorted(answers) == [1, 2, 3, 4] and peer.lines.empty()
     assert "pnpm add widget" in answers[2]["result"]["content"][0]["text"]
     assert answers[4]["error"]["code"] == -32601
+
+
+def test_a_request_the_client_cancelled_does_not_hold_the_exit(kb: Cli, workdir: Path) -> None:
+    """A cancelled request gets no answer, by the protocol's rules: the server waited for
+    one for two minutes after stdin closed."""
+    peer = RawPeer(kb.db_url, workdir)
+    try:
+        for message in (
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "pipe", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "search_knowledge", "arguments": {"query": "install widget"}}},
+                {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                 "params": {"requestId": 2}}):
+            peer.send(json.dumps(message))
+        started = time.monotonic()
+    finally:
+        peer.close()
+    assert peer.proc.returncode == 0 and time.monotonic() - started < 30

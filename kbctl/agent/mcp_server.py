@@ -134,6 +134,15 @@ class _Unanswered:
     def __init__(self) -> None:
         self.ids: set[int | str] = set()
 
+    def note(self, message: Any) -> None:
+        """A request is awaited; one the client cancelled is not answered, by the rules."""
+        if isinstance(message, types.JSONRPCRequest):
+            self.ids.add(message.id)
+        elif (isinstance(message, types.JSONRPCNotification)
+              and message.method == "notifications/cancelled"
+              and isinstance(message.params, dict)):
+            self.ids.discard(message.params.get("requestId"))
+
     async def drained(self, seconds: float = DRAIN_SECONDS) -> None:
         with anyio.move_on_after(seconds):
             while self.ids:
@@ -151,8 +160,7 @@ async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
                 for error in protocol_errors(item):
                     await write.send(SessionMessage(error))
             else:
-                if isinstance(item.message, types.JSONRPCRequest):
-                    unanswered.ids.add(item.message.id)
+                unanswered.note(item.message)
                 await passed.send(item)
         await unanswered.drained()
 
