@@ -70,7 +70,10 @@ def _call(match: re.Match[str]) -> tuple[str, bool, str]:
     """A tag's shortcode name, whether it closes a pair, and its arguments."""
     body = match.group(2).strip()
     closing = body.startswith("/")
-    name, _, args = body.lstrip("/").strip().replace("\n", " ").partition(" ")
+    body = body.lstrip("/").strip()
+    if body.endswith("/"):  # self-closing
+        body = body[:-1].rstrip()
+    name, _, args = body.replace("\n", " ").replace("\t", " ").partition(" ")
     return name, closing, args
 
 
@@ -89,11 +92,7 @@ def _replacement(match: re.Match[str]) -> str:
     body = inner.strip()
     if body.startswith("/*") and body.endswith("*/"):  # escaped: shown as written
         return f"{{{{{opener} {body[2:-2].strip()} {closer}}}}}"
-    closing = body.startswith("/")
-    body = body.lstrip("/").strip()
-    if body.endswith("/"):  # self-closing
-        body = body[:-1].rstrip()
-    name, _, args = body.replace("\n", " ").replace("\t", " ").partition(" ")
+    name, closing, args = _call(match)
     if not _NAME.fullmatch(name):
         return match.group(0)  # not a shortcode call ("{{< >}}", "{{% 50 %}}" in prose)
     if name == "highlight":
