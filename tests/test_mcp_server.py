@@ -331,18 +331,23 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
     assert peer.proc.returncode == 0
 
 
+# A piped client's first messages: the handshake and one search (id 2).
+PIPED_OPENING = (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "pipe", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_knowledge", "arguments": {"query": "install widget"}}})
+
+
 def test_requests_written_before_stdin_closes_are_all_answered(kb: Cli, workdir: Path) -> None:
     """A client that writes its requests and closes stdin (a script, a pipe) got the answer
     to the handshake only: the SDK cancelled the calls still running at the end of input."""
     peer = RawPeer(kb.db_url, workdir)
     try:
         for message in (
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "pipe", "version": "0"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                    "name": "search_knowledge", "arguments": {"query": "install widget"}}},
+                *PIPED_OPENING,
                 {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
                     "name": "search_knowledge", "arguments": {"query": "upgrade"}}},
                 {"jsonrpc": "2.0", "id": 4, "method": "bogus/method"}):
@@ -362,12 +367,7 @@ def test_a_request_the_client_cancelled_does_not_hold_the_exit(kb: Cli, workdir:
     peer = RawPeer(kb.db_url, workdir)
     try:
         for message in (
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "pipe", "version": "0"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                    "name": "search_knowledge", "arguments": {"query": "install widget"}}},
+                *PIPED_OPENING,
                 {"jsonrpc": "2.0", "method": "notifications/cancelled",
                  "params": {"requestId": 2}}):
             peer.send(json.dumps(message))
