@@ -396,7 +396,7 @@ def main() -> None:
             by_kind({lexical_mode[0]: judged})
             depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
             print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
-            calibration(*lexical_mode, cases, off_topic)
+            calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
             return
         dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
         inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url), writing=False)

@@ -55,6 +55,8 @@ class QueryResult:
     corrected: dict[str, str] = field(default_factory=dict)
     # Query words no chunk uses that were not corrected, as typed (lower case).
     unmatched: tuple[str, ...] = ()
+    # False when the question has no word the index keeps (all stop words: "how do I").
+    searchable: bool = True
     # The namespace holds no chunks at all: nothing was ingested there, or the wrong
     # namespace or data directory was named. Its words are then not reported as unmatched.
     empty: bool = False

@@ -111,6 +111,21 @@ def test_the_words_nothing_uses_are_named(store: KnowledgeStore) -> None:
     assert store.spelling("ns", "server timeout") == spelling.Spelling()
 
 
+def test_a_question_of_stop_words_only_says_so(store: KnowledgeStore) -> None:
+    _kb(store, DOCS)
+    assert not store.spelling("ns", "how do I do it?").searchable
+    assert store.spelling("ns", "how do I xyzzy").searchable  # a word, if an unknown one
+    assert store.spelling("ns", "-a").searchable  # an option is kept whole
+    result = retrieve(store, "what is it", namespace="ns", k=5)
+    assert result.hits == [] and not result.searchable
+    assert spelling.notes({}, (), result.searchable) == [spelling.STOP_WORDS_ONLY]
+    memory = PostgresMemoryBackend(store.conn, None)
+    scope = MemoryScope("bot", "alice")
+    memory.put(scope, "memory/user/env.md", "Alice reads the environment variable first.")
+    assert spelling.STOP_WORDS_ONLY in memory.search(scope, "what was it").notes
+    assert spelling.STOP_WORDS_ONLY not in memory.search(scope, "environment").notes
+
+
 def test_hybrid_search_matches_the_corrected_word_too(store: KnowledgeStore) -> None:
     emb = HashingEmbedder(dimensions=16)
     store.bind_embedder(emb.identity)
@@ -146,6 +161,10 @@ def test_the_cli_says_what_it_matched(cli: Cli, workdir: Path) -> None:
     nothing = cli("query", "kubernetes helm")
     assert nothing.exit_code == 0 and "no passage uses: kubernetes, helm" in nothing.stderr
     assert cli.json("query", "kubernetes helm")["unmatched"] == ["kubernetes", "helm"]
+    stop_words = cli("query", "how do I")
+    assert stop_words.exit_code == 0 and "too common to be searched for" in stop_words.stderr
+    assert cli.json("query", "how do I")["searchable"] is False
+    assert cli.json("query", "environment")["searchable"] is True
 
 
 def test_memory_search_corrects_within_what_the_caller_may_see(store: KnowledgeStore) -> None:
@@ -228,12 +247,15 @@ def test_eval_names_the_words_a_failing_case_matched_nothing_with(cli: Cli,
         "  - {id: env, question: read an enviroment variable, "
         "expect: {sourceIncludes: env}}\n"
         "  - {id: helm, question: deploy on kubernetes with helm, "
-        "expect: {sourceIncludes: helm-chart}}\n")
+        "expect: {sourceIncludes: helm-chart}}\n"
+        "  - {id: vague, question: how do I do it, expect: {sourceIncludes: env}}\n")
     report = cli.json("eval", "suite.yaml", code=1)
-    env, helm = report["cases"]
+    env, helm, vague = report["cases"]
+    assert vague["searchable"] is False and env["searchable"] is True
     assert env["passed"] and env["corrected"] == {"enviroment": "environ"}
     assert not helm["passed"] and helm["unmatched"] == ["kubernetes", "helm"]
     table = cli("eval", "suite.yaml")
     assert table.exit_code == 1
     assert "no passage uses: kubernetes, helm" in table.stdout + table.stderr
+    assert spelling.STOP_WORDS_ONLY in " ".join(table.stdout.replace("│", " ").split())
     assert "enviroment → environ" not in table.stdout + table.stderr  # a passing case

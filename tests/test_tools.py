@@ -23,6 +23,7 @@ from kbctl.agent.context import MEMORY_PREAMBLE, PREAMBLE
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
 from kbctl.render.tools import SPEC_FORMATS, format_specs
+from kbctl.store.spelling import STOP_WORDS_ONLY
 
 from .conftest import Cli, rows
 
@@ -206,6 +207,9 @@ def test_search_knowledge_says_what_the_words_matched(kb: Cli) -> None:
         "widget…" in result.data["notes"]
     assert "no passage uses: kubernetes" in result.data["notes"]
     assert "no passage uses: kubernetes" in result.text
+    with AgentTools(settings(kb.db_url)) as tools:
+        vague = tools.call("search_knowledge", {"query": "how do I do it"})
+    assert vague.data["passages"] == [] and STOP_WORDS_ONLY in vague.data["notes"]
 
 
 def test_search_knowledge_says_an_empty_namespace_is_empty(kb: Cli) -> None:

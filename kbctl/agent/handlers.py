@@ -106,7 +106,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     if result.best_below_min is not None:
         notes.append(f"no passage scored at least min_score {min_score:.2f} (the best "
                      f"scored {result.best_below_min:.2f}); a lower min_score returns it")
-    notes += spelling.notes(result.corrected, result.unmatched)
+    notes += spelling.notes(result.corrected, result.unmatched, result.searchable)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "topK": top_k,

@@ -132,7 +132,7 @@ class PostgresMemoryBackend:
         notes = []
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
-        notes += spelling.notes(found.corrected, found.unmatched)
+        notes += spelling.notes(found.corrected, found.unmatched, found.searchable)
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)
@@ -149,7 +149,7 @@ class PostgresMemoryBackend:
         """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
         try:
             with self.conn.cursor() as cur:
-                return spelling.check(cur, lexical.analyse(query).text,
+                return spelling.check(cur, lexical.analyse(query),
                                       known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
                                       params=fenced, correct=correct)
         except psycopg.Error as exc:

@@ -35,7 +35,7 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     if regression is not None:
         lines += [f"regression: {reason}" for reason in regression.reasons]
     if lines:
-        lines += spelling.notes(result.corrected, result.unmatched)
+        lines += spelling.notes(result.corrected, result.unmatched, result.searchable)
     if lines and not result.retrieved and result.error is None and result.case.filter:
         lines.append(f"searched only passages with {filter_text(result.case.filter)} "
                      "(the case's filter)")

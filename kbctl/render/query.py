@@ -24,6 +24,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "elapsedMs": result.elapsed_ms,
         "corrected": result.corrected,
         "unmatched": list(result.unmatched),
+        "searchable": result.searchable,
         "empty": result.empty,
         "filters": result.filters,
         "minScore": result.min_score,
@@ -58,7 +59,8 @@ def nothing_found(result: QueryResult) -> str:
 
 def query_table(result: QueryResult, **options: Any) -> Rendered:
     words = [styled(f"[dim]{shown(n)}[/dim]")
-             for n in spelling.notes(result.corrected, result.unmatched)]
+             for n in spelling.notes(result.corrected, result.unmatched,
+                                        result.searchable)]
     if not result.hits:
         return Rendered.stderr(styled(nothing_found(result)), *words)
     out = Rendered()

@@ -567,7 +567,7 @@ class KnowledgeStore:
         try:
             with self.conn.cursor() as cur:
                 return spelling.check(
-                    cur, lexical.analyse(query).text, known=lexical.KB_KNOWN_WORD,
+                    cur, lexical.analyse(query), known=lexical.KB_KNOWN_WORD,
                     words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc

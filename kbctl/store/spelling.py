@@ -30,7 +30,7 @@ from psycopg import Cursor
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from .lexical import TEXT_CONFIG
+from .lexical import TEXT_CONFIG, Analysed, tsvector_sql
 
 MIN_CHARS = 5
 TWO_TYPOS_CHARS = 8
@@ -90,6 +90,8 @@ class Spelling:
 
     corrected: dict[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()
+    # False when the question has no word the index keeps: all stop words ("how do I").
+    searchable: bool = True
 
     @property
     def lexemes(self) -> list[str]:
@@ -97,13 +99,17 @@ class Spelling:
         return sorted(set(self.corrected.values()))
 
 
-def check(cur: Cursor[Any], text: str, *, known: str, words: str,
+def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
           params: Mapping[str, Any], correct: bool = True) -> Spelling:
-    """The words of the analysed query ``text`` that its corpus never uses, and what they
-    were matched as; ``known`` and ``words`` describe the corpus (see ``unknown_sql`` and
+    """The words of the analysed ``query`` that its corpus never uses, and what they were
+    matched as; ``known`` and ``words`` describe the corpus (see ``unknown_sql`` and
     ``candidates_sql``), ``params`` binds their placeholders."""
+    text = query.text
     unknown = [(token, stem) for token, stem in cur.execute(
         unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()]
+    searchable = bool(unknown or query.exact) or bool(cur.execute(
+        f"SELECT {tsvector_sql('%(text)s::text')} <> ''::tsvector", {"text": text}
+    ).fetchone()[0])
     to_correct = [(t, s) for t, s in unknown if correct and correctable(s)][:MAX_WORDS]
     meant: dict[str, str | None] = {}
     if to_correct:
@@ -115,7 +121,7 @@ def check(cur: Cursor[Any], text: str, *, known: str, words: str,
         meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
     corrected = {token: m for token, stem in to_correct if (m := meant.get(stem))}
     unmatched = dict.fromkeys(token.lower() for token, _ in unknown if token not in corrected)
-    return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED])
+    return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED], searchable)
 
 
 def typo_budget(stem: str) -> int:
@@ -164,10 +170,16 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
     return best[0]
 
 
-def notes(corrected: Mapping[str, str], unmatched: Sequence[str]) -> list[str]:
+STOP_WORDS_ONLY = ("every word of the question is too common to be searched for (stop words "
+                   "such as 'how', 'the', 'is'): name what it is about")
+
+
+def notes(corrected: Mapping[str, str], unmatched: Sequence[str], searchable: bool = True
+          ) -> list[str]:
     """What a ``Spelling`` found, for people and agents: the words as typed and the indexed
-    words (stems, hence the ellipsis) they were matched as, and the ones nothing uses."""
-    out = []
+    words (stems, hence the ellipsis) they were matched as, the ones nothing uses, and a
+    question made only of stop words (it finds nothing, and would not say why)."""
+    out = [] if searchable else [STOP_WORDS_ONLY]
     if corrected:
         pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
         out.append(f"words no passage uses were matched by spelling: {pairs}")
