@@ -301,6 +301,8 @@ def test_help_has_examples(cli: Cli) -> None:
         result = cli(*argv, db=False)
         assert result.exit_code == 0 and "Example" in result.stdout
     assert cli("--version", db=False).stdout.startswith("kbctl ")
+    # the group's help leads to the options of a run, which it cannot list itself
+    assert "kbctl eval run --help" in cli("eval", "--help", db=False).stdout
 
 
 @pytest.mark.parametrize("argv", [

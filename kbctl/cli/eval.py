@@ -59,7 +59,9 @@ app = typer.Typer(
     help="Gate retrieval quality: `kbctl eval SUITE…` runs eval suites (JSON or YAML) "
     "against the knowledge base and exits 1 when a case fails or regresses; "
     "`kbctl eval init` scaffolds a suite from the knowledge base.\n\n"
-    "Example: `kbctl eval evals/docs.yaml --baseline main.json --junit junit.xml`",
+    "Example: `kbctl eval evals/docs.yaml --baseline main.json --junit junit.xml`\n\n"
+    "The options of a run (baselines, --fail-on, reports, embedder, reranker): "
+    "`kbctl eval run --help`.",
 )
 
 
