@@ -17,7 +17,7 @@ from .hygiene import require_clean
 from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .rerank.base import DEFAULT_TOP_N
-from .results import MAX_K, MIN_K
+from .results import FUSIONS, MAX_K, MIN_K
 from .sources.base import SourceSpec
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
@@ -36,6 +36,7 @@ class Settings:
     max_tokens: int = 512
     overlap_tokens: int = 64
     vector_weight: float = 0.7
+    fusion: str = "weighted"  # or "rrf" (kbctl.results.FUSIONS)
     rerank: str | None = None
     rerank_base_url: str | None = None
     rerank_top: int = DEFAULT_TOP_N
@@ -62,6 +63,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "embedder": ("embedder", (str,)),
     "embedder_base_url": ("embedder_base_url", (str,)),
     "vector_weight": ("vector_weight", (int, float)),
+    "fusion": ("fusion", (str,)),
     "rerank": ("rerank", (str,)),
     "rerank_base_url": ("rerank_base_url", (str,)),
     "rerank_top": ("rerank_top", (int,)),
@@ -266,6 +268,9 @@ def _check(s: Settings) -> None:
         raise ConfigError("namespace must not be empty")
     if not 0.0 <= s.vector_weight <= 1.0:
         raise ConfigError(f"vector_weight must be within 0..1, got {s.vector_weight}")
+    if s.fusion not in FUSIONS:
+        raise ConfigError(f"fusion (--fusion) must be {' or '.join(map(repr, FUSIONS))}, "
+                          f"got {s.fusion!r}")
     if not MIN_K <= s.rerank_top <= MAX_K:
         raise ConfigError(f"rerank_top (--rerank-top) must be within {MIN_K}..{MAX_K}, "
                           f"got {s.rerank_top}")

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MIN_K, MAX_K = 1, 50  # how many results a query may ask for
+# How hybrid search fuses its two rankings (kbctl.store.ranking.hybrid_query).
+FUSIONS = ("weighted", "rrf")
 # The longest question retrieval takes: far past any question, and far below what the
 # database's text search accepts (a question of a million characters overflows it).
 MAX_QUESTION_CHARS = 20_000

@@ -55,3 +55,15 @@ def test_duplicate_keys_are_refused_with_their_line(tmp_path: Path) -> None:
     (tmp_path / "kbctl.yaml").write_text("namespace: a\nagent: x\nnamespace: b\n")
     with pytest.raises(ConfigError, match=r"kbctl.yaml:3: duplicate key 'namespace'"):
         resolve_settings({}, env={}, cwd=tmp_path)
+
+
+def test_fusion_is_a_setting_a_flag_overrides(tmp_path: Path) -> None:
+    """Eval suites gate what queries and agent tools run: one setting for all three."""
+    (tmp_path / "kbctl.yaml").write_text("fusion: rrf\nvector_weight: 0.5\n")
+    s = resolve_settings({}, env={}, cwd=tmp_path)
+    assert (s.fusion, s.vector_weight) == ("rrf", 0.5)
+    assert resolve_settings({"fusion": "weighted"}, env={}, cwd=tmp_path).fusion == "weighted"
+    assert resolve_settings({}, env={}).fusion == "weighted"
+    with pytest.raises(ConfigError, match="fusion .--fusion. must be 'weighted' or 'rrf', "
+                       "got 'reciprocal'"):
+        resolve_settings({"fusion": "reciprocal"}, env={}, cwd=tmp_path)

@@ -261,6 +261,21 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
     out = cli.json("query", "install with pnpm")
     assert out["mode"] == "hybrid" and out["embedder"] == "openai/fake-model@24"
     assert out["results"][0]["vectorScore"] is not None
+    # the fusion is a setting: a flag, or kbctl.yaml, for query and eval alike
+    assert cli.json("query", "install with pnpm", "--fusion", "rrf")["mode"] == "rrf"
+    (workdir / "suite.yaml").write_text("version: 1\ncases:\n  - {id: pnpm, question: install "
+                                        "with pnpm, expect: {sourceIncludes: a}}\n")
+
+    def eval_top(*flags: str) -> float:
+        return cli.json("eval", "suite.yaml", *flags)["cases"][0]["topScore"]
+
+    assert eval_top("--fusion", "rrf") == pytest.approx(1.0)  # first on both lists
+    assert eval_top() == pytest.approx(out["results"][0]["score"])
+    assert eval_top("--vector-weight", "0.2") != pytest.approx(eval_top())
+    (workdir / "kbctl.yaml").write_text("fusion: rrf\n")
+    assert cli.json("query", "install with pnpm")["mode"] == "rrf"
+    assert eval_top() == pytest.approx(1.0)
+    (workdir / "kbctl.yaml").unlink()
     # re-ingest: nothing to embed
     assert cli.json("ingest", "files", str(docs))["embedded"] == 0
     # a resync counts what it embedded, per namespace and in its totals
@@ -283,6 +298,15 @@ def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> N
     assert result.exit_code == 0
     assert "lexical-only" in result.stderr
     assert rows(cli.db_url, "SELECT value->>'provider' FROM kb_meta") == [("none",)]
+    # options that shape hybrid search are said to do nothing here, not passed over
+    ignored = cli("query", "text", "--fusion", "rrf", "--vector-weight", "0.3")
+    assert ignored.exit_code == 0
+    assert "--vector-weight and --fusion shape hybrid search only" in ignored.stderr
+    assert "hybrid search only" not in cli("query", "text").stderr
+    (workdir / "suite.yaml").write_text("version: 1\ncases:\n  - {id: a, question: text, "
+                                        "expect: {sourceIncludes: a}}\n")
+    assert "--fusion shapes hybrid search only" in cli("eval", "suite.yaml", "--fusion",
+                                                        "rrf").stderr
 
 
 def test_reembed_covers_agent_memory(store: KnowledgeStore, db_url: str) -> None:

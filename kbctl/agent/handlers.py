@@ -92,7 +92,8 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
         min_score = min(1.0, max(0.0, min_score))
     result = retrieve(ctx.store, args["query"], namespace=ctx.settings.namespace, k=top_k,
                       min_score=min_score, embedder=ctx.embedder,
-                      vector_weight=ctx.settings.vector_weight, reranker=ctx.reranker,
+                      vector_weight=ctx.settings.vector_weight, fusion=ctx.settings.fusion,
+                      reranker=ctx.reranker,
                       rerank_top=ctx.settings.rerank_top,
                       typo_tolerance=ctx.settings.typo_tolerance)
     hits, cut = fit(result.hits, ctx.limits.max_chars, notes)

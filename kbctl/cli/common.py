@@ -59,6 +59,12 @@ RerankUrlOpt = Annotated[str | None, typer.Option(
 RerankTopOpt = Annotated[int | None, typer.Option(
     "--rerank-top", help="How many fused candidates the reranker re-scores (1..50) [50].",
     show_default=False)]
+VectorWeightOpt = Annotated[float | None, typer.Option(
+    "--vector-weight", help="Hybrid search: the share of the vector score, 0..1 [0.7].",
+    show_default=False)]
+FusionOpt = Annotated[str | None, typer.Option(
+    "--fusion", help="Hybrid search: weighted (w·vector + (1−w)·text) or rrf (reciprocal "
+    "rank) [weighted].", show_default=False)]
 IgnoreNoindexOpt = Annotated[bool, typer.Option(
     "--ignore-noindex", help="Keep pages marked noindex (robots meta tag, or a web page's "
     "X-Robots-Tag header).")]
@@ -75,6 +81,15 @@ PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
     help="Allow fetching from loopback and private addresses (local sites, tests).",
     show_default=False)]
+
+
+def hybrid_only_note(out: Output, lexical: bool, **flags: Any) -> None:
+    """Say so when options that shape hybrid search (given: not None) met a lexical-only
+    search, which has nothing to fuse: otherwise they would pass unnoticed."""
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if lexical and given:
+        out.note(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} hybrid search "
+                 "only; this knowledge base has no embedder (lexical search)")
 
 
 def settings_from(**flags: Any) -> Settings:

@@ -30,13 +30,16 @@ from .common import (
     DbOpt,
     EmbedderOpt,
     EmbedderUrlOpt,
+    FusionOpt,
     JsonOpt,
     NamespaceOpt,
     RerankOpt,
     RerankTopOpt,
     RerankUrlOpt,
+    VectorWeightOpt,
     exit_with,
     guard,
+    hybrid_only_note,
     settings_from,
 )
 
@@ -116,6 +119,7 @@ def run(
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
     rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
+    vector_weight: VectorWeightOpt = None, fusion: FusionOpt = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
@@ -125,7 +129,8 @@ def run(
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,
                              rerank=rerank, rerank_base_url=rerank_base_url,
-                             rerank_top=rerank_top)
+                             rerank_top=rerank_top, vector_weight=vector_weight,
+                             fusion=fusion)
     out = Output(json_output)
     with _case_progress(out) as on_result:
         outcome = api.evaluate(settings, suites, baseline=baseline,
@@ -135,6 +140,8 @@ def run(
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)
     out.show(outcome)
+    hybrid_only_note(out, outcome.report.embedder == "none", vector_weight=vector_weight,
+                     fusion=fusion)
     if github or os.environ.get("GITHUB_ACTIONS") == "true":
         emit_github(outcome, out, report_path=save_baseline, json_output=json_output)
     exit_with(0 if outcome.verdict.passed else 1)

@@ -16,12 +16,15 @@ from .common import (
     DbOpt,
     EmbedderOpt,
     EmbedderUrlOpt,
+    FusionOpt,
     JsonOpt,
     NamespaceOpt,
     RerankOpt,
     RerankTopOpt,
     RerankUrlOpt,
+    VectorWeightOpt,
     guard,
+    hybrid_only_note,
     settings_from,
 )
 
@@ -47,10 +50,8 @@ def query(
     min_score: Annotated[float | None, typer.Option(
         "--min-score", help="Drop results scoring below this (0..1).",
         show_default=False)] = None,
-    vector_weight: Annotated[float | None, typer.Option(
-        "--vector-weight", help="Weight of cosine vs. text score in hybrid mode [0.7].",
-        show_default=False)] = None,
-    fusion: Annotated[str, typer.Option("--fusion", help="weighted or rrf.")] = "weighted",
+    vector_weight: VectorWeightOpt = None,
+    fusion: FusionOpt = None,
     filter_: Annotated[list[str] | None, typer.Option(
         "--filter", help="Metadata filter key=value (repeatable).", show_default=False)] = None,
     fmt: Annotated[str, typer.Option(
@@ -69,8 +70,10 @@ def query(
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,
                              rerank=rerank, rerank_base_url=rerank_base_url,
-                             rerank_top=rerank_top)
+                             rerank_top=rerank_top, vector_weight=vector_weight,
+                             fusion=fusion)
     result = api.query(settings, question, k=k, min_score=min_score,
-                       filters=parse_filters(filter_), vector_weight=vector_weight,
-                       fusion=fusion)
-    Output(json_output).show(result, fmt)
+                       filters=parse_filters(filter_))
+    out = Output(json_output)
+    out.show(result, fmt)
+    hybrid_only_note(out, result.mode == "lexical", vector_weight=vector_weight, fusion=fusion)

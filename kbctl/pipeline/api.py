@@ -76,9 +76,10 @@ def query(
     min_score: float | None = None,
     filters: dict[str, str] | None = None,
     vector_weight: float | None = None,
-    fusion: str = "weighted",
+    fusion: str | None = None,
 ) -> QueryResult:
-    """Retrieve the best chunks for ``question`` from the configured namespace."""
+    """Retrieve the best chunks for ``question`` from the configured namespace;
+    ``vector_weight`` and ``fusion`` override the settings'."""
     with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         reranker = resolve_reranker(store, settings)
@@ -87,7 +88,7 @@ def query(
             store, question, namespace=settings.namespace, k=k, min_score=min_score,
             filters=filters, embedder=embedder,
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
-            fusion=fusion, reranker=reranker,
+            fusion=settings.fusion if fusion is None else fusion, reranker=reranker,
             rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
         )
 
@@ -133,7 +134,8 @@ def evaluate(
             try:
                 found = retrieve(store, question, namespace=settings.namespace, k=top_k,
                                  min_score=min_score, filters=filters, embedder=embedder,
-                                 vector_weight=settings.vector_weight, reranker=reranker,
+                                 vector_weight=settings.vector_weight,
+                                 fusion=settings.fusion, reranker=reranker,
                                  rerank_top=settings.rerank_top,
                                  typo_tolerance=settings.typo_tolerance)
             except EnvironmentFailure as exc:

@@ -11,7 +11,7 @@ from ..embed.base import Embedder
 from ..errors import InputError
 from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
-from ..results import MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
+from ..results import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from .embedding_text import embedding_text
@@ -84,8 +84,8 @@ def retrieve(
         raise InputError(f"--vector-weight must be within 0..1, got {vector_weight}")
     if min_score is not None and not 0.0 <= min_score <= 1.0:  # scores lie in 0..1
         raise InputError(f"--min-score must be within 0..1, got {min_score}")
-    if fusion not in ("weighted", "rrf"):
-        raise InputError(f"--fusion must be 'weighted' or 'rrf', got '{fusion}'")
+    if fusion not in FUSIONS:
+        raise InputError(f"--fusion must be {' or '.join(map(repr, FUSIONS))}, got {fusion!r}")
     if not MIN_K <= k <= MAX_K:  # like every range: refused, not silently cut
         raise InputError(f"--top-k must be within {MIN_K}..{MAX_K}, got {k}")
     if not MIN_K <= rerank_top <= MAX_K:
