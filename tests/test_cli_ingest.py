@@ -295,6 +295,14 @@ def test_unknown_flag_exits_2(cli: Cli) -> None:
     assert cli("query", "x", "--no-such-flag").exit_code == 2
 
 
+def test_a_question_that_reads_as_an_option_says_how_to_ask_it(cli: Cli) -> None:
+    result = cli("query", "--torch-backend=auto", db=False)
+    assert result.exit_code == 2
+    assert "goes after `--`: kbctl query -- --torch-backend=auto" in result.stderr
+    searched = cli("memory", "search", "-x y", "--agent", "a", "--user", "b", db=False)
+    assert searched.exit_code == 2 and "kbctl memory search -- '-x y'" in searched.stderr
+
+
 def test_help_has_examples(cli: Cli) -> None:
     for argv in (["ingest", "files", "--help"], ["ingest", "text", "--help"],
                  ["query", "--help"]):

@@ -28,7 +28,7 @@ from . import (
     tools,
 )
 from . import eval as eval_cli
-from .common import HELP_MARKUP
+from .common import HELP_MARKUP, QuestionCommand
 
 app = typer.Typer(
     name="kbctl",
@@ -59,7 +59,7 @@ ingest.app.command("sitemap")(ingest_web.ingest_sitemap)
 ingest.app.command("crawl")(ingest_web.ingest_crawl)
 ingest.app.command("llms")(ingest_web.ingest_llms)
 app.add_typer(ingest.app, name="ingest")
-app.command("query")(query.query)
+app.command("query", cls=QuestionCommand)(query.query)
 app.add_typer(eval_cli.app, name="eval")
 app.command("resync")(resync.resync)
 app.command("status")(resync.status)

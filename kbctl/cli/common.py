@@ -4,6 +4,7 @@ maps errors to exit codes (``guard``)."""
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 import typing
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from ..config import Settings, resolve_settings
 from ..errors import (
@@ -81,6 +83,25 @@ PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
     help="Allow fetching from loopback and private addresses (local sites, tests).",
     show_default=False)]
+
+
+class QuestionCommand(TyperCommand):
+    """A command whose argument is free text: a question that starts with '-' (an option
+    looked up by name, ``--max-depth``) reads as an unknown option, so that error says how
+    to pass it."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        original = list(args)  # the parser consumes args
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:  # Typer's own copy of click: known by name
+            name = getattr(exc, "option_name", None)
+            if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
+                raise
+            given = next((a for a in original if a.startswith(name)), name)
+            exc.message += (f" (a question that starts with '-' goes after `--`: "  # type: ignore[attr-defined]
+                            f"{ctx.command_path} -- {shlex.quote(given)})")
+            raise
 
 
 def hybrid_only_note(out: Output, lexical: bool, **flags: Any) -> None:

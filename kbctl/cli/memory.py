@@ -20,6 +20,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     JsonOpt,
+    QuestionCommand,
     exit_with,
     guard,
     read_stdin,
@@ -73,7 +74,7 @@ def append(
     _emit(api.append(settings, path, body, announce=out.note), json_output)
 
 
-@app.command("search")
+@app.command("search", cls=QuestionCommand)
 @guard
 def search(
     query: Annotated[str, typer.Argument(help="What to recall.")],
