@@ -310,6 +310,17 @@ def test_tracking_records_recalls_within_the_fence(hybrid: PostgresMemoryBackend
     bob = hybrid.stats(BOB)
     assert bob.searches_tracked == 1
     assert {s.path for s in bob.top} == {"memory/agent/play.md"}
+    # a shared entry's count is everyone's, its time only the caller's own
+    def play(scope: MemoryScope) -> tuple[int, object]:
+        entry = next(s for s in hybrid.stats(scope).top if s.path == "memory/agent/play.md")
+        return entry.recalls, entry.last_recalled_at
+
+    bob_before, alice_before = play(BOB), play(ALICE)
+    hybrid.search(ALICE, "outages playbook", track)
+    assert play(BOB) == (5, bob_before[1])  # Bob does not learn when Alice searched
+    assert play(ALICE)[0] == 5 and play(ALICE)[1] > alice_before[1]
+    carol = hybrid.stats(MemoryScope("bot", "carol"))
+    assert [(s.recalls, s.last_recalled_at) for s in carol.top] == [(5, None)]
     assert {t.tier: (t.files, t.chunks) for t in alice.tiers} == {"agent": (1, 1),
                                                                    "user": (1, 1)}
     assert [t.tier for t in hybrid.stats(SHARED).tiers] == ["agent"]

@@ -163,7 +163,8 @@ class RecallStat:
     start_line: int
     end_line: int
     recalls: int
-    last_recalled_at: datetime
+    # by the caller's own searches; None when only other users' recalled it (shared entry)
+    last_recalled_at: datetime | None
 
     @property
     def citation(self) -> str:

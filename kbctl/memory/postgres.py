@@ -204,7 +204,8 @@ class PostgresMemoryBackend:
 
         Recall counts of agent-tier entries include every user's searches (usage of a shared
         playbook, never the queries themselves); user-tier entries count only for their
-        owner.
+        owner. When an entry was last recalled is the caller's own searches' (None when only
+        others recalled it): another user's timestamps would tell when they searched.
         """
         p = {"agent": scope.agent_id, "user": scope.user_id, "top": top}
         tiers = self._query(
@@ -220,13 +221,14 @@ class PostgresMemoryBackend:
             p)[0]["n"]
         recalled = self._query(
             f"""SELECT c.path, c.user_id, c.start_line, c.end_line, count(*) AS recalls,
-                       max(r.created_at) AS last_at
+                       max(r.created_at) FILTER (
+                           WHERE r.user_id IS NOT DISTINCT FROM %(user)s::text) AS last_at
                 FROM memory_recall_hits h
                 JOIN memory_chunks c ON c.id = h.chunk_id
                 JOIN memory_recalls r ON r.id = h.recall_id
                 WHERE {search_sql.fence("h")} AND {search_sql.fence("c")}
                 GROUP BY c.id, c.path, c.user_id, c.start_line, c.end_line
-                ORDER BY recalls DESC, last_at DESC, c.path
+                ORDER BY recalls DESC, last_at DESC NULLS LAST, c.path
                 LIMIT %(top)s""", p)
         tier_counts = [TierCount(t, int(by_tier[t]["files"]) if t in by_tier else 0,
                                  int(by_tier[t]["chunks"]) if t in by_tier else 0)

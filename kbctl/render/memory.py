@@ -102,7 +102,8 @@ def stats_json(r: MemoryStats, **options: Any) -> dict[str, Any]:
             "topRecalled": [{"path": s.path, "tier": s.tier, "startLine": s.start_line,
                              "endLine": s.end_line, "citation": s.citation,
                              "recalls": s.recalls,
-                             "lastRecalledAt": s.last_recalled_at.isoformat()}
+                             "lastRecalledAt": s.last_recalled_at.isoformat()
+                             if s.last_recalled_at is not None else None}
                             for s in r.top]}
 
 
@@ -206,7 +207,8 @@ def stats_view(r: MemoryStats, **options: Any) -> Rendered:
                       title="most recalled", title_justify="left")
         for s in r.top:
             table.add_row(str(s.recalls), s.tier, shown(s.citation),
-                          s.last_recalled_at.strftime("%Y-%m-%d %H:%M"))
+                          s.last_recalled_at.strftime("%Y-%m-%d %H:%M")
+                          if s.last_recalled_at is not None else "– (by others)")
         out += Rendered.stdout(table)
     return out
 
