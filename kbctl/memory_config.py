@@ -16,6 +16,8 @@ from .errors import ConfigError
 
 MAX_RESULTS_LIMIT = 50
 MIN_HALF_LIFE_DAYS = 0.001  # ~1.4 minutes: anything shorter weighs every note zero
+# ~2,700 years: anything longer weighs every note one (and a huge one overflows the SQL)
+MAX_HALF_LIFE_DAYS = 1_000_000
 CITATION_MODES = ("on", "off", "auto")
 ENV_PREFIX = "KBCTL_MEMORY_"
 _FLAGS = {"max_injected_chars": "--max-chars"}  # where a flag's name differs from its key
@@ -87,8 +89,8 @@ _SEARCH_RULES: dict[str, Rule] = {
     "mmr": (lambda v: isinstance(v, bool), "true or false"),
     "mmr_lambda": (lambda v: _finite(v) and 0 <= v <= 1, "a number within 0..1"),
     "decay": (lambda v: isinstance(v, bool), "true or false"),
-    "half_life_days": (lambda v: _finite(v) and v >= MIN_HALF_LIFE_DAYS,
-                       f"a finite number of days, at least {MIN_HALF_LIFE_DAYS}"),
+    "half_life_days": (lambda v: _finite(v) and MIN_HALF_LIFE_DAYS <= v <= MAX_HALF_LIFE_DAYS,
+                       f"a number of days within {MIN_HALF_LIFE_DAYS}..{MAX_HALF_LIFE_DAYS:,}"),
     "max_injected_chars": (lambda v: v is None or (_int(v) and v >= 200),
                            "an integer of at least 200"),
     "citations": (lambda v: v in CITATION_MODES, f"one of {', '.join(CITATION_MODES)}"),

@@ -159,6 +159,38 @@ def test_import_is_idempotent_and_reports_bad_files(cli: Cli, workdir: Path) -> 
     assert user["created"] == 2 and all(f["tier"] == "user" for f in user["files"])
 
 
+def test_import_is_bounded_and_says_when_it_finds_nothing(cli: Cli, workdir: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    from kbctl.memory import api
+
+    monkeypatch.setattr(api, "MAX_NOTE_BYTES", 1000)
+    src = workdir / "notes"
+    src.mkdir()
+    (src / "NOTES.markdown").write_text("not read: another extension")
+    nothing = cli("memory", "import", str(src), *BOT)
+    assert nothing.exit_code == 2 and "holds no .md file to import" in nothing.stderr
+    (src / "big.md").write_text("word " * 400)
+    (src / "bom.md").write_bytes(b"\xef\xbb\xbfA note after a byte-order mark.\n")
+    (src / "latin.md").write_bytes(b"caf\xe9\n")
+    report = cli.json("memory", "import", str(src), *BOT, code=1)
+    assert report["created"] == 1
+    assert {e["file"]: e["error"] for e in report["errors"]} == {
+        "big.md": "the file is over the 1000 byte limit",
+        "latin.md": "the file is not UTF-8 text (byte 3)"}
+    assert cli.json("memory", "get", "memory/agent/bom.md", *BOT)["text"].startswith("A note")
+
+
+def test_reading_a_mistyped_data_dir_makes_no_database(cli: Cli, workdir: Path) -> None:
+    missing = workdir / "no-kb-here"
+    for argv in (["list"], ["search", "billing"], ["stats"], ["get", "memory/agent/a.md"]):
+        result = cli("memory", *argv, "--agent", "bot", "--data-dir", str(missing), db=False)
+        assert result.exit_code == 2, (argv, result.output)
+    health = cli("memory", "health", "--agent", "bot", "--data-dir", str(missing), "--json",
+                 db=False)
+    assert health.exit_code == 3 and not missing.exists()
+
+
 def test_health(cli: Cli) -> None:
     ok = cli.json("memory", "health")
     assert ok["kind"] == "postgres" and ok["ok"] is True and ok["error"] is None
@@ -193,7 +225,9 @@ def test_tracking_failure_does_not_fail_the_search(mem: Cli) -> None:
 
 def test_bad_search_options_are_usage_errors(mem: Cli) -> None:
     for args in (["--max-results", "0"], ["--min-score", "2"], ["--mmr-lambda", "1.5"],
-                 ["--half-life-days", "0"], ["--format", "xml"]):
+                 ["--half-life-days", "0"], ["--half-life-days", "1e307"], ["--format", "xml"]):
         assert mem("memory", "search", "token", *args, *BOT).exit_code == 2, args
     assert mem("memory", "search", "  ", *BOT).exit_code == 2
+    for top in ("-1", "1001", "9223372036854775808"):  # the last overflowed SQL: exit 3
+        assert mem("memory", "stats", "--top", top, *BOT).exit_code == 2, top
     assert mem.json("memory", "search", "token", "--mmr", "--decay", *BOT)["results"]

@@ -62,6 +62,7 @@ def test_flags_over_file_over_environment(tmp_path: Path) -> None:
     ("memory:\n  max_results: 0\n", ":2:", "memory.max_results"),
     ("memory:\n  half_life_days: .nan\n", ":2:", "half_life_days"),
     ("memory:\n  half_life_days: -3\n", ":2:", "half_life_days"),
+    ("memory:\n  half_life_days: 1.0e+307\n", ":2:", "half_life_days"),  # overflowed SQL
     ("memory:\n  min_score: 1.5\n", ":2:", "min_score"),
     ("memory:\n  mmr: maybe\n", ":2:", "memory.mmr"),
     ("memory:\n  citations: sometimes\n", ":2:", "citations"),

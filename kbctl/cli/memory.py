@@ -207,8 +207,6 @@ def stats(
 
     Example: `kbctl memory stats --agent bot --user alice`
     """
-    if top < 0:
-        raise InputError(f"--top must not be negative, got {top}")
     _emit(api.stats(_settings(db, data_dir, config, agent, user), top=top), json_output)
 
 

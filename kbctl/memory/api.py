@@ -17,6 +17,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import describe_bad_char, require_clean
+from ..linefile import LoadError, read_capped
 from ..wiring import open_store, resolve_embedder
 from .model import (
     DeleteResult,
@@ -34,6 +35,11 @@ from .paths import AGENT_TIER, MemoryScope, parse_path, scope_of, tier_prefix
 from .policy import FlushPolicy, should_flush
 from .postgres import KIND, PostgresMemoryBackend
 
+# A note file imported may be this large, as a docs page may (kbctl.sources.files): an
+# import is as bounded as an ingest.
+MAX_NOTE_BYTES = 5 * 1024 * 1024
+MAX_STATS_TOP = 1000  # most recalled entries ``stats`` lists, at most
+
 Announce = Callable[[str], None]
 
 
@@ -45,8 +51,10 @@ def scope_for(settings: Settings) -> MemoryScope:
 @contextmanager
 def open_backend(settings: Settings, *, writing: bool = False,
                  announce: Announce = lambda _m: None) -> Iterator[PostgresMemoryBackend]:
-    """The Postgres backend on the configured database, with the KB's embedder."""
-    with open_store(settings) as store:
+    """The Postgres backend on the configured database, with the KB's embedder. Only a
+    write may make the embedded database: a read of a mistyped ``--data-dir`` is refused,
+    not answered with nothing and a new database left behind."""
+    with open_store(settings, existing=not writing) as store:
         embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
         yield PostgresMemoryBackend(store.conn, embedder,
                                     vector_weight=settings.vector_weight)
@@ -102,6 +110,8 @@ def delete(settings: Settings, path: str, *,
 
 def stats(settings: Settings, *, top: int = 10,
           scope: MemoryScope | None = None) -> MemoryStats:
+    if not 0 <= top <= MAX_STATS_TOP:
+        raise InputError(f"--top must be within 0..{MAX_STATS_TOP:,}, got {top:,}")
     scope = scope or scope_for(settings)
     with open_backend(settings) as backend:
         return backend.stats(scope, top=top)
@@ -150,20 +160,26 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
         raise InputError(f"{root} is not a directory")
     parse_path(prefix + "x.md").owner(scope)  # a user tier needs a user, before any work
     found = _markdown_files(root)
+    if not found:  # a wrong folder, or notes named otherwise: not a silent success
+        raise InputError(f"{root} holds no .md file to import",
+                         hint="import reads *.md files (hidden entries and links that "
+                         "leave the folder are skipped)")
     results: list[WriteResult] = []
     errors: list[ImportFailure] = []
     with open_backend(settings, writing=True, announce=announce) as backend:
         for file in found:
             rel = file.relative_to(root).as_posix()
             try:
-                text = file.read_text(encoding="utf-8")
+                text = read_capped(file, MAX_NOTE_BYTES)
                 bad = describe_bad_char(text)
                 if bad:
                     errors.append(ImportFailure(rel, f"holds {bad}, which cannot be stored"))
                     continue
                 results.append(backend.put(scope, prefix + rel, text))
-            except (OSError, UnicodeDecodeError) as exc:
-                errors.append(ImportFailure(rel, f"cannot read: {exc}"))
+            except OSError as exc:
+                errors.append(ImportFailure(rel, f"cannot read: {exc.strerror or exc}"))
+            except LoadError as exc:  # too large, or not UTF-8
+                errors.append(ImportFailure(rel, exc.message))
             except KbctlError as exc:
                 if exc.exit_code == 3:  # the environment failed: stop, do not mask it
                     raise
