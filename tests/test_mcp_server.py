@@ -306,6 +306,9 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
         assert error('{"jsonrpc": "2.0", "id": 6, "method": 7}') == (6, -32600)
         assert error('"just a string"') == (None, -32600)
         assert error("[]") == (None, -32600)
+        for bad_id in ("1.5", "null", "true", '{"a": 1}', "[1]", "1e400"):  # SDK: notifications
+            assert error(f'{{"jsonrpc": "2.0", "id": {bad_id}, "method": "ping"}}') == (
+                None, -32600), bad_id
         peer.send('[{"jsonrpc": "2.0", "id": 8, "method": "ping"}, 5]')  # one answer each
         assert [(a["id"], a["error"]["code"]) for a in (peer.read(), peer.read())] == [
             (8, -32600), (None, -32600)]

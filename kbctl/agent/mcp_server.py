@@ -117,6 +117,15 @@ def _id_of(message: Any) -> int | str | None:
         isinstance(value, int) and not isinstance(value, bool)) else None
 
 
+def _request_without_id(message: Any) -> bool:
+    """A request method that reached the SDK as a notification: its id was not a string or
+    an integer (``1.5``, ``null``, ``{}``; the SDK drops it) or missing. Every MCP
+    notification's method starts ``notifications/``; the SDK would ignore this one, and
+    its client wait for ever."""
+    return (isinstance(message, types.JSONRPCNotification)
+            and not message.method.startswith("notifications/"))
+
+
 def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id,
                               error=types.ErrorData(code=code, message=message))
@@ -159,6 +168,9 @@ async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
             if isinstance(item, Exception):
                 for error in protocol_errors(item):
                     await write.send(SessionMessage(error))
+            elif _request_without_id(item.message):
+                await write.send(SessionMessage(_error(None, types.INVALID_REQUEST, (
+                    "Invalid Request: a request's id must be a string or an integer"))))
             else:
                 unanswered.note(item.message)
                 await passed.send(item)
