@@ -150,6 +150,8 @@ def test_arguments_are_checked_against_the_schema() -> None:
         ({"query": "x" * 2001}, "longer than 2000"),
         ({"query": "install\x00"}, "contains a NUL byte"),
         ({"query": "caf\udce9"}, "contains a lone surrogate"),
+        ({"query": "x", "min_score": float("nan")}, "'min_score' must be a finite number"),
+        ({"query": "x", "min_score": float("inf")}, "'min_score' must be a finite number"),
     ):
         with pytest.raises(ToolArgumentError, match=message):
             check_arguments(search, bad)

@@ -8,6 +8,7 @@ parameters and lengths are refused here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,9 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
             # no text may hold it: the caller's error, not the database's
             raise ToolArgumentError(f"{spec.name}: '{name}' contains {bad}, which no "
                                     "text may hold")
+        if schema["type"] in ("integer", "number") and not math.isfinite(value):
+            # NaN and Infinity are no JSON, but Python's reader lets them through
+            raise ToolArgumentError(f"{spec.name}: '{name}' must be a finite number")
         out[name] = (int(value) if schema["type"] == "integer" else
                      float(value) if schema["type"] == "number" else value)
     return out
