@@ -288,3 +288,89 @@ def test_a_page_whose_canonical_url_redirects_to_it_is_kept(cli: Cli) -> None:
         assert crawled["added"] == 1
     assert dict(rows(cli.db_url, "SELECT namespace, ref FROM sources")) == {
         "default": server.url("/docs/api/"), "crawled": server.url("/docs/api/")}
+
+
+# --- what a site's failures must not delete ---------------------------------------------
+
+
+def _pages(server: LocalServer, names: list[str], link_from: str | None = None) -> None:
+    for name in names:
+        server.routes[f"/docs/{name}.html"] = html(doc_page(
+            name.title(), f"The {name} page of the flaky site explains {name}ing."))
+    server.routes["/"] = html(doc_page("Home", "The home page of the flaky site."))
+    if link_from is not None:
+        links = "".join(f"<a href='/docs/{n}.html'>{n}</a>" for n in names)
+        server.routes[link_from] = html(doc_page("Start", f"Everything: {links}"))
+
+
+def test_a_crawl_whose_start_page_lost_its_text_deletes_nothing(cli: Cli) -> None:
+    names = [f"p{i}" for i in range(6)]
+    with LocalServer() as server:
+        _pages(server, names, link_from="/docs/")
+        # other pages in the namespace: the mass-delete guard would not stop a crawl's loss
+        others = [f"other{i}" for i in range(40)]
+        _pages(server, others)
+        server.routes["/sitemap.xml"] = ok(f'<?xml version="1.0"?><urlset {NS}>' + "".join(
+            f"<url><loc>{server.url(f'/docs/{n}.html')}</loc></url>" for n in others)
+            + "</urlset>", "application/xml")
+        cli.json("ingest", "sitemap", server.url("/sitemap.xml"), "--no-llms-txt", PRIVATE)
+        args = ("--no-llms-txt", "--ignore-robots", PRIVATE)
+        first = cli.json("ingest", "crawl", server.url("/docs/"), *args)
+        assert first["added"] == 8  # with the home page every page links to
+        # the start page now renders an empty shell: no text, no links
+        server.routes["/docs/"] = html("<!doctype html><html><body><main></main></body></html>")
+        for resync in (("resync",), ("resync", "--full")):
+            again = cli(*resync, "--json")
+            report = __import__("json").loads(again.stdout)
+            assert again.exit_code == 1 and report["totals"]["deleted"] == 0, report
+        assert len(stored(cli)) == 48
+        # so does a start page that is gone: the site moved, or the address is wrong
+        server.routes["/docs/"] = html("gone", status=404)
+        assert cli("resync").exit_code == 1 and len(stored(cli)) == 48
+
+
+def test_a_canonical_url_that_gives_no_page_keeps_the_page_that_named_it(cli: Cli) -> None:
+    with LocalServer() as server:
+        _pages(server, ["alpha", "beta"])
+        server.routes["/sitemap.xml"] = ok(
+            f'<?xml version="1.0"?><urlset {NS}>' + "".join(
+                f"<url><loc>{server.url(f'/docs/{n}.html')}</loc></url>"
+                for n in ("alpha", "beta")) + "</urlset>", "application/xml")
+        cli.json("ingest", "sitemap", server.url("/sitemap.xml"), PRIVATE, "--no-llms-txt")
+        # beta now names a canonical URL that answers 404
+        server.routes["/docs/beta.html"] = html(doc_page(
+            "Beta", "The beta page, revised.", "<link rel='canonical' href='/missing/beta'>"))
+        report = cli.json("resync", "--full")
+        assert report["totals"]["deleted"] == 0
+        assert "revised" in texts(cli, server.url("/docs/beta.html"))
+        assert "gives no page; kept here" in "\n".join(report["namespaces"][0]["notes"])
+        # a page gone from the site is deleted, and the report names it
+        server.routes["/docs/alpha.html"] = html("gone", status=410)
+        gone = cli.json("resync", "--force")  # 1 of 2 pages: past the mass-delete guard
+        assert gone["totals"]["deleted"] == 1
+        assert (f"1 page gone (HTTP 404/410): {server.url('/docs/alpha.html')}"
+                in "\n".join(gone["namespaces"][0]["notes"]))
+        server.routes["/docs/alpha.html"] = html(doc_page("Alpha", "Back again."))
+        # a crawl's start page names a missing canonical URL: the crawl deletes nothing
+        server.routes["/docs/"] = html(doc_page("Start", "<a href='/docs/alpha.html'>a</a>"))
+        crawl = ("--no-llms-txt", "--ignore-robots", PRIVATE, "-n", "crawl")
+        assert cli.json("ingest", "crawl", server.url("/docs/"), *crawl)["added"] == 3
+        server.routes["/docs/"] = html(doc_page(
+            "Start", "<a href='/docs/alpha.html'>a</a>",
+            "<link rel='canonical' href='/missing/start'>"))
+        again = cli.json("resync", "-n", "crawl", code=1)  # the canonical URL's 404
+        assert again["totals"]["deleted"] == 0
+        assert server.url("/docs/") in dict(rows(
+            cli.db_url, "SELECT ref, 1 FROM sources WHERE namespace = 'crawl'"))
+
+
+def test_a_crawl_of_two_pages_naming_each_other_canonical_keeps_one(cli: Cli) -> None:
+    with LocalServer() as server:
+        for me, other in (("a", "b"), ("b", "a")):
+            server.routes[f"/canon/{me}"] = html(doc_page(
+                f"Canon {me}", f"Page {me}, see <a href='/canon/{other}'>{other}</a>.",
+                f"<link rel='canonical' href='/canon/{other}'>"))
+        server.routes["/"] = html(doc_page("Home", "The home page every page links to."))
+        report = cli.json("ingest", "crawl", server.url("/canon/a"), "--no-llms-txt",
+                          "--ignore-robots", PRIVATE)
+    assert report["added"] == 2 and report["dropped"] == {"canonical": 1}  # and the home

@@ -38,6 +38,8 @@ from .progress import Progress, ProgressEvent, no_progress
 EMBED_BATCH = 64
 #: Pages named one by one in the notes per reason they were dropped; the rest are counted.
 DROP_NOTES = 5
+# Pages gone from a site (404/410) named in the note that says they were deleted.
+MAX_NAMED_GONE = 10
 # Batches in a row whose embedding failed after the retry policy gave up: past this, the
 # provider is down or stalled, not unlucky, and every later batch would cost the same wait.
 PROVIDER_FAILURES_TO_STOP = 2
@@ -298,6 +300,13 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted
     writer.drain()
+    if vanished:  # to be deleted: said, with the addresses (the first few of many)
+        shown = ", ".join(vanished[:MAX_NAMED_GONE]) + (
+            f" and {len(vanished) - MAX_NAMED_GONE} more" if len(vanished) > MAX_NAMED_GONE
+            else "")
+        report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
+                            f"{'s' if len(vanished) > 1 else ''} gone (HTTP "
+                            f"{'/'.join(map(str, policy.vanish_statuses))}): {shown}")
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
     seen -= writer.left_out

@@ -15,14 +15,13 @@ from typing import Any
 
 from ..embed.base import Embedder
 from ..errors import DefinitionError, InputError
-from ..sources.base import BrokenDefinition, SourceSpec
+from ..sources.base import GONE_STATUSES, BrokenDefinition, SourceSpec
 from ..sources.registry import recorded_spec
 from ..store.knowledge import KnowledgeStore
 from ..store.records import SourceDef
 from .ingest import ChunkingOptions, IngestReport, SyncPolicy, ingest
 from .progress import Progress, no_progress
 
-VANISHED = (404, 410)
 _TOTALS = {"added": "added", "updated": "updated", "unchanged": "unchanged",
            "not_modified": "notModified", "deleted": "deleted", "failed": "failed",
            "chunks_written": "chunksWritten", "chunks_deleted": "chunksDeleted",
@@ -81,7 +80,7 @@ def resync(
     started = time.perf_counter()
     report = ResyncReport(plan=options.plan)
     policy = SyncPolicy(prune=True, max_delete=options.max_delete, force=options.force,
-                        dry_run=options.plan, vanish_statuses=VANISHED, recorded=True)
+                        dry_run=options.plan, vanish_statuses=GONE_STATUSES, recorded=True)
     ctx = dict(context or {}) | {"full": options.full}
     for ns in namespaces:
         specs = list(specs_override[ns]) if specs_override and ns in specs_override else [

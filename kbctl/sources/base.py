@@ -21,6 +21,8 @@ from .options import SourceOptions
 #: Source meta: the version of the HTML reading a page was extracted with (absent: 1), so
 #: pages read by an older one are read again (``kbctl.extract.HTML_READER``).
 READER = "reader"
+#: Fetch statuses that mean a page is gone for good: a resync deletes it (and says so).
+GONE_STATUSES = (404, 410)
 
 
 @dataclass(frozen=True)

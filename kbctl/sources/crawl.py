@@ -11,12 +11,13 @@ links (a server error, a timeout) makes it incomplete, and nothing is then delet
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import NotAPage, SourceError
-from .base import Expansion, Leaf, Loaded, SourceKind
+from .base import GONE_STATUSES, Expansion, Leaf, Loaded, SourceKind
 from .fetchpage import Fetched, PageLoader, WebHint, internal_error
 from .options import Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
@@ -93,6 +94,8 @@ class Crawler:
     _sites: set[tuple[str, int | None]] = field(default_factory=set)
     _robots: dict[str, asyncio.Task[Robots]] = field(default_factory=dict)
     _emitted: set[str] = field(default_factory=set)
+    _copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
+    _no_page: set[str] = field(default_factory=set)  # canonical URLs that gave no page
 
     async def run(self, start: Leaf, outbox: Outbox[Any]) -> None:
         opts = self.options
@@ -122,6 +125,8 @@ class Crawler:
             if depth == 0:  # the start page may move the crawl (http → https, a new host,
                 # a site's root to its default version: /en/stable/)
                 first = await self._visit(start, outbox, follow, check_site=False)
+                if first.loaded.error is not None:  # whatever it answered (even 404), the
+                    self.state.hidden_links = True  # site is unknown this run: keep its pages
                 if first.final_url:
                     self._sites.add(site_key(first.final_url))
                     stay = Stay.of(first.final_url, version=opts.version, lang=opts.lang)
@@ -157,6 +162,7 @@ class Crawler:
             prev = await outbox.call(self.previous, leaf.ref)  # a database failure ends the run
             try:
                 fetched = await self.loader.load(leaf, prev, want_links=follow)
+                fetched = await self._canonical(leaf, prev, follow, fetched)
             except Exception as exc:
                 slot.put(internal_error(leaf, exc))
                 return Fetched(internal_error(leaf, exc))
@@ -166,6 +172,12 @@ class Crawler:
             if check_site and final and not self._in_site(final):
                 return Fetched(fetched.loaded)  # redirected off the site: not part of it
             loaded = fetched.loaded
+            status = getattr(loaded.error, "status", None)
+            if not check_site and status in GONE_STATUSES:  # the start page: the site is unknown
+                loaded = Loaded(leaf=loaded.leaf, error=SourceError(
+                    f"{loaded.leaf.url}: the crawl's start page answers HTTP {status}, so "
+                    "nothing of the site could be crawled", hint="check the start URL (has "
+                    "the site moved?); the pages stored from it are kept"))
             if check_site and isinstance(loaded.error, NotAPage):
                 # a link that looked like a page and is a file: left out, not a failure
                 loaded = Loaded(leaf=loaded.leaf, dropped=NOT_A_PAGE, note=str(loaded.error))
@@ -174,6 +186,25 @@ class Crawler:
                 self._emitted.add(ref)
                 slot.put(loaded)
             return fetched
+
+    async def _canonical(self, leaf: Leaf, prev: dict[str, Any] | None, follow: bool,
+                         fetched: Fetched) -> Fetched:
+        """A page left out for its canonical URL (fetched later, as a link) is read as
+        itself when that URL named it canonical in turn, or gave no page; a canonical URL
+        that gives no page makes the crawl incomplete, as the pages dropped for it were
+        stored nowhere this run."""
+        ref, canonical = fetched.loaded.leaf.ref, fetched.canonical
+        if canonical is not None:
+            if self._copies.get(canonical) == ref or canonical in self._no_page:
+                kept = await self.loader.load(leaf, prev, want_links=follow,
+                                              honor_canonical=False)
+                return dataclasses.replace(kept, links=kept.links or fetched.links)
+            self._copies[ref] = canonical
+        elif (fetched.loaded.error is not None or fetched.loaded.dropped) and any(
+                target in (leaf.ref, ref) for target in self._copies.values()):
+            self._no_page.update((leaf.ref, ref))
+            self.state.hidden_links = True
+        return fetched
 
     def _in_scope(self, url: str) -> bool:
         return is_page_link(url) and self._in_site(url)

@@ -187,9 +187,10 @@ class PageLoader:
         if drop is not None:  # a crawl still follows the links of a dropped page
             links = out.links + ([drop.canonical] if drop.canonical else [])
             return dataclasses.replace(drop, links=links)
-        if out.error is not None:
+        if out.error is not None:  # a page that lost its text and its links hides the latter
             error = ExtractError(out.error[0], hint=out.error[1])
-            return Fetched(Loaded(leaf=leaf, error=error, meta=meta), final, out.links)
+            return Fetched(Loaded(leaf=leaf, error=error, meta=meta), final, out.links,
+                           hides_links=not out.links)
         if out.document is None:
             return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final, out.links)
         return Fetched(Loaded(leaf=leaf, document=out.document, meta=meta), final, out.links)

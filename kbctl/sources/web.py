@@ -343,15 +343,30 @@ class WebSource:
             kept = await loader.load(copy.leaf, own_prev, honor_canonical=False)
             return kept.loaded
         state.copies[ref] = canonical
+        if canonical in state.unusable:
+            return await self._keep_copy(loader, copy, own_prev, canonical)
         if canonical in state.planned:
             return copy
         state.planned.add(canonical)  # claimed: later copies of it are dropped, not fetched
         prev = await outbox.call(previous, canonical)
         fetched = await loader.load(Leaf(ref=canonical, url=canonical, hint=WebHint()), prev,
                                     honor_canonical=False)
+        if fetched.loaded.error is not None or fetched.loaded.dropped:
+            # nothing stands for the page there (404, noindex…): it is kept where it is
+            state.unusable.add(canonical)
+            return await self._keep_copy(loader, copy, own_prev, canonical)
         if fetched.loaded.leaf.ref != canonical and fetched.loaded.leaf.ref in state.emitted:
             return copy  # the canonical URL redirects to a page stored already
         return fetched.loaded
+
+    @staticmethod
+    async def _keep_copy(loader: PageLoader, copy: Loaded, own_prev: dict[str, Any] | None,
+                         canonical: str) -> Loaded:
+        """The page that named ``canonical``, read as itself: its canonical URL stores
+        nothing, and dropping it would delete what an earlier run stored."""
+        kept = (await loader.load(copy.leaf, own_prev, honor_canonical=False)).loaded
+        note = (f"{copy.leaf.ref}: its canonical URL {canonical} gives no page; kept here")
+        return dataclasses.replace(kept, note=f"{kept.note}; {note}" if kept.note else note)
 
     async def _crawl(self, start: Leaf, client: GuardedClient, executor: Executor,
                      previous: PreviousMeta, outbox: Outbox[Loaded]) -> None:
@@ -377,6 +392,7 @@ class _Loading:
     planned: set[str]  # listed, or claimed as some page's canonical URL
     emitted: set[str] = field(default_factory=set)
     copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
+    unusable: set[str] = field(default_factory=set)  # canonical URLs that gave no page
 
 
 @dataclass(frozen=True)
