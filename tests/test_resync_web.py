@@ -121,3 +121,22 @@ def test_plan_lists_changes_as_json_without_writing(cli: Cli, site: LocalServer)
     assert [r.rsplit("/", 1)[-1] for r in plan["namespaces"][0]["changes"]["updated"]] == [
         "e.html"]
     assert snapshot(cli.db_url) == before
+
+
+def test_an_emptied_sitemap_of_an_index_deletes_nothing(cli: Cli, site: LocalServer) -> None:
+    first, rest = [site.url(f"/{n}.html") for n in PAGES[:2]], [
+        site.url(f"/{n}.html") for n in PAGES[2:]]
+    site.routes["/one.xml"], site.routes["/two.xml"] = urlset(*first), urlset(*rest)
+    site.routes["/index.xml"] = ok(
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/'
+        f'0.9"><sitemap><loc>{site.url("/one.xml")}</loc></sitemap><sitemap><loc>'
+        f'{site.url("/two.xml")}</loc></sitemap></sitemapindex>', "application/xml")
+    cli.json("ingest", "sitemap", site.url("/index.xml"), PRIVATE, "--no-llms-txt")
+    before = snapshot(cli.db_url)
+    site.routes["/one.xml"] = urlset()  # 2 of 6 pages: under the mass-delete guard
+    report = cli.json("resync", PRIVATE)
+    assert report["totals"]["deleted"] == 0 and snapshot(cli.db_url) == before
+    assert any("one.xml: listed by a sitemap index, but list no page" in n
+               for n in report["namespaces"][0]["notes"])
+    site.routes["/one.xml"] = urlset(first[0])  # one page really gone: deleted
+    assert cli.json("resync", PRIVATE)["totals"]["deleted"] == 1

@@ -75,6 +75,9 @@ class SitemapListing:
     truncated: bool = False
     files: int = 0
     invalid: int = 0
+    # sitemaps an index lists that list no page: emptied by mistake as likely as on
+    # purpose, so the pages they listed are not deleted as orphans on their word
+    empty: list[str] = field(default_factory=list)
 
 
 def _parser() -> etree.XMLParser:
@@ -185,6 +188,8 @@ def _take(listing: SitemapListing, url: str, ancestors: tuple[str, ...],
         return []
     listing.invalid += outcome.invalid
     if outcome.kind == "urlset":
+        if ancestors and not outcome.entries and not outcome.invalid:
+            listing.empty.append(url)
         _add_pages(listing, outcome.entries, max_urls)
         listing.truncated |= outcome.cut
         return []

@@ -255,7 +255,12 @@ class WebSource:
                          f"where the sitemap was served; those are the pages fetched (to "
                          f"ingest the site served here, crawl it: kbctl ingest crawl "
                          f"{origin(url)}/)")
-        complete = not listing.failures and not listing.truncated
+        if listing.empty:
+            more = len(listing.empty) - 3
+            notes.append(f"{', '.join(listing.empty[:3])}"
+                         f"{f' and {more} more' if more > 0 else ''}: listed by a sitemap "
+                         f"index, but list no page; no page is deleted as gone this run")
+        complete = not listing.failures and not listing.truncated and not listing.empty
         return Expansion(leaves=leaves, complete=complete, notes=notes + shaped.notes,
                          dropped=shaped.dropped)
 
