@@ -108,8 +108,18 @@ def test_lastmod_skips_requests_unless_full(cli: Cli, site: LocalServer) -> None
     assert cli.json("resync", PRIVATE)["totals"]["notModified"] == len(PAGES)
     assert {n: site.hits(f"/{n}.html") for n in PAGES} == hits  # no request at all
     full = cli.json("resync", PRIVATE, "--full")
-    assert full["totals"]["notModified"] == len(PAGES)  # asked, and 304 answered
+    assert full["totals"]["notModified"] == len(PAGES)  # fetched whole, the same text
     assert all(site.hits(f"/{n}.html") == hits[n] + 1 for n in PAGES)
+
+
+def test_full_sets_aside_validators_a_server_lies_with(cli: Cli, site: LocalServer) -> None:
+    _ingest(cli, site)
+    # new content under the old ETag: the server answers 304 to the stored one
+    site.routes["/a.html"] = etagged(page("A, rewritten with zymurgy"), '"a1"')
+    assert cli.json("resync", PRIVATE)["totals"]["updated"] == 0
+    assert not rows(cli.db_url, "SELECT 1 FROM chunks WHERE text LIKE '%%zymurgy%%'")
+    assert cli.json("resync", PRIVATE, "--full")["totals"]["updated"] == 1
+    assert rows(cli.db_url, "SELECT 1 FROM chunks WHERE text LIKE '%%zymurgy%%'")
 
 
 def test_plan_lists_changes_as_json_without_writing(cli: Cli, site: LocalServer) -> None:

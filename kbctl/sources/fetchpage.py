@@ -5,8 +5,9 @@ Three ways a resync stays cheap, cheapest first:
    two ``LASTMOD_TRUST`` allows: no request at all;
 2. the stored ``ETag``/``Last-Modified`` make the request conditional: a 304, no body;
 3. the body hashes to what we extracted last time: no extraction.
-Each yields ``not_modified``. ``full`` (resync --full) turns off the first: every page is
-asked for, and the server still decides with its validators.
+Each yields ``not_modified``. ``full`` (resync --full) turns off the first two: every page
+is fetched whole, so a server whose validators lie (the same ETag for a new page) cannot
+keep a stale copy for ever; the content hash still spares unchanged pages extraction.
 
 What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
 ``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch),
@@ -154,7 +155,8 @@ class PageLoader:
             if twin is not None:
                 return twin
         # validators the stored page got from its HTML twin are no use for the copy
-        conditional = (opts.conditional and not want_links and prev is not None
+        conditional = (opts.conditional and not opts.full and not want_links
+                       and prev is not None
                        and same_reading and SERVED_FROM not in prev)
         try:
             result = await self.client.fetch(
@@ -205,7 +207,8 @@ class PageLoader:
         # what an earlier run stored from this page (not from the copy, nor read otherwise)
         stored = (prev if prev is not None and same_reading and prev.get(SERVED_FROM) == twin
                   else None)
-        validators = stored if stored is not None and opts.conditional else {}
+        validators = (stored if stored is not None and opts.conditional and not opts.full
+                      else {})
         try:
             result = await self.client.fetch(twin, content_types=HTML_TYPES,
                                              etag=validators.get("etag"),
