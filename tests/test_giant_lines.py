@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kbctl.chunk import chunk_markdown
 from kbctl.chunk.markdown import LONE_LINE_BUDGETS
+from kbctl.chunk.model import MAX_TITLE_CHARS
 from kbctl.chunk.text import budget_chars
 from kbctl.render.text import MAX_MESSAGE_LINE, clipped
 from kbctl.store.lexical import MAX_ANALYSED_CHARS, analyse
@@ -78,3 +79,19 @@ def test_the_help_examples_page_of_one_heading_is_found(cli: Cli) -> None:
     assert report["chunksWritten"] == 1
     [hit] = cli.json("query", "release notes")["results"]
     assert hit["citation"].endswith("#release-notes")
+
+
+def test_a_giant_title_or_heading_is_stored_clipped(cli: Cli, tmp_path: Path) -> None:
+    """Every result carries its page title and heading path: a 1 MB <title> made each
+    answer megabytes long (and the context block handed to a model)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    long_title, long_heading = "Title " * 50_000, "Heading " * 50_000
+    (docs / "page.md").write_text(f"---\ntitle: {long_title}\n---\n\n# {long_heading}\n\n"
+                                  "The quokka section explains the zebu setting.\n")
+    cli.json("ingest", "files", str(docs))
+    hit = cli.json("query", "quokka zebu")["results"][0]
+    assert len(hit["title"]) == MAX_TITLE_CHARS and hit["title"].endswith("…")
+    assert [len(h) for h in hit["headingPath"]] == [MAX_TITLE_CHARS]
+    assert len(hit["text"]) < 3000
+    assert hit["anchor"]  # the citation still names the heading's id

@@ -28,7 +28,13 @@ from typing import Any
 from markdown_it.token import Token
 
 from kbctl.chunk.headings import block_tokens, heading_texts, normalize_source
-from kbctl.chunk.model import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunk, estimate_tokens
+from kbctl.chunk.model import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_OVERLAP_TOKENS,
+    Chunk,
+    clip_title,
+    estimate_tokens,
+)
 from kbctl.chunk.slug import Slugger, slug_plain
 from kbctl.chunk.text import Boundaries, Span, budget_chars, chunk_text, pack, split_span
 
@@ -183,7 +189,7 @@ def _sections(src: _Source, tokens: list[Token], slug_headings: bool = True,
                 anchor = slugger.dedupe(slug)
             else:  # no id of its own (an empty heading has none): its enclosing section's
                 anchor = next((a for _, _, a in reversed(stack) if a is not None), None)
-            stack.append((level, title, anchor))
+            stack.append((level, clip_title(title), anchor))
             # a heading of no text (an empty ``#`` over a logo) names nothing in the path
             sections.append(_Section(anchor=anchor, path=tuple(t for _, t, _ in stack if t)))
             continue

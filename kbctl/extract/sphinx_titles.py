@@ -18,10 +18,11 @@ import posixpath
 import re
 from pathlib import Path
 
+from ..chunk.model import MAX_TITLE_CHARS
 from ..projectfiles import NEVER_DOCS, read_config_text
 
 MAX_FILES = 20_000
-MAX_TITLE_CHARS = 500  # longer is no title anyone reads (and keeps the patterns linear)
+# (MAX_TITLE_CHARS: longer is no title anyone reads, and keeps the patterns linear)
 _ADORNMENT = re.compile(r"""([!-/:-@\[-`{-~])\1{2,}\s*""")
 _LABEL = re.compile(r"\.\.\s+_(`[^`]+`|[^:`][^:]*):\s*")
 _CAPTIONED = re.compile(r"\.\.\s+(figure|table|code-block|code|sourcecode|literalinclude)::"

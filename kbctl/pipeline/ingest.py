@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..chunk import chunk_markdown, chunk_text, headings
-from ..chunk.model import CHARS_PER_TOKEN, Chunk
+from ..chunk.model import CHARS_PER_TOKEN, Chunk, clip_title
 from ..embed.base import Embedder
 from ..errors import (
     AuthError,
@@ -720,9 +720,11 @@ class _Writer:
 
 
 def _without_bad_chars(doc: Document) -> tuple[Document, int]:
-    """The document with NULs and lone surrogates dropped from its text fields."""
+    """The document with NULs and lone surrogates dropped from its text fields, and its
+    title kept to a readable length (``clip_title``)."""
     body, in_body = drop_bad_chars(doc.body)
     title, in_title = drop_bad_chars(doc.title)
+    title = clip_title(title)
     filterable, in_meta = {}, 0
     for key, value in doc.filterable.items():
         if isinstance(value, str):
@@ -730,7 +732,7 @@ def _without_bad_chars(doc: Document) -> tuple[Document, int]:
             in_meta += count
         filterable[drop_bad_chars(key)[0]] = value
     removed = in_body + in_title + in_meta
-    if not removed and filterable == doc.filterable:
+    if not removed and filterable == doc.filterable and title == doc.title:
         return doc, 0
     return replace(doc, body=body, title=title, filterable=filterable), removed
 
