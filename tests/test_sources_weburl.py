@@ -25,13 +25,18 @@ from kbctl.sources.weburl import (
     ("http://x.test/dir/..", "http://x.test/"),
     ("http://x.test/%7euser/%2f?q=%41%2f", "http://x.test/~user/%2F?q=A%2F"),
     ("http://[::1]:8080/p", "http://[::1]:8080/p"),
+    # a visit's session id and tracking parameters are no part of the page
+    ("http://x.test/day/2?sid=8f3a&page=2", "http://x.test/day/2?page=2"),
+    ("http://x.test/a;jsessionid=AB12?utm_source=feed&UTM_medium=x", "http://x.test/a"),
+    ("http://x.test/a?PHPSESSID=1&q=sid", "http://x.test/a?q=sid"),
 ])
 def test_normalize_folds_spellings_of_one_page(raw: str, expected: str) -> None:
     assert normalize_url(raw) == expected
 
 
 @pytest.mark.parametrize("raw", ["mailto:a@b.test", "javascript:void(0)", "ftp://x.test/f",
-                                 "not a url", "http://", "http://x.test:99999/"])
+                                 "not a url", "http://", "http://x.test:99999/",
+                                 "http://x.test/" + "a" * 9000])
 def test_normalize_rejects_what_is_not_http(raw: str) -> None:
     assert normalize_url(raw) is None
 

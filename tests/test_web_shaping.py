@@ -374,3 +374,27 @@ def test_a_crawl_of_two_pages_naming_each_other_canonical_keeps_one(cli: Cli) ->
         report = cli.json("ingest", "crawl", server.url("/canon/a"), "--no-llms-txt",
                           "--ignore-robots", PRIVATE)
     assert report["added"] == 2 and report["dropped"] == {"canonical": 1}  # and the home
+
+
+def test_a_crawl_trap_of_session_ids_does_not_grow_the_knowledge_base(cli: Cli) -> None:
+    visits = iter(range(10**6))
+
+    def day(n: int) -> object:
+        def handler(request: object) -> object:  # every visit hands out a new session id
+            sid = next(visits)
+            links = "".join(f"<a href='/cal/day/{d}?sid={sid}'>day {d}</a>"
+                            for d in (n - 1, n + 1) if 0 <= d < 5)
+            return html(doc_page(f"Day {n}", f"Events of day {n}. {links}"))
+        return handler
+
+    with LocalServer() as server:
+        server.routes["/"] = html(doc_page("Home", "The calendar's home page."))
+        for n in range(5):
+            server.routes[f"/cal/day/{n}"] = day(n)
+        first = cli.json("ingest", "crawl", server.url("/cal/day/0"), "--no-llms-txt",
+                         "--ignore-robots", PRIVATE)
+        assert first["added"] == 5  # days 0-3 (max depth 3) and the home page
+        for _ in range(2):
+            again = cli.json("resync")
+            assert again["totals"]["added"] == 0 and again["totals"]["deleted"] == 0
+    assert len(stored(cli)) == 5

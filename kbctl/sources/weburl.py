@@ -4,7 +4,10 @@ Two links to the same page (``HTTP://Docs.Example.com:80/a#x`` and
 ``http://docs.example.com/a``) must become one ref, or a site would be ingested twice and
 citations would disagree. Only changes that cannot alter what a server returns are made:
 case of scheme and host, default ports, the fragment, an empty path, percent-escapes of
-unreserved characters.
+unreserved characters. And one that changes nothing worth storing: the session ids and
+tracking parameters sites add to their links (``;jsessionid=``, ``?sid=``, ``utm_*``),
+new on every visit, so a crawl took each visit's links for new pages and a site's
+knowledge base grew with every resync.
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ import re
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# Query parameters that name a visit, not a page (matched without case; utm_ as a prefix).
+_VISIT_PARAMS = frozenset({"sid", "sessionid", "session_id", "phpsessid", "jsessionid",
+                           "aspsessionid", "fbclid", "gclid", "msclkid"})
+_PATH_SESSION = re.compile(r";jsessionid=[^/?#]*", re.IGNORECASE)
+# Longer is no link a person or a sitemap writes (the protocol allows 2,048 characters):
+# refused, rather than failing in the HTTP client with the whole URL in the message.
+MAX_URL_CHARS = 8192
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -44,6 +54,8 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     """The canonical spelling of an http(s) URL (relative to ``base``), or None if it is not
     an http(s) URL at all (``mailto:``, ``javascript:``, garbage)."""
     url = url.strip()
+    if len(url) > MAX_URL_CHARS:
+        return None
     if base is not None:
         try:
             url = urljoin(base, url)
@@ -71,8 +83,21 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
         path = "/" + path.lstrip("/")
         if trailing and not path.endswith("/"):
             path += "/"
-    query = _unescape_unreserved(parts.query)
-    return urlunsplit((scheme, netloc, path, query, ""))
+    path = _PATH_SESSION.sub("", path)
+    query = _without_visit_params(_unescape_unreserved(parts.query))
+    normal = urlunsplit((scheme, netloc, path, query, ""))
+    return normal if len(normal) <= MAX_URL_CHARS else None
+
+
+def _without_visit_params(query: str) -> str:
+    if not query:
+        return query
+    kept = []
+    for pair in query.split("&"):
+        key = pair.partition("=")[0].lower()
+        if key not in _VISIT_PARAMS and not key.startswith("utm_"):
+            kept.append(pair)
+    return "&".join(kept)
 
 
 def origin(url: str) -> str:
