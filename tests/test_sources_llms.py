@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from kbctl.net import GuardedClient, NetPolicy
-from kbctl.sources.llms import parse_llms_txt, probe_llms
+from kbctl.sources.llms import Probe, parse_llms_txt, probe_llms
 from tests.http_server import LocalServer, html, ok
 
 LLMS = """\
@@ -68,19 +68,24 @@ def _probe(server: LocalServer) -> object:
     return asyncio.run(run())
 
 
-def test_probe_finds_a_list_and_falls_through_silently_otherwise() -> None:
+def test_probe_finds_a_list_and_falls_through_otherwise() -> None:
     with LocalServer({"/llms.txt": ok("# S\n\n## Docs\n\n- [A](/a.md)\n")}) as server:
-        found = _probe(server)
+        found = _probe(server).found  # type: ignore[attr-defined]
         assert found is not None
-        where, llms = found  # type: ignore[misc]
+        where, llms = found
         assert where == server.url("/llms.txt")
         assert [link.url for link in llms.links()] == [server.url("/a.md")]
-    with LocalServer({}) as server:  # 404
-        assert _probe(server) is None
+    silent = Probe()
+    with LocalServer({}) as server:  # 404: there is none
+        assert _probe(server) == silent
     with LocalServer({"/llms.txt": html("<h1>Not found</h1>")}) as server:  # soft 404
-        assert _probe(server) is None
+        assert _probe(server) == silent
     with LocalServer({"/llms.txt": ok("# S\n\nNo links at all.\n")}) as server:
-        assert _probe(server) is None
+        assert _probe(server) == silent
+    # a server error costs the run its retries: said, so a slow resync has its reason
+    with LocalServer({"/llms.txt": html("down", status=500)}) as server:
+        trouble = _probe(server).trouble  # type: ignore[attr-defined]
+        assert trouble is not None and "500" in trouble
 
 
 def test_headings_keep_a_trailing_hash_and_hostile_spaces_cost_linear_time() -> None:

@@ -398,3 +398,16 @@ def test_a_crawl_trap_of_session_ids_does_not_grow_the_knowledge_base(cli: Cli) 
             again = cli.json("resync")
             assert again["totals"]["added"] == 0 and again["totals"]["deleted"] == 0
     assert len(stored(cli)) == 5
+
+
+def test_an_llms_txt_that_cannot_be_read_is_said(cli: Cli) -> None:
+    with LocalServer() as server:
+        _pages(server, ["alpha"])
+        server.routes["/llms.txt"] = html("overloaded", status=503)
+        server.routes["/sitemap.xml"] = ok(
+            f'<?xml version="1.0"?><urlset {NS}><url><loc>'
+            f"{server.url('/docs/alpha.html')}</loc></url></urlset>", "application/xml")
+        report = cli.json("ingest", "sitemap", server.url("/sitemap.xml"), PRIVATE)
+    assert report["added"] == 1
+    assert any(n.startswith("the site's llms.txt was not read (") and "503" in n
+               and n.endswith(": reading the sitemap instead") for n in report["notes"])

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..errors import KbctlError
+from ..errors import FetchError, KbctlError, Unreachable
 from ..net import GuardedClient
 from .base import SourceKind
 from .options import boolean, integer, option, version_name
@@ -135,15 +135,30 @@ async def fetch_llms(client: GuardedClient, url: str) -> LlmsTxt:
     return parse_llms_txt(result.text(), result.url)
 
 
-async def probe_llms(client: GuardedClient, site_origin: str) -> tuple[str, LlmsTxt] | None:
-    """``origin/llms.txt`` when it exists and lists at least one page; None otherwise.
+@dataclass(frozen=True)
+class Probe:
+    """What looking for a site's llms.txt found: ``found`` (where, what) when it lists a
+    page; ``trouble`` when it could not be read for a reason worth saying (a timeout, a
+    server error: each costs a run its wait), rather than because there is none."""
 
-    Any failure (missing file, an HTML error page, a blocked address) means "no curated
-    list" and the caller goes on as if there were none.
+    found: tuple[str, LlmsTxt] | None = None
+    trouble: str | None = None
+
+
+async def probe_llms(client: GuardedClient, site_origin: str) -> Probe:
+    """``origin/llms.txt`` when it exists and lists at least one page.
+
+    Any failure (missing file, an HTML error page, a blocked address, a timeout) means "no
+    curated list" and the caller goes on as if there were none; the ones that are not "none
+    there" are said (``Probe.trouble``).
     """
     url = site_origin.rstrip("/") + "/llms.txt"
     try:
         llms = await fetch_llms(client, url)
+    except FetchError as exc:
+        if isinstance(exc, Unreachable) or (exc.status or 0) >= 500:
+            return Probe(trouble=exc.message)
+        return Probe()
     except KbctlError:
-        return None
-    return (url, llms) if llms.links() else None
+        return Probe()
+    return Probe(found=(url, llms)) if llms.links() else Probe()

@@ -205,10 +205,11 @@ class WebSource:
         if not isinstance(self.options, SitemapOptions | CrawlOptions) or (
                 not self.options.llms_txt):
             return None, []
-        found = await probe_llms(client, origin(url))
-        if found is None:
-            return None, []
-        where, llms = found
+        probe = await probe_llms(client, origin(url))
+        if probe.found is None:
+            return None, [f"the site's llms.txt was not read ({probe.trouble}): {instead} "
+                          f"instead"] if probe.trouble else []
+        where, llms = probe.found
         listed = [link.url for link in llms.links(skip_optional=self.skip_optional)]
         sites = {site_key(url), site_key(where)}
         domains = getattr(self.options, "allow_domains", frozenset())
