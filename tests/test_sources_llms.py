@@ -54,6 +54,12 @@ def test_links_dedupe_and_optional_section_can_be_skipped() -> None:
         link.url for link in llms.links(skip_optional=True)]
 
 
+def test_a_list_that_links_to_itself_does_not_list_itself() -> None:
+    text = "# T\n\n## Docs\n\n- [Index](/llms.txt)\n- [A](/a.md)\n"
+    assert [link.url for link in parse_llms_txt(text, "https://x.test/llms.txt").links()] == [
+        "https://x.test/a.md"]
+
+
 def test_links_inside_code_fences_are_not_pages() -> None:
     text = "# T\n\n## Docs\n\n```\n- [x](https://x.test/a)\n```\n- [y](https://x.test/b)\n"
     assert [link.url for link in parse_llms_txt(text, "https://x.test/").links()] == [

@@ -98,6 +98,7 @@ def parse_llms_txt(text: str, base_url: str) -> LlmsTxt:
     Links that are not http(s) are dropped. Links before the first H2 belong to a section
     with an empty name.
     """
+    itself = normalize_url(base_url)
     title = summary = None
     quote: list[str] = []
     sections: list[LlmsSection] = [LlmsSection("")]
@@ -121,7 +122,7 @@ def parse_llms_txt(text: str, base_url: str) -> LlmsTxt:
             summary = " ".join(q for q in quote if q) or None
         if (m := _LINK.match(line)) is not None:
             url = normalize_url(m.group("url").strip("<>"), base_url)
-            if url:
+            if url and url != itself:  # a list that names itself is no page of the site
                 sections[-1].links.append(LlmsLink(m.group("name").strip(), url,
                                                    (m.group("notes") or "").strip()))
     if quote and summary is None:
