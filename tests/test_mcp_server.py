@@ -126,6 +126,7 @@ def test_lists_tools_and_answers_every_call(kb: Cli, workdir: Path) -> None:
     assert rows(kb.db_url, "SELECT user_id FROM memory_files WHERE path = "
                            "'memory/user/prefs.md' AND content LIKE %s", "%linux%") == [("alice",)]
     assert "namespace 'docs'" in (workdir / "server.log").read_text()
+    assert "holds no chunks" not in (workdir / "server.log").read_text()
 
 
 def test_scope_is_pinned(kb: Cli, workdir: Path) -> None:
@@ -332,6 +333,9 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
     finally:
         peer.close()
     assert peer.proc.returncode == 0
+    # nothing was ingested here: the operator is told, as the model will find nothing
+    assert "warning: namespace 'default' holds no chunks" in (
+        workdir / "server.log").read_text()
 
 
 # A piped client's first messages: the handshake and one search (id 2).

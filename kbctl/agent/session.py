@@ -124,6 +124,11 @@ class AgentTools:
             live = self._live = self._connect()
         return live
 
+    def knowledge_is_empty(self) -> bool:
+        """Whether the session's namespace holds no chunks (nothing ingested there, or a
+        mistyped name): a server started so should say it, as search finds nothing."""
+        return not self._session().store.has_chunks(self.namespace)
+
     # calls
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:

@@ -78,6 +78,10 @@ def mcp(
               + (", read-only" if read_only else "")
               + (f", writes only in phase 'memory_flushing' of {phase}" if phase else ""))
     Output().note(f"kbctl MCP server on stdio: namespace '{settings.namespace}', {memory}")
+    if tools.knowledge_is_empty():  # a mistyped -n, or no ingest yet: the operator is told
+        Output().note(f"warning: namespace '{settings.namespace}' holds no chunks: "
+                      "search_knowledge finds nothing until an ingest writes there "
+                      "(`kbctl status` lists the namespaces)")
 
     def stop(signum: int) -> None:
         """End now, as a server does on SIGTERM: the database closed and left, then exit
