@@ -334,7 +334,7 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
         peer.close()
     assert peer.proc.returncode == 0
     # nothing was ingested here: the operator is told, as the model will find nothing
-    assert "warning: namespace 'default' holds no chunks" in (
+    assert "warning: namespace 'docs' holds no chunks" in (
         workdir / "server.log").read_text()
 
 
