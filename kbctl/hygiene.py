@@ -65,3 +65,20 @@ def escape_control(text: str, *, keep_newlines: bool = False) -> str:
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# A line of an error or a note longer than this loses its middle: a message may quote what
+# it refuses (a suite's unknown key, a mistyped path), and that can be megabytes long.
+MAX_MESSAGE_LINE = 400
+
+
+def clipped(message: str) -> str:
+    """``message`` with each line over ``MAX_MESSAGE_LINE`` characters cut in its middle
+    (its start and its end, which says what is wrong, kept), saying how much went."""
+    if len(message) <= MAX_MESSAGE_LINE:
+        return message
+    half = MAX_MESSAGE_LINE // 2
+    return "\n".join(
+        line if len(line) <= MAX_MESSAGE_LINE
+        else f"{line[:half]}…({len(line) - 2 * half:,} characters)…{line[-half:]}"
+        for line in message.split("\n"))

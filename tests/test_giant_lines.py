@@ -11,7 +11,7 @@ from kbctl.chunk import chunk_markdown
 from kbctl.chunk.markdown import LONE_LINE_BUDGETS
 from kbctl.chunk.model import MAX_TITLE_CHARS
 from kbctl.chunk.text import budget_chars
-from kbctl.render.text import MAX_MESSAGE_LINE, clipped
+from kbctl.hygiene import MAX_MESSAGE_LINE, clipped
 from kbctl.store.lexical import MAX_ANALYSED_CHARS, analyse
 
 from .conftest import Cli, rows
@@ -95,3 +95,13 @@ def test_a_giant_title_or_heading_is_stored_clipped(cli: Cli, tmp_path: Path) ->
     assert [len(h) for h in hit["headingPath"]] == [MAX_TITLE_CHARS]
     assert len(hit["text"]) < 3000
     assert hit["anchor"]  # the citation still names the heading's id
+
+
+def test_a_source_failure_quoting_megabytes_is_stored_clipped() -> None:
+    """Kept in the report and in the database for ``status``: a message quoting a hostile
+    page's 100 KB URL was printed, and stored, whole on every run."""
+    from kbctl.pipeline.ingest import SourceFailure
+
+    failure = SourceFailure(ref="https://docs.example/", type="SourceError",
+                            error="https://docs.example/" + "a" * 100_000 + ": internal error")
+    assert len(failure.error) < 2 * MAX_MESSAGE_LINE and failure.error.endswith("error")

@@ -26,7 +26,7 @@ from ..errors import (
     SourceError,
 )
 from ..extract.text import clean_text
-from ..hygiene import drop_bad_chars
+from ..hygiene import clipped, drop_bad_chars
 from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
 from ..sources.registry import adapter_for
 from ..store.db import is_database_failure
@@ -71,6 +71,11 @@ class SourceFailure:
     type: str
     source: str = ""
     hint: str | None = None  # what to do about it, when the error knows
+
+    def __post_init__(self) -> None:
+        # kept in the report and in the database for ``status``: a message quoting a
+        # hostile page's 100 KB URL was stored, and printed, whole on every run
+        self.error = clipped(self.error)
 
 
 GUARD_NOTE = "mass-delete guard"

@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import EnvironmentFailure, KbctlError
+from ..hygiene import clipped
 from ..pipeline.progress import ProgressEvent
 from .formats import Formats, Part, Rendered, check_format
 from .jsonable import json_text
 from .registry import formats_for
-from .text import clipped, shown
+from .text import shown
 
 # What a shell reports for a writer whose reader went away (128 + SIGPIPE), as for any
 # Unix tool in `| head`: not 1, which here means "the job ran and its verdict failed".

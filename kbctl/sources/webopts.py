@@ -16,7 +16,7 @@ from ..extract.html_select import ContentSelectors, compile_selector
 from ..net import NetPolicy
 from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
 from .urlrules import UrlRule, UrlRules
-from .weburl import normalize_url
+from .weburl import MAX_URL_CHARS, normalize_url
 
 if TYPE_CHECKING:
     from .base import SourceSpec
@@ -82,6 +82,8 @@ class WebOptions(SourceOptions):
 
     @classmethod
     def check_target(cls, target: str) -> None:
+        if len(target) > MAX_URL_CHARS:
+            raise Bad(f"an http(s) URL of at most {MAX_URL_CHARS:,} characters")
         if "://" not in target or normalize_url(target) is None:
             raise Bad("an http(s) URL",
                       hint="local folders are ingested with `kbctl ingest files`")
