@@ -965,3 +965,20 @@ def test_a_failed_connection_to_the_embedded_server_names_it_not_db(tmp_path: Pa
     full = _connect_hint("FATAL: could not write init file: No space left on device", False,
                          pgdata)
     assert full.startswith("free disk space where")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_root_never_takes_over_another_users_database(tmp_path: Path) -> None:
+    """pgserver hands the data directory (not its files) to its own user when run as root:
+    a `kbctl status` by root crashed a user's running server and broke their database."""
+    from kbctl.errors import DatabaseError
+    from kbctl.store.server import ensure_running, pgdata_of
+
+    pgdata = pgdata_of(tmp_path / "kb")
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("18\n")
+    os.chown(pgdata, 54321, 54321)
+    with pytest.raises(DatabaseError, match="belongs to 'uid 54321'") as refused:
+        ensure_running(tmp_path / "kb")
+    assert "run kbctl as 'uid 54321'" in (refused.value.hint or "")
+    assert pgdata.stat().st_uid == 54321  # untouched

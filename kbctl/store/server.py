@@ -649,6 +649,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
     known = _joined.get(pgdata)
     if known is not None and known.postmaster is not None and _alive(known.postmaster):
         return known.uri
+    _refuse_another_users(pgdata)
     pgserver = _pgserver()
     with server_lock(pgdata.parent):
         try:
@@ -675,6 +676,37 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
         atexit.register(_leave, pgdata)
     _joined[pgdata] = joined
     return joined.uri
+
+
+# As root, pgserver runs PostgreSQL as this user, and hands it the data directory.
+ROOT_SERVER_USER = "pgserver"
+
+
+def _refuse_another_users(pgdata: Path) -> None:
+    """As root, refuse a database another user made: pgserver would hand its top directory
+    to ``ROOT_SERVER_USER`` (not the files in it), which crashed that user's running server
+    and left the database unusable by either until a ``chown -R``."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    try:
+        owner = pgdata.stat().st_uid
+    except OSError:
+        return  # none yet, or unreadable: starting it says what is wrong
+    import pwd
+
+    try:
+        allowed = {0, pwd.getpwnam(ROOT_SERVER_USER).pw_uid}
+    except KeyError:
+        allowed = {0}
+    if owner in allowed:
+        return
+    try:
+        name = pwd.getpwuid(owner).pw_name
+    except KeyError:
+        name = f"uid {owner}"
+    raise DatabaseError(f"the embedded database in {pgdata.parent} belongs to {name!r}; "
+                        "run as root, kbctl would take it over and break it",
+                        hint=f"run kbctl as {name!r} (e.g. `sudo -u {name} kbctl …`)")
 
 
 def _start(pgserver: Any, pgdata: Path) -> Any:
