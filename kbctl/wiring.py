@@ -21,7 +21,8 @@ from .store.server import leave_all, not_a_directory, pgdata_of
 
 
 @contextmanager
-def open_store(settings: Settings, *, existing: bool = False) -> Iterator[KnowledgeStore]:
+def open_store(settings: Settings, *, existing: bool = False, writes: bool = False
+               ) -> Iterator[KnowledgeStore]:
     """A store on the configured database (embedded when no URL), closed on exit. A
     database failure on the way (the server died under the run, a full disk) ends it
     with an environment error naming the database, not a traceback.
@@ -29,12 +30,18 @@ def open_store(settings: Settings, *, existing: bool = False) -> Iterator[Knowle
     ``existing``: a command that only reads (query, status, eval…) is refused when the
     embedded data directory holds no database, rather than making one: run in the wrong
     directory, it would report an empty knowledge base and leave a new one behind.
+
+    ``writes``: a command that replaces or deletes rows (ingest, resync, forget, reembed, a
+    memory import) reclaims their space when it ends well (``KnowledgeStore.reclaim``).
     """
     if existing and settings.db_url is None:
         require_embedded(settings.data_dir)
     conn = connect(settings.db_url, settings.data_dir)
     try:
-        yield KnowledgeStore(conn)
+        store = KnowledgeStore(conn)
+        yield store
+        if writes:
+            store.reclaim()
     except (psycopg.Error, DatabaseError) as exc:
         error = database_error(exc, settings.db_url, settings.data_dir)
         if error is exc:

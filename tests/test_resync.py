@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from kbctl.pipeline.progress import ProgressEvent
@@ -329,3 +330,31 @@ def test_forget_stops_resyncing_a_source_and_takes_its_pages_out(cli: Cli,
     report = cli.json("resync")
     assert report["namespaces"][0]["notModified"] == 3
     _consistent(cli.db_url)
+
+
+def test_resyncs_leave_no_pile_of_dead_rows(cli: Cli, workdir: Path) -> None:
+    """Each resync that rewrites pages leaves their old rows dead; the embedded server
+    never lived long enough for autovacuum, and the database grew with every night."""
+    docs = workdir / "docs"
+    docs.mkdir()
+    for round_ in range(3):
+        for i in range(30):
+            (docs / f"p{i}.md").write_text(f"# Page {i}\n\n" + " ".join(
+                f"word{round_}x{i}x{j}" for j in range(300)) + "\n")
+        if round_ == 0:
+            cli.json("ingest", "files", str(docs))
+            for table in ("postings", "chunks"):  # as on a server that lives seconds
+                _no_autovacuum(cli, table)
+        else:
+            cli.json("resync")
+    with psycopg.connect(cli.db_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT 1")
+        dead, live = conn.execute("SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables "
+                                  "WHERE relname = 'postings'").fetchone()
+    assert live > 5000 and dead <= 0.2 * live, (dead, live)
+
+
+def _no_autovacuum(cli: Cli, table: str) -> None:
+    with psycopg.connect(cli.db_url, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")

@@ -54,7 +54,7 @@ def open_backend(settings: Settings, *, writing: bool = False,
     """The Postgres backend on the configured database, with the KB's embedder. Only a
     write may make the embedded database: a read of a mistyped ``--data-dir`` is refused,
     not answered with nothing and a new database left behind."""
-    with open_store(settings, existing=not writing) as store:
+    with open_store(settings, existing=not writing, writes=writing) as store:
         embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
         yield PostgresMemoryBackend(store.conn, embedder,
                                     vector_weight=settings.vector_weight)

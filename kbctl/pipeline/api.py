@@ -45,7 +45,7 @@ def ingest_sources(
     specs = _with_opt_in(settings, specs)
     for spec in specs:  # a mistyped folder makes no knowledge base
         spec.options.check_present(spec.target)
-    with open_store(settings) as store:
+    with open_store(settings, writes=True) as store:
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
         with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
@@ -178,7 +178,7 @@ def reembed_kb(
     from ..embed.registry import create_embedder
 
     embedder = create_embedder(spec, base_url=settings.embedder_base_url)
-    with open_store(settings, existing=True) as store:
+    with open_store(settings, existing=True, writes=True) as store:
         namespaces = store.namespaces()
         with store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, progress=progress)
@@ -199,7 +199,7 @@ def resync_kb(
     """Resync recorded sources: of ``namespaces``, of every namespace, or of the configured
     one. A kbctl.yaml that lists sources gives the definitions of its namespace (the one
     the settings name); every other namespace syncs the definitions it recorded."""
-    with open_store(settings, existing=True) as store:
+    with open_store(settings, existing=True, writes=True) as store:
         if all_namespaces:
             targets = [s.namespace for s in store.namespace_status() if s.definitions]
             if settings.sources and settings.namespace not in targets:
@@ -237,7 +237,7 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
                   announce: Callable[[str], None] = lambda _m: None) -> ForgetReport:
     """Forget a recorded source of the configured namespace (``kbctl.pipeline.forget``),
     under the namespace's write lock."""
-    with open_store(settings, existing=True) as store, store.namespace_lock(
+    with open_store(settings, existing=True, writes=True) as store, store.namespace_lock(
             settings.namespace, wait=wait, timeout_s=lock_timeout, waiting=announce):
         return forget(store, settings.namespace, target, keep_pages=keep_pages)
 

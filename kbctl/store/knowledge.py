@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -10,6 +11,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -22,6 +24,10 @@ from .vectors import as_floats, vector_text
 _T = TypeVar("_T")
 #: Tries of one write before a deadlock PostgreSQL keeps choosing it for is an error.
 DEADLOCK_ATTEMPTS = 5
+# ``reclaim``: a table is vacuumed once its dead rows pass this share of its live ones (as
+# autovacuum's default scale factor), and this many.
+DEAD_SHARE = 0.2
+MIN_DEAD_ROWS = 1000
 
 _EMBEDDER_KEY = "embedder"
 # Each cache's age column: a vector ages from its last use, a rerank score from its write.
@@ -503,6 +509,34 @@ class KnowledgeStore:
                 "UPDATE kb_meta SET value = %s WHERE key = %s",
                 (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))
         self.ensure_vector_index()
+
+    # --- upkeep -------------------------------------------------------------------------
+
+    def reclaim(self) -> list[str]:
+        """Vacuum (and analyse) the tables whose dead rows, left by updates and deletes,
+        pass ``DEAD_SHARE`` of their live ones; the tables vacuumed.
+
+        Why: the embedded server lives for a command and a few seconds after it, too short
+        for autovacuum, which never ran, so a nightly resync grew the database for good
+        (~15 MB a run on the Rust book, 433 → 814 MB over 25 runs; 1.7M dead postings
+        against 556k live). A server of yours vacuums on its own and rarely gets here. A
+        failure is left to the next run: the work it follows is done and committed.
+        """
+        # this run's own counts too, which reach the statistics once the session idles
+        # (PostgreSQL before 15 has no such call: the counts of earlier runs decide)
+        with contextlib.suppress(psycopg.Error):
+            self.conn.execute("SELECT pg_stat_force_next_flush()")
+        try:
+            names = [name for (name,) in self.conn.execute(
+                """SELECT relname FROM pg_stat_user_tables
+                   WHERE schemaname = current_schema() AND n_dead_tup >= %s
+                     AND n_dead_tup > %s * n_live_tup ORDER BY relname""",
+                (MIN_DEAD_ROWS, DEAD_SHARE)).fetchall()]
+            for name in names:
+                self.conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(name)))
+        except psycopg.Error:
+            return []
+        return names
 
     # --- retrieval ----------------------------------------------------------------------
 
