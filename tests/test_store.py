@@ -413,3 +413,21 @@ def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(store: Knowledge
     assert "postings" in store.reclaim()
     assert dead("postings") < 1000
     assert store.reclaim() == []  # nothing left worth the work
+
+
+def test_a_search_behind_another_sessions_lock_gives_up(store: KnowledgeStore, db_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """A table locked by another session (by hand, a migration) left a query, an eval case
+    or an agent's tool call waiting for ever."""
+    from kbctl.store import db
+
+    store.replace_source(SourceRecord(namespace="ns", ref="a", kind="text", url="kb://a",
+                                      title="a", content_hash="h"),
+                         [ChunkRecord(0, "the borrow checker", {})])
+    monkeypatch.setattr(db, "READ_TIMEOUT_S", 1)
+    with psycopg.connect(db_url) as holder:
+        holder.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(DatabaseError, match="statement timeout"):
+            store.search("ns", "borrow checker", k=3)
+    assert [r.source_ref for r in store.search("ns", "borrow checker", k=3)] == ["a"]

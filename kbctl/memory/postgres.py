@@ -25,6 +25,7 @@ from ..errors import DatabaseError, EmbedderMismatch, InputError
 from ..results import MAX_QUESTION_CHARS
 from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
+from ..store.db import bounded_read
 from ..store.knowledge import KnowledgeStore
 from ..store.migrations import migrate
 from ..store.vectors import as_floats, vector_text
@@ -118,7 +119,7 @@ class PostgresMemoryBackend:
             params.update(qv=vector_text(self.embedder.embed_query(query)),
                           w=self.vector_weight, cand=max(fetch, kb_ranking.VECTOR_CANDIDATES))
         try:
-            with self.conn.cursor(row_factory=dict_row) as cur:
+            with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
                 # Never server-prepared: a generic plan ignores the scope's size and the
                 # query's lexemes and runs ~30% slower than a fresh custom plan.
                 rows = cur.execute(stmt, params, prepare=False).fetchall()
@@ -148,7 +149,7 @@ class PostgresMemoryBackend:
                   ) -> spelling.Spelling:
         """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
         try:
-            with self.conn.cursor() as cur:
+            with bounded_read(self.conn), self.conn.cursor() as cur:
                 return spelling.check(cur, lexical.analyse(query),
                                       known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
                                       params=fenced, correct=correct)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -25,12 +27,25 @@ from .server import (
 )
 
 DEFAULT_DATA_DIR = ".kbctl"
+# A search gives up after this long: behind another session's lock (a table locked for a
+# migration or by hand) a query, an eval case or an agent's tool call waited for ever.
+READ_TIMEOUT_S = 60
 
 # psycopg warns through the root logger's last resort when a rollback fails after a lost
 # connection ("error ignored in rollback"); kbctl reports the failure that caused it, so
 # that line is noise on a cron's stderr. An application that configures logging still
 # receives it.
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+
+@contextmanager
+def bounded_read(conn: psycopg.Connection) -> Iterator[None]:
+    """A transaction whose statements fail after ``READ_TIMEOUT_S`` (a lock wait included),
+    for the reads an answer is waited for; writes and lock waits meant to wait (a resync
+    behind another) are not bounded."""
+    with conn.transaction():
+        conn.execute(f"SET LOCAL statement_timeout = {READ_TIMEOUT_S * 1000}")
+        yield
 
 
 def embedded_url(data_dir: str | Path) -> str:

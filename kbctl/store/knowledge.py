@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from ..embed.base import NO_EMBEDDER, EmbedderIdentity
 from ..errors import DatabaseError, EmbedderMismatch, LockBusy
 from . import lexical, ranking, spelling
+from .db import bounded_read
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
 from .vectors import as_floats, vector_text
 
@@ -571,11 +572,13 @@ class KnowledgeStore:
             cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT,
                        ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion)
-            params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand,
-                          vids=self._vector_candidates(namespace, qv, filters, cand))
+            params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand)
         params.update(fparams)
         try:
-            with self.conn.cursor(row_factory=dict_row) as cur:
+            with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
+                if query_vector is not None:
+                    params["vids"] = self._vector_candidates(namespace, params["qv"],
+                                                             filters, params["cand"])
                 rows = cur.execute(stmt, params).fetchall()
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
@@ -599,7 +602,7 @@ class KnowledgeStore:
         """The query's words that no chunk of the namespace uses, and the lexemes they most
         likely meant (``kbctl.store.spelling``); ``correct=False`` only finds them."""
         try:
-            with self.conn.cursor() as cur:
+            with bounded_read(self.conn), self.conn.cursor() as cur:
                 return spelling.check(
                     cur, lexical.analyse(query), known=lexical.KB_KNOWN_WORD,
                     words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
