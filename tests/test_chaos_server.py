@@ -982,3 +982,38 @@ def test_root_never_takes_over_another_users_database(tmp_path: Path) -> None:
         ensure_running(tmp_path / "kb")
     assert "run kbctl as 'uid 54321'" in (refused.value.hint or "")
     assert pgdata.stat().st_uid == 54321  # untouched
+
+
+MCP_HELLO = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+             '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}\n')
+
+
+@pytest.mark.parametrize("closed", [0, 1])
+def test_serve_mcp_started_with_a_stream_closed_says_so(box: Box, closed: int) -> None:
+    done = subprocess.run(box.argv("serve", "mcp"), cwd=box.root, env=box.env, text=True,
+                          stdout=None if closed == 1 else subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=COMMAND_DEADLINE, check=False,
+                          preexec_fn=lambda: os.close(closed))  # noqa: PLW1509 - test only
+    assert done.returncode == 3, done.stderr
+    assert "one of them is closed" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_mcp_whose_reader_leaves_or_whose_disk_is_full_ends_cleanly(box: Box) -> None:
+    pings = "".join(f'{{"jsonrpc": "2.0", "id": {i}, "method": "ping"}}\n'
+                    for i in range(2, 200))
+    proc = subprocess.Popen(box.argv("serve", "mcp"), cwd=box.root, env=box.env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdout.close()  # the client is gone
+    _, err = proc.communicate(MCP_HELLO + pings, timeout=COMMAND_DEADLINE)
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(box.argv("serve", "mcp"), cwd=box.root, env=box.env,
+                                  input=MCP_HELLO, stdout=full, stderr=subprocess.PIPE,
+                                  text=True, timeout=COMMAND_DEADLINE, check=False)
+        assert done.returncode == 3, done.stderr
+        assert "could not write to stdout: No space left on device" in done.stderr
+        assert "Traceback" not in done.stderr

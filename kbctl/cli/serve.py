@@ -12,6 +12,7 @@ import typer
 from ..agent import ToolLimits
 from ..errors import EnvironmentFailure
 from ..render import Output
+from ..render.output import stdout_failed
 from ..wiring import leave_databases
 from .common import (
     HELP_MARKUP,
@@ -34,6 +35,18 @@ from .tools import (
     limits_from,
     open_tools,
 )
+
+
+def _write_failure(exc: BaseException) -> OSError | None:
+    """The OSError inside the (nested) exception groups the SDK's task groups raise."""
+    if isinstance(exc, OSError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _write_failure(inner)
+        if found is not None:
+            return found
+    return None
+
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -64,6 +77,9 @@ def mcp(
                              embedder=embedder, embedder_base_url=embedder_base_url,
                              agent=agent, user=user)
     limits = limits_from(max_top_k, max_chars)
+    if sys.stdin is None or sys.stdout is None:  # started with <&- or >&-
+        raise EnvironmentFailure("serve mcp talks over stdin and stdout, and one of them is "
+                                 "closed", hint="start it from an MCP client, which pipes both")
     try:
         from ..agent.mcp_server import run_stdio  # the SDK is imported only by this command
     except ImportError as exc:
@@ -94,4 +110,10 @@ def mcp(
         os._exit(128 + signum)
 
     with tools, contextlib.suppress(KeyboardInterrupt):
-        run_stdio(tools, stop)
+        try:
+            run_stdio(tools, stop)
+        except Exception as exc:  # noqa: BLE001 - the transport's groups are searched
+            failed = _write_failure(exc)
+            if failed is None:
+                raise
+            stdout_failed(failed)  # its reader went away (141), or its disk is full (3)

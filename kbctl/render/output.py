@@ -55,6 +55,15 @@ def _unwritable(stream: Any, exc: OSError) -> None:
     raise SystemExit(EnvironmentFailure.exit_code)
 
 
+def stdout_failed(exc: OSError) -> NoReturn:
+    """A write to stdout failed outside the output layer (a server's own transport): end
+    as the output layer does, 141 for a reader gone, else an environment failure."""
+    if isinstance(exc, BrokenPipeError):
+        _reader_gone(sys.stdout)
+    _unwritable(sys.stdout, exc)
+    raise SystemExit(EnvironmentFailure.exit_code)  # _unwritable ends the process
+
+
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         _reader_gone(self.file)
