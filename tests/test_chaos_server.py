@@ -1017,3 +1017,21 @@ def test_serve_mcp_whose_reader_leaves_or_whose_disk_is_full_ends_cleanly(box: B
         assert done.returncode == 3, done.stderr
         assert "could not write to stdout: No space left on device" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["My Docs", "it's"])
+def test_a_data_directory_with_a_space_or_a_quote_in_its_path_works(name: str) -> None:
+    """pgserver hands the server its socket directory through a shell, unquoted: a data
+    directory under "My Docs" failed to start with "invalid argument"."""
+    root = fresh_root()
+    b = Box(root / name)
+    b.root.mkdir()
+    b.root.chmod(0o755)
+    try:
+        ok(b.run("ingest", "text", "The widget spins clockwise.", "--ref", "widgets",
+                 linger=0))
+        found = b.run("query", "widget spins", "--format", "sources", linger=0)
+        assert found.returncode == 0 and "widgets" in found.stdout, found.stderr
+    finally:
+        b.cleanup()
+        shutil.rmtree(root, ignore_errors=True)

