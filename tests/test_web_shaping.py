@@ -253,12 +253,19 @@ def test_changing_the_selectors_reads_stored_pages_again(cli: Cli, site: LocalSe
     assert again["notModified"] + again["unchanged"] == 1
 
 
+def _canonical_pair(server: LocalServer, path: str) -> None:
+    """Two pages (``path`` with ``{}`` as a and b) that name each other canonical, and
+    link to each other."""
+    for me, other in (("a", "b"), ("b", "a")):
+        there = path.format(other)
+        server.routes[path.format(me)] = html(doc_page(
+            f"Loop {me}", f"The loop page {me}, see <a href='{there}'>{other}</a>.",
+            f"<link rel='canonical' href='{there}'>"))
+
+
 def test_two_pages_that_name_each_other_canonical_keep_one(cli: Cli) -> None:
     with LocalServer() as server:
-        for me, other in (("a", "b"), ("b", "a")):
-            server.routes[f"/loop-{me}.html"] = html(doc_page(
-                f"Loop {me}", f"The loop page {me} of the tangled site.",
-                f"<link rel='canonical' href='/loop-{other}.html'>"))
+        _canonical_pair(server, "/loop-{}.html")
         server.routes["/sitemap.xml"] = ok(
             f'<?xml version="1.0"?><urlset {NS}><url><loc>{server.url("/loop-a.html")}'
             f'</loc></url><url><loc>{server.url("/loop-b.html")}</loc></url></urlset>',
@@ -366,10 +373,7 @@ def test_a_canonical_url_that_gives_no_page_keeps_the_page_that_named_it(cli: Cl
 
 def test_a_crawl_of_two_pages_naming_each_other_canonical_keeps_one(cli: Cli) -> None:
     with LocalServer() as server:
-        for me, other in (("a", "b"), ("b", "a")):
-            server.routes[f"/canon/{me}"] = html(doc_page(
-                f"Canon {me}", f"Page {me}, see <a href='/canon/{other}'>{other}</a>.",
-                f"<link rel='canonical' href='/canon/{other}'>"))
+        _canonical_pair(server, "/canon/{}")
         server.routes["/"] = html(doc_page("Home", "The home page every page links to."))
         report = cli.json("ingest", "crawl", server.url("/canon/a"), "--no-llms-txt",
                           "--ignore-robots", PRIVATE)
