@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -14,6 +15,7 @@ from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
 from .errors import DatabaseError, InputError
 from .net.endpoint import public_endpoint
+from .net.retry import RetryPolicy
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore
@@ -131,6 +133,9 @@ def resolve_embedder(
             and parse_spec(spec).provider == recorded.provider:
         base_url = known
     embedder = create_embedder(spec, base_url=base_url)
+    if writing and isinstance(policy := getattr(embedder, "retry", None), RetryPolicy):
+        # a write's batches wait long for a stalled provider: each retry is said
+        embedder.retry = replace(policy, on_retry=announce)  # type: ignore[union-attr]
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     if fresh and writing:
         store.bind_embedder(identity)

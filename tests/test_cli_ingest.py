@@ -426,3 +426,13 @@ def test_pages_chunked_by_another_chunker_version_are_read_again(cli: Cli,
     assert rows(cli.db_url, "SELECT DISTINCT meta->>'pipeline' FROM sources") == [
         (f"md{CHUNKER_VERSION}:512/64",)]
     assert cli.json("ingest", "files", str(docs))["updated"] == 0
+
+
+def test_an_ingest_says_when_its_embedder_does_not_answer(cli: Cli, docs: Path) -> None:
+    """A stalled provider costs each batch minutes of retries; stderr is what a cron log
+    keeps, and it said nothing until the run gave up."""
+    failed = cli("ingest", "files", str(docs), "--embedder", "openai:m@8",
+                 "--embedder-base-url", "http://127.0.0.1:1/v1")
+    assert failed.exit_code == 1  # its one batch failed (a second in a row would stop it)
+    tries = [line for line in failed.stderr.splitlines() if "no answer (ConnectError)" in line]
+    assert len(tries) == 4 and tries[-1].endswith("(attempt 5 of 5)")

@@ -114,3 +114,23 @@ def test_a_question_retries_a_timeout_once_and_other_failures_as_usual() -> None
             chosen.send(call, what="m", error=EmbedderError)
         assert len(calls) == attempts
     assert policy.for_question().max_retries == 4
+
+
+def test_each_retry_after_no_answer_is_told() -> None:
+    """A stalled provider costs an ingest minutes per attempt: each retry is said, so a run
+    logged by cron shows why it waits."""
+    told: list[str] = []
+    policy = RetryPolicy(max_retries=2, sleep=FakeClock().sleep, on_retry=told.append)
+    answers = iter([httpx.ReadTimeout("stalled"), httpx.Response(503),
+                    httpx.Response(200, json={})])
+
+    def call() -> httpx.Response:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert policy.send(call, what="openai/m", error=EmbedderError).status_code == 200
+    assert len(told) == 1  # a 503 answered: retried as ever, without a word
+    assert told[0].startswith("openai/m: no answer (ReadTimeout); trying again in ")
+    assert told[0].endswith("(attempt 2 of 3)")

@@ -81,6 +81,9 @@ class RetryPolicy:
     max_timeouts: int | None = None
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     random: Callable[[], float] = field(default=_random.random, compare=False)
+    # told of each retry after no answer (a timeout, a refused connection): a stalled
+    # provider costs an ingest minutes per attempt, and a run logged by cron said nothing
+    on_retry: Callable[[str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -126,6 +129,7 @@ class RetryPolicy:
         attempt = timeouts = 0
         while True:
             retry_after: str | None = None
+            unanswered: httpx.TransportError | None = None
             try:
                 response = call()
             except httpx.TransportError as exc:
@@ -136,6 +140,7 @@ class RetryPolicy:
                         f"{what}: request failed after {attempt + 1} attempts: {exc!r}",
                         hint="check the service's base URL and network",
                     ) from exc
+                unanswered = exc
             else:
                 if not self.retryable(response.status_code):
                     return response
@@ -154,5 +159,9 @@ class RetryPolicy:
                     f"{exc.seconds:.0f} s (more than {self.give_up_after:.0f} s)",
                     hint="the provider's quota is exhausted; retry later",
                 ) from None
+            if unanswered is not None and self.on_retry is not None:
+                self.on_retry(f"{what}: no answer ({type(unanswered).__name__}); trying again "
+                              f"in {delay:.0f} s (attempt {attempt + 2} of "
+                              f"{self.max_retries + 1})")
             self.sleep(delay)
             attempt += 1
