@@ -29,9 +29,11 @@ from kbctl.store.server import SERVER_SETTINGS
 from .allocations import AllocationPeak
 from .http_server import LocalServer, Request, Response, html
 
-# Ctrl-C's default, as a shell gives a command it runs in the foreground: one started in the
-# background (``.ci/run &``) inherits SIGINT ignored, and Python then leaves it ignored
+# Ctrl-C's and SIGHUP's defaults, as a shell gives a command it runs in the foreground: one
+# started in the background (``.ci/run &``) inherits SIGINT ignored, and Python then leaves
+# it ignored; one started under ``nohup`` inherits SIGHUP ignored, which kbctl respects
 ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+         "signal.signal(signal.SIGHUP, signal.SIG_DFL); "
          "from kbctl.cli import main; main()")
 LINGER = 1.0
 COMMAND_DEADLINE = 120.0  # seconds; a loaded CI machine is slow, a hang is far slower
