@@ -113,9 +113,9 @@ def test_the_words_nothing_uses_are_named(store: KnowledgeStore) -> None:
 
 def test_a_question_of_stop_words_only_says_so(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
-    assert not store.spelling("ns", "how do I do it?").searchable
-    assert store.spelling("ns", "how do I xyzzy").searchable  # a word, if an unknown one
-    assert store.spelling("ns", "-a").searchable  # an option is kept whole
+    assert not store.searchable("how do I do it?")
+    assert store.searchable("how do I xyzzy")  # a word, if an unknown one
+    assert store.searchable("-a")  # an option is kept whole
     result = retrieve(store, "what is it", namespace="ns", k=5)
     assert result.hits == [] and not result.searchable
     assert spelling.notes({}, (), result.searchable) == [spelling.STOP_WORDS_ONLY]

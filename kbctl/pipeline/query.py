@@ -120,7 +120,7 @@ def retrieve(
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
         corrected=found.corrected, unmatched=() if empty else found.unmatched, empty=empty,
-        searchable=found.searchable,
+        searchable=bool(rows) or empty or store.searchable(question),
         filters=dict(filters or {}), min_score=min_score,
         best_below_min=max(r.score for r in rows) if rows and not kept else None,
     )

@@ -609,6 +609,14 @@ class KnowledgeStore:
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
 
+    def searchable(self, query: str) -> bool:
+        """Whether ``query`` has a word the index keeps (``spelling.searchable``)."""
+        try:
+            with self.conn.cursor() as cur:
+                return spelling.searchable(cur, lexical.analyse(query))
+        except psycopg.Error as exc:
+            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+
     def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
                            cand: int) -> list[int]:
         """Nearest chunks by cosine, never under-filled by the namespace or filters.

@@ -90,8 +90,6 @@ class Spelling:
 
     corrected: dict[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()
-    # False when the question has no word the index keeps: all stop words ("how do I").
-    searchable: bool = True
 
     @property
     def lexemes(self) -> list[str]:
@@ -107,9 +105,6 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
     text = query.text
     unknown = [(token, stem) for token, stem in cur.execute(
         unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()]
-    searchable = bool(unknown or query.exact) or bool(cur.execute(
-        f"SELECT {tsvector_sql('%(text)s::text')} <> ''::tsvector", {"text": text}
-    ).fetchone()[0])
     to_correct = [(t, s) for t, s in unknown if correct and correctable(s)][:MAX_WORDS]
     meant: dict[str, str | None] = {}
     if to_correct:
@@ -121,7 +116,18 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
         meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
     corrected = {token: m for token, stem in to_correct if (m := meant.get(stem))}
     unmatched = dict.fromkeys(token.lower() for token, _ in unknown if token not in corrected)
-    return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED], searchable)
+    return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED])
+
+
+def searchable(cur: Cursor[Any], query: Analysed) -> bool:
+    """Whether the analysed ``query`` has a word the index keeps: False for one made only of
+    stop words ("how do I"), which finds nothing and would not say why. Asked only when a
+    search found nothing, so a question that finds something pays no round trip for it."""
+    if query.exact:
+        return True
+    row = cur.execute(f"SELECT {tsvector_sql('%(text)s::text')} <> ''::tsvector",
+                      {"text": query.text}).fetchone()
+    return bool(row and row[0])
 
 
 def typo_budget(stem: str) -> int:
