@@ -12,6 +12,7 @@ import pytest
 
 from kbctl.embed.base import NO_EMBEDDER, EmbedderIdentity
 from kbctl.errors import ConfigError, DatabaseError, EmbedderMismatch, InputError, LockBusy
+from kbctl.store import knowledge
 from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.migrations import MIGRATIONS
@@ -392,7 +393,8 @@ def test_two_writers_trading_words_never_deadlock_a_write(db_url: str) -> None:
     _consistent(db_url)
 
 
-def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(store: KnowledgeStore) -> None:
+def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(
+        store: KnowledgeStore, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The embedded server lives seconds, too short for autovacuum: a nightly resync grew
     the database for good until write runs vacuumed what they left dead."""
     def dead(table: str) -> int:
@@ -410,6 +412,11 @@ def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(store: Knowledge
                 [ChunkRecord(j, f"round {round_} page {i} part {j} words here", {})
                  for j in range(10)])
     assert dead("postings") >= 1000
+    # a table another session holds a conflicting lock on is passed over, not waited for
+    monkeypatch.setattr(knowledge, "VACUUM_LOCK_WAIT_S", 1)
+    with psycopg.connect(db_url) as holder:
+        holder.execute("LOCK TABLE postings IN SHARE MODE")  # as CREATE INDEX holds it
+        assert "postings" not in store.reclaim()
     assert "postings" in store.reclaim()
     assert dead("postings") < 1000
     assert store.reclaim() == []  # nothing left worth the work

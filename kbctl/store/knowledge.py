@@ -29,6 +29,7 @@ DEADLOCK_ATTEMPTS = 5
 # autovacuum's default scale factor), and this many.
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1000
+VACUUM_LOCK_WAIT_S = 5
 
 _EMBEDDER_KEY = "embedder"
 # Each cache's age column: a vector ages from its last use, a rerank score from its write.
@@ -521,7 +522,9 @@ class KnowledgeStore:
         for autovacuum, which never ran, so a nightly resync grew the database for good
         (~15 MB a run on the Rust book, 433 → 814 MB over 25 runs; 1.7M dead postings
         against 556k live). A server of yours vacuums on its own and rarely gets here. A
-        failure is left to the next run: the work it follows is done and committed.
+        failure is left to the next run: the work it follows is done and committed. A table
+        another session holds a conflicting lock on (an index being built, another vacuum)
+        is passed over after ``VACUUM_LOCK_WAIT_S``: waiting, the run never ended.
         """
         # this run's own counts too, which reach the statistics once the session idles
         # (PostgreSQL before 15 has no such call: the counts of earlier runs decide)
@@ -533,11 +536,22 @@ class KnowledgeStore:
                    WHERE schemaname = current_schema() AND n_dead_tup >= %s
                      AND n_dead_tup > %s * n_live_tup ORDER BY relname""",
                 (MIN_DEAD_ROWS, DEAD_SHARE)).fetchall()]
-            for name in names:
-                self.conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(name)))
         except psycopg.Error:
             return []
-        return names
+        done = []
+        try:
+            self.conn.execute(f"SET lock_timeout = '{VACUUM_LOCK_WAIT_S}s'")
+            for name in names:
+                with contextlib.suppress(psycopg.errors.LockNotAvailable):
+                    self.conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(
+                        sql.Identifier(name)))
+                    done.append(name)
+        except psycopg.Error:
+            pass  # the next run tries again
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.execute("RESET lock_timeout")
+        return done
 
     # --- retrieval ----------------------------------------------------------------------
 
