@@ -95,6 +95,7 @@ class Crawler:
     _robots: dict[str, asyncio.Task[Robots]] = field(default_factory=dict)
     _emitted: set[str] = field(default_factory=set)
     _copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
+    _claimed: set[str] = field(default_factory=set)  # the canonical URLs of ``_copies``
     _no_page: set[str] = field(default_factory=set)  # canonical URLs that gave no page
 
     async def run(self, start: Leaf, outbox: Outbox[Any]) -> None:
@@ -200,8 +201,9 @@ class Crawler:
                                               honor_canonical=False)
                 return dataclasses.replace(kept, links=kept.links or fetched.links)
             self._copies[ref] = canonical
-        elif (fetched.loaded.error is not None or fetched.loaded.dropped) and any(
-                target in (leaf.ref, ref) for target in self._copies.values()):
+            self._claimed.add(canonical)
+        elif (fetched.loaded.error is not None or fetched.loaded.dropped) and (
+                leaf.ref in self._claimed or ref in self._claimed):
             self._no_page.update((leaf.ref, ref))
             self.state.hidden_links = True
         return fetched
