@@ -134,7 +134,7 @@ class PostgresMemoryBackend:
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
         notes += spelling.notes(found.corrected, found.unmatched,
-                                bool(rows) or self._searchable(query))
+                                bool(rows) or KnowledgeStore(self.conn).searchable(query))
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)
@@ -145,13 +145,6 @@ class PostgresMemoryBackend:
             embedder=str(self._identity), backend=self.name,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             notes=notes, tracked=tracked)
-
-    def _searchable(self, query: str) -> bool:
-        try:
-            with self.conn.cursor() as cur:
-                return spelling.searchable(cur, lexical.analyse(query))
-        except psycopg.Error as exc:
-            raise DatabaseError(f"memory search failed: {str(exc).strip()}") from exc
 
     def _spelling(self, query: str, fenced: dict[str, Any], correct: bool
                   ) -> spelling.Spelling:
