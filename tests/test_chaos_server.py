@@ -774,18 +774,23 @@ def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) ->
     assert f"{box.data_dir} was made by another PostgreSQL major version" in query.stderr
 
 
-def test_a_command_started_with_stdout_closed_still_ends_cleanly(box: Box) -> None:
-    """cron and service managers may start a command with a stream closed (``>&-``)."""
+def test_a_command_started_with_stdout_closed_says_its_result_is_lost(box: Box) -> None:
+    """cron and service managers may start a command with a stream closed (``>&-``). A
+    result that has nowhere to go is lost, as on a full disk: exit 3 and one line, not a
+    silent exit 0. An error keeps its own code, and a command with no result to write (a
+    query that found nothing) succeeds."""
     suite = box.root / "suite.yaml"  # one failing case: its GitHub annotation goes to stdout
     suite.write_text("version: 1\ncases:\n  - id: gone\n    question: widget\n"
                      "    expect: {sourceIncludes: no-such-page}\n")
-    for args, code in ((("query", "widget", "--json"), 0), (("query", "widget"), 0),
-                       (("query", ""), 2), (("eval", str(suite), "--github"), 1)):
+    for args, code in ((("query", "widget", "--json"), 3), (("query", "widget"), 3),
+                       (("query", ""), 2), (("query", "", "--json"), 2),
+                       (("query", "zebracornish"), 0), (("eval", str(suite), "--github"), 3)):
         done = subprocess.run(box.argv(*args), cwd=box.root, env=box.env, text=True,
                               stderr=subprocess.PIPE, timeout=COMMAND_DEADLINE, check=False,
                               preexec_fn=lambda: os.close(1))  # noqa: PLW1509 - test only
-        assert done.returncode == code, done.stderr
+        assert done.returncode == code, (args, done.stderr)
         assert "Traceback" not in done.stderr
+        assert ("could not write to stdout: it is closed" in done.stderr) == (code == 3)
 
 
 @pytest.mark.parametrize("form", [(), ("--json",), ("--format", "sources")])

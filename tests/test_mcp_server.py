@@ -115,7 +115,7 @@ def test_lists_tools_and_answers_every_call(kb: Cli, workdir: Path) -> None:
         paths = {r["path"] for r in recalled.structured_content["results"]}
         assert paths == {"memory/agent/runbook.md", "memory/user/prefs.md"}
         got = await s.call_tool("memory_get", {"path": "memory/user/prefs.md"})
-        assert got.structured_content["text"] == "alice prefers pnpm for the widget"
+        assert got.structured_content["text"] == "alice prefers pnpm for the widget\n"
         wrote = await s.call_tool("memory_append", {"path": "memory/user/prefs.md",
                                                     "content": "alice uses linux"})
         assert wrote.structured_content["status"] == "appended", text(wrote)
@@ -188,7 +188,7 @@ def test_read_only_mode(kb: Cli, workdir: Path) -> None:
                                                       "content": "overwrite"})
         assert refused.is_error and "read-only" in text(refused)
         read = await s.call_tool("memory_get", {"path": "memory/agent/runbook.md"})
-        assert read.structured_content["text"] == "rotate the widget token weekly"
+        assert read.structured_content["text"] == "rotate the widget token weekly\n"
 
     drive(kb.db_url, workdir, ("-n", "docs", "--read-only", *ALICE), body)
     assert rows(kb.db_url, "SELECT count(*) FROM memory_files WHERE content LIKE %s",
@@ -336,6 +336,48 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
     # nothing was ingested here: the operator is told, as the model will find nothing
     assert "warning: namespace 'docs' holds no chunks" in (
         workdir / "server.log").read_text()
+
+
+def _peak_rss_kb(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_an_endless_line_is_read_past_in_bounded_memory(cli: Cli, workdir: Path) -> None:
+    """The SDK's reader held a whole line in memory: one 64 MB line grew the server by more
+    than its size. Now it is read past in pieces, answered, and the next request served."""
+    peer = RawPeer(cli.db_url, workdir)
+    try:
+        peer.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        assert peer.read()["id"] == 1
+        before = _peak_rss_kb(peer.proc.pid)
+        piece = "a" * (1024 * 1024)
+        assert peer.proc.stdin is not None
+        peer.proc.stdin.write('{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": "')
+        for _ in range(64):
+            peer.proc.stdin.write(piece)
+        peer.send('"}}')
+        answer = peer.read()
+        assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+        assert "at most 16 MB" in answer["error"]["message"]
+        peer.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+        assert peer.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        grown_mb = (_peak_rss_kb(peer.proc.pid) - before) / 1024
+        assert grown_mb < 40, f"the server grew by {grown_mb:.0f} MB reading one line"
+    finally:
+        peer.close()
+    assert peer.proc.returncode == 0
+
+
+def test_bounded_lines_keep_every_line_within_the_limit() -> None:
+    from io import BytesIO
+
+    from kbctl.agent.mcp_server import _OVERSIZED, BoundedLines
+
+    lines = BoundedLines(BytesIO(b"12345\n" + b"x" * 50 + b"\n\xffok\nlast"), limit=6)
+    assert [lines.read_line() for _ in range(5)] == [
+        "12345\n", _OVERSIZED, "\ufffdok\n", "last", None]
 
 
 # A piped client's first messages: the handshake and one search (id 2).

@@ -6,15 +6,17 @@ stays free to read the next message); a tool's failure is an ``isError`` result,
 protocol error or a dead server. A line that is not a JSON-RPC message gets the JSON-RPC
 2.0 error a client can match (``-32700`` not JSON, ``-32600`` invalid request, ``-32602``
 for a request whose strings hold a lone surrogate; id null where it cannot be read), and
-the server reads on.
+the server reads on. A line longer than ``MAX_MESSAGE_BYTES`` is read past in pieces and
+answered ``-32600``: memory stays bounded whatever a client sends.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
@@ -68,6 +70,42 @@ def build_server(tools: AgentTools) -> Server[Any]:
 
 
 MAX_LINE = 4 * 1024 * 1024  # read again only up to this size, to find the request's id
+# The longest message read: a memory note at its 5 MB limit, JSON-escaped, fits.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_SKIP_PIECE = 64 * 1024
+# Stands for a line past MAX_MESSAGE_BYTES: no JSON, so the SDK hands back a parse error.
+_OVERSIZED = "\x00oversized message\n"
+
+
+class BoundedLines:
+    """stdin's lines for the SDK's reader, as ``anyio.wrap_file`` would give them, but
+    never longer than ``limit`` bytes: the SDK's own reader holds a whole line in memory,
+    and one endless line from a client grew the server without bound."""
+
+    def __init__(self, raw: BinaryIO, limit: int = MAX_MESSAGE_BYTES) -> None:
+        self._raw = raw
+        self._limit = limit
+
+    def __aiter__(self) -> BoundedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await anyio.to_thread.run_sync(self.read_line)
+        if line is None:
+            raise StopAsyncIteration
+        return line
+
+    def read_line(self) -> str | None:
+        """The next line, ``_OVERSIZED`` for one too long (read past to its end), None at
+        the end of the input."""
+        data = self._raw.readline(self._limit + 1)
+        if not data:
+            return None
+        if len(data) > self._limit and not data.endswith(b"\n"):
+            while (rest := self._raw.readline(_SKIP_PIECE)) and not rest.endswith(b"\n"):
+                pass
+            return _OVERSIZED
+        return data.decode("utf-8", errors="replace")
 
 
 def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
@@ -79,6 +117,9 @@ def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
         return [_error(None, types.INVALID_REQUEST, "Invalid Request")]
     details = exc.errors()
     invalid = next((d for d in details if d["type"] == "json_invalid"), None)
+    if invalid is not None and invalid.get("input") == _OVERSIZED:
+        return [_error(None, types.INVALID_REQUEST, "Invalid Request: a message is at most "
+                       f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MB")]
     if invalid is not None:
         request_id = _id_of(_lenient(invalid.get("input")))
         if request_id is not None:  # JSON but for a string that is no text: its caller waits
@@ -208,7 +249,8 @@ async def serve_stdio(tools: AgentTools, stop: Callable[[int], None] | None = No
     process itself."""
     server = build_server(tools)
     unanswered = _Unanswered()
-    async with stdio_server() as (read, write):
+    stdin = BoundedLines(sys.stdin.buffer)
+    async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tasks:

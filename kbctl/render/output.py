@@ -48,10 +48,15 @@ def _unwritable(stream: Any, exc: OSError) -> None:
     _silence(stream)
     if stream is sys.stderr:
         return
+    _result_lost(str(exc.strerror or exc))
+
+
+def _result_lost(why: str) -> NoReturn:
+    """The result cannot reach stdout: one line on stderr, if it is there, and exit 3."""
     if sys.stderr is not None:
         with contextlib.suppress(OSError, ValueError):
-            print(f"kbctl: error: could not write to stdout: {exc.strerror or exc}",
-                  file=sys.stderr, flush=True)
+            print(f"kbctl: error: could not write to stdout: {why}", file=sys.stderr,
+                  flush=True)
     raise SystemExit(EnvironmentFailure.exit_code)
 
 
@@ -89,13 +94,16 @@ class Output:
     def emit(self, rendered: Rendered) -> None:
         for stream, part in rendered.parts:
             if stream == "out":
-                self._write(self.out, sys.stdout, part)
+                self._write(self.out, sys.stdout, part, result=True)
             else:
                 self._write(self.err, sys.stderr, part)
 
     @staticmethod
-    def _write(console: Console, stream: Any, part: Part) -> None:
+    def _write(console: Console, stream: Any, part: Part, *, result: bool = False) -> None:
+        """Write ``part``; a ``result`` that cannot reach stdout ends the command."""
         if stream is None:  # started with the stream closed (``>&-``): nowhere to write
+            if result:  # the result is lost, as on a full disk: not a silent success
+                _result_lost("it is closed")
             return
         try:
             if isinstance(part, str):
@@ -109,7 +117,7 @@ class Output:
             _unwritable(stream, exc)
 
     def json(self, data: Any) -> None:
-        self._write(self.out, sys.stdout, json_text(data))
+        self._write(self.out, sys.stdout, json_text(data), result=True)
 
     def note(self, message: str) -> None:
         """A line for people, on stderr so stdout stays clean for pipes."""
@@ -117,8 +125,9 @@ class Output:
             self.err.print(f"[dim]{shown(clipped(message), keep_newlines=True)}[/dim]")
 
     def error(self, exc: KbctlError) -> None:
-        if self.json_mode:
-            self.json({"error": exc.to_dict(), "exitCode": exc.exit_code})
+        if self.json_mode:  # the error's own exit code stands, wherever stdout went
+            self._write(self.out, sys.stdout,
+                        json_text({"error": exc.to_dict(), "exitCode": exc.exit_code}))
         message = shown(clipped(exc.message), keep_newlines=True)
         self.err.print(f"[bold red]error:[/bold red] {message}")
         if exc.hint:
