@@ -116,10 +116,12 @@ def resolve_settings(
     """Merge the layers; ``flags`` holds only options the user actually passed (non-None)."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
+    layers: list[dict[str, Any]] = []  # lowest precedence first
+    from_env = {name: env[var] for var, name in _ENV.items() if env.get(var)}
     for var, name in _ENV.items():
-        if env.get(var):
-            require_clean(var, env[var])
-            values[name] = env[var]
+        if name in from_env:
+            require_clean(var, from_env[name])
+    layers.append(from_env)
     memory = MemorySettings().merged(memory_from_env(env))
     path = find_config(config, cwd)
     if path is not None:
@@ -127,11 +129,21 @@ def resolve_settings(
         if "memory_track" in from_file:
             memory = memory.merged({"track": from_file.pop("memory_track")})
         memory = memory.merged(from_file.pop("memory", {}))
-        values.update(from_file)
+        layers.append(from_file)
         values["config_path"] = path
     flags = dict(flags or {})
     memory = memory.merged(flags.pop("memory", None) or {}, from_flags=True)
-    values.update({k: v for k, v in flags.items() if v is not None})
+    given = {k: v for k, v in flags.items() if v is not None}
+    if "db_url" in given and "data_dir" in given:
+        raise ConfigError("--db and --data-dir name two databases (a server, and the embedded "
+                          "one in a folder)", hint="pass one of them")
+    for layer in layers:
+        values.update(layer)
+    if "data_dir" in given and "db_url" not in given:
+        # --data-dir names this run's database: a URL from the file or the environment
+        # (a production secret in CI) must not take the run's writes instead
+        values.pop("db_url", None)
+    values.update(given)
     values["memory"] = memory
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])

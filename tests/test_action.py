@@ -230,6 +230,15 @@ def test_baseline_input_and_existing_kb(workspace: Path, runner_temp: Path, db_u
                            "fail-on": "regression"}, workspace, runner_temp)
     assert tolerant.exit_code == 0
     assert tolerant.outputs["failed"] == "1"
+    # a first run names a baseline no run saved yet: a warning, not exit 2 (usage error)
+    first_ever = run_action({"suite": "evals/docs.yaml", "db-url": db_url,
+                             "namespace": "site", "baseline": "nothing-yet/report.json",
+                             "fail-on": "regression"}, workspace, runner_temp)
+    assert first_ever.exit_code == 0, first_ever.steps
+    warning = next(line for step in first_ever.steps.values()
+                   for line in step.stdout.splitlines() if line.startswith("::warning"))
+    assert "no baseline at nothing-yet/report.json yet" in warning
+    assert "fails on any failed case" in warning
 
 
 def test_inputs_never_reach_the_shell_as_code(workspace: Path, runner_temp: Path,

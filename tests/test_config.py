@@ -67,3 +67,21 @@ def test_fusion_is_a_setting_a_flag_overrides(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="fusion .--fusion. must be 'weighted' or 'rrf', "
                        "got 'reciprocal'"):
         resolve_settings({"fusion": "reciprocal"}, env={}, cwd=tmp_path)
+
+
+def test_a_data_dir_flag_outranks_a_configured_database_url(tmp_path: Path) -> None:
+    """``--data-dir`` was ignored when ``KBCTL_DATABASE_URL`` or ``db:`` was set: a CI run
+    meant for a throwaway folder wrote into the production database."""
+    url = "postgresql://kb@db.internal/kb"
+    env = {"KBCTL_DATABASE_URL": url}
+    s = resolve_settings({"data_dir": "/tmp/throwaway"}, env=env, cwd=tmp_path)
+    assert (s.db_url, s.data_dir) == (None, Path("/tmp/throwaway"))
+    (tmp_path / "kbctl.yaml").write_text(f"db: {url}\n")
+    s = resolve_settings({"data_dir": "/tmp/throwaway"}, env={}, cwd=tmp_path)
+    assert (s.db_url, s.data_dir) == (None, Path("/tmp/throwaway"))
+    # without the flag, a URL still wins over a folder from the file or the environment
+    (tmp_path / "kbctl.yaml").write_text("data_dir: .kb\n")
+    assert resolve_settings({}, env=env, cwd=tmp_path).db_url == url
+    assert resolve_settings({"db_url": url}, env={}, cwd=tmp_path).db_url == url
+    with pytest.raises(ConfigError, match="--db and --data-dir name two databases"):
+        resolve_settings({"db_url": url, "data_dir": "/tmp/x"}, env={}, cwd=tmp_path)

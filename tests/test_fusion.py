@@ -89,7 +89,12 @@ def test_rrf_stays_available(kb) -> None:
     result = retrieve(store, "delete a directory tree", namespace="ns", k=2, embedder=emb,
                       fusion="rrf")
     assert result.mode == "rrf" and result.hits[0].source_ref == "kb://text/shutil"
-    assert result.hits[0].score == pytest.approx(1.0)
+    weighted = retrieve(store, "delete a directory tree", namespace="ns", k=1, embedder=emb)
+    # first on both lists: the question's match strength, as under the weighted fusion
+    assert result.hits[0].score == pytest.approx(weighted.hits[0].score)
+    weak = retrieve(store, "tree frogs of the rain forest canopy", namespace="ns", k=1,
+                    embedder=emb, fusion="rrf").hits[0]
+    assert result.hits[0].score > 0.5 > weak.score  # ranks alone gave both about 1
 
 
 def _row(ref: str, score: float, i: int) -> ScoredChunk:

@@ -106,7 +106,9 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
       at all, so one ``minScore`` works across queries.
 
     ``score = w * vector + (1 - w) * text`` holds for the reported components.
-    ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1.
+    ``rrf``: reciprocal rank fusion, scaled so a chunk first on both lists scores 1, times
+    the same match strength: ranks alone gave an off-topic question's first result 0.9,
+    so no ``minScore`` could tell it from an answer.
 
     Returns up to ``%(pool)s`` rows, best first, for ``crowd_pages`` to cut to k.
     """
@@ -162,10 +164,10 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
         fused AS (
             SELECT chunk_id,
                    strength * t_rel AS text_score, strength * v_rel AS vector_score,
-                   CASE WHEN %(fusion)s = 'rrf'
+                   strength * CASE WHEN %(fusion)s = 'rrf'
                         THEN ((CASE WHEN r > 0 THEN 1.0 / ({RRF_K} + lrank) ELSE 0 END)
                               + 1.0 / ({RRF_K} + vrank)) * ({RRF_K} + 1) / 2.0
-                        ELSE strength * (%(w)s * v_rel + (1 - %(w)s) * t_rel) END AS score
+                        ELSE %(w)s * v_rel + (1 - %(w)s) * t_rel END AS score
             FROM ranked)
         SELECT {_RESULT_COLUMNS}, f.text_score, f.vector_score, f.score
         FROM fused f
