@@ -93,6 +93,8 @@ def test_identifiers_are_kept_whole_and_split(text: str, words: str, exact: set[
     analysed = lexical.analyse(text)
     assert set(analysed.exact) == exact
     assert all(w in analysed.text for w in words.split())
+    # the whole names only, not a dotted name's shorter spans
+    assert set(analysed.names) == exact - {"os.path", "path.splitext"}
 
 
 def _kb(store: KnowledgeStore, docs: dict[str, tuple[str, dict]]) -> None:

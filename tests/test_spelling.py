@@ -111,6 +111,19 @@ def test_the_words_nothing_uses_are_named(store: KnowledgeStore) -> None:
     assert store.spelling("ns", "server timeout") == spelling.Spelling()
 
 
+def test_a_name_nothing_uses_is_named_and_lowers_the_score(store: KnowledgeStore) -> None:
+    """Only an identifier's parts were looked up: ``clear_cache_page``, which no page
+    holds, scored as ``clear cache page`` (a name the docs explain) and was not named."""
+    _kb(store, DOCS)
+    found = store.spelling("ns", "clear_cache_page and os.getenv")
+    assert found.unmatched == ("clear_cache_page",)  # os.getenv is used: not named
+    assert store.spelling("ns", "clear the cache page") == spelling.Spelling()
+    name = retrieve(store, "clear_cache_page", namespace="ns", k=1).hits[0]
+    words = retrieve(store, "clear cache page", namespace="ns", k=1).hits[0]
+    assert name.source_ref == words.source_ref == "cache"  # ranked alike
+    assert name.score < 0.75 * words.score
+
+
 def test_a_question_of_stop_words_only_says_so(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
     assert not store.searchable("how do I do it?")

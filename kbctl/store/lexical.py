@@ -72,6 +72,8 @@ class Analysed:
 
     text: str
     exact: tuple[str, ...]
+    # the whole identifiers among ``exact`` (not a dotted name's shorter spans), once each
+    names: tuple[str, ...] = ()
 
     @property
     def exact_text(self) -> str:
@@ -84,10 +86,12 @@ def analyse(text: str) -> Analysed:
     Only the first ``MAX_ANALYSED_CHARS`` of ``text`` count."""
     text = text[:MAX_ANALYSED_CHARS]
     exact = [m.group(0) for m in _OPTION.finditer(text)]
+    names = list(exact)
 
     def dotted(match: re.Match[str]) -> str:
         parts = match.group(0).split(".")
         lowered = [p.lower() for p in parts]
+        names.append(".".join(lowered))
         exact.extend(".".join(lowered[i:j]) for i in range(len(parts))
                      for j in range(i + 2, min(i + MAX_SPAN_PARTS, len(parts)) + 1))
         if len(parts) > MAX_SPAN_PARTS:
@@ -95,12 +99,15 @@ def analyse(text: str) -> Analysed:
         return " ".join(parts)
 
     split = _DOTTED.sub(dotted, text)
-    exact.extend(m.group(0).lower() for m in _SNAKE.finditer(split)
-                 if any(c.isalpha() for c in m.group(0)))
+    snakes = [m.group(0).lower() for m in _SNAKE.finditer(split)
+              if any(c.isalpha() for c in m.group(0))]
+    exact.extend(snakes)
+    names.extend(snakes)
     camel = [" ".join(_CAMEL_PART.findall(m.group(0))) for m in _CAMEL.finditer(split)]
     if camel:
         split = split + "\n" + " ".join(camel)
-    return Analysed(split, tuple(e for e in exact if len(e) <= MAX_EXACT_CHARS))
+    return Analysed(split, tuple(e for e in exact if len(e) <= MAX_EXACT_CHARS),
+                    tuple(dict.fromkeys(n for n in names if len(n) <= MAX_EXACT_CHARS)))
 
 
 @dataclass(frozen=True)

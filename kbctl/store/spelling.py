@@ -115,8 +115,25 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
                       for stem, lexemes, dfs in rows}
         meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
     corrected = {token: m for token, stem in to_correct if (m := meant.get(stem))}
-    unmatched = dict.fromkeys(token.lower() for token, _ in unknown if token not in corrected)
+    unmatched = dict.fromkeys([*(token.lower() for token, _ in unknown if token not in corrected),
+                               *unknown_names(cur, query, known=known, params=params)])
     return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED])
+
+
+def unknown_names(cur: Cursor[Any], query: Analysed, *, known: str,
+                  params: Mapping[str, Any]) -> list[str]:
+    """The query's whole identifiers (``protected_namespaces``, ``os.path.splittext``,
+    ``--max-depth``) that its corpus never uses. They are never corrected, but they are
+    words the question asks for and nothing holds: counted as missing, they lower its
+    score. Before, only their parts were looked up, and a name the docs do not have
+    scored as high as one they explain, once a part was matched by spelling."""
+    if not query.names:
+        return []
+    rows = cur.execute(f"""
+        SELECT s.lexeme FROM unnest(%(names)s::text[]) WITH ORDINALITY AS s(lexeme, n)
+        WHERE NOT ({known}) ORDER BY s.n LIMIT {MAX_UNKNOWN}""",
+                       {**params, "names": list(query.names)}).fetchall()
+    return [lexeme for (lexeme,) in rows]
 
 
 def searchable(cur: Cursor[Any], query: Analysed) -> bool:
