@@ -48,6 +48,14 @@ def test_ndcg_and_recall_count_each_relevant_page_once() -> None:
     assert case_gains(top) == (1.0, 1.0)
 
 
+def test_a_chunk_matching_two_patterns_gains_both() -> None:
+    """A page and one of its sections, both listed and found at rank 1, scored 0.61."""
+    first = result(["/guide/install#pip", "/x"], ("/guide/install", "/guide/install#pip"))
+    assert case_gains(first) == (1.0, 1.0)
+    later = result(["/x", "/guide/install#pip"], ("/guide/install", "/guide/install#pip"))
+    assert case_gains(later) == pytest.approx((2 * dcg(2) / dcg(1, 2), 1.0))
+
+
 def test_ideal_is_capped_at_top_k() -> None:
     # Three relevant pages but topK 2: finding two of them at the top is ideal.
     r = result(["/a", "/b"], ("/a", "/b", "/c"), top_k=2)

@@ -4,7 +4,9 @@ Each ``sourceIncludes`` pattern names one relevant source. Per case, at its ``to
 - hit: some retrieved chunk matches a pattern; MRR: 1 / rank of the first such chunk;
 - recall@k: the share of the case's patterns that some retrieved chunk matches;
 - nDCG@k: binary gain, each pattern counted once at the first rank that matches it (more
-  chunks of a page already found add nothing), over the ideal of every pattern at the top.
+  chunks of a page already found add nothing), over the ideal of every pattern at the top,
+  at most 1: a chunk that matches two patterns at once (``guide/install`` and
+  ``guide/install#pip``) gains both where it stands, so finding it first is perfect.
 A suite's figure is the mean over its scored cases; ``by_tag`` repeats them per case tag.
 """
 
@@ -59,10 +61,10 @@ def case_gains(result: Judged) -> tuple[float, float]:
         new = [p for p in patterns if p not in found and matches(chunk, p)]
         if new:
             found.update(new)
-            dcg += _discount(chunk.rank)
+            dcg += len(new) * _discount(chunk.rank)
     ideal = sum(_discount(rank) for rank in range(1, min(len(patterns),
                                                           result.case.top_k) + 1))
-    return (dcg / ideal if ideal else 0.0), len(found) / len(patterns)
+    return (min(1.0, dcg / ideal) if ideal else 0.0), len(found) / len(patterns)
 
 
 def compute_metrics(results: Sequence[Judged], *, per_tag: bool = True) -> Metrics:
