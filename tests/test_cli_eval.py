@@ -289,6 +289,38 @@ def test_github_flag_with_json_keeps_stdout_one_document(small_kb: Cli, workdir:
     assert "kbctl eval" in paths["summary"].read_text()
 
 
+def test_annotations_name_a_relative_suite_from_the_checkout(
+        small_kb: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from ``evals/`` with a relative path, the annotation said ``file=failing.yaml``,
+    which GitHub cannot place in the checkout."""
+    github_env(monkeypatch, workdir, actions=True)
+    write(workdir / "evals" / "failing.yaml", FAILING)
+    monkeypatch.chdir(workdir / "evals")
+    result = small_kb("eval", "failing.yaml")
+    assert result.exit_code == 1
+    assert "::error file=evals/failing.yaml,line=6," in result.stdout
+
+
+def test_junit_under_fail_on_regression_skips_the_tolerated_failures(
+        small_kb: Cli, workdir: Path) -> None:
+    """A run that passed (exit 0) wrote ``failures="1"``: a JUnit reporter turned it red."""
+    import xml.etree.ElementTree as ET
+
+    suite = write(workdir / "failing.yaml", FAILING)
+    base, junit = workdir / "base.json", workdir / "junit.xml"
+    assert small_kb("eval", str(suite), "--save-baseline", str(base)).exit_code == 1
+    tolerant = small_kb("eval", str(suite), "--baseline", str(base), "--fail-on",
+                        "regression", "--junit", str(junit))
+    assert tolerant.exit_code == 0
+    root = ET.parse(junit).getroot()
+    assert (root.get("failures"), root.get("skipped")) == ("0", "1")
+    (skipped,) = root.iter("skipped")
+    assert skipped.get("message", "").startswith("failed, not a regression")
+    strict = small_kb("eval", str(suite), "--junit", str(junit))
+    assert strict.exit_code == 1
+    assert ET.parse(junit).getroot().get("failures") == "1"
+
+
 def test_no_github_output_without_actions_or_flag(small_kb: Cli, workdir: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     paths = github_env(monkeypatch, workdir, actions=False)

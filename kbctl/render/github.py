@@ -7,7 +7,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from ..evals.baseline import CaseRef
 from ..evals.outcome import EvalOutcome
@@ -38,8 +38,13 @@ def escape_property(text: str) -> str:
 
 def annotation_path(suite: str, root: str | None = None) -> str:
     """The suite path as GitHub wants it in an annotation: relative to the checkout
-    (``root``) when the file lies inside it, normalised (no ``./``)."""
+    (``root``) when the file lies inside it, normalised (no ``./``). A relative path is
+    read from the working directory first: run from ``evals/``, ``gate.yaml`` is
+    ``evals/gate.yaml`` to GitHub."""
     path = PurePosixPath(posixpath.normpath(suite.replace("\\", "/")))
+    if root and not path.is_absolute():
+        path = PurePosixPath(posixpath.normpath(posixpath.join(
+            Path.cwd().as_posix(), path.as_posix())))
     if root and path.is_absolute():
         base = PurePosixPath(posixpath.normpath(root.replace("\\", "/")))
         if path.is_relative_to(base):

@@ -24,8 +24,11 @@ def junit_xml(outcome: EvalOutcome) -> str:
 
     A failed or regressed case gets a ``failure`` whose message is its problems on one line
     and whose text lists every check; ``type`` is ``retrieval-error``, ``check`` or
-    ``regression``.
+    ``regression``. Under ``--fail-on regression`` a failed case that did not regress does
+    not fail the run, so it is ``skipped`` (with the same message), not a ``failure``: a
+    JUnit reporter turned the check red for a run that passed.
     """
+    tolerated = outcome.verdict.fail_on == "regression"
     report, diff = outcome.report, outcome.diff
     root = ET.Element("testsuites", {
         "name": "kbctl eval",
@@ -36,7 +39,7 @@ def junit_xml(outcome: EvalOutcome) -> str:
         "time": f"{report.duration_ms / 1000:.3f}",
         "timestamp": report.started_at,
     })
-    total_failures = 0
+    total_failures = total_skipped = 0
     for path in report.suites:
         results = [r for r in report.results if r.case.suite == path]
         stem = PurePosixPath(path).stem
@@ -54,19 +57,26 @@ def junit_xml(outcome: EvalOutcome) -> str:
         for name, value in (("namespace", report.namespace), ("embedder", report.embedder),
                             ("kbctlVersion", report.kbctl_version)):
             ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
-        failures = 0
+        failures = skipped = 0
         for result in results:
-            failures += _junit_case(suite_el, stem, result, regression_of(diff, result))
+            kind = _junit_case(suite_el, stem, result, regression_of(diff, result), tolerated)
+            failures += kind == "failure"
+            skipped += kind == "skipped"
         suite_el.set("failures", str(failures))
+        suite_el.set("skipped", str(skipped))
         total_failures += failures
+        total_skipped += skipped
     root.set("failures", str(total_failures))
+    root.set("skipped", str(total_skipped))
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
 
 
 def _junit_case(parent: ET.Element, stem: str, result: CaseResult,
-                regression: Regression | None) -> int:
+                regression: Regression | None, tolerated: bool) -> str | None:
+    """Add the case's ``testcase``; ``failure``, ``skipped`` (a failure the run tolerates)
+    or None for what it holds."""
     case = result.case
     attrs = {"classname": _xml_text(stem), "name": _xml_text(case.id),
              "file": _xml_text(case.suite), "time": f"{result.duration_ms / 1000:.3f}"}
@@ -79,13 +89,19 @@ def _junit_case(parent: ET.Element, stem: str, result: CaseResult,
         lines += [f"[REGRESSION] {reason}" for reason in regression.reasons]
     lines += [f"retrieved #{r.rank} {r.score:.3f} {r.citation}" for r in result.retrieved]
     problems = problem_lines(result, regression)
+    if problems and tolerated and regression is None:
+        ET.SubElement(case_el, "skipped", {"message": _xml_text(
+            "failed, not a regression (--fail-on regression): " + "; ".join(problems))})
+        out = ET.SubElement(case_el, "system-out")
+        out.text = _xml_text("\n".join(lines))
+        return "skipped"
     if problems:
         kind = "retrieval-error" if result.error else "check" if not result.passed \
             else "regression"
         failure = ET.SubElement(case_el, "failure",
                                 {"message": _xml_text("; ".join(problems)), "type": kind})
         failure.text = _xml_text("\n".join(lines))
-    else:
-        out = ET.SubElement(case_el, "system-out")
-        out.text = _xml_text("\n".join(lines))
-    return 1 if problems else 0
+        return "failure"
+    out = ET.SubElement(case_el, "system-out")
+    out.text = _xml_text("\n".join(lines))
+    return None
