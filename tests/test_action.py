@@ -163,7 +163,7 @@ def test_action_declares_what_it_promises() -> None:
     assert {"suite", "db-url", "embedder", "namespace", "fail-on", "baseline", "docs-path",
             "base-url", "generator", "python-version", "junit"} <= set(action["inputs"])
     assert set(action["outputs"]) == {"passed", "failed", "total", "hit-rate", "mrr", "ndcg",
-                                      "recall", "report"}
+                                      "recall", "report", "regressions", "verdict", "error"}
     steps = action["runs"]["steps"]
     assert steps[0]["uses"].startswith("actions/setup-python@")
     install = next(s for s in steps if s.get("id") == "install")
@@ -239,6 +239,24 @@ def test_baseline_input_and_existing_kb(workspace: Path, runner_temp: Path, db_u
                    for line in step.stdout.splitlines() if line.startswith("::warning"))
     assert "no baseline at nothing-yet/report.json yet" in warning
     assert "fails on any failed case" in warning
+
+
+def test_a_malformed_suite_is_shown_on_the_pull_request(workspace: Path, runner_temp: Path,
+                                                       db_url: str, cli: Any) -> None:
+    """It exited 2 with a good message in the log, and no annotation, summary or output."""
+    cli.json("ingest", "files", str(workspace / "docs"), "--base-url",
+             "https://docs.example.com/", "--namespace", "site")
+    (workspace / "evals" / "bad.yaml").write_text(
+        "version: 1\ncases:\n  - id: a\n    question: 5\n    expect: {sourceIncludes: x}\n")
+    run = run_action({"suite": "evals/bad.yaml", "db-url": db_url, "namespace": "site"},
+                     workspace, runner_temp)
+    assert run.exit_code == 2
+    errors = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
+    assert errors == ["::error file=evals/bad.yaml,line=4,title=kbctl eval could not run::"
+                      "case 'a' (cases[0]): question: expected a string, got an integer"]
+    assert "## ⚠️ kbctl eval could not run" in run.summary
+    assert run.outputs["verdict"] == "error"
+    assert "question: expected a string" in run.outputs["error"]
 
 
 def test_inputs_never_reach_the_shell_as_code(workspace: Path, runner_temp: Path,

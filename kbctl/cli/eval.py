@@ -17,11 +17,11 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
-from ..errors import InputError
+from ..errors import InputError, KbctlError
 from ..evals import CaseResult
 from ..pipeline import api
 from ..render import Output, Rendered
-from ..render.writes import emit_github, write_eval_reports, write_report_file
+from ..render.writes import emit_github, emit_github_error, write_eval_reports, write_report_file
 from ..results import MAX_K, MIN_K
 from .common import (
     HELP_MARKUP,
@@ -126,23 +126,30 @@ def run(
 
     Example: `kbctl eval evals/docs.yaml --baseline main-report.json --junit junit.xml`
     """
-    settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
-                             embedder=embedder, embedder_base_url=embedder_base_url,
-                             rerank=rerank, rerank_base_url=rerank_base_url,
-                             rerank_top=rerank_top, vector_weight=vector_weight,
-                             fusion=fusion)
     out = Output(json_output)
-    with _case_progress(out) as on_result:
-        outcome = api.evaluate(settings, suites, baseline=baseline,
-                               rank_tolerance=rank_tolerance, score_tolerance=score_tolerance,
-                               fail_on=fail_on, on_result=on_result)
+    on_github = github or os.environ.get("GITHUB_ACTIONS") == "true"
+    try:
+        settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace,
+                                 config=config, embedder=embedder,
+                                 embedder_base_url=embedder_base_url, rerank=rerank,
+                                 rerank_base_url=rerank_base_url, rerank_top=rerank_top,
+                                 vector_weight=vector_weight, fusion=fusion)
+        with _case_progress(out) as on_result:
+            outcome = api.evaluate(settings, suites, baseline=baseline,
+                                   rank_tolerance=rank_tolerance,
+                                   score_tolerance=score_tolerance, fail_on=fail_on,
+                                   on_result=on_result)
+    except KbctlError as exc:
+        if on_github:  # the pull request shows why, not only the log
+            emit_github_error(exc.message, out, json_output=json_output)
+        raise
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)
     out.show(outcome)
     hybrid_only_note(out, outcome.report.embedder == "none", vector_weight=vector_weight,
                      fusion=fusion)
-    if github or os.environ.get("GITHUB_ACTIONS") == "true":
+    if on_github:
         emit_github(outcome, out, report_path=save_baseline, json_output=json_output)
     exit_with(0 if outcome.verdict.passed else 1)
 

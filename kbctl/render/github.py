@@ -73,6 +73,35 @@ def github_annotations(outcome: EvalOutcome, *, root: str | None = None) -> list
     return out
 
 
+_PROBLEM_AT = re.compile(r"^\s*(?P<file>[^\s:][^:]*):(?P<line>\d+): (?P<message>.+)$")
+
+
+def error_annotations(message: str, *, root: str | None = None) -> list[str]:
+    """``::error`` lines for a run that could not start (a malformed suite, a missing KB):
+    one per ``file:line: problem`` line of ``message``, placed on that line, or one for the
+    whole message. Without them a CI log showed exit 2 and nothing on the pull request."""
+    title = escape_property("kbctl eval could not run")
+    out = []
+    for text in message.splitlines():
+        at = _PROBLEM_AT.match(text)
+        if at is not None:
+            where = (f"file={escape_property(annotation_path(at['file'], root))},"
+                     f"line={at['line']}")
+            out.append(f"::error {where},title={title}::{escape_data(at['message'])}")
+    return out or [f"::error title={title}::{escape_data(message)}"]
+
+
+def error_summary(message: str) -> str:
+    """The job summary of a run that could not start."""
+    lines = "\n".join(f"    {line}" for line in message.splitlines())
+    return f"## ⚠️ kbctl eval could not run\n\n{lines}\n"
+
+
+def error_output(message: str) -> str:
+    """``$GITHUB_OUTPUT`` of a run that could not start: ``verdict=error`` and the error."""
+    return _output("verdict", "error") + _output("error", message)
+
+
 def _output(name: str, value: str) -> str:
     if "\n" not in value and "\r" not in value:
         return f"{name}={value}\n"

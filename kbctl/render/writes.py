@@ -14,7 +14,7 @@ from ..errors import EnvironmentFailure, InputError, KbctlError
 from ..evals.outcome import EvalOutcome
 from . import eval as eval_formats
 from .formats import Rendered
-from .github import github_output, github_summary
+from .github import error_annotations, error_output, error_summary, github_output, github_summary
 from .output import Output
 
 
@@ -92,3 +92,20 @@ def _temp_report(outcome: EvalOutcome) -> Path:
     path = Path(name)
     write_report_file(path, report_text(outcome), "the JSON report", error=EnvironmentFailure)
     return path
+
+
+def emit_github_error(message: str, out: Output, *, json_output: bool) -> None:
+    """What a runner shows of an eval run that could not start: annotations on the suite's
+    lines, the job summary and ``verdict=error``; a file that cannot be written is left
+    (the error itself is what the run reports)."""
+    annotations = "\n".join(error_annotations(message,
+                                              root=os.environ.get("GITHUB_WORKSPACE"))) + "\n"
+    out.emit(Rendered.stderr(annotations) if json_output else Rendered.stdout(annotations))
+    for variable, text in (("GITHUB_STEP_SUMMARY", error_summary(message) + "\n"),
+                           ("GITHUB_OUTPUT", error_output(message))):
+        target = os.environ.get(variable)
+        if target:
+            try:
+                write_report_file(Path(target), text, f"${variable}", append=True)
+            except KbctlError as exc:
+                out.note(f"warning: {exc.message}")
