@@ -380,6 +380,12 @@ def test_scaffold_leaves_out_cases_that_cannot_fail(tmp_path: Path) -> None:
         ("Preface", {"anchor": "preface"})]  # the root's url matches every result
     (suite,) = load_suites([write(tmp_path, "s.json", json.dumps(data))])
     assert len(suite.cases) == 3
+    # the root stays out with one other page, or a page from another source beside it
+    for others in ([("Install", root + "install", "pip")],
+                   [("Install", root + "install", "pip"), ("Note", "kb://text/note", None),
+                    ("FAQ", root + "faq", None)]):
+        data = json.loads(scaffold_suite([("Home", root, None), *others], fmt="json"))
+        assert all(c["expect"].get("sourceIncludes") != root for c in data["cases"])
 
 
 def test_scaffold_is_plain_yaml_with_version_1() -> None:
