@@ -121,6 +121,20 @@ def test_nothing_found_names_the_filter_or_the_score_floor_that_narrowed_it(kb: 
             f"{top:.2f}; lexical search)") in floor.stderr
     out = kb.json("query", "upgrade widget", "--filter", "lang=de", "--min-score", "0.1")
     assert out["filters"] == {"lang": "de"} and out["minScore"] == 0.1 and out["results"]
+    assert out["bestBelowMin"] is None  # the floor cut nothing
+    cut = kb.json("query", "upgrade widget", "--min-score", "0.99")
+    assert cut["results"] == [] and cut["bestBelowMin"] == pytest.approx(top)
+    noted = kb.json("query", "upgrade widgett zyzzyva")
+    assert any("zyzzyva" in note for note in noted["notes"])  # the table's lines, as JSON
+
+
+def test_format_json_gives_errors_as_json_too(kb: Cli) -> None:
+    """``--format json`` printed nothing on stdout for an error: ``| jq`` broke."""
+    for argv in (("query", "", "--format", "json"),
+                 ("memory", "search", "", "--agent", "bot", "--format", "json")):
+        result = kb(*argv)
+        assert result.exit_code == 2, argv
+        assert json.loads(result.stdout)["error"]["type"] == "InputError", argv
 
 
 def test_top_k_out_of_range_is_refused(kb: Cli) -> None:

@@ -135,7 +135,9 @@ def guard(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # the command's context, when it takes one (Typer hands click's own class)
         context = kwargs.get("ctx")
-        out = Output(json_mode=json_wanted(bool(kwargs.get("json_output")), context))
+        # ``--format json`` promises one JSON document as ``--json`` does, errors included
+        wants_json = bool(kwargs.get("json_output")) or kwargs.get("fmt") == "json"
+        out = Output(json_mode=json_wanted(wants_json, context))
         try:
             for name, value in kwargs.items():
                 label = _labels(fn).get(name, name.upper())

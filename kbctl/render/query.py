@@ -28,6 +28,9 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "empty": result.empty,
         "filters": result.filters,
         "minScore": result.min_score,
+        # the best score --min-score cut (None when it cut nothing, or nothing was found)
+        "bestBelowMin": result.best_below_min,
+        "notes": spelling.notes(result.corrected, result.unmatched, result.searchable),
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
