@@ -298,9 +298,14 @@ def test_unknown_flag_exits_2(cli: Cli) -> None:
 def test_a_question_that_reads_as_an_option_says_how_to_ask_it(cli: Cli) -> None:
     result = cli("query", "--torch-backend=auto", db=False)
     assert result.exit_code == 2
-    assert "goes after `--`: kbctl query -- --torch-backend=auto" in result.stderr
+    assert ("goes after `--`, the options before it: kbctl query [OPTIONS] -- "
+            "--torch-backend=auto") in result.stderr
     searched = cli("memory", "search", "-x y", "--agent", "a", "--user", "b", db=False)
-    assert searched.exit_code == 2 and "kbctl memory search -- '-x y'" in searched.stderr
+    assert searched.exit_code == 2 and "kbctl memory search [OPTIONS] -- '-x y'" in \
+        searched.stderr
+    # options written after `--` are the question's words: said so, not only "extra"
+    after = cli("query", "--", "-k", "--format", "sources", db=False)
+    assert after.exit_code == 2 and "options go before `--`" in after.stderr
 
 
 def test_help_has_examples(cli: Cli) -> None:

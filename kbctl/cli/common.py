@@ -96,11 +96,16 @@ class QuestionCommand(TyperCommand):
             return super().parse_args(ctx, args)
         except Exception as exc:  # Typer's own copy of click: known by name
             name = getattr(exc, "option_name", None)
+            message = getattr(exc, "message", None)
+            if "--" in original and isinstance(message, str) and "extra argument" in message:
+                exc.message += (" (options go before `--`: what follows it is the "  # type: ignore[attr-defined]
+                                f"question, as in {ctx.command_path} [OPTIONS] -- '-k')")
+                raise
             if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
                 raise
             given = next((a for a in original if a.startswith(name)), name)
-            exc.message += (f" (a question that starts with '-' goes after `--`: "  # type: ignore[attr-defined]
-                            f"{ctx.command_path} -- {shlex.quote(given)})")
+            exc.message += (f" (a question that starts with '-' goes after `--`, the options "  # type: ignore[attr-defined]
+                            f"before it: {ctx.command_path} [OPTIONS] -- {shlex.quote(given)})")
             raise
 
 
