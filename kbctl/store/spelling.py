@@ -193,8 +193,9 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
     return best[0]
 
 
-STOP_WORDS_ONLY = ("every word of the question is too common to be searched for (stop words "
-                   "such as 'how', 'the', 'is'): name what it is about")
+STOP_WORDS_ONLY = ("the question has no word to search for: its words are too common to be "
+                   "searched for (stop words such as 'how', 'the', 'is') or it is only symbols "
+                   "and punctuation: name what it is about")
 
 
 def notes(corrected: Mapping[str, str], unmatched: Sequence[str], searchable: bool = True
