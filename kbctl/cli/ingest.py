@@ -98,7 +98,9 @@ def ingest_files(
     target: Annotated[str, typer.Argument(
         help="A folder, a glob such as 'docs/**/*.md', or one file.")],
     base_url: Annotated[str | None, typer.Option(
-        "--base-url", help="Public URL of the folder, so citations match the live site.",
+        "--base-url", help="Public URL, so citations match the live site: the site's root "
+        "when a docs generator is detected or named (its config may sit in a parent "
+        "folder), else this folder's.",
         show_default=False)] = None,
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude", help="Glob of relative paths to skip (repeatable).",
@@ -115,7 +117,8 @@ def ingest_files(
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """Ingest a folder of .md/.mdx/.markdown/.rst/.html/.txt files.
+    """Ingest a folder of .md/.mdx/.markdown/.rst/.html/.htm/.txt/.qmd files (and .ipynb
+    notebooks where the docs generator renders them).
 
     Pages published once per language or version (a multilingual Hugo site, a built site
     with /fr/ or /v2/ copies) are kept in one of each; --lang and --version choose.
