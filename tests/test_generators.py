@@ -635,6 +635,23 @@ def test_exclude_patterns_that_cannot_compile_are_left_out(tmp_path: Path) -> No
     assert _page(site, "a.md") == "a/" and _page(site, "drafts/b.md") is None
 
 
+def test_the_mkdocs_exclude_plugins_globs_are_not_published(tmp_path: Path) -> None:
+    """``plugins: [exclude: {glob: …}]`` kept a page out of the site; it was ingested as
+    a page, and came first for off-topic questions."""
+    write_tree(tmp_path, {"mkdocs.yml": "plugins:\n  - search\n  - exclude:\n      glob:\n"
+                                        "        - plugins/*\n        - '*.tmp.md'\n",
+                          "docs/a.md": "# A\n"})
+    site = resolve_site(tmp_path)
+    assert _page(site, "a.md") == "a/"
+    assert _page(site, "plugins/devtools_output.md") is None
+    assert _page(site, "guide/notes.tmp.md") is None
+    assert _page(site, "guide/plugins/x.md") == "guide/plugins/x/"
+    hostile = "*a" * 40 + "b"
+    write_tree(tmp_path / "h", {"mkdocs.yml": f"plugins:\n  - exclude:\n      glob: '{hostile}'\n",
+                                "docs/x.md": ""})
+    assert _page_in_child(tmp_path / "h", "a" * 240 + ".md") == "a" * 240 + "/"
+
+
 def test_a_hostile_vitepress_config_is_read_in_bounded_time(tmp_path: Path) -> None:
     write_tree(tmp_path, {".vitepress/config.ts": "srcExclude: [" * 80_000})  # 1 MB
     assert _page_in_child(tmp_path, "guide/x.md") == "guide/x.html"

@@ -23,6 +23,7 @@ mkdocstrings brings) a heading's ``[text][identifier]`` cross-reference counts a
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import unicodedata
@@ -244,6 +245,7 @@ class MkDocs:
             "blog": _blog(plugins),
             "i18n": _i18n(plugins),
             "nav_titles": _nav_titles(config.get("nav")),
+            "excluded": _exclude_plugin(plugins.get("exclude")),
             "unpublished": _ALWAYS_EXCLUDED + _theme_folder(docs_dir, config) + tuple(
                 line for key in ("exclude_docs", "draft_docs")
                 if isinstance(config.get(key), str) for line in config[key].splitlines()),
@@ -253,6 +255,9 @@ class MkDocs:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if matches_any(tuple(site.settings.get("unpublished", _ALWAYS_EXCLUDED)),
                        rel.as_posix()):
+            return None
+        excluded = site.settings.get("excluded")
+        if excluded and excluded(rel.as_posix()):
             return None
         if rel.suffix == ".ipynb":
             if not _is_notebook_page(site, rel):
@@ -525,6 +530,23 @@ def _brace_includes(extensions: Mapping[str, Mapping[str, Any]]) -> dict[str, An
 
 def _text(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
+
+
+# Longest pattern of the exclude plugin read: a path is short, and so is a real pattern.
+_MAX_EXCLUDE_PATTERN = 512
+
+
+def _exclude_plugin(options: Mapping[str, Any] | None) -> Callable[[str], bool] | None:
+    """The files the ``exclude`` plugin (mkdocs-exclude) keeps out of the build: its
+    ``glob`` patterns, as ``fnmatch`` reads them, against the path in the docs folder.
+    (Python's ``fnmatch`` matches without backtracking. The plugin's ``regex`` patterns
+    are not read: a hostile one could hold a run for ever.)"""
+    value = (options or {}).get("glob")
+    values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    globs = [v for v in values if isinstance(v, str) and len(v) <= _MAX_EXCLUDE_PATTERN]
+    if not globs:
+        return None
+    return lambda rel: any(fnmatch.fnmatchcase(rel, g) for g in globs)
 
 
 def _plugins(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
