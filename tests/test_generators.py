@@ -1055,3 +1055,23 @@ def test_source_suffix_maps_each_suffix_to_how_it_is_read() -> None:
                                 ".md": "markdown", ".nb": "notebook"}  # nbsphinx's JSON
     assert source_formats([".txt", ".ipynb"]) == {".txt": "rst", ".ipynb": "notebook"}
     assert source_formats({"": "x", 5: "y"}) == source_formats(None) == {}
+
+
+def test_mkdocstrings_stub_pages_are_named_in_the_report(tmp_path: Path) -> None:
+    """35 API pages of `::: pydantic.x` were stored near-empty, and nothing said so."""
+    from kbctl.sources.files import _stub_note
+
+    root = write_tree(tmp_path, {"mkdocs.yml": "plugins: [search, mkdocstrings]\n",
+                                 "docs/api.md": "# Models\n\n::: pkg.BaseModel\n    options:\n"
+                                                "      show_root_heading: true\n\n"
+                                                "::: pkg.RootModel\n",
+                                 "docs/guide.md": "# Guide\n\n" + "Prose. " * 60
+                                                  + "\n\n::: pkg.helper\n"})
+    site = resolve_site(root)
+    note = _stub_note(Path("docs/api.md"), site, (root / "docs/api.md").read_text())
+    assert note.startswith("docs/api.md: its API reference (`::: pkg.BaseModel` and 1 more) "
+                           "is rendered by mkdocstrings at build time")
+    assert _stub_note(Path("docs/guide.md"), site, (root / "docs/guide.md").read_text()) == ""
+    plain = resolve_site(write_tree(tmp_path / "p", {"mkdocs.yml": "site_name: x\n",
+                                                     "docs/a.md": ""}))
+    assert _stub_note(Path("docs/api.md"), plain, (root / "docs/api.md").read_text()) == ""

@@ -532,6 +532,27 @@ def _text(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
+# mkdocstrings' directive: the API reference of the object it names, rendered at build time.
+_AUTODOC = re.compile(r"^:::[ \t]+([\w.:-]+)", re.MULTILINE)
+# A page with less prose than this beside its directives is a stub for the reference.
+_STUB_PROSE_CHARS = 300
+
+
+def autodoc_stub(site: Site, text: str) -> tuple[str, int] | None:
+    """The first object and the number of objects a page leaves to mkdocstrings, when the
+    page is little else (``::: pydantic.BaseModel`` and its options): the reference it
+    publishes is generated from the code at build time, so its source holds almost none
+    of the text a reader searches for. None for any other page."""
+    if site.generator != "mkdocs" or "mkdocstrings" not in site.settings.get("plugins", ()):
+        return None
+    names = _AUTODOC.findall(text)
+    if not names:
+        return None
+    prose = sum(len(line) for line in text.splitlines() if line.strip()
+                and not line.startswith((":::", " ", "\t", "#", "---")))
+    return (names[0], len(names)) if prose < _STUB_PROSE_CHARS else None
+
+
 # Longest pattern of the exclude plugin read: a path is short, and so is a real pattern.
 _MAX_EXCLUDE_PATTERN = 512
 

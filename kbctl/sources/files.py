@@ -48,6 +48,7 @@ from ..generators import (
 )
 from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
+from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char
 from ..projectfiles import NEVER_DOCS, IgnoreFiles, inside, is_folder, is_regular
@@ -246,7 +247,20 @@ class FilesSource:
                           note=f"{path}: {file.site.generator} does not publish it as a page "
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
-        return Loaded(leaf=leaf, document=doc, meta=stamp, note=_left_out(path, outside))
+        notes = [n for n in (_left_out(path, outside), _stub_note(path, file.site, text)) if n]
+        return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
+
+
+def _stub_note(path: Path, site: Site, text: str) -> str:
+    """The note for a page that is little but mkdocstrings directives, or none: without
+    it, a folder ingest stored the whole API reference as near-empty pages, unsaid."""
+    stub = autodoc_stub(site, text)
+    if stub is None:
+        return ""
+    name, count = stub
+    objects = f"`::: {name}`" + (f" and {count - 1} more" if count > 1 else "")
+    return (f"{_printable(path)}: its API reference ({objects}) is rendered by mkdocstrings "
+            f"at build time, not in this file: ingest the built site to search it")
 
 
 def _left_out(path: Path, outside: set[Path]) -> str:
