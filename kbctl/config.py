@@ -121,6 +121,7 @@ def resolve_settings(
     for var, name in _ENV.items():
         if name in from_env:
             require_clean(var, from_env[name])
+            _check_value(name, from_env[name], var)
     layers.append(from_env)
     memory = MemorySettings().merged(memory_from_env(env))
     path = find_config(config, cwd)
@@ -134,6 +135,9 @@ def resolve_settings(
     flags = dict(flags or {})
     memory = memory.merged(flags.pop("memory", None) or {}, from_flags=True)
     given = {k: v for k, v in flags.items() if v is not None}
+    for name, value in given.items():
+        if name in _FLAGS:
+            _check_value(name, value, _FLAGS[name])
     if "db_url" in given and "data_dir" in given:
         raise ConfigError("--db and --data-dir name two databases (a server, and the embedded "
                           "one in a folder)", hint="pass one of them")
@@ -204,6 +208,7 @@ def _from_file(path: Path) -> dict[str, Any]:
                 raise ConfigError(
                     f"{_at(path, data, key)}: '{key}' must be {_type_names(types)}, "
                     f"got {type(value).__name__}")
+            _check_value(name, value, f"{_at(path, data, key)}: '{key}'")
             out[name] = value
         else:
             known = ", ".join(sorted([*_FIELDS, "chunking", "sources", "memory",
@@ -275,17 +280,38 @@ def _source(path: Path, item: LineDict, i: int, kind: str, target: str,
         raise ConfigError(exc.message, hint=exc.hint) from None
 
 
+# A setting's flag, for messages about a value given there.
+_FLAGS = {"db_url": "--db", "data_dir": "--data-dir", "namespace": "--namespace",
+          "embedder": "--embedder", "embedder_base_url": "--embedder-base-url",
+          "vector_weight": "--vector-weight", "fusion": "--fusion", "rerank": "--rerank",
+          "rerank_base_url": "--rerank-base-url", "rerank_top": "--rerank-top",
+          "agent": "--agent", "user": "--user"}
+
+
+def _check_value(name: str, value: Any, source: str) -> None:
+    """Refuse a setting's value where it was given: ``source`` names the flag, the
+    environment variable or the config file's line, so the message says which to fix (a
+    bad value in kbctl.yaml was reported as if a flag had given it)."""
+    if isinstance(value, str) and not value.strip():
+        raise ConfigError(f"{source} is empty", hint="give a value, or leave the setting out")
+    if name == "vector_weight" and not 0.0 <= float(value) <= 1.0:
+        raise ConfigError(f"{source} must be within 0..1, got {value}")
+    if name == "fusion" and value not in FUSIONS:
+        raise ConfigError(f"{source} must be {' or '.join(map(repr, FUSIONS))}, got {value!r}")
+    if name == "rerank_top" and not MIN_K <= value <= MAX_K:
+        raise ConfigError(f"{source} must be within {MIN_K}..{MAX_K}, got {value}")
+    if name in ("embedder", "rerank"):
+        # imported here: the registries know every provider, which a config read need not
+        from .embed.registry import parse_spec
+        from .rerank.registry import parse_rerank_spec
+
+        try:
+            (parse_spec if name == "embedder" else parse_rerank_spec)(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc.message}", hint=exc.hint) from None
+
+
 def _check(s: Settings) -> None:
-    if not s.namespace or not s.namespace.strip():
-        raise ConfigError("namespace must not be empty")
-    if not 0.0 <= s.vector_weight <= 1.0:
-        raise ConfigError(f"vector_weight must be within 0..1, got {s.vector_weight}")
-    if s.fusion not in FUSIONS:
-        raise ConfigError(f"fusion (--fusion) must be {' or '.join(map(repr, FUSIONS))}, "
-                          f"got {s.fusion!r}")
-    if not MIN_K <= s.rerank_top <= MAX_K:
-        raise ConfigError(f"rerank_top (--rerank-top) must be within {MIN_K}..{MAX_K}, "
-                          f"got {s.rerank_top}")
     if s.max_tokens < 16:
         raise ConfigError(f"chunking.max_tokens must be at least 16, got {s.max_tokens}")
     if s.overlap_tokens >= s.max_tokens:

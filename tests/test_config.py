@@ -64,9 +64,33 @@ def test_fusion_is_a_setting_a_flag_overrides(tmp_path: Path) -> None:
     assert (s.fusion, s.vector_weight) == ("rrf", 0.5)
     assert resolve_settings({"fusion": "weighted"}, env={}, cwd=tmp_path).fusion == "weighted"
     assert resolve_settings({}, env={}).fusion == "weighted"
-    with pytest.raises(ConfigError, match="fusion .--fusion. must be 'weighted' or 'rrf', "
+    with pytest.raises(ConfigError, match="^--fusion must be 'weighted' or 'rrf', "
                        "got 'reciprocal'"):
         resolve_settings({"fusion": "reciprocal"}, env={}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("file", "env", "flags", "message"), [
+    ("vector_weight: 7\n", {}, {}, "kbctl.yaml:1: 'vector_weight' must be within 0..1, got 7"),
+    ("namespace: docs\nfusion: rff\n", {}, {},
+     "kbctl.yaml:2: 'fusion' must be 'weighted' or 'rrf', got 'rff'"),
+    ("embedder: gemni\n", {}, {}, "kbctl.yaml:1: 'embedder': unknown embedder provider"),
+    ("", {"KBCTL_EMBEDDER": "gemni"}, {}, "KBCTL_EMBEDDER: unknown embedder provider"),
+    ("", {"KBCTL_RERANK": "cohere"}, {}, "KBCTL_RERANK: reranker spec 'cohere' names no model"),
+    ("db: ''\n", {}, {}, "kbctl.yaml:1: 'db' is empty"),
+    ("data_dir: ' '\n", {}, {}, "kbctl.yaml:1: 'data_dir' is empty"),
+    ("", {}, {"namespace": ""}, "--namespace is empty"),
+    ("", {}, {"vector_weight": 1.5}, "--vector-weight must be within 0..1, got 1.5"),
+    ("", {}, {"rerank_top": 0}, "--rerank-top must be within 1..50, got 0"),
+])
+def test_a_bad_value_names_where_it_was_given(tmp_path: Path, file: str, env: dict[str, str],
+                                              flags: dict[str, object], message: str) -> None:
+    """``vector_weight must be within 0..1`` did not say which file, line or flag; a
+    ``fusion:`` in kbctl.yaml was blamed on ``--fusion``; ``db: ''`` was ignored."""
+    (tmp_path / "kbctl.yaml").write_text(file)
+    with pytest.raises(ConfigError) as caught:
+        resolve_settings(flags, env=env, cwd=tmp_path)
+    assert caught.value.message.startswith(
+        message.replace("kbctl.yaml", str(tmp_path / "kbctl.yaml"))), caught.value.message
 
 
 def test_a_data_dir_flag_outranks_a_configured_database_url(tmp_path: Path) -> None:
