@@ -90,7 +90,8 @@ class KnowledgeStore:
             raise EmbedderMismatch(
                 f"this knowledge base was built with embedder '{recorded}', "
                 f"not '{identity}'",
-                hint=f"drop --embedder (the KB's own is used), or rebuild with "
+                hint=f"ask for no embedder (drop --embedder, or embedder: in kbctl.yaml, or "
+                f"KBCTL_EMBEDDER: the KB's own is used), or rebuild with "
                 f"'kbctl reembed --embedder {identity.provider}"
                 f"{'' if identity == NO_EMBEDDER else ':' + identity.model}'",
             )
