@@ -463,3 +463,14 @@ cases:
     table = " ".join(re.sub(r"[│┃]", " ", small_kb("eval", str(suite)).stdout).split())
     assert (f"the case's minScore 0.99 cut every result (the best scored "
             f"{case['bestBelowMin']:.2f})") in table
+
+
+def test_a_piped_table_is_laid_out_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a CI log (no terminal) tables were 80 columns wide: citations wrapped mid-URL
+    and could not be copied. COLUMNS still decides when set."""
+    from kbctl.render.output import PIPED_WIDTH, Output
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert Output().out.width == PIPED_WIDTH > 80  # pytest's stdout is no terminal
+    monkeypatch.setenv("COLUMNS", "100")
+    assert Output().out.width == 100

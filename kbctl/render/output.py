@@ -69,6 +69,10 @@ def stdout_failed(exc: OSError) -> NoReturn:
     raise SystemExit(EnvironmentFailure.exit_code)  # _unwritable ends the process
 
 
+# Tables written to a pipe or a CI log are laid out this wide (COLUMNS overrides).
+PIPED_WIDTH = 160
+
+
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         _reader_gone(self.file)
@@ -81,6 +85,9 @@ class Output:
         self.json_mode = json_mode
         self.quiet = quiet
         self.out = _Console(soft_wrap=True)
+        if not self.out.is_terminal and not os.environ.get("COLUMNS"):
+            # a log or a pipe has no width to fit: rich's 80 columns cut citations in two
+            self.out.width = PIPED_WIDTH
         # chatter is plain: rich's highlighter costs quadratic time on a long line
         self.err = _Console(stderr=True, soft_wrap=True, highlight=False)
 
