@@ -111,6 +111,13 @@ def parse_suite(text: str, path: str) -> Suite:
 # --- validation ------------------------------------------------------------------------
 
 
+def _not_text(value: Any) -> str:
+    """Why a value is no string; for a scalar, that quotes make it one (YAML reads a bare
+    ``no``, ``on``, ``1.10`` or ``null`` as another type)."""
+    scalar = value is None or isinstance(value, bool | int | float)
+    return f"expected a string, got {_kind(value)}" + (" (quote it)" if scalar else "")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -214,7 +221,7 @@ class _Validator:
              *, single_line: bool = False) -> str | None:
         value = parent[key]
         if not isinstance(value, str):
-            self.add(_line(parent, key), where, field, f"expected a string, got {_kind(value)}")
+            self.add(_line(parent, key), where, field, _not_text(value))
             return None
         if not value.strip():
             self.add(_line(parent, key), where, field, "must not be empty")
@@ -239,7 +246,7 @@ class _Validator:
         for i, item in enumerate(items):
             label = field if isinstance(value, str) else f"{field}[{i}]"
             if not isinstance(item, str):
-                self.add(_line(parent, key), where, label, f"expected a string, got {_kind(item)}")
+                self.add(_line(parent, key), where, label, _not_text(item))
             elif not item.strip():
                 self.add(_line(parent, key), where, label, "must not be empty")
             else:
@@ -258,7 +265,7 @@ class _Validator:
                 ok = False
             elif not isinstance(item, str):
                 self.add(_line(value, key), where, f"{field}.{key}",
-                         f"expected a string, got {_kind(item)} (quote it)")
+                         _not_text(item))
                 ok = False
         if isinstance(value, LineDict):
             for key, line in value.duplicates:
