@@ -150,3 +150,36 @@ def test_an_emptied_sitemap_of_an_index_deletes_nothing(cli: Cli, site: LocalSer
                for n in report["namespaces"][0]["notes"])
     site.routes["/one.xml"] = urlset(first[0])  # one page really gone: deleted
     assert cli.json("resync", PRIVATE)["totals"]["deleted"] == 1
+
+
+def test_a_page_that_moved_is_stored_at_its_new_address(cli: Cli, site: LocalServer) -> None:
+    """The sitemap still lists b.html, which now redirects to b-new.html (same body, same
+    ETag). The old page's validators were sent on, the new URL answered 304, and the run
+    deleted b.html and stored nothing at b-new.html."""
+    _ingest(cli, site)
+    site.routes["/b-new.html"] = etagged(page("B"), '"b1"')
+    site.routes["/b.html"] = Response(301, b"", {"Location": site.url("/b-new.html")})
+    report = cli.json("resync", PRIVATE, "--max-delete", "0.5")
+    ns = report["namespaces"][0]
+    assert ns["changes"]["added"] == [site.url("/b-new.html")]
+    assert ns["changes"]["deleted"] == [site.url("/b.html")]
+    moved = [r for r in site.requests if r.path == "/b-new.html"][-1]
+    assert "if-none-match" not in moved.headers
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE ref = %s",
+                site.url("/b-new.html")) == [(1,)]
+    again = cli.json("resync", PRIVATE)["totals"]
+    assert (again["added"], again["deleted"], again["failed"]) == (0, 0, 0)
+    _consistent(cli.db_url)
+
+
+def test_a_listed_page_gone_before_is_no_failure_later(cli: Cli, site: LocalServer) -> None:
+    """Deleted as gone (404) on one run, the page failed every later run while the
+    sitemap still listed it: exit 1 for ever, with nothing changed on the site."""
+    _ingest(cli, site)
+    site.routes["/c.html"] = Response(404, b"gone")
+    first = cli.json("resync", PRIVATE, "--max-delete", "0.5")
+    assert first["totals"]["deleted"] == 1 and first["totals"]["failed"] == 0
+    later = cli.json("resync", PRIVATE)
+    assert (later["totals"]["failed"], later["totals"]["deleted"]) == (0, 0)
+    assert any("1 listed page gone (HTTP 404/410), none stored: " + site.url("/c.html")
+               in note for note in later["namespaces"][0]["notes"])

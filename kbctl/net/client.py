@@ -100,8 +100,9 @@ class GuardedClient:
                     content_types: Iterable[str] | None = None) -> FetchResult:
         """GET ``url`` under the policy. Raises ``BlockedURL`` or ``FetchError``.
 
-        ``etag``/``last_modified`` make the request conditional: a 304 comes back as a
-        result with ``not_modified=True`` and no body. ``content_types`` replaces the
+        ``etag``/``last_modified`` make the request conditional (the URL asked for only,
+        not where it redirects): a 304 comes back as a result with ``not_modified=True``
+        and no body. ``content_types`` replaces the
         policy's allow list for this fetch.
         """
         if isinstance(content_types, str):
@@ -124,6 +125,9 @@ class GuardedClient:
                 if isinstance(outcome, FetchResult):
                     return outcome
                 current, redirected = urljoin(target.url, outcome.location), True
+                # validators describe the page asked for: sent on to where it moved, a
+                # 304 there would claim a page no run has stored is unchanged
+                conditional = {}
         except FetchError as exc:
             if not redirected:
                 raise

@@ -274,6 +274,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
     seen: set[str] = set()
     vanished: list[str] = []
+    still_gone: list[str] = []
 
     def previous(ref: str) -> dict[str, Any] | None:
         """What a source compares to skip a page unread (size and mtime, ETag): nothing
@@ -291,8 +292,10 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                 continue
             seen.add(ref)
             status = getattr(loaded.error, "status", None)
-            if status is not None and status in policy.vanish_statuses and ref in known:
-                vanished.append(ref)
+            if status is not None and status in policy.vanish_statuses:
+                # gone, stored or not: a page deleted as gone on one run is no failure on
+                # the next, while the listing still names it (a cron job alerted for ever)
+                (vanished if ref in known else still_gone).append(ref)
                 progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
                 continue
             writer.take(loaded, spec, existing.get(ref))
@@ -305,13 +308,15 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted
     writer.drain()
+    statuses = "/".join(map(str, policy.vanish_statuses))
     if vanished:  # to be deleted: said, with the addresses (the first few of many)
-        shown = ", ".join(vanished[:MAX_NAMED_GONE]) + (
-            f" and {len(vanished) - MAX_NAMED_GONE} more" if len(vanished) > MAX_NAMED_GONE
-            else "")
         report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
-                            f"{'s' if len(vanished) > 1 else ''} gone (HTTP "
-                            f"{'/'.join(map(str, policy.vanish_statuses))}): {shown}")
+                            f"{'s' if len(vanished) > 1 else ''} gone (HTTP {statuses}): "
+                            f"{_named(vanished)}")
+    if still_gone:
+        report.notes.append(f"{spec.kind} {spec.target}: {len(still_gone)} listed page"
+                            f"{'s' if len(still_gone) > 1 else ''} gone (HTTP {statuses}), "
+                            f"none stored: {_named(still_gone)}")
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
     seen -= writer.left_out
@@ -319,6 +324,12 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
     return orphans + vanished
+
+
+def _named(refs: Sequence[str]) -> str:
+    """The first few of ``refs``, and how many more."""
+    more = len(refs) - MAX_NAMED_GONE
+    return ", ".join(refs[:MAX_NAMED_GONE]) + (f" and {more} more" if more > 0 else "")
 
 
 def _forget_first_failures(store: KnowledgeStore, namespace: str,

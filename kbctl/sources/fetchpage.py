@@ -170,7 +170,9 @@ class PageLoader:
         requested = leaf.ref
         final = normalize_url(result.url) or leaf.ref
         if final != leaf.ref:
-            leaf = Leaf(ref=final, url=final, hint=hint)
+            # the page moved: what was stored for the old URL says nothing of the new one
+            # (an identical body "unchanged" there stored nothing at the new address)
+            leaf, prev = Leaf(ref=final, url=final, hint=hint), None
         meta = _meta(etag=result.etag, last_modified=result.last_modified,
                      lastmod=hint.lastmod, fetched_at=now_iso(),
                      **{SELECTORS: reading, READER: HTML_READER})
