@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,45 @@ def test_a_large_source_extracts_the_same_in_processes(monkeypatch: pytest.Monke
     assert results[0] == results[1]
     assert "ELF executable" in results[1][site.url("/bad")][1]
     assert sum(doc is not None for doc, _ in results[1].values()) == 12
+
+
+PARENT = """
+import os, sys, time
+from kbctl.sources.extractpool import ExtractExecutor
+if __name__ == "__main__":
+    executor = ExtractExecutor(processes=1, process_after=0)
+    print(executor.submit(os.getpid).result(), flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "getppid"), reason="POSIX")
+def test_a_worker_ends_when_its_parent_is_sigkilled(tmp_path: Path) -> None:
+    """A SIGKILLed ingest could not shut its pool down: its worker lived on for good."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        assert worker != parent.pid
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            raise AssertionError("the worker outlived its SIGKILLed parent by 20 s")
+    finally:
+        if parent.poll() is None:
+            parent.kill()

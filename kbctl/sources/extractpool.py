@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -86,8 +88,27 @@ def run_job(job: ExtractJob) -> ExtractOutcome:
     return ExtractOutcome(document=doc, links=links)
 
 
+# How often a worker checks that the process that started it is still there.
+ORPHAN_CHECK_S = 1.0
+
+
 def _warm_up() -> None:
+    """Start a worker: import the extractors once, and watch the parent."""
     from ..extract import html  # noqa: F401  (import once per worker, not per page)
+
+    parent = os.getppid()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True,
+                     name="kbctl-orphan-watch").start()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """End this worker once its parent is gone (SIGKILLed: it could not shut the pool
+    down). Left alone, a worker blocked writing its result to the dead parent's pipe
+    lived on for good, with the extractors' memory, and kept the resource tracker (and
+    its semaphores in /dev/shm) alive with it."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(1)
 
 
 class ExtractExecutor(Executor):
