@@ -89,6 +89,8 @@ def test_a_gutted_sitemap_trips_the_guard(cli: Cli, site: LocalServer) -> None:
     tripped = cli("resync", PRIVATE)
     assert tripped.exit_code == 1 and "mass-delete guard" in tripped.stderr
     assert snapshot(cli.db_url) == before
+    said = cli.json("resync", PRIVATE, code=1)["namespaces"][0]["errors"]
+    assert [e["type"] for e in said] == ["MassDeleteGuard"]  # its JSON said errors: []
     plan = cli.json("resync", PRIVATE, "--plan", "--force")
     assert len(plan["namespaces"][0]["changes"]["deleted"]) == len(PAGES) - 1
     assert snapshot(cli.db_url) == before

@@ -409,10 +409,13 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
     if (policy.max_delete is not None and not policy.force and before
             and len(refs) > policy.max_delete * before):
         report.guard_tripped = True
-        report.notes.append(
-            f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} sources "
-            f"({len(refs) / before:.0%}) in '{namespace}', over the {policy.max_delete:.0%} "
-            f"limit; nothing was deleted (check the source, or pass --force / --max-delete)")
+        note = (f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} sources "
+                f"({len(refs) / before:.0%}) in '{namespace}', over the "
+                f"{policy.max_delete:.0%} limit; nothing was deleted (check the source, or "
+                f"pass --force / --max-delete)")
+        report.notes.append(note)
+        # among the errors too: the run exits 1, and its JSON said errors: []
+        report.errors.append(SourceFailure(ref=namespace, error=note, type="MassDeleteGuard"))
         return
     for ref in refs:
         report.changes["deleted"].append(ref)
