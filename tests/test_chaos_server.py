@@ -774,6 +774,26 @@ def test_a_data_directory_of_another_postgres_major_version_says_so(box: Box) ->
     assert f"{box.data_dir} was made by another PostgreSQL major version" in query.stderr
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_starting_still_answers(tmp_path: Path, signum: int) -> None:
+    """Importing the command line takes about half a second; a SIGTERM then killed the
+    process without a word (exit 143, empty stdout under --json)."""
+    from importlib.metadata import entry_points
+
+    assert entry_points(group="console_scripts")["kbctl"].value == "kbctl.entry:main"
+    entry = ("import signal; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+             "from kbctl.entry import main; main()")
+    proc = subprocess.Popen([sys.executable, "-c", entry, "status", "--json", "--data-dir",
+                             str(tmp_path / "kb")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # the interpreter is up, the command line still importing
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=COMMAND_DEADLINE)
+    assert proc.returncode == 128 + signum, err
+    assert json.loads(out)["exitCode"] == 128 + signum
+    assert "Traceback" not in err and not (tmp_path / "kb").exists()
+
+
 def test_a_command_started_with_stdout_closed_says_its_result_is_lost(box: Box) -> None:
     """cron and service managers may start a command with a stream closed (``>&-``). A
     result that has nowhere to go is lost, as on a full disk: exit 3 and one line, not a
