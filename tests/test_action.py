@@ -253,7 +253,7 @@ def test_a_malformed_suite_is_shown_on_the_pull_request(workspace: Path, runner_
     assert run.exit_code == 2
     errors = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
     assert errors == ["::error file=evals/bad.yaml,line=4,title=kbctl eval could not run::"
-                      "case 'a' (cases[0]): question: expected a string, got an integer"]
+                      "case 'a' (cases[0]): question: expected a string, got an integer (quote it)"]
     assert "## ⚠️ kbctl eval could not run" in run.summary
     assert run.outputs["verdict"] == "error"
     assert "question: expected a string" in run.outputs["error"]

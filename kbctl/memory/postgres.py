@@ -30,7 +30,7 @@ from ..store.knowledge import KnowledgeStore
 from ..store.migrations import migrate
 from ..store.vectors import as_floats, vector_text
 from . import search_sql
-from .chunking import LineChunk, chunk_lines, line_slice, normalise_newlines, split_lines
+from .chunking import LineChunk, chunk_lines, line_window, normalise_newlines, split_lines
 from .model import (
     DeleteResult,
     Health,
@@ -171,8 +171,7 @@ class PostgresMemoryBackend:
             raise _missing(mp.path)
         all_lines = split_lines(row["content"])
         start = from_line or 1
-        window = line_slice(all_lines, start, lines,
-                            ends_with_newline=row["content"].endswith("\n"))
+        window = line_window(all_lines, start, lines)
         shown = max(0, min(len(all_lines) - start + 1,
                            lines if lines is not None else len(all_lines)))
         return MemoryText(path=mp.path, tier=mp.tier, from_line=start, line_count=shown,

@@ -163,8 +163,7 @@ def search_table(r: MemorySearchResult, *, citations: bool = True, **options: An
 
 
 def text_view(r: MemoryText, **options: Any) -> Rendered:
-    text = plain(r.text, keep_newlines=True)
-    out = Rendered.stdout(text if text.endswith("\n") else text + "\n") if text else Rendered()
+    out = Rendered.stdout(plain(r.text, keep_newlines=True) + "\n") if r.text else Rendered()
     window = (f"lines {r.from_line}–{r.from_line + r.line_count - 1} of {r.total_lines}"
               if r.line_count else f"no line {r.from_line}: it has {r.total_lines} lines")
     return out + Rendered.stderr(styled(f"[dim]{shown(r.path)}: {window}[/dim]"))
