@@ -474,6 +474,30 @@ def test_a_server_error_mid_crawl_makes_it_incomplete_but_a_404_does_not(
     assert not expansion.complete
 
 
+def test_a_wide_site_keeps_only_the_links_the_next_layer_can_read(
+        site: LocalServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every page linking to many new ones: all were kept (and remembered as seen), and a
+    crawl of such a site grew by gigabytes. The layer read is the same, and a crawl that
+    set links aside it might have read deletes nothing."""
+    from kbctl.sources import crawl
+
+    monkeypatch.setattr(crawl, "MIN_FRONTIER", 1)
+    monkeypatch.setattr(crawl, "FRONTIER_SLACK", 2)
+    site.routes["/robots.txt"] = ok("")
+    site.routes["/"] = html(page("Home", links=tuple(f"/p{i}" for i in range(40))))
+    for i in range(40):
+        site.routes[f"/p{i}"] = html(page(f"P{i}", links=tuple(f"/p{i}/{j}" for j in range(40))))
+    expansion, loaded = run(source_spec("crawl", site.url("/"), {"max_pages": 4}))
+    assert sorted(item.leaf.ref for item in loaded) == sorted(
+        site.url(p) for p in ("/", "/p0", "/p1", "/p2"))  # the first links, as before
+    assert expansion.complete  # the links kept filled the budget
+    blocked = "".join(f"Disallow: /p{i}\n" for i in range(6))
+    site.routes["/robots.txt"] = ok(f"User-agent: *\n{blocked}")
+    expansion, loaded = run(source_spec("crawl", site.url("/"), {"max_pages": 4}))
+    assert [item.leaf.ref for item in loaded] == [site.url("/")]  # 6 kept, all refused
+    assert not expansion.complete  # the 34 set aside might have been read: keep pages
+
+
 # --- what the guard and the limits refuse -------------------------------------------------
 
 PUBLIC = "93.184.216.34"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -221,6 +222,44 @@ def test_namespace_lock_excludes_a_second_writer(db_url: str) -> None:
     finally:
         a.conn.close()
         b.conn.close()
+
+
+def test_a_write_resolves_its_embedder_after_a_reembed_is_done(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ingest that waited out a reembed wrote with the embedder it had resolved before
+    the wait: chunks without vectors, or another model's, under the new identity."""
+    import time
+
+    from kbctl.config import Settings
+    from kbctl.pipeline import api
+    from kbctl.sources.registry import source_spec
+
+    reembed = KnowledgeStore(connect(db_url))
+    resolved: list[float] = []
+    real = api.resolve_embedder
+
+    def resolve(*args: Any, **kwargs: Any) -> Any:
+        resolved.append(time.monotonic())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "resolve_embedder", resolve)
+    said: list[str] = []
+    settings = Settings(db_url=db_url, namespace="docs")
+    spec = source_spec("text", "note", {"body": "a note on lifetimes", "title": "Note"})
+    try:
+        with reembed.embedder_lock(exclusive=True):
+            writer = threading.Thread(target=api.ingest_sources, args=(settings, [spec]),
+                                      kwargs={"announce": said.append})
+            writer.start()
+            time.sleep(1.0)
+            assert not resolved and any("reembed" in m for m in said)
+            released = time.monotonic()
+        writer.join(timeout=60)
+        assert resolved and resolved[0] >= released
+        with reembed.embedder_lock(exclusive=True):  # a shared holder never blocks alone
+            pass
+    finally:
+        reembed.conn.close()
 
 
 def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,

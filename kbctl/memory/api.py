@@ -10,7 +10,7 @@ so a bad path writes nothing and needs no server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -54,7 +54,9 @@ def open_backend(settings: Settings, *, writing: bool = False,
     """The Postgres backend on the configured database, with the KB's embedder. Only a
     write may make the embedded database: a read of a mistyped ``--data-dir`` is refused,
     not answered with nothing and a new database left behind."""
-    with open_store(settings, existing=not writing, writes=writing) as store:
+    with open_store(settings, existing=not writing, writes=writing) as store, (
+            store.embedder_lock(waiting=announce) if writing else nullcontext()):
+        # a write embeds: its embedder is resolved, and used, while no reembed changes it
         embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
         yield PostgresMemoryBackend(store.conn, embedder,
                                     vector_weight=settings.vector_weight)

@@ -45,7 +45,8 @@ def ingest_sources(
     specs = _with_opt_in(settings, specs)
     for spec in specs:  # a mistyped folder makes no knowledge base
         spec.options.check_present(spec.target)
-    with open_store(settings, writes=True) as store:
+    with open_store(settings, writes=True) as store, \
+            store.embedder_lock(waiting=announce):  # resolved under it: reembed waits
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = CachedEmbedder(embedder, store) if embedder is not None else None
         with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
@@ -180,7 +181,11 @@ def reembed_kb(
     embedder = create_embedder(spec, base_url=settings.embedder_base_url)
     with open_store(settings, existing=True, writes=True) as store:
         namespaces = store.namespaces()
-        with store.all_namespace_locks(namespaces):
+        def said(message: str) -> None:
+            progress(ProgressEvent("note", message=message))
+
+        with store.embedder_lock(exclusive=True, waiting=said), \
+                store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, progress=progress)
         if embedder is not None and settings.embedder_base_url:
             store.record_embedder_endpoint(public_endpoint(settings.embedder_base_url))
@@ -209,9 +214,9 @@ def resync_kb(
         if not settings.sources:
             require_recorded(store, targets, every=all_namespaces,
                              where=describe(settings.db_url, settings.data_dir))
-        embedder = resolve_embedder(store, settings, writing=True, announce=announce)
-        cached = CachedEmbedder(embedder, store) if embedder is not None else None
-        with open_writers(settings) as writers:
+        with store.embedder_lock(waiting=announce), open_writers(settings) as writers:
+            embedder = resolve_embedder(store, settings, writing=True, announce=announce)
+            cached = CachedEmbedder(embedder, store) if embedder is not None else None
             report = resync(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),

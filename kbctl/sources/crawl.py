@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from ..errors import NotAPage, SourceError
 from .base import GONE_STATUSES, Expansion, Leaf, Loaded, SourceKind
 from .fetchpage import Fetched, PageLoader, WebHint, internal_error
+from .links import MAX_LINKS_PER_PAGE
 from .options import Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
 from .versions import Stay
@@ -36,6 +37,13 @@ def _host_names(value: Any) -> frozenset[str]:
     if "" in hosts:
         raise Bad("a list of host names")
     return hosts
+
+
+# The links a crawl keeps for its next layer: this many times the pages it may still read
+# (at least MIN_FRONTIER): a prefix of the links in the order found, so the layer it reads
+# is the same as with all of them whenever the filters leave enough.
+FRONTIER_SLACK = 4
+MIN_FRONTIER = 1000
 
 
 @dataclass(frozen=True)
@@ -123,9 +131,14 @@ class Crawler:
             layer, frontier = frontier[:budget], []
             budget -= len(layer)
             follow = depth < opts.max_depth
+            # The next layer reads at most ``budget`` pages, the first links found that the
+            # filters below let through: links past a few times that many are never read.
+            # Kept, they grew a crawl of a site whose pages each link to 100,000 new ones
+            # by gigabytes (and ``seen`` with them).
+            room = max(budget * FRONTIER_SLACK, MIN_FRONTIER)
             if depth == 0:  # the start page may move the crawl (http → https, a new host,
                 # a site's root to its default version: /en/stable/)
-                first = await self._visit(start, outbox, follow, check_site=False)
+                first = await self._visit(start, outbox, follow, room, check_site=False)
                 if first.loaded.error is not None:  # whatever it answered (even 404), the
                     self.state.hidden_links = True  # site is unknown this run: keep its pages
                 if first.final_url:
@@ -133,14 +146,17 @@ class Crawler:
                     stay = Stay.of(first.final_url, version=opts.version, lang=opts.lang)
                 results = [first]
             else:
-                results = list(await asyncio.gather(*(self._visit(leaf, outbox, follow)
+                results = list(await asyncio.gather(*(self._visit(leaf, outbox, follow, room)
                                                       for leaf in layer)))
             if not follow:
                 break
             seen.update(f.final_url for f in results if f.final_url)
+            cut = any(f.links_cut for f in results)
             candidates: list[str] = []
             for fetched in results:
                 for link in fetched.links:
+                    if len(candidates) >= room:
+                        break
                     if link not in seen and self._in_scope(link):
                         seen.add(link)
                         why = opts.rules.verdict(link)
@@ -152,13 +168,27 @@ class Crawler:
             for why in others.values():
                 self.state.dropped[why] = self.state.dropped.get(why, 0) + 1
             allowed = await self._allowed([c for c in candidates if c not in others])
+            if (len(candidates) >= room or cut) and len(allowed) < budget:
+                # the links set aside might have filled the budget: the crawl may miss
+                # pages it would have read, so it deletes nothing this run
+                self.state.hidden_links = True
             frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
             if self.on_discovered and frontier:
                 await self.on_discovered(min(len(frontier), budget))
         self.state.finished = True
 
-    async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, *,
+    async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, room: int, *,
                      check_site: bool = True) -> Fetched:
+        """Load one page; of its links, the first ``room`` are kept (a layer's pages are
+        all held until the next layer is chosen, and it takes no more than that)."""
+        fetched = await self._load(leaf, outbox, follow, check_site=check_site)
+        keep = min(room, MAX_LINKS_PER_PAGE)  # find_links gives one more when it stopped
+        if len(fetched.links) > keep:
+            fetched.links, fetched.links_cut = fetched.links[:keep], True
+        return fetched
+
+    async def _load(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, *,
+                    check_site: bool = True) -> Fetched:
         async with outbox.slot() as slot:
             prev = await outbox.call(self.previous, leaf.ref)  # a database failure ends the run
             try:

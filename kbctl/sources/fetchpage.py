@@ -79,6 +79,7 @@ class Fetched:
     links: list[str] = field(default_factory=list)
     hides_links: bool = False  # failed in a way that may hide links (5xx, timeout, network)
     canonical: str | None = None  # the page names this other URL of its origin canonical
+    links_cut: bool = False  # a crawl kept only the first of its links
 
 
 def now_iso() -> str:

@@ -11,8 +11,14 @@ _BASE = etree.XPath("//base/@href")
 _META_ROBOTS = etree.XPath("//meta[translate(@name, 'ROBTS', 'robts')='robots']/@content")
 
 
+# A page's links kept, at most (a docs site's full index has a few hundred pages; a page
+# linking to 100,000 others is a trap that grew a crawl without bound).
+MAX_LINKS_PER_PAGE = 10_000
+
+
 def find_links(html: bytes, url: str) -> list[str]:
-    """Normalised http(s) links of a page, in document order, without repeats.
+    """Normalised http(s) links of a page, in document order, without repeats, at most
+    ``MAX_LINKS_PER_PAGE`` (one more means the page had more).
 
     ``<base href>`` is honoured; a ``<meta name="robots" content="nofollow">`` page has no
     links to follow.
@@ -33,4 +39,6 @@ def find_links(html: bytes, url: str) -> list[str]:
         link = normalize_url(str(href), base)
         if link is not None:
             out.setdefault(link, None)
+            if len(out) > MAX_LINKS_PER_PAGE:
+                break
     return list(out)

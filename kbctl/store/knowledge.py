@@ -784,6 +784,38 @@ class KnowledgeStore:
         finally:
             self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
+    @contextmanager
+    def embedder_lock(self, *, exclusive: bool = False, timeout_s: float = 600.0,
+                      waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the knowledge base's embedder steady: shared by every run that embeds (it
+        resolves its embedder inside), exclusive for ``reembed``, which changes it. Taken
+        before any namespace lock, in every run, so the two never deadlock. Without it an
+        ingest that waited out a reembed wrote with the embedder it had resolved before:
+        chunks without vectors, or another model's, under the new identity."""
+        key = "kbctl:embedder"
+        take, release = (("pg_advisory_lock", "pg_advisory_unlock") if exclusive else
+                         ("pg_advisory_lock_shared", "pg_advisory_unlock_shared"))
+        tried = self.conn.execute(f"SELECT {take.replace('pg_', 'pg_try_', 1)}"
+                                  "(hashtextextended(%s, 0))", (key,)).fetchone()
+        if not (tried and tried[0]):
+            if waiting is not None:
+                waiting("another kbctl run is " + (
+                    "writing with the knowledge base's embedder" if exclusive else
+                    "changing the knowledge base's embedder (reembed)")
+                    + f"; waiting for it to finish (at most {timeout_s:.0f} s)")
+            self.conn.execute(f"SET lock_timeout = '{int(timeout_s * 1000)}ms'")
+            try:
+                self.conn.execute(f"SELECT {take}(hashtextextended(%s, 0))", (key,))
+            except psycopg.errors.LockNotAvailable as exc:
+                raise LockBusy(f"the knowledge base's embedder is still in use by another "
+                               f"kbctl run after {timeout_s:.0f}s") from exc
+            finally:
+                self.conn.execute("SET lock_timeout = 0")
+        try:
+            yield
+        finally:
+            self.conn.execute(f"SELECT {release}(hashtextextended(%s, 0))", (key,))
+
     def _try_lock(self, key: str) -> bool:
         got = self.conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
                                 (key,)).fetchone()
