@@ -706,6 +706,43 @@ def test_a_stopped_run_says_so_and_drops_its_handle(box: Box, site: tuple[LocalS
     assert ingest.pid not in box.handles()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stalled_on_its_embedder_stops_at_once(box: Box, sig: int) -> None:
+    """A provider that takes requests and never answers: a cron timeout's SIGTERM (or
+    Ctrl-C) waited out every retry of every batch in flight, five minutes, before exit."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: [held.append(listener.accept()[0]) for _ in range(64)],
+                     daemon=True).start()
+    docs = box.root / "stalled"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"p{i}.md").write_text(f"# Page {i}\n\nWords about topic {i}.\n")
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:  # a KB of its own: the box's was built without an embedder
+        ingest = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, "ingest", "files", str(docs), "--embedder",
+             "openai:m@8", "--embedder-base-url", url, "--json", "--data-dir",
+             str(box.root / "embedded-kb")], cwd=box.root, env=box.env | {"OPENAI_API_KEY": "x"},
+            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        box.started.append(ingest)
+        wait_until(lambda: held, COMMAND_DEADLINE, "the ingest asks its embedder")
+        time.sleep(0.5)
+        asked = time.monotonic()
+        ingest.send_signal(sig)
+        out, err = ingest.communicate(timeout=COMMAND_DEADLINE)
+        took = time.monotonic() - asked
+        assert ingest.returncode == 128 + sig, err
+        assert took < 15, f"took {took:.0f} s to stop"
+        assert json.loads(out)["exitCode"] == 128 + sig
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
 def test_a_killed_user_on_a_full_disk_leaves_no_server_behind(
         small_disk: Box, site: tuple[LocalServer, Gate]) -> None:
     """The watchdog stops the server even when it cannot write the handle list."""

@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import HangupSignal, Interrupted, KbctlError, TerminateSignal, UsageError
 from ..render import Output
 from . import (
+    common,
     doctor,
     ingest,
     ingest_web,
@@ -76,6 +77,7 @@ def main() -> None:
     message, their own exit code, the server handle dropped) rather than killing it
     mid-step. With ``--json``, a mistake in the command line itself is a JSON document on
     stdout too."""
+    common.STOP_AT_ONCE = True  # the process is kbctl's own: a signal ends it at once
     signal.signal(signal.SIGTERM, _terminate)
     hangup = getattr(signal, "SIGHUP", None)
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd

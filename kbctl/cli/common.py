@@ -3,13 +3,15 @@ maps errors to exit codes (``guard``)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import shlex
 import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperCommand
@@ -28,6 +30,7 @@ from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
 from ..render import Output
 from ..sources.files import MAX_FILE_BYTES
+from ..wiring import leave_databases
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,9 +162,29 @@ def guard(fn: F) -> F:
             stopped = kind(said, hint="what was written before is kept whole; run the "
                                       "command again to finish")
             out.error(stopped)
+            if STOP_AT_ONCE:
+                stop_now(stopped.exit_code)
             raise typer.Exit(stopped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# Set by the console script: a signal ends the process at once (``stop_now``). In a
+# process that embeds kbctl (tests, a library caller) it ends the command only.
+STOP_AT_ONCE = False
+
+
+def stop_now(code: int) -> NoReturn:
+    """End a stopped command now, as its signal asks: its writes are rolled back or whole
+    already (each is one transaction), and its handle on the embedded server is dropped
+    here. What an ordinary exit would then wait for (a provider request mid-flight, its
+    retries, a worker process's pipe) is not waited for: a cron timeout's SIGTERM took five
+    minutes to end an ingest whose embedder had stalled."""
+    leave_databases()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code)
 
 
 @functools.cache

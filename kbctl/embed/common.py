@@ -70,9 +70,14 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int) -> l
                 for other in futures:
                     other.cancel()
                 raise future.exception()  # type: ignore[misc]
-        return [future.result() for future in futures]
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        results = [future.result() for future in futures]
+    except BaseException:
+        # a signal (or a failure) is not made to wait for the calls still in flight: a
+        # stalled provider kept a stopped run waiting out every retry
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return results
 
 
 class LazyClient:

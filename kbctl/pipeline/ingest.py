@@ -190,6 +190,9 @@ def ingest(
                     if wanted:
                         dooming.add(spec.id)
                 per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
+        except KeyboardInterrupt:  # a signal: the run ends now, batches in flight or not
+            writer.abandon()
+            raise
         finally:
             writer.close()
     except EnvironmentFailure as exc:  # the run ends here: no key, the provider down
@@ -461,6 +464,7 @@ class _Writer:
         self._dropped: dict[str, int] = {}  # the pages this writer dropped, per reason
         self._provider_failures = 0  # batches in a row whose embedding failed
         self._stopped = False  # a batch raised: hand nothing more to the writer threads
+        self._abandoned = False  # a signal: nothing handed over is waited for either
         self._stores: queue.SimpleQueue[KnowledgeStore] = queue.SimpleQueue()
         for writer_store in writer_stores or [store]:
             self._stores.put(writer_store)
@@ -629,7 +633,14 @@ class _Writer:
             if not self._stopped:
                 self.drain()
         finally:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=not self._abandoned)
+
+    def abandon(self) -> None:
+        """Hand nothing more over, and wait for nothing handed over: a stopped run ends
+        at once, its batch in flight rolled back when its connection goes (one transaction
+        each). Drained, a SIGTERM waited out an embedder's every retry, five minutes."""
+        self._stopped = self._abandoned = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _collect_one(self) -> None:
         future, _ = self._inflight.popleft()
