@@ -145,12 +145,21 @@ def resolve_embedder(
     # binding raises EmbedderMismatch when they differ, unless the KB holds nothing yet
     elif recorded is not None and store.bind_embedder(identity) != recorded:
         announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
-    if writing and embedder is not None and settings.embedder_base_url:
-        endpoint = public_endpoint(settings.embedder_base_url)
-        if endpoint != known:
-            store.record_embedder_endpoint(endpoint)
-            announce(f"the knowledge base now reaches its embedder at {endpoint}")
     return embedder
+
+
+def remember_endpoint(store: KnowledgeStore, settings: Settings,
+                      announce: Callable[[str], None] = lambda _msg: None) -> None:
+    """Record the base URL a write reached its embedder at, for the commands that follow
+    (``resolve_embedder``). Called once the write has embedded through it: recorded before
+    the first request, a mistyped URL in one failed CI job broke every later cron run and
+    MCP server of the knowledge base."""
+    if not settings.embedder_base_url or store.embedder_identity() in (None, NO_EMBEDDER):
+        return
+    endpoint = public_endpoint(settings.embedder_base_url)
+    if endpoint != store.embedder_endpoint():
+        store.record_embedder_endpoint(endpoint)
+        announce(f"the knowledge base now reaches its embedder at {endpoint}")
 
 
 def resolve_reranker(store: KnowledgeStore, settings: Settings) -> Reranker | None:

@@ -91,3 +91,21 @@ def test_a_write_with_a_new_endpoint_records_it(
     assert cli.json("status")["embedderEndpoint"] == base
     cli.json("reembed", "--embedder", "none")
     assert cli.json("status")["embedderEndpoint"] is None
+
+
+def test_a_failed_write_does_not_record_its_endpoint(
+        cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mistyped KBCTL_EMBEDDER_BASE_URL in one failed job was recorded before the first
+    request, and every later command of the KB (cron, MCP) reached it, and failed."""
+    base, seen = openai_server
+    cli.json("ingest", "text", "pnpm add widget", "--ref", "a",
+             "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
+    monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:9/v1")  # nothing there
+    failed = cli("ingest", "text", "widget upgrade", "--ref", "b")
+    assert failed.exit_code != 0 and "reaches its embedder" not in failed.stderr
+    assert cli("memory", "append", "memory/agent/n.md", "a note", "--agent", "bot"
+               ).exit_code == 3
+    monkeypatch.delenv("KBCTL_EMBEDDER_BASE_URL")
+    assert cli.json("status")["embedderEndpoint"] == base
+    assert cli.json("query", "widget")["mode"] == "hybrid"

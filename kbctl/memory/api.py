@@ -18,7 +18,7 @@ from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import describe_bad_char, require_clean
 from ..linefile import LoadError, read_capped
-from ..wiring import open_store, resolve_embedder
+from ..wiring import open_store, remember_endpoint, resolve_embedder
 from .model import (
     DeleteResult,
     Health,
@@ -60,6 +60,8 @@ def open_backend(settings: Settings, *, writing: bool = False,
         embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
         yield PostgresMemoryBackend(store.conn, embedder,
                                     vector_weight=settings.vector_weight)
+        if writing and embedder is not None:  # the write embedded through it
+            remember_endpoint(store, settings, announce)
 
 
 def append(settings: Settings, path: str, text: str, *, scope: MemoryScope | None = None,

@@ -13,7 +13,6 @@ from ..config import Settings
 from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
-from ..net.endpoint import public_endpoint
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
@@ -21,7 +20,7 @@ from ..store.db import describe
 from ..store.knowledge import KnowledgeStore
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
-from ..wiring import open_store, open_writers, resolve_embedder, resolve_reranker
+from ..wiring import open_store, open_writers, remember_endpoint, resolve_embedder, resolve_reranker
 from .cached_embedder import CachedEmbedder
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .forget import ForgetReport, forget
@@ -65,6 +64,8 @@ def ingest_sources(
         if cached is not None:
             report.embedded = cached.provider_texts
             report.embedding_cache_hits = cached.cache_hits
+            if cached.provider_texts:
+                remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
         return report
 
@@ -187,8 +188,7 @@ def reembed_kb(
         with store.embedder_lock(exclusive=True, waiting=said), \
                 store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, progress=progress)
-        if embedder is not None and settings.embedder_base_url:
-            store.record_embedder_endpoint(public_endpoint(settings.embedder_base_url))
+        remember_endpoint(store, settings, said)
         return report
 
 
@@ -225,6 +225,8 @@ def resync_kb(
                 if settings.sources else None,
                 progress=progress, announce=announce)
         if cached is not None:
+            if cached.provider_texts:
+                remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
         return report
 
