@@ -47,6 +47,8 @@ def test_one_failed_batch_fails_its_sources_and_the_run_goes_on(
     assert emb.attempts == 4
     assert report.failed == EMBED_BATCH and report.added == DOCS - EMBED_BATCH
     assert rows(db_url, "SELECT count(*) FROM sources") == [(DOCS - EMBED_BATCH,)]
+    # the provider's failure, not the docs': exit 3 however few pages the batch held
+    assert report.provider_failed and report.exit_code == 3
 
 
 def test_a_provider_that_stays_down_stops_the_run(store: KnowledgeStore, db_url: str,

@@ -52,7 +52,7 @@ def run_ingest(settings: Settings, specs: list[SourceSpec], json_output: bool,
     with out.progress(f"ingest → {settings.namespace}") as progress:
         report = api.ingest_sources(settings, specs, progress=progress, announce=out.note)
     out.show(report)
-    exit_with(0 if report.ok else 1)
+    exit_with(report.exit_code)
 
 
 @app.callback()

@@ -67,7 +67,7 @@ def resync(
                                all_namespaces=all_namespaces, options=options,
                                progress=progress, announce=out.note)
     out.show(report)
-    exit_with(0 if report.ok else 1)
+    exit_with(report.exit_code)
 
 
 @guard

@@ -120,6 +120,7 @@ class IngestReport:
     dropped: dict[str, int] = field(default_factory=dict)  # pages left out on purpose, by why
     dry_run: bool = False
     guard_tripped: bool = False
+    provider_failed: bool = False  # a batch failed to embed: its pages failed with it
     changes: dict[str, list[str]] = field(
         default_factory=lambda: {"added": [], "updated": [], "deleted": []})
     errors: list[SourceFailure] = field(default_factory=list)
@@ -131,6 +132,14 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         return self.failed == 0 and not self.guard_tripped
+
+    @property
+    def exit_code(self) -> int:
+        """0 for a clean run; 3 when the embedding provider failed a batch (the environment,
+        however few pages it held: a small resync said 1, as for broken docs); else 1."""
+        if self.ok:
+            return 0
+        return EnvironmentFailure.exit_code if self.provider_failed else 1
 
 
 @dataclass
@@ -347,8 +356,8 @@ def _forget_first_failures(store: KnowledgeStore, namespace: str,
             continue
         if store.forget_def(namespace, spec.id):
             errors.pop(spec.id)
-            report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be read, so "
-                                f"it is not recorded for resync")
+            report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be stored, "
+                                f"so it is not recorded for resync")
 
 
 def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
@@ -656,6 +665,7 @@ class _Writer:
         for ref, exc, spec in result.failures:
             self._fail(ref, exc, spec)
         if result.provider_error is not None:
+            self.report.provider_failed = True
             self._provider_failures += 1
             if self._provider_failures >= PROVIDER_FAILURES_TO_STOP:
                 self._stopped = True

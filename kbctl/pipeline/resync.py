@@ -43,6 +43,11 @@ class ResyncReport:
         return all(r.ok for r in self.namespaces)
 
     @property
+    def exit_code(self) -> int:
+        """The worst of the namespaces' (``IngestReport.exit_code``)."""
+        return max((r.exit_code for r in self.namespaces), default=0)
+
+    @property
     def totals(self) -> dict[str, int]:
         """Counts summed over namespaces, keyed like the JSON report (camelCase)."""
         return {key: sum(getattr(r, name) for r in self.namespaces)
