@@ -106,6 +106,9 @@ def test_a_failed_write_does_not_record_its_endpoint(
     assert failed.exit_code != 0 and "reaches its embedder" not in failed.stderr
     assert cli("memory", "append", "memory/agent/n.md", "a note", "--agent", "bot"
                ).exit_code == 3
+    # with the embedder down, memory health says so (it said ok)
+    health = cli("memory", "health", "--agent", "bot", "--json")
+    assert health.exit_code == 3 and "the embedder does not embed" in health.stdout
     monkeypatch.delenv("KBCTL_EMBEDDER_BASE_URL")
     assert cli.json("status")["embedderEndpoint"] == base
     assert cli.json("query", "widget")["mode"] == "hybrid"

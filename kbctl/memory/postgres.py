@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..embed.base import NO_EMBEDDER, Embedder
-from ..errors import DatabaseError, EmbedderMismatch, InputError
+from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
 from ..results import MAX_QUESTION_CHARS
 from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
@@ -244,7 +244,9 @@ class PostgresMemoryBackend:
                  for r in recalled])
 
     def health(self) -> Health:
-        """Whether the database answers and the memory schema is in place."""
+        """Whether the database answers, the memory schema is in place, and the embedder
+        (when there is one) embeds: with it down, search and append fail, and a health
+        check that said ok sent no one to look."""
         try:
             row = self.conn.execute(
                 "SELECT to_regclass('memory_chunks') IS NOT NULL").fetchone()
@@ -252,8 +254,14 @@ class PostgresMemoryBackend:
             return Health(kind=KIND, ok=False, error=str(exc).strip())
         if not row or not row[0]:
             return Health(kind=KIND, ok=False, error="the memory schema is missing")
-        return Health(kind=KIND, ok=True,
-                      details={"mode": self.mode, "embedder": str(self._identity)})
+        details = {"mode": self.mode, "embedder": str(self._identity)}
+        if self.embedder is not None:
+            try:
+                self.embedder.embed_query("health check")
+            except KbctlError as exc:
+                return Health(kind=KIND, ok=False, details=details,
+                              error=f"the embedder does not embed: {exc.message}")
+        return Health(kind=KIND, ok=True, details=details)
 
     # --- writes -----------------------------------------------------------------------
 
