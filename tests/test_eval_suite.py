@@ -408,3 +408,12 @@ def test_json_suite_round_trip_of_scaffolded_yaml(tmp_path: Path) -> None:
     (b,) = load_suites([json_path])
     assert [(c.id, c.question, c.expect) for c in a.cases] == \
         [(c.id, c.question, c.expect) for c in b.cases]
+
+
+def test_a_suite_over_the_size_limit_is_told_to_split(tmp_path: Path) -> None:
+    """`eval init` on a large KB writes a suite past the cap; the refusal said only that."""
+    big = write(tmp_path, "big.yaml", "version: 1\ncases: []\n# " + "x" * (5 * 1024 * 1024))
+    with pytest.raises(SuiteError) as info:
+        load_suites([big])
+    assert "byte limit" in info.value.message
+    assert info.value.hint is not None and "several files" in info.value.hint

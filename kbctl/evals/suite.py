@@ -93,7 +93,9 @@ def load_suite(path: str | Path) -> Suite:
     except OSError as exc:
         raise SuiteError(f"{label}: cannot read suite file: {exc.strerror or exc}") from None
     except LoadError as exc:
-        raise SuiteError(f"{label}: {exc.message}") from None
+        hint = ("split it into several suites: `kbctl eval` takes several files, a folder "
+                "or a glob" if "byte limit" in exc.message else None)
+        raise SuiteError(f"{label}: {exc.message}", hint=hint) from None
     return parse_suite(text, label)
 
 
