@@ -183,5 +183,5 @@ def test_a_listed_page_gone_before_is_no_failure_later(cli: Cli, site: LocalServ
     assert first["totals"]["deleted"] == 1 and first["totals"]["failed"] == 0
     later = cli.json("resync", PRIVATE)
     assert (later["totals"]["failed"], later["totals"]["deleted"]) == (0, 0)
-    assert any("1 listed page gone (HTTP 404/410), none stored: " + site.url("/c.html")
+    assert any("1 page it names gone (HTTP 404/410), none stored: " + site.url("/c.html")
                in note for note in later["namespaces"][0]["notes"])

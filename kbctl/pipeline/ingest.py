@@ -326,9 +326,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                             f"{'s' if len(vanished) > 1 else ''} gone (HTTP {statuses}): "
                             f"{_named(vanished)}")
     if still_gone:
-        report.notes.append(f"{spec.kind} {spec.target}: {len(still_gone)} listed page"
-                            f"{'s' if len(still_gone) > 1 else ''} gone (HTTP {statuses}), "
-                            f"none stored: {_named(still_gone)}")
+        report.notes.append(f"{spec.kind} {spec.target}: {len(still_gone)} page"
+                            f"{'s' if len(still_gone) > 1 else ''} it names gone (HTTP "
+                            f"{statuses}), none stored: {_named(still_gone)}")
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
     seen -= writer.left_out
