@@ -759,30 +759,12 @@ class KnowledgeStore:
         """Hold the per-namespace advisory lock that serialises ingest and resync. A run
         that has to wait for another one says so through ``waiting`` first: a cron job
         that sits silent for minutes looks hung."""
-        key = f"kbctl:ns:{namespace}"
-        if not self._try_lock(key):
-            if not wait:
-                raise LockBusy(
-                    f"another kbctl run is writing namespace '{namespace}'",
-                    hint="wait for it to finish, or run with --wait",
-                )
-            if waiting is not None:
-                waiting(f"namespace '{namespace}' is being written by another kbctl run; "
-                        f"waiting for it to finish (at most {timeout_s:.0f} s)")
-            self.conn.execute(f"SET lock_timeout = '{int(timeout_s * 1000)}ms'")
-            try:
-                self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-            except psycopg.errors.LockNotAvailable as exc:
-                raise LockBusy(
-                    f"namespace '{namespace}' is still locked by another kbctl run after "
-                    f"{timeout_s:.0f}s"
-                ) from exc
-            finally:
-                self.conn.execute("SET lock_timeout = 0")
-        try:
+        with self._advisory_lock(
+                f"kbctl:ns:{namespace}", wait=wait, timeout_s=timeout_s, waiting=waiting,
+                busy=f"another kbctl run is writing namespace '{namespace}'",
+                waits=f"namespace '{namespace}' is being written by another kbctl run",
+                still=f"namespace '{namespace}' is still locked by another kbctl run"):
             yield
-        finally:
-            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     @contextmanager
     def embedder_lock(self, *, exclusive: bool = False, timeout_s: float = 600.0,
@@ -792,34 +774,43 @@ class KnowledgeStore:
         before any namespace lock, in every run, so the two never deadlock. Without it an
         ingest that waited out a reembed wrote with the embedder it had resolved before:
         chunks without vectors, or another model's, under the new identity."""
-        key = "kbctl:embedder"
-        take, release = (("pg_advisory_lock", "pg_advisory_unlock") if exclusive else
-                         ("pg_advisory_lock_shared", "pg_advisory_unlock_shared"))
-        tried = self.conn.execute(f"SELECT {take.replace('pg_', 'pg_try_', 1)}"
-                                  "(hashtextextended(%s, 0))", (key,)).fetchone()
-        if not (tried and tried[0]):
+        doing = ("writing with the knowledge base's embedder" if exclusive
+                 else "changing the knowledge base's embedder (reembed)")
+        with self._advisory_lock(
+                "kbctl:embedder", shared=not exclusive, timeout_s=timeout_s, waiting=waiting,
+                waits=f"another kbctl run is {doing}",
+                still="the knowledge base's embedder is still in use by another kbctl run"):
+            yield
+
+    @contextmanager
+    def _advisory_lock(self, key: str, *, shared: bool = False, wait: bool = True,
+                       timeout_s: float, waiting: Callable[[str], None] | None,
+                       waits: str, still: str, busy: str = "") -> Iterator[None]:
+        """Hold the session advisory lock ``key`` (``shared`` or exclusive): taken at once
+        if free; else refused (``wait=False``: ``LockBusy`` saying ``busy``), or waited for
+        at most ``timeout_s`` after ``waiting`` is told ``waits`` (then ``LockBusy`` saying
+        ``still``)."""
+        mode = "_shared" if shared else ""
+        got = self.conn.execute(f"SELECT pg_try_advisory_lock{mode}(hashtextextended(%s, 0))",
+                                (key,)).fetchone()
+        if not (got and got[0]):
+            if not wait:
+                raise LockBusy(busy, hint="wait for it to finish, or run with --wait")
             if waiting is not None:
-                waiting("another kbctl run is " + (
-                    "writing with the knowledge base's embedder" if exclusive else
-                    "changing the knowledge base's embedder (reembed)")
-                    + f"; waiting for it to finish (at most {timeout_s:.0f} s)")
+                waiting(f"{waits}; waiting for it to finish (at most {timeout_s:.0f} s)")
             self.conn.execute(f"SET lock_timeout = '{int(timeout_s * 1000)}ms'")
             try:
-                self.conn.execute(f"SELECT {take}(hashtextextended(%s, 0))", (key,))
+                self.conn.execute(f"SELECT pg_advisory_lock{mode}(hashtextextended(%s, 0))",
+                                  (key,))
             except psycopg.errors.LockNotAvailable as exc:
-                raise LockBusy(f"the knowledge base's embedder is still in use by another "
-                               f"kbctl run after {timeout_s:.0f}s") from exc
+                raise LockBusy(f"{still} after {timeout_s:.0f}s") from exc
             finally:
                 self.conn.execute("SET lock_timeout = 0")
         try:
             yield
         finally:
-            self.conn.execute(f"SELECT {release}(hashtextextended(%s, 0))", (key,))
-
-    def _try_lock(self, key: str) -> bool:
-        got = self.conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                                (key,)).fetchone()
-        return bool(got and got[0])
+            self.conn.execute(f"SELECT pg_advisory_unlock{mode}(hashtextextended(%s, 0))",
+                              (key,))
 
 
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:
