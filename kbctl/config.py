@@ -116,13 +116,11 @@ def resolve_settings(
     """Merge the layers; ``flags`` holds only options the user actually passed (non-None)."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    layers: list[dict[str, Any]] = []  # lowest precedence first
-    from_env = {name: env[var] for var, name in _ENV.items() if env.get(var)}
     for var, name in _ENV.items():
-        if name in from_env:
-            require_clean(var, from_env[name])
-            _check_value(name, from_env[name], var)
-    layers.append(from_env)
+        if env.get(var):
+            require_clean(var, env[var])
+            _check_value(name, env[var], var)
+            values[name] = env[var]
     memory = MemorySettings().merged(memory_from_env(env))
     path = find_config(config, cwd)
     if path is not None:
@@ -130,7 +128,7 @@ def resolve_settings(
         if "memory_track" in from_file:
             memory = memory.merged({"track": from_file.pop("memory_track")})
         memory = memory.merged(from_file.pop("memory", {}))
-        layers.append(from_file)
+        values.update(from_file)
         values["config_path"] = path
     flags = dict(flags or {})
     memory = memory.merged(flags.pop("memory", None) or {}, from_flags=True)
@@ -141,9 +139,7 @@ def resolve_settings(
     if "db_url" in given and "data_dir" in given:
         raise ConfigError("--db and --data-dir name two databases (a server, and the embedded "
                           "one in a folder)", hint="pass one of them")
-    for layer in layers:
-        values.update(layer)
-    if "data_dir" in given and "db_url" not in given:
+    if "data_dir" in given:
         # --data-dir names this run's database: a URL from the file or the environment
         # (a production secret in CI) must not take the run's writes instead
         values.pop("db_url", None)
