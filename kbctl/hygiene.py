@@ -9,7 +9,7 @@ terminal colours, so human output shows them escaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
@@ -65,6 +65,13 @@ def escape_control(text: str, *, keep_newlines: bool = False) -> str:
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def first_few(items: Sequence[str], most: int = 3) -> str:
+    """The first ``most`` of ``items``, comma-joined, and how many more: a note that names
+    what it is about (gone pages, empty sitemaps) stays one line however many there are."""
+    more = len(items) - most
+    return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 # A line of an error or a note longer than this loses its middle: a message may quote what

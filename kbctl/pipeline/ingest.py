@@ -26,7 +26,7 @@ from ..errors import (
     SourceError,
 )
 from ..extract.text import clean_text
-from ..hygiene import clipped, drop_bad_chars
+from ..hygiene import clipped, drop_bad_chars, first_few
 from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
 from ..sources.registry import adapter_for
 from ..store.db import is_database_failure
@@ -324,11 +324,11 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     if vanished:  # to be deleted: said, with the addresses (the first few of many)
         report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
                             f"{'s' if len(vanished) > 1 else ''} gone (HTTP {statuses}): "
-                            f"{_named(vanished)}")
+                            f"{first_few(vanished, MAX_NAMED_GONE)}")
     if still_gone:
         report.notes.append(f"{spec.kind} {spec.target}: {len(still_gone)} page"
                             f"{'s' if len(still_gone) > 1 else ''} it names gone (HTTP "
-                            f"{statuses}), none stored: {_named(still_gone)}")
+                            f"{statuses}), none stored: {first_few(still_gone, MAX_NAMED_GONE)}")
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
     seen -= writer.left_out
@@ -336,12 +336,6 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         return vanished
     orphans = sorted(set(known) - seen) if expansion.complete else []
     return orphans + vanished
-
-
-def _named(refs: Sequence[str]) -> str:
-    """The first few of ``refs``, and how many more."""
-    more = len(refs) - MAX_NAMED_GONE
-    return ", ".join(refs[:MAX_NAMED_GONE]) + (f" and {more} more" if more > 0 else "")
 
 
 def _forget_first_failures(store: KnowledgeStore, namespace: str,

@@ -50,7 +50,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
-from ..hygiene import describe_bad_char
+from ..hygiene import describe_bad_char, first_few
 from ..projectfiles import NEVER_DOCS, IgnoreFiles, inside, is_folder, is_regular
 from . import versions
 from .base import (
@@ -267,10 +267,9 @@ def _left_out(path: Path, outside: set[Path]) -> str:
     """The note for a page whose includes lie outside its project, or none."""
     if not outside:
         return ""
-    named = ", ".join(sorted(_printable(p) for p in outside)[:3])
-    more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
+    named = first_few(sorted(_printable(p) for p in outside))
     return (f"{_printable(path)}: left out what it includes from outside the project "
-            f"({named}{more}): a project's files are those of its git repository, or of "
+            f"({named}): a project's files are those of its git repository, or of "
             f"its own folder outside one (a tarball, a git archive); ingest from a git "
             f"checkout to take them in")
 

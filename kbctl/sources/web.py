@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import BlockedURL, FetchError, InputError, KbctlError, SourceError
+from ..hygiene import first_few
 from ..net import GuardedClient, NetPolicy, Resolver, check_url
 from . import versions
 from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
@@ -257,10 +258,8 @@ class WebSource:
                          f"ingest the site served here, crawl it: kbctl ingest crawl "
                          f"{origin(url)}/)")
         if listing.empty:
-            more = len(listing.empty) - 3
-            notes.append(f"{', '.join(listing.empty[:3])}"
-                         f"{f' and {more} more' if more > 0 else ''}: listed by a sitemap "
-                         f"index, but list no page; no page is deleted as gone this run")
+            notes.append(f"{first_few(listing.empty)}: listed by a sitemap index, but list "
+                         f"no page; no page is deleted as gone this run")
         complete = not listing.failures and not listing.truncated and not listing.empty
         return Expansion(leaves=leaves, complete=complete, notes=notes + shaped.notes,
                          dropped=shaped.dropped)
