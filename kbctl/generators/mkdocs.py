@@ -555,6 +555,7 @@ def autodoc_stub(site: Site, text: str) -> tuple[str, int] | None:
 
 # Longest pattern of the exclude plugin read: a path is short, and so is a real pattern.
 _MAX_EXCLUDE_PATTERN = 512
+_MAX_EXCLUDE_GLOBS = 1000
 
 
 def _exclude_plugin(options: Mapping[str, Any] | None) -> Callable[[str], bool] | None:
@@ -567,7 +568,10 @@ def _exclude_plugin(options: Mapping[str, Any] | None) -> Callable[[str], bool] 
     globs = [v for v in values if isinstance(v, str) and len(v) <= _MAX_EXCLUDE_PATTERN]
     if not globs:
         return None
-    return lambda rel: any(fnmatch.fnmatchcase(rel, g) for g in globs)
+    # one expression for them all (at most _MAX_EXCLUDE_GLOBS): a config listing 100,000
+    # globs would otherwise be tried one by one on every file
+    matcher = re.compile("|".join(fnmatch.translate(g) for g in globs[:_MAX_EXCLUDE_GLOBS]))
+    return lambda rel: matcher.match(rel) is not None
 
 
 def _plugins(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
