@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from kbctl.errors import EmbedderMismatch, InputError
-from kbctl.memory.model import SearchOptions
+from kbctl.memory.model import ListPage, SearchOptions
 from kbctl.memory.paths import MemoryScope
 from kbctl.memory.postgres import PostgresMemoryBackend
 from kbctl.memory.ranking import decay_factor, mmr
@@ -95,6 +95,30 @@ def test_append_reindexes_only_the_tail(conn: psycopg.Connection, db_url: str) -
     consistent(db_url)
 
 
+def test_a_file_is_capped_and_a_refused_write_changes_nothing(
+        keyword: PostgresMemoryBackend, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.memory import postgres
+
+    monkeypatch.setattr(postgres, "MAX_FILE_BYTES", 2000)
+    line = "a line of notes that an agent keeps appending, day after day\n"
+    path = "memory/agent/log.md"
+    appended = 0
+    with pytest.raises(InputError) as refused:
+        for _ in range(100):
+            keyword.append(SHARED, path, line)
+            appended += 1
+    assert appended == 2000 // len(line)
+    assert f"appending would grow {path} to 2,0" in refused.value.message
+    assert "memory/20" in (refused.value.hint or "")  # a dated file to go on in
+    stored = rows(db_url, "SELECT content FROM memory_files")
+    assert stored == [(line * appended,)]
+    with pytest.raises(InputError, match="split it|would hold 2,100 bytes"):
+        keyword.put(SHARED, "memory/agent/big.md", "x" * 2100)
+    assert keyword.put(SHARED, path, line).status == "updated"  # a condensed version fits
+    assert keyword.append(SHARED, "memory/agent/2026-12-03.md", line).status == "created"
+    consistent(db_url)
+
+
 def test_put_is_idempotent_by_content_hash(hybrid: PostgresMemoryBackend, db_url: str) -> None:
     assert hybrid.put(SHARED, "memory/agent/MEMORY.md", "a\nb\n").status == "created"
     again = hybrid.put(SHARED, "memory/agent/MEMORY.md", "a\nb\n")
@@ -165,6 +189,28 @@ def test_list_shows_visible_files_by_tier(hybrid: PostgresMemoryBackend) -> None
         hybrid.list_files(SHARED, "user")
     with pytest.raises(InputError):
         hybrid.list_files(ALICE, "team")
+
+
+def test_list_pages_through_many_files_in_path_order(keyword: PostgresMemoryBackend) -> None:
+    names = [f"memory/agent/{d}/n{i:02}.md" for d in ("Z", "a", "b_c") for i in range(7)]
+    for name in names:
+        keyword.put(SHARED, name, "a note")
+    seen: list[str] = []
+    after = None
+    while True:
+        page = keyword.list_files(SHARED, page=ListPage(limit=4, after=after))
+        assert page.total == len(names) and len(page.files) <= 4
+        seen += [f.path for f in page.files]
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert seen == sorted(names)  # byte order: every page follows the one before
+    under = keyword.list_files(SHARED, page=ListPage(prefix="memory/agent/b_", limit=100))
+    assert [f.path for f in under.files] == [n for n in names if "/b_c/" in n]
+    assert under.total == 7 and under.next_after is None
+    assert keyword.list_files(SHARED, page=ListPage(prefix="memory/agent/b%")).files == []
+    with pytest.raises(InputError, match="--limit"):
+        ListPage(limit=0)
 
 
 def test_keyword_only_mode_finds_matches_and_says_so(keyword: PostgresMemoryBackend) -> None:

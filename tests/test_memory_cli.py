@@ -127,6 +127,14 @@ def test_get_list_delete(mem: Cli) -> None:
     only = mem.json("memory", "list", "--tier", "user", *ALICE)
     assert [f["path"] for f in only["files"]] == ["memory/user/2024-05-01.md"]
     assert mem("memory", "list", "--tier", "user", *BOT).exit_code == 2
+    first = mem("memory", "list", "--limit", "1", *ALICE)
+    assert first.exit_code == 0 and "memory/agent/runbook.md" in first.stdout
+    assert "1 of 2 files shown; the next page: --after memory/agent/runbook.md" in first.stderr
+    last = mem.json("memory", "list", "--limit", "1", "--after", "memory/agent/runbook.md",
+                    *ALICE)
+    assert [f["path"] for f in last["files"]] == ["memory/user/2024-05-01.md"]
+    assert (last["total"], last["nextAfter"]) == (2, None)
+    assert mem("memory", "list", "--limit", "0", *ALICE).exit_code == 2
     gone = mem.json("memory", "delete", "memory/user/2024-05-01.md", *ALICE)
     assert gone["deleted"] and gone["chunks"] == 1
     assert rows(mem.db_url, "SELECT count(*) FROM memory_files WHERE user_id = 'alice'") == [

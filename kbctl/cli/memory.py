@@ -10,6 +10,7 @@ import typer
 from ..config import Settings
 from ..errors import InputError
 from ..memory import api
+from ..memory.model import DEFAULT_LIST_LIMIT, ListPage
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
 from .common import (
@@ -157,14 +158,25 @@ def list_(
     tier: Annotated[str | None, typer.Option(
         "--tier", help="agent or user (default: both visible tiers).",
         show_default=False)] = None,
+    prefix: Annotated[str | None, typer.Option(
+        "--prefix", help="Only paths starting with this, e.g. memory/agent/projects/.",
+        show_default=False)] = None,
+    limit: Annotated[int, typer.Option(
+        "--limit", help="Files on one page, at most.")] = DEFAULT_LIST_LIMIT,
+    after: Annotated[str | None, typer.Option(
+        "--after", help="Start after this path: the next page, as the last one says.",
+        show_default=False)] = None,
     agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
-    """List the memory files this agent (and user) can see.
+    """List the memory files this agent (and user) can see, in path order, a page at a
+    time (JSON gives `total` and `nextAfter`, null on the last page).
 
     Example: `kbctl memory list --tier user --agent bot --user alice`
     """
-    _emit(api.list_files(_settings(db, data_dir, config, agent, user), tier), json_output)
+    page = ListPage(prefix=prefix, after=after, limit=limit)
+    _emit(api.list_files(_settings(db, data_dir, config, agent, user), tier, page=page),
+          json_output)
 
 
 @app.command("delete")

@@ -20,10 +20,12 @@ from ..hygiene import describe_bad_char, require_clean
 from ..linefile import LoadError, read_capped
 from ..wiring import open_store, remember_endpoint, resolve_embedder
 from .model import (
+    MAX_FILE_BYTES,
     DeleteResult,
     Health,
     ImportFailure,
     ImportReport,
+    ListPage,
     MemoryListing,
     MemorySearchResult,
     MemoryStats,
@@ -35,9 +37,7 @@ from .paths import AGENT_TIER, MemoryScope, parse_path, scope_of, tier_prefix
 from .policy import FlushPolicy, should_flush
 from .postgres import KIND, PostgresMemoryBackend
 
-# A note file imported may be this large, as a docs page may (kbctl.sources.files): an
-# import is as bounded as an ingest.
-MAX_NOTE_BYTES = 5 * 1024 * 1024
+MAX_NOTE_BYTES = MAX_FILE_BYTES  # a note imported may be as large as a memory file holds
 MAX_STATS_TOP = 1000  # most recalled entries ``stats`` lists, at most
 
 Announce = Callable[[str], None]
@@ -98,10 +98,11 @@ def get(settings: Settings, path: str, *, from_line: int | None = None,
 
 
 def list_files(settings: Settings, tier: str | None = None, *,
+               page: ListPage | None = None,
                scope: MemoryScope | None = None) -> MemoryListing:
     scope = scope or scope_for(settings)
     with open_backend(settings) as backend:
-        return backend.list_files(scope, tier)
+        return backend.list_files(scope, tier, page)
 
 
 def delete(settings: Settings, path: str, *,

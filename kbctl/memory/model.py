@@ -15,6 +15,13 @@ DEFAULT_MAX_RESULTS = _DEFAULTS.max_results
 DEFAULT_MMR_LAMBDA = _DEFAULTS.mmr_lambda
 DEFAULT_HALF_LIFE_DAYS = _DEFAULTS.half_life_days
 
+# A memory file holds at most this much, as a docs page may (kbctl.sources.files): every
+# append rewrites and re-chunks its file, so a file an agent appended to for months would
+# make each append slower and larger without end.
+MAX_FILE_BYTES = 5 * 1024 * 1024
+DEFAULT_LIST_LIMIT = 1000
+MAX_LIST_LIMIT = 100_000
+
 
 def citation(path: str, start_line: int, end_line: int) -> str:
     """``path#Lstart-Lend``: what ``get --from start --lines (end-start+1)`` returns."""
@@ -134,10 +141,27 @@ class MemoryFile:
 
 
 @dataclass(frozen=True)
+class ListPage:
+    """Which files one ``list`` shows: those under ``prefix``, after the path ``after``
+    (the previous page's last), at most ``limit``: an agent with 50,000 notes is listed
+    page by page, in bounded memory."""
+
+    prefix: str | None = None
+    after: str | None = None
+    limit: int = DEFAULT_LIST_LIMIT
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.limit <= MAX_LIST_LIMIT:
+            raise InputError(f"--limit must be within 1..{MAX_LIST_LIMIT:,}, got {self.limit:,}")
+
+
+@dataclass(frozen=True)
 class MemoryListing:
     scope: MemoryScope
     tier: str | None
     files: list[MemoryFile]
+    total: int = 0  # files matching the tier and prefix, on every page
+    next_after: str | None = None  # pass as ``after`` for the next page; None on the last
 
 
 @dataclass(frozen=True)

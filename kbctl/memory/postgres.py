@@ -32,8 +32,10 @@ from ..store.vectors import as_floats, vector_text
 from . import search_sql
 from .chunking import LineChunk, chunk_lines, line_window, normalise_newlines, split_lines
 from .model import (
+    MAX_FILE_BYTES,
     DeleteResult,
     Health,
+    ListPage,
     MemoryFile,
     MemoryHit,
     MemoryListing,
@@ -177,12 +179,19 @@ class PostgresMemoryBackend:
         return MemoryText(path=mp.path, tier=mp.tier, from_line=start, line_count=shown,
                           total_lines=len(all_lines), text=window, backend=self.name)
 
-    def list_files(self, scope: MemoryScope, tier: str | None = None) -> MemoryListing:
-        """The visible files, optionally of one tier."""
+    def list_files(self, scope: MemoryScope, tier: str | None = None,
+                   page: ListPage | None = None) -> MemoryListing:
+        """The visible files, optionally of one tier, one page in path order."""
         if tier is not None and tier not in TIERS:
             raise InputError(f"--tier must be one of {', '.join(TIERS)}, got '{tier}'")
         if tier == USER_TIER and scope.user_id is None:
             raise InputError("the user tier needs a user", hint="pass --user ID")
+        page = page or ListPage()
+        p = {"agent": scope.agent_id, "user": scope.user_id, "tier": tier,
+             "prefix": page.prefix or "", "after": page.after, "more": page.limit + 1}
+        where = f"""{search_sql.fence("f")}
+                  AND (%(tier)s::text IS NULL OR (f.user_id IS NULL) = (%(tier)s = 'agent'))
+                  AND starts_with(f.path, %(prefix)s)"""
         rows = self._query(
             f"""SELECT f.path, f.user_id,
                        (length(f.content) - length(replace(f.content, E'\\n', '')))
@@ -191,15 +200,17 @@ class PostgresMemoryBackend:
                        (SELECT count(*) FROM memory_chunks c WHERE c.file_id = f.id) AS chunks,
                        length(f.content) AS chars, f.content_hash, f.created_at, f.updated_at
                 FROM memory_files f
-                WHERE {search_sql.fence("f")}
-                  AND (%(tier)s::text IS NULL OR (f.user_id IS NULL) = (%(tier)s = 'agent'))
-                ORDER BY f.path""",
-            {"agent": scope.agent_id, "user": scope.user_id, "tier": tier})
+                WHERE {where} AND (%(after)s::text IS NULL OR f.path COLLATE "C" > %(after)s)
+                ORDER BY f.path COLLATE "C" LIMIT %(more)s""", p)
+        total = self._query(f"SELECT count(*) AS n FROM memory_files f WHERE {where}",
+                            p)[0]["n"]
+        shown = rows[:page.limit]
         files = [MemoryFile(path=r["path"], tier=_tier(r["user_id"]), lines=r["lines"],
                             chunks=r["chunks"], chars=r["chars"],
                             content_hash=r["content_hash"], created_at=r["created_at"],
-                            updated_at=r["updated_at"]) for r in rows]
-        return MemoryListing(scope=scope, tier=tier, files=files)
+                            updated_at=r["updated_at"]) for r in shown]
+        return MemoryListing(scope=scope, tier=tier, files=files, total=int(total),
+                             next_after=shown[-1]["path"] if len(rows) > page.limit else None)
 
     def stats(self, scope: MemoryScope, *, top: int = 10) -> MemoryStats:
         """Counts per tier, tracked searches, and the most recalled entries.
@@ -277,6 +288,7 @@ class PostgresMemoryBackend:
             old = row["content"] if row else ""
             sep = "" if not old or old.endswith("\n") else "\n"
             content = old + sep + text + ("" if text.endswith("\n") else "\n")
+            _check_size(mp.path, content, appending=bool(row))
             return self._write(scope, mp, owner, content,
                                "appended" if row else "created")
 
@@ -285,6 +297,7 @@ class PostgresMemoryBackend:
         mp = parse_path(path)
         owner = mp.owner(scope)
         content = normalise_newlines(text)
+        _check_size(mp.path, content, appending=False)
         with self._file_lock(scope, owner, mp.path):
             row = self._file_row(scope, owner, mp.path,
                                  "content_hash, (SELECT count(*) FROM memory_chunks c "
@@ -533,6 +546,21 @@ def _score(row: dict[str, Any]) -> float:
 
 def _tier(user_id: str | None) -> str:
     return AGENT_TIER if user_id is None else USER_TIER
+
+
+def _check_size(path: str, content: str, *, appending: bool) -> None:
+    """Refuse a file past ``MAX_FILE_BYTES``, telling an agent where to write instead."""
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FILE_BYTES:
+        return
+    if appending:
+        raise InputError(f"appending would grow {path} to {size:,} bytes, past the "
+                         f"{MAX_FILE_BYTES:,} a memory file holds",
+                         hint="append to a new file (a dated one such as "
+                         f"memory/{date.today().isoformat()}.md), or put a condensed "
+                         "version of this one")
+    raise InputError(f"{path} would hold {size:,} bytes, past the {MAX_FILE_BYTES:,} a "
+                     "memory file holds", hint="split it into several files")
 
 
 def _missing(path: str) -> InputError:

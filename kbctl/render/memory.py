@@ -3,6 +3,7 @@ machines, and the spotlighted context block for prompts (``kbctl.agent.context``
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from rich.table import Table
@@ -81,7 +82,8 @@ def listing_json(r: MemoryListing, **options: Any) -> dict[str, Any]:
             "files": [{"path": f.path, "tier": f.tier, "lines": f.lines, "chunks": f.chunks,
                        "chars": f.chars, "contentHash": f.content_hash,
                        "createdAt": f.created_at.isoformat(),
-                       "updatedAt": f.updated_at.isoformat()} for f in r.files]}
+                       "updatedAt": f.updated_at.isoformat()} for f in r.files],
+            "total": r.total, "nextAfter": r.next_after}
 
 
 def delete_json(r: DeleteResult, **options: Any) -> dict[str, Any]:
@@ -182,7 +184,11 @@ def listing_table(r: MemoryListing, **options: Any) -> Rendered:
     for f in r.files:
         table.add_row(shown(f.path), f.tier, str(f.lines), str(f.chunks),
                       f.updated_at.strftime("%Y-%m-%d %H:%M"))
-    return Rendered.stdout(table)
+    if r.next_after is None:
+        return Rendered.stdout(table)
+    return Rendered.stdout(table) + Rendered.stderr(styled(
+        f"{len(r.files):,} of {r.total:,} files shown; the next page: "
+        f"--after {shown(shlex.quote(r.next_after))}"))
 
 
 def delete_summary(r: DeleteResult, **options: Any) -> Rendered:
