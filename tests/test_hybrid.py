@@ -18,6 +18,7 @@ from kbctl.pipeline.reembed import reembed
 from kbctl.sources.base import SourceSpec
 from kbctl.sources.registry import source_spec
 from kbctl.store import ranking
+from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
 
@@ -292,6 +293,46 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
     moved = cli.json("reembed", "--embedder", "openai:fake-model-2@24")
     assert moved["chunks"] == 2 and moved["embedder"] == "openai/fake-model-2@24"
     assert cli.json("query", "upgrade")["embedder"] == "openai/fake-model-2@24"
+
+
+def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path, openai_server,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.agent import AgentTools
+    from kbctl.config import Settings
+
+    base, _seen = openai_server
+    monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", base)
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Install\n\nInstall the widget with pnpm.\n")
+    assert cli("ingest", "files", str(docs), "--embedder", "openai:fake-model@24").exit_code == 0
+    settings = Settings(db_url=cli.db_url, agent="bot")  # type: ignore[call-arg]
+    with AgentTools(settings) as tools:  # as `serve mcp` keeps one for days
+        first = tools.call("search_knowledge", {"query": "install widget"})
+        assert first.data["embedder"] == "openai/fake-model@24"
+        assert cli("reembed", "--embedder", "openai:fake-model-2@24").exit_code == 0
+        after = tools.call("search_knowledge", {"query": "install widget"})
+        assert not after.is_error and after.data["embedder"] == "openai/fake-model-2@24"
+        note = tools.call("memory_append", {"path": "memory/agent/n.md", "content": "pnpm tip"})
+        assert not note.is_error
+        recalled = tools.call("memory_search", {"query": "pnpm tip"})
+        assert recalled.data["embedder"] == "openai/fake-model-2@24"
+        assert recalled.data["results"][0]["path"] == "memory/agent/n.md"
+        # the note was written with the new model: no chunk lacks a vector
+        assert rows(cli.db_url, "SELECT count(*) FROM memory_chunks "
+                                "WHERE embedding IS NULL") == [(0,)]
+        # a write waits for a reembed in progress rather than writing across it
+        holder = KnowledgeStore(connect(cli.db_url))
+        done: dict[str, object] = {}
+        writer = threading.Thread(target=lambda: done.update(r=tools.call(
+            "memory_append", {"path": "memory/agent/n.md", "content": "later tip"})))
+        with holder.embedder_lock(exclusive=True):
+            writer.start()
+            writer.join(1.5)
+            assert writer.is_alive() and not done
+        writer.join(30)
+        holder.conn.close()
+        assert not done["r"].is_error  # type: ignore[attr-defined]
 
 
 def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> None:

@@ -110,7 +110,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     notes += spelling.notes(result.corrected, result.unmatched, result.searchable)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
-        "mode": result.mode, "topK": top_k,
+        "mode": result.mode, "embedder": result.embedder, "topK": top_k,
         "passages": [{"n": i, "title": h.title, "citation": h.citation, "url": h.url,
                       "anchor": h.anchor, "headingPath": list(h.heading_path),
                       "score": h.score, "text": h.text, "truncated": i in cut}
@@ -141,7 +141,8 @@ def memory_search(ctx: CallContext, args: dict[str, Any]) -> Reply:
     hits, cut = fit(hits, min(ctx.limits.max_chars,
                               defaults.max_injected_chars or ctx.limits.max_chars), notes)
     data = {
-        "notice": MEMORY_PREAMBLE, "query": result.query, "mode": result.mode, "maxResults": k,
+        "notice": MEMORY_PREAMBLE, "query": result.query, "mode": result.mode,
+        "embedder": result.embedder, "maxResults": k,
         "results": [{"n": i, "path": h.url, "tier": m.tier, "citation": h.citation,
                      "startLine": m.start_line, "endLine": m.end_line, "score": h.score,
                      "content": h.text, "truncated": i in cut}

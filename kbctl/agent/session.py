@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from ..config import Settings
-from ..embed.base import Embedder
+from ..embed.base import Embedder, EmbedderIdentity
 from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.paths import MemoryScope, scope_of
@@ -28,6 +28,10 @@ from .arguments import check_arguments
 from .handlers import HANDLERS, CallContext
 from .result import ToolResult
 from .specs import MEMORY_APPEND, MEMORY_TOOLS, ToolLimits, ToolSpec, tool_specs
+
+# How long a write tool waits for a ``reembed`` to finish before it says so: an agent's turn
+# should not hang for the ten minutes a cron job may wait.
+WRITE_WAIT_S = 30.0
 
 
 def phase_file(path: str | Path) -> Callable[[], str | None]:
@@ -51,6 +55,7 @@ class _Live:
     memory: MemoryBackend | None
     stack: ExitStack = field(default_factory=ExitStack)
     reranker: Reranker | None = None
+    recorded: EmbedderIdentity | None = None  # the KB's embedder when these were resolved
 
 
 class AgentTools:
@@ -102,18 +107,32 @@ class AgentTools:
             # --data-dir in an assistant's config would serve an empty one for good)
             writes = any(not spec.read_only for spec in self.specs)
             store = stack.enter_context(open_store(self.settings, existing=not writes))
-            embedder = resolve_embedder(store, self.settings, writing=False)
-            memory: MemoryBackend | None = None
-            if self.scope is not None:
-                memory = PostgresMemoryBackend(store.conn, embedder,
-                                               vector_weight=self.settings.vector_weight)
-                if self._guard is not None:
-                    memory = GuardedBackend(memory, self._guard)
-            reranker = resolve_reranker(store, self.settings)
+            return self._resolve(store, stack)
         except BaseException:
             stack.close()
             raise
-        return _Live(store, embedder, memory, stack, reranker=reranker)
+
+    def _resolve(self, store: KnowledgeStore, stack: ExitStack) -> _Live:
+        """The KB's embedder, and the memory backend and reranker that use it."""
+        recorded = store.embedder_identity()
+        embedder = resolve_embedder(store, self.settings, writing=False)
+        memory: MemoryBackend | None = None
+        if self.scope is not None:
+            memory = PostgresMemoryBackend(store.conn, embedder,
+                                           vector_weight=self.settings.vector_weight)
+            if self._guard is not None:
+                memory = GuardedBackend(memory, self._guard)
+        reranker = resolve_reranker(store, self.settings)
+        return _Live(store, embedder, memory, stack, reranker=reranker, recorded=recorded)
+
+    def _current(self, live: _Live) -> _Live:
+        """``live``, resolved again when a ``reembed`` changed the KB's embedder since: a
+        server started before it would embed questions with the old model against the new
+        vectors, and write notes with vectors the new identity disowns."""
+        if live.store.embedder_identity() == live.recorded:
+            return live
+        self._live = live = self._resolve(live.store, live.stack)
+        return live
 
     def _session(self) -> _Live:
         live = self._live
@@ -155,7 +174,7 @@ class AgentTools:
         once more; a write is reported, never repeated blindly: it may have committed."""
         live = self._session()
         try:
-            return HANDLERS[spec.name](self._context(live), args)
+            return self._perform(live, spec, args)
         except (psycopg.OperationalError, DatabaseError) as exc:
             if not (is_lost_connection(exc) or live.store.conn.broken):
                 raise
@@ -165,7 +184,16 @@ class AgentTools:
                     f"the connection to {describe(self.settings.db_url, self.settings.data_dir)}"
                     f" was lost during {spec.name}; the write may not have been saved",
                     hint="check with memory_get before repeating it") from exc
-            return HANDLERS[spec.name](self._context(self._session()), args)
+            return self._perform(self._session(), spec, args)
+
+    def _perform(self, live: _Live, spec: ToolSpec,
+                 args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A read on the KB's current embedder; a write holding it steady, as every kbctl
+        write does, so a ``reembed`` running meanwhile is waited out, not written across."""
+        if spec.read_only:
+            return HANDLERS[spec.name](self._context(self._current(live)), args)
+        with live.store.embedder_lock(timeout_s=WRITE_WAIT_S):
+            return HANDLERS[spec.name](self._context(self._current(live)), args)
 
     def _context(self, live: _Live) -> CallContext:
         return CallContext(self.settings, self.limits, live.store, live.embedder,
