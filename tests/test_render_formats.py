@@ -98,6 +98,29 @@ def test_report_tables_wrap_what_does_not_fit_at_80_columns() -> None:
     assert "".join(line.strip("│ ") for line in shown.splitlines()).count("page-that-f") >= 1
 
 
+def test_thousands_of_failures_are_listed_a_few_then_counted() -> None:
+    from kbctl.pipeline.ingest import IngestReport, SourceFailure
+    from kbctl.pipeline.resync import ResyncReport
+    from kbctl.render.reports import MAX_SHOWN_ERRORS, ingest_summary, resync_summary
+
+    def failure(i: int) -> SourceFailure:
+        url = f"https://docs.example.com/p{i}.html"
+        why = "HTTP 503 Service Unavailable" if i % 4 else "HTTP 404 Not Found"
+        return SourceFailure(ref=url, error=f"{url}: {why}", type="FetchError")
+
+    errors = [failure(i) for i in range(3000)]
+    ingest = IngestReport(namespace="docs", embedder="none", failed=3000, errors=errors)
+    resync = ResyncReport(namespaces=[ingest])
+    for rendered in (ingest_summary(ingest), resync_summary(resync)):
+        text = "".join(str(p) for s, p in rendered.parts if s == "err" and not
+                       hasattr(p, "columns"))
+        table = [p for s, p in rendered.parts if hasattr(p, "columns")]
+        listed = table[0].row_count if table else text.count("failed https://")
+        assert listed == MAX_SHOWN_ERRORS
+        assert (f"and {3000 - MAX_SHOWN_ERRORS:,} more failed (2,235 × …: HTTP 503 Service "
+                "Unavailable; 745 × …: HTTP 404 Not Found); --json lists every one") in text
+
+
 def test_a_memory_window_past_the_end_says_so() -> None:
     from kbctl.memory.model import MemoryText
     from kbctl.render.memory import text_view

@@ -3,13 +3,15 @@ report itself, camelCased)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from rich.table import Column, Table
 
 from ..pipeline.forget import ForgetReport
-from ..pipeline.ingest import IngestReport
+from ..pipeline.ingest import IngestReport, SourceFailure
 from ..pipeline.reembed import ReembedReport
 from ..pipeline.resync import ResyncReport
 from ..pipeline.status import StatusReport
@@ -22,6 +24,23 @@ def _columns(*headers: str) -> list[Column]:
     """Columns that wrap what does not fit instead of cutting it: a cron or CI log is 80
     columns wide, and a cut URL names no page."""
     return [Column(h, overflow="fold") for h in headers]
+
+
+# Failures listed one by one for people; a crawl whose server broke fails thousands of
+# pages, and a cron mail or CI log of thousands of lines hides everything else.
+MAX_SHOWN_ERRORS = 20
+
+
+def _shown_errors(errors: Sequence[SourceFailure]) -> tuple[Sequence[SourceFailure], str | None]:
+    """The first failures to list, and a line that counts the rest by their commonest
+    messages (None when every failure is listed)."""
+    if len(errors) <= MAX_SHOWN_ERRORS:
+        return errors, None
+    rest = Counter(e.error.replace(e.ref, "…") for e in errors[MAX_SHOWN_ERRORS:])
+    kinds = "; ".join(f"{n:,} × {shown(message)}" for message, n in rest.most_common(3))
+    return errors[:MAX_SHOWN_ERRORS], (
+        f"[red]and {rest.total():,} more failed[/red] ({kinds}"
+        + ("; …" if len(rest) > 3 else "") + "); --json lists every one")
 
 
 def _when(moment: datetime | None) -> str:
@@ -47,10 +66,13 @@ def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
     if report.errors:
         table = Table(*_columns("source", "error"),
                       title="failed sources", title_justify="left")
-        for e in report.errors:
+        listed, more = _shown_errors(report.errors)
+        for e in listed:
             table.add_row(shown(e.ref), styled(shown(e.error) + (
                 f"\n[dim]{shown(e.hint)}[/dim]" if e.hint else "")))
         out += Rendered.stderr(table)
+        if more:
+            out += Rendered.stderr(styled(more))
     return out
 
 
@@ -75,9 +97,12 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
             out += Rendered.stdout(*(f"{key:8} {plain(ref)}\n"
                                      for key in ("added", "updated", "deleted")
                                      for ref in ns.changes[key]))
+        listed, more = _shown_errors(ns.errors)
         out += Rendered.stderr(*(styled(f"[red]failed[/red] {shown(e.ref)}: {shown(e.error)}"
                                         + (f" [dim]({shown(e.hint)})[/dim]" if e.hint else ""))
-                                 for e in ns.errors))
+                                 for e in listed))
+        if more:
+            out += Rendered.stderr(styled(more))
     return out
 
 
