@@ -14,7 +14,16 @@ from kbctl.extract.rst import rst_to_markdown
 from kbctl.extract.sphinx_titles import SphinxTitles
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
-from tests.sitebuild import build_sphinx, loaded_pages, page_bodies, tool, write_tree
+from tests.sitebuild import (
+    build_sphinx,
+    check,
+    citations,
+    failures,
+    loaded_pages,
+    page_bodies,
+    tool,
+    write_tree,
+)
 
 DOC = """\
 .. _top-label:
@@ -238,6 +247,41 @@ def test_the_projects_extlinks_show_their_captions(tmp_path: Path) -> None:
     assert page.document is not None
     assert ("Fixed #1427 and the crash; see https://pypi.org/project/attrs."
             in page.document.body)
+
+
+CROSSREF_SITE = {
+    "conf.py": "import os, sys\nsys.path.append(os.path.abspath('_ext'))\n"
+               "project = 'x'\nextensions = ['projectdocs']\n",
+    "_ext/projectdocs.py": "def setup(app):\n    app.add_crossref_type(\n"
+                           "        directivename='setting',\n        rolename='setting',\n"
+                           "    )\n    app.add_crossref_type('templatetag', 'ttag')\n"
+                           "    return {'parallel_read_safe': True}\n",
+    "index.rst": "Reference\n=========\n\n.. method:: Model.save(*, using=None)\n"
+                 ".. method:: Model.asave(*, using=None)\n\n   Saves the row.\n\n"
+                 ".. setting:: CACHE_TTL\n\n``CACHE_TTL``\n-------------\n\n"
+                 "Default: ``300``. See :setting:`CACHE_PREFIX`.\n\n"
+                 ".. setting:: CACHE_PREFIX\n\n``CACHE_PREFIX``\n----------------\n\n"
+                 "Default: ``''``.\n\n.. templatetag:: now\n\n``now``\n-------\n\n"
+                 "The date.\n",
+}
+
+
+def test_crossref_directives_of_the_projects_extensions_show_nothing(tmp_path: Path) -> None:
+    # Django's, Celery's and Scrapy's ``.. setting:: NAME`` only mark the heading after it
+    project = write_tree(tmp_path / "proj", CROSSREF_SITE)
+    [page] = loaded_pages(project)
+    assert page.document is not None
+    body = page.document.body
+    for name in ("CACHE_TTL", "CACHE_PREFIX", "now"):
+        assert body.count(f"`{name}`") == 1, name  # its heading alone
+    assert "Default: `300`. See CACHE_PREFIX.\n\n## `CACHE_PREFIX`" in body
+    # back-to-back descriptions are one entry, cited at the first signature
+    assert ("`Model.save(*, using=None)` {#Model.save}\n\n`Model.asave(*, using=None)`\n\n"
+            "Saves the row.") in body
+    if tool("sphinx-build") is not None:  # and every citation lands on Sphinx's own page
+        pairs, _, failed = citations(project)
+        result = check(build_sphinx(project), pairs)
+        assert not failed and result.resolved_share == 1.0, list(failures(result))
 
 
 def test_a_sphinx_section_named_like_a_version_is_a_section(tmp_path: Path) -> None:

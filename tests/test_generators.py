@@ -955,6 +955,9 @@ def test_cli_reports_the_generator_and_cites_its_urls(workdir: Path, cli) -> Non
     assert cli.json("status")["namespaces"][0]["generators"] == ["mkdocs"]
     shown = cli("status")
     assert shown.exit_code == 0 and "mkdocs" in shown.output
+    named = cli.json("ingest", "files", str(workdir / "site"), "--base-url",
+                     "https://d.example/", "--generator", "mkdocs", "-n", "named")
+    assert any("mkdocs (as asked, with the settings of" in n for n in named["notes"])
 
 
 def test_cli_refuses_an_unknown_generator(workdir: Path, cli) -> None:

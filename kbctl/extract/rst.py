@@ -226,10 +226,17 @@ class _Labelled(_Lenient):
         return [node]
 
 
+def _marks_a_target(directive: Directive) -> bool:
+    """Whether the project declared this directive a crossref type: it shows nothing."""
+    return directive.name in getattr(_PAGE, "targets", frozenset())
+
+
 class _Generic(_Lenient):
     """Any other directive: its argument as a paragraph, its content parsed."""
 
     def run(self) -> list[nodes.Node]:
+        if _marks_a_target(self):
+            return []
         out: list[nodes.Node] = []
         if self.arguments and self.arguments[0].strip():
             argument = self.arguments[0].strip()
@@ -241,6 +248,8 @@ class _Describe(_Lenient):
     """An object description: ``.. function::``, ``.. class::``, ``.. envvar::`` …"""
 
     def run(self) -> list[nodes.Node]:
+        if _marks_a_target(self):
+            return []
         document = self.state.document
         argument = re.sub(r"\\\n", "", self.arguments[0] if self.arguments else "")
         signatures = [s.strip() for s in argument.split("\n") if s.strip()]
@@ -369,9 +378,10 @@ def rst_to_markdown(text: str, *, source: str = "<rst>",
     writer = _Writer()
     outer, _PAGE.includes = getattr(_PAGE, "includes", None), includes
     outer_titles = (getattr(_PAGE, "titles", None), getattr(_PAGE, "docname", ""),
-                    getattr(_PAGE, "extlinks", None))
+                    getattr(_PAGE, "extlinks", None), getattr(_PAGE, "targets", frozenset()))
     _PAGE.titles, _PAGE.docname = titles, docname
     _PAGE.extlinks = project.extlinks if project else None
+    _PAGE.targets = project.targets if project else frozenset()
     try:
         Parser().parse(text, document)
         PropagateTargets(document).apply()
@@ -380,7 +390,7 @@ def rst_to_markdown(text: str, *, source: str = "<rst>",
         raise ExtractError(f"cannot parse reStructuredText: {exc}") from exc
     finally:
         _PAGE.includes = outer
-        _PAGE.titles, _PAGE.docname, _PAGE.extlinks = outer_titles
+        _PAGE.titles, _PAGE.docname, _PAGE.extlinks, _PAGE.targets = outer_titles
     return RstDocument(title=writer.title, markdown=writer.output())
 
 
@@ -407,6 +417,24 @@ def _check_depth(text: str, included: Path | None = None) -> None:
 
 
 # --- the markdown writer -----------------------------------------------------------------
+
+
+def _joined_descriptions(children: Iterable[nodes.Node]) -> list[nodes.Node]:
+    """``children``, with object descriptions written back to back, all but the last
+    without a body (``.. method:: Model.save(…)`` then ``.. method:: Model.asave(…)``),
+    joined into the one entry a reader sees: every signature, cited at the first. Apart,
+    the first was an empty heading and the text went to the last one's."""
+    out: list[nodes.Node] = []
+    for child in children:
+        before = out[-1] if out else None
+        if (isinstance(child, api_description) and isinstance(before, api_description)
+                and not before.children and before["objtype"] == child["objtype"]):
+            child["signatures"] = before["signatures"] + child["signatures"]
+            child["ids"] = before["ids"] + [i for i in child["ids"] if i not in before["ids"]]
+            out[-1] = child
+        else:
+            out.append(child)
+    return out
 
 
 def section_anchor(ids: list[str], parent: str | None) -> str | None:
@@ -443,7 +471,7 @@ class _Writer:
 
     def body(self, children: Iterable[nodes.Node], level: int) -> list[str]:
         out: list[str] = []
-        for child in children:
+        for child in _joined_descriptions(children):
             out.extend(self.block(child, level))
         return out
 

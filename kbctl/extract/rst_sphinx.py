@@ -85,10 +85,12 @@ _PROSE_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "issue": "issue {}", "gh": "gh
 class ProjectRoles:
     """What a project's ``conf.py`` makes of roles: ``default_role`` (what `text` without
     a role is: pytest's ``literal``) and the captions of its ``extlinks`` (``issue`` →
-    ``#%s``; None: the link's URL is shown)."""
+    ``#%s``; None: the link's URL is shown); and the directives its extensions declare as
+    crossref types, which show nothing."""
 
     default_role: str | None = None
     extlinks: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    targets: frozenset[str] = frozenset()  # directives that only mark a link target
 
 
 def extlink_text(url: str, caption: str | None, target: str) -> str:

@@ -155,9 +155,10 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
     for folder in _folders_up(root):
         site = _detect(name, folder)
         if site is not None:
-            return replace(site, generator=name)
+            return replace(site, generator=name, named=True)
     site = _beside(root, (name,))
-    return replace(site, generator=name) if site else generator.default_site(root.resolve())
+    return (replace(site, generator=name, named=True) if site
+            else generator.default_site(root.resolve()))
 
 
 def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = None

@@ -43,6 +43,7 @@ class Site:
     marker: Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     root: Path | None = None
+    named: bool = False  # the user named the generator (--generator), not the marker
 
     @property
     def project(self) -> Path:
@@ -53,7 +54,11 @@ class Site:
         return self.marker.parent if self.marker is not None else self.content
 
     def describe(self) -> str:
-        how = f"detected from {self.marker}" if self.marker else "chosen"
+        if self.marker is None:
+            how = "chosen"
+        else:
+            how = f"as asked, with the settings of {self.marker}" if self.named else (
+                f"detected from {self.marker}")
         return f"{self.generator} ({how})"
 
 

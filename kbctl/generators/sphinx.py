@@ -142,6 +142,7 @@ class Sphinx:
                 if isinstance(role, str) and _ROLE_NAME.fullmatch(role):
                     settings["default_role"] = role  # what `text` without a role is
                 settings["extlinks"] = _extlinks(assigned(text, "extlinks"))
+                settings["target_directives"] = crossref_directives(source, text)
                 formats = source_formats(assigned(text, "source_suffix"))
                 if formats:
                     # the parsers add their suffixes to the configured ones as Sphinx starts
@@ -198,6 +199,31 @@ def assigned(conf: str, name: str) -> Any:
             MemoryError, IndentationError):
         return None
     return None
+
+
+# ``app.add_crossref_type("setting", …)`` or ``(directivename="setting", …)``: a directive
+# that only marks the heading after it as a link target (Django's, Celery's, Scrapy's
+# ``.. setting:: NAME``); read as text, each one's name leaked into the section before.
+_CROSSREF_TYPE = re.compile(
+    r"""\.add_crossref_type\(\s*(?:directivename\s*=\s*)?(['"])([A-Za-z][\w:.-]{0,63})\1""")
+MAX_EXTENSION_FILES = 64  # local extension modules read for crossref types, at most
+
+
+def crossref_directives(source: Path, conf: str) -> list[str]:
+    """The directives ``conf.py`` and the project's local extensions (``*.py`` beside it
+    and one folder down: ``_ext/``, ``sphinxext/``) declare with ``add_crossref_type``;
+    read as text, never run."""
+    texts = [conf]
+    try:
+        modules = [p for p in sorted(source.glob("*.py")) + sorted(source.glob("*/*.py"))
+                   if p.name != "conf.py" and not p.parent.name.startswith(".")]
+    except OSError:
+        modules = []
+    for module in modules[:MAX_EXTENSION_FILES]:
+        text = read_config_text(module)
+        if text is not None and "add_crossref_type" in text:
+            texts.append(text)
+    return sorted({m.group(2).lower() for text in texts for m in _CROSSREF_TYPE.finditer(text)})
 
 
 def _extlinks(value: Any) -> dict[str, tuple[str, str | None]]:

@@ -449,8 +449,10 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         try:
             rst = rst_to_markdown(text, source=str(path), includes=includes,
                                   titles=file.titles, docname=_docname(file),
-                                  project=ProjectRoles(site.settings.get("default_role"),
-                                                       site.settings.get("extlinks") or {}))
+                                  project=ProjectRoles(
+                                      site.settings.get("default_role"),
+                                      site.settings.get("extlinks") or {},
+                                      frozenset(site.settings.get("target_directives") or ())))
         except ExtractError as exc:
             raise ExtractError(f"{path}: {exc.message}") from exc
         if reads:
