@@ -296,6 +296,25 @@ def test_second_signature_without_id_is_text_not_heading() -> None:
     assert not re.search(r"^#+ tidyqueue\.drain\(q, limit\)", markdown, re.M)
 
 
+def test_entries_without_ids_in_a_list_with_ids_are_cited_at_their_section() -> None:
+    # DocBook (the PostgreSQL manual) gives only some varlistentries an id: the others
+    # were cited at the entry before them, REFERENCES at the EXCLUDE entry
+    html = (
+        "<main><h2 id='params'>Parameters</h2><dl class='variablelist'>"
+        "<dt id='exclude'><span class='term'><code>EXCLUDE</code></span></dt>"
+        "<dd><p>An exclusion constraint.</p></dd>"
+        "<dt><span class='term'><code>REFERENCES</code> reftable</span></dt>"
+        "<dd><p>A foreign key constraint.</p></dd>"
+        "<dt><span class='term'><code>DEFERRABLE</code><br><code>NOT DEFERRABLE</code>"
+        "</span></dt><dd><p>Whether it can be deferred.</p></dd>"
+        "<dt id='unlogged'><span class='term'><code>UNLOGGED</code></span></dt>"
+        "<dd><p>Not written to the WAL.</p></dd></dl></main>")
+    chunks = chunk_markdown(extract_html(html).markdown, slug_headings=False)
+    cited = {c.heading_path[-1]: c.anchor for c in chunks}
+    assert cited == {"EXCLUDE": "exclude", "REFERENCES reftable": "params",
+                     "DEFERRABLE, NOT DEFERRABLE": "params", "UNLOGGED": "unlogged"}
+
+
 def test_api_heading_level_is_capped_at_six() -> None:
     html = (
         "<main><h4 id='top'>Top</h4><dl><dt id='a'>a()</dt><dd>"

@@ -405,15 +405,18 @@ def _pre_line_into(el: etree._Element, parts: list[str]) -> None:
     parts.append(text if text.endswith("\n") else text + "\n")
 
 
-def plain_text(el: etree._Element) -> str:
-    """Text without markup or chrome: API signatures and titles read as written."""
+def plain_text(el: etree._Element, line_break: str = " ") -> str:
+    """Text without markup or chrome: API signatures and titles read as written; a
+    ``<br>`` reads as ``line_break`` (DocBook's terms ``-N<br>--no-sync`` ran together)."""
     parts: list[str] = []
     if el.text:
         parts.append(el.text)
     for child in el:
         tag = child.tag
-        if tag.__class__ is str and not is_chrome(child, tag):
-            parts.append(plain_text(child))
+        if tag == "br":
+            parts.append(line_break)
+        elif tag.__class__ is str and not is_chrome(child, tag):
+            parts.append(plain_text(child, line_break))
         if child.tail:
             parts.append(child.tail)
     return "".join(parts)
@@ -811,17 +814,23 @@ class MarkdownWriter:
         base = self.level
         level = min(base + 1, 6)
         headed = False
+        starts_entry = True  # a term after a definition starts the next entry
         for item in items:
             tag = item.tag
             if tag == "dt":
-                signature = _clean_heading(plain_text(item))
-                ident = item.get("id")
-                if signature and valid_id(ident) and not self._flat:
+                signature = _clean_heading(plain_text(item, ", "))
+                ident = item.get("id") if valid_id(item.get("id")) else None
+                if signature and (ident or starts_entry) and not self._flat:
+                    # an entry without an id is a heading too, cited at the section around
+                    # the list: under its neighbour's, DocBook lists whose entries only
+                    # sometimes have ids cited REFERENCES at the EXCLUDE entry before it
                     out.append(_heading_line(level, signature, ident))
                     headed = True
-                elif signature:
+                elif signature:  # another name of the entry above (an overload)
                     out.append(_paragraph(_text(signature)))
+                starts_entry = False
             elif tag == "dd":
+                starts_entry = True
                 self.level = level if headed else base
                 self._into(item, out)
                 self.level = base
