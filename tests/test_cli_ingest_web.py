@@ -338,6 +338,21 @@ def test_crawl_ingests_the_site_and_prunes_only_after_a_whole_crawl(cli: Cli,
         r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")}
 
 
+def test_a_broken_link_of_the_site_is_a_note_and_a_named_url_that_is_gone_fails(
+        cli: Cli, site: LocalServer) -> None:
+    """A link a crawl finds that answers 404 is the site's broken link, not a failure of
+    the run: ingest exited 1 on every run while resync said it in a note."""
+    site.routes["/"] = html(page("Home", links=("/guide/install.html", "/gone.html")))
+    site.routes["/gone.html"] = Response(404, b"")
+    for _ in range(2):
+        report = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-depth", "1")
+        assert (report["failed"], report["errors"]) == (0, [])
+        assert any("1 page it names gone (HTTP 404/410), none stored: "
+                   + site.url("/gone.html") in note for note in report["notes"])
+    named = cli.json("ingest", "url", site.url("/gone.html"), PRIVATE, code=1)
+    assert named["failed"] == 1 and "HTTP 404" in named["errors"][0]["error"]
+
+
 def test_llms_txt_is_preferred_and_says_so(cli: Cli, site: LocalServer) -> None:
     site.routes.update({
         "/llms.txt": ok("# Widget\n\n> Widgets.\n\n## Docs\n\n- [Install](/install.md)\n\n"

@@ -27,7 +27,14 @@ from ..errors import (
 )
 from ..extract.text import clean_text
 from ..hygiene import clipped, drop_bad_chars, first_few
-from ..sources.base import BrokenDefinition, Document, Expansion, Loaded, SourceSpec
+from ..sources.base import (
+    GONE_STATUSES,
+    BrokenDefinition,
+    Document,
+    Expansion,
+    Loaded,
+    SourceSpec,
+)
 from ..sources.registry import adapter_for
 from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
@@ -86,8 +93,8 @@ class SyncPolicy:
     """How a run treats deletions and writes.
 
     ``max_delete`` is the mass-delete guard (a fraction of the namespace's sources; None
-    turns it off); ``vanish_statuses`` are fetch statuses that mean a page is gone for good
-    (resync deletes those); ``dry_run`` plans without writing anything; ``recorded`` says
+    turns it off); ``vanish_statuses`` are fetch statuses that mean a stored page is gone
+    for good (resync deletes those); ``dry_run`` plans without writing anything; ``recorded`` says
     the definitions come from earlier runs, so one that is no longer valid input (its
     folder is gone) fails that source instead of the run.
     """
@@ -304,10 +311,17 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                 continue
             seen.add(ref)
             status = getattr(loaded.error, "status", None)
+            if status in GONE_STATUSES and ref not in known and (
+                    policy.recorded or spec.kind != "url"):
+                # never stored and gone: a broken link of the site, a stale sitemap entry,
+                # or a page deleted as gone on an earlier run, which the listing still names,
+                # is not a failure of the run (a cron job was alerted for ever); a URL an
+                # ingest names itself still fails
+                still_gone.append(ref)
+                progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
+                continue
             if status is not None and status in policy.vanish_statuses:
-                # gone, stored or not: a page deleted as gone on one run is no failure on
-                # the next, while the listing still names it (a cron job alerted for ever)
-                (vanished if ref in known else still_gone).append(ref)
+                vanished.append(ref)
                 progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
                 continue
             writer.take(loaded, spec, existing.get(ref))
@@ -320,7 +334,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted
     writer.drain()
-    statuses = "/".join(map(str, policy.vanish_statuses))
+    statuses = "/".join(map(str, GONE_STATUSES))
     if vanished:  # to be deleted: said, with the addresses (the first few of many)
         report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
                             f"{'s' if len(vanished) > 1 else ''} gone (HTTP {statuses}): "
