@@ -353,6 +353,20 @@ def test_a_broken_link_of_the_site_is_a_note_and_a_named_url_that_is_gone_fails(
     assert named["failed"] == 1 and "HTTP 404" in named["errors"][0]["error"]
 
 
+def test_a_crawl_that_spends_its_page_budget_says_how_many_pages_it_left(
+        cli: Cli, site: LocalServer) -> None:
+    site.routes["/"] = html(page("Home", links=tuple(f"/p{i}.html" for i in range(5))))
+    for i in range(5):
+        site.routes[f"/p{i}.html"] = html(page(f"Page {i}", links=("/deep.html",)))
+    site.routes["/deep.html"] = html(page("Deep"))
+    short = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "--max-pages", "3")
+    assert short["added"] == 3
+    assert (f"crawl {site.url('/')}: stopped at --max-pages 3; 4 more pages it found were "
+            "not read (raise --max-pages to read them)") in short["notes"]
+    whole = cli.json("ingest", "crawl", site.url("/"), PRIVATE, "-n", "whole")
+    assert whole["added"] == 7 and not any("--max-pages" in n for n in whole["notes"])
+
+
 def test_llms_txt_is_preferred_and_says_so(cli: Cli, site: LocalServer) -> None:
     site.routes.update({
         "/llms.txt": ok("# Widget\n\n> Widgets.\n\n## Docs\n\n- [Install](/install.md)\n\n"

@@ -345,6 +345,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                             f"{statuses}), none stored: {first_few(still_gone, MAX_NAMED_GONE)}")
     for why, count in expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
+    report.notes.extend(expansion.closing_notes)
     seen -= writer.left_out
     if not policy.prune:
         return vanished

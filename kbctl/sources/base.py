@@ -116,6 +116,8 @@ class Expansion:
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)  # listed URLs left out, by rule
     info: dict[str, Any] = field(default_factory=dict)  # shown with the source in reports
+    # said once the leaves are loaded: what a crawl learns only as it goes (a cap it hit)
+    closing_notes: list[str] = field(default_factory=list)
 
 
 PreviousMeta = Callable[[str], "dict[str, Any] | None"]

@@ -70,6 +70,8 @@ class CrawlState:
     finished: bool = False
     hidden_links: bool = False  # a page failed in a way that may hide part of the site
     dropped: dict[str, int] = field(default_factory=dict)  # links left out, by URL rule
+    unread: int = 0  # pages found and left unread: the --max-pages budget was spent
+    notes: list[str] = field(default_factory=list)  # said when the crawl has ended
 
 
 class CrawlExpansion(Expansion):
@@ -81,6 +83,7 @@ class CrawlExpansion(Expansion):
         object.__setattr__(self, "info", {})
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
+        object.__setattr__(self, "closing_notes", state.notes)
 
     @property  # type: ignore[override]
     def complete(self) -> bool:
@@ -127,7 +130,9 @@ class Crawler:
         budget = opts.max_pages
         for depth in range(opts.max_depth + 1):
             if not frontier or budget <= 0:
+                self.state.unread += len(frontier)
                 break
+            self.state.unread += max(0, len(frontier) - budget)
             layer, frontier = frontier[:budget], []
             budget -= len(layer)
             follow = depth < opts.max_depth
@@ -175,6 +180,11 @@ class Crawler:
             frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
             if self.on_discovered and frontier:
                 await self.on_discovered(min(len(frontier), budget))
+        if self.state.unread:  # a crawl that stops short says so, or 499 pages look whole
+            self.state.notes.append(
+                f"crawl {start.url}: stopped at --max-pages {opts.max_pages:,}; "
+                f"{self.state.unread:,}{'+' if self.state.hidden_links else ''} more pages "
+                "it found were not read (raise --max-pages to read them)")
         self.state.finished = True
 
     async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, room: int, *,
