@@ -992,10 +992,12 @@ def test_a_site_whose_config_sits_beside_its_docs_folder(tmp_path: Path) -> None
     # a folder no sibling publishes keeps the plain rule
     (tmp_path / "notes").mkdir()
     assert resolve_site(tmp_path / "notes").generator == "plain"
-    # outside a repository, folders beside it are not searched
+    # outside a repository (a tarball, a `git archive`), only the folders beside it are
+    # searched: a home folder's other folders are not
     (tmp_path / ".git" / "HEAD").unlink()
     (tmp_path / ".git").rmdir()
-    assert resolve_site(tmp_path / "docs").generator == "plain"
+    assert resolve_site(tmp_path / "docs").generator == "docusaurus"
+    assert resolve_site(tmp_path / "docs" / "guide").generator == "plain"
 
 
 def test_conf_py_literals_are_read_statement_by_statement() -> None:

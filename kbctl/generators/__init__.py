@@ -97,14 +97,14 @@ def detect_site(root: Path) -> Site | None:
 def _beside(root: Path, names: tuple[str, ...]) -> Site | None:
     """The site whose marker is in a folder beside ``root`` (or beside one of its parents)
     and whose content folder holds ``root``: the layout where ``website/`` holds the
-    Docusaurus config and ``docs/`` next to it the pages (``path: '../docs'``). Only
-    inside a git repository (a home folder's other folders are not the project's); a
+    Docusaurus config and ``docs/`` next to it the pages (``path: '../docs'``). Inside a
+    git repository, beside any folder up to its top; outside one (a tarball, a ``git
+    archive``), beside ``root`` only: a home folder's other folders are not searched. A
     folder there that is some other project, with settings that cannot be read, is
     skipped."""
-    if repository_top(root) is None:
-        return None
     target = root.resolve()
-    for folder in list(_folders_up(root))[1:]:
+    ups = list(_folders_up(root))[1:]
+    for folder in ups if repository_top(root) is not None else ups[:1]:
         for child in _subfolders(folder):
             if target.is_relative_to(child):
                 continue  # on the way up from root: searched already
