@@ -452,6 +452,16 @@ def test_a_project_whose_pages_lie_outside_the_folder_says_where(tmp_path: Path)
         "--base-url)")
     _, loaded = _run(tmp_path / "docs", base_url="https://d.example/")
     assert [item.leaf.url for item in loaded] == ["https://d.example/docs/intro"]
+    # as Redux's: React pages in website/src/pages and a stray README beside the config;
+    # the docs folder is named still, not the repository the site spans
+    write_tree(tmp_path, {"website/src/pages/index.js": "export default () => null;\n",
+                          "website/README.md": "# Website\n\nHow to build it.\n"})
+    notes, loaded = _run(tmp_path / "website")
+    assert loaded == [] and notes[-1] == (
+        f"files {tmp_path / 'website'}: the docusaurus project here publishes the pages in "
+        f"{tmp_path / 'docs'}, outside this folder; ingest that folder (with the same "
+        "--base-url)")
+    assert any("1 file(s) that docusaurus does not publish" in n for n in notes)
 
 
 def test_a_build_folder_in_the_docs_is_no_page_of_them_without_a_base_url_too(

@@ -170,11 +170,12 @@ class FilesSource:
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish as pages were skipped")
-        elif not leaves and site.marker is not None and not inside(real_root, site.content):
+        elsewhere = _published_elsewhere(site, real_root) if not leaves else []
+        if elsewhere:  # said last: a run that reads nothing fails with its last note
             notes.append(f"files {spec.target}: the {site.generator} project here publishes "
-                         f"the pages in {_printable(site.content.resolve())}, outside this "
+                         f"the pages in {', '.join(map(_printable, elsewhere))}, outside this "
                          f"folder; ingest that folder (with the same --base-url)")
-        elif not leaves:
+        elif not leaves and not unpublished:
             notes.append(f"files {spec.target}: found no file to read ({_READ})")
         return Expansion(leaves=_refuse_collisions(leaves), notes=notes, dropped=dropped,
                          info={"generator": site.generator})
@@ -249,6 +250,17 @@ class FilesSource:
                                "skipped")
         notes = [n for n in (_left_out(path, outside), _stub_note(path, file.site, text)) if n]
         return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
+
+
+def _published_elsewhere(site: Site, real_root: Path) -> list[Path]:
+    """The folders ``site`` publishes pages from that lie outside ``real_root``: its docs
+    folders (Docusaurus' ``path: '../docs'`` beside ``website/``), else its content."""
+    if site.marker is None:
+        return []
+    docs = [site.content / d.path for d in site.settings.get("docs") or ()
+            if isinstance(getattr(d, "path", None), str)]
+    return [folder.resolve() for folder in docs or [site.content]
+            if not inside(real_root, folder)]
 
 
 def _stub_note(path: Path, site: Site, text: str) -> str:
