@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
+import os
 import re
 import tokenize
 from collections.abc import Callable, Mapping
@@ -207,6 +209,7 @@ def assigned(conf: str, name: str) -> Any:
 _CROSSREF_TYPE = re.compile(
     r"""\.add_crossref_type\(\s*(?:directivename\s*=\s*)?(['"])([A-Za-z][\w:.-]{0,63})\1""")
 MAX_EXTENSION_FILES = 64  # local extension modules read for crossref types, at most
+_MAX_ENTRIES = 4096  # entries of a folder looked at for them
 
 
 def crossref_directives(source: Path, conf: str) -> list[str]:
@@ -214,16 +217,38 @@ def crossref_directives(source: Path, conf: str) -> list[str]:
     and one folder down: ``_ext/``, ``sphinxext/``) declare with ``add_crossref_type``;
     read as text, never run."""
     texts = [conf]
-    try:
-        modules = [p for p in sorted(source.glob("*.py")) + sorted(source.glob("*/*.py"))
-                   if p.name != "conf.py" and not p.parent.name.startswith(".")]
-    except OSError:
-        modules = []
+    modules: list[Path] = []
+    top, folders = _python_files(source)
+    modules += [p for p in top if p.name != "conf.py"]
+    for folder in folders:
+        if len(modules) >= MAX_EXTENSION_FILES:
+            break
+        modules += _python_files(folder)[0]
     for module in modules[:MAX_EXTENSION_FILES]:
         text = read_config_text(module)
         if text is not None and "add_crossref_type" in text:
             texts.append(text)
     return sorted({m.group(2).lower() for text in texts for m in _CROSSREF_TYPE.finditer(text)})
+
+
+def _python_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The ``*.py`` files and the folders in ``folder``, by name, from at most
+    ``_MAX_ENTRIES`` of its entries (a ``conf.py`` at the top of a monorepo is not a
+    reason to list it all); hidden ones and build output left out."""
+    files: list[Path] = []
+    folders: list[Path] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in itertools.islice(entries, _MAX_ENTRIES):
+                if entry.name.startswith((".", "_build")) or entry.name == "node_modules":
+                    continue
+                if entry.name.endswith(".py") and entry.is_file():
+                    files.append(folder / entry.name)
+                elif entry.is_dir():
+                    folders.append(folder / entry.name)
+    except OSError:
+        return [], []
+    return sorted(files), sorted(folders)
 
 
 def _extlinks(value: Any) -> dict[str, tuple[str, str | None]]:
