@@ -259,8 +259,15 @@ def _published_elsewhere(site: Site, real_root: Path) -> list[Path]:
         return []
     docs = [site.content / d.path for d in site.settings.get("docs") or ()
             if isinstance(getattr(d, "path", None), str)]
-    return [folder.resolve() for folder in docs or [site.content]
-            if not inside(real_root, folder)]
+    out = []
+    for folder in docs or [site.content]:
+        try:
+            real = folder.resolve()
+        except (OSError, RuntimeError, ValueError):  # a path no file system holds (a NUL)
+            continue
+        if not inside(real_root, real):
+            out.append(real)
+    return out
 
 
 def _stub_note(path: Path, site: Site, text: str) -> str:

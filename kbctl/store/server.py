@@ -903,6 +903,22 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
         if (state.running and not state.handles and not state.unreadable_handles
                 and (stop or state.watchdog is None)):
             stop_server(state)
+            if stop:
+                _end_watchdog(pgdata.parent)
+
+
+def _end_watchdog(data_dir: Path) -> None:
+    """End the watchdog of a server stopped on purpose, and wait for it (under
+    ``server_lock``, which it waits for): left to notice on its own, it removed its pid
+    file while the caller was deleting the directory, and that ``rmtree`` failed."""
+    pid = watchdog_pid(data_dir)
+    if pid is not None:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            proc.terminate()
+            proc.wait(timeout=5)
+    with contextlib.suppress(OSError):
+        (data_dir / WATCHDOG_FILE).unlink()
 
 
 def leave_all() -> None:
