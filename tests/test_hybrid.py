@@ -120,9 +120,11 @@ def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
     assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(16,)]
 
     new = HashingEmbedder(dimensions=24, model="new")
-    report = reembed(store, new)
+    report = reembed(store, new, endpoint="http://embed.internal:8080/v1")
     assert report.chunks == 5 and report.embedded == 5
-    assert store.embedder_identity() == new.identity
+    # the model and the address it is reached at change together: a reader between two
+    # commits resolved the new model at its provider's default address, and kept it
+    assert store.embedder_state() == (new.identity, "http://embed.internal:8080/v1")
     assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(24,)]
     assert store.search("ns", "body 3", k=1, query_vector=new.embed_query("body 3"))
     assert reembed(store, new).changed is False
@@ -221,6 +223,13 @@ def test_a_knowledge_base_from_before_page_postings_gets_them_on_open(
 
 @pytest.fixture
 def openai_server() -> Iterator[tuple[str, list[dict]]]:
+    server, seen = _openai_server()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
+    server.shutdown()
+
+
+def _openai_server() -> tuple[ThreadingHTTPServer, list[dict]]:
+    """An OpenAI-compatible embeddings server on loopback, serving in a thread."""
     emb = HashingEmbedder(dimensions=24)
     seen: list[dict] = []
 
@@ -241,10 +250,8 @@ def openai_server() -> Iterator[tuple[str, list[dict]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    server.shutdown()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
 
 
 def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
@@ -295,12 +302,13 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
     assert cli.json("query", "upgrade")["embedder"] == "openai/fake-model-2@24"
 
 
-def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path, openai_server,
+def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from kbctl.agent import AgentTools
     from kbctl.config import Settings
 
-    base, _seen = openai_server
+    old_server, _seen = _openai_server()
+    base = f"http://127.0.0.1:{old_server.server_address[1]}/v1"
     monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", base)
     docs = workdir / "docs"
     docs.mkdir()
@@ -333,6 +341,24 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path, op
         writer.join(30)
         holder.conn.close()
         assert not done["r"].is_error  # type: ignore[attr-defined]
+        # the reembed recorded the address in the same transaction as the model, so no
+        # reader between them resolved the new model at the provider's default address
+        store = KnowledgeStore(connect(cli.db_url))
+        assert store.embedder_state()[1] == base
+        # and when only the address moves (the old server gone), the session follows it
+        moved, _ = _openai_server()
+        try:
+            new_base = f"http://127.0.0.1:{moved.server_address[1]}/v1"
+            monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", new_base)
+            assert cli("reembed", "--embedder", "openai:fake-model-2@24").exit_code == 0
+            assert store.embedder_state()[1] == new_base
+            old_server.shutdown()
+            old_server.server_close()
+            again = tools.call("search_knowledge", {"query": "install widget"})
+            assert not again.is_error, again.text
+        finally:
+            moved.shutdown()
+            store.conn.close()
 
 
 def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> None:

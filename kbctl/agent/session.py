@@ -55,7 +55,8 @@ class _Live:
     memory: MemoryBackend | None
     stack: ExitStack = field(default_factory=ExitStack)
     reranker: Reranker | None = None
-    recorded: EmbedderIdentity | None = None  # the KB's embedder when these were resolved
+    # the KB's embedder and its address when these were resolved
+    recorded: tuple[EmbedderIdentity | None, str | None] = (None, None)
 
 
 class AgentTools:
@@ -114,7 +115,7 @@ class AgentTools:
 
     def _resolve(self, store: KnowledgeStore, stack: ExitStack) -> _Live:
         """The KB's embedder, and the memory backend and reranker that use it."""
-        recorded = store.embedder_identity()
+        recorded = store.embedder_state()
         embedder = resolve_embedder(store, self.settings, writing=False)
         memory: MemoryBackend | None = None
         if self.scope is not None:
@@ -126,10 +127,11 @@ class AgentTools:
         return _Live(store, embedder, memory, stack, reranker=reranker, recorded=recorded)
 
     def _current(self, live: _Live) -> _Live:
-        """``live``, resolved again when a ``reembed`` changed the KB's embedder since: a
-        server started before it would embed questions with the old model against the new
-        vectors, and write notes with vectors the new identity disowns."""
-        if live.store.embedder_identity() == live.recorded:
+        """``live``, resolved again when a ``reembed`` changed the KB's embedder (or the
+        address it is reached at) since: a server started before it would embed questions
+        with the old model against the new vectors, and write notes with vectors the new
+        identity disowns."""
+        if live.store.embedder_state() == live.recorded:
             return live
         self._live = live = self._resolve(live.store, live.stack)
         return live

@@ -13,6 +13,7 @@ from ..config import Settings
 from ..errors import EnvironmentFailure, InputError
 from ..evals import CaseResult
 from ..evals.model import DEFAULT_TOP_K
+from ..net.endpoint import public_endpoint
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
@@ -185,10 +186,12 @@ def reembed_kb(
         def said(message: str) -> None:
             progress(ProgressEvent("note", message=message))
 
+        endpoint = (public_endpoint(settings.embedder_base_url)
+                    if settings.embedder_base_url and embedder is not None else None)
         with store.embedder_lock(exclusive=True, waiting=said), \
                 store.all_namespace_locks(namespaces):
-            report = reembed(store, embedder, progress=progress)
-        remember_endpoint(store, settings, said)
+            report = reembed(store, embedder, endpoint=endpoint, progress=progress)
+            remember_endpoint(store, settings, said)  # an unchanged embedder's new address
         return report
 
 

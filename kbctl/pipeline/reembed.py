@@ -34,6 +34,7 @@ class ReembedReport:
 
 
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
+            endpoint: str | None = None,
             progress: Progress = no_progress) -> ReembedReport:
     started = time.perf_counter()
     previous = store.embedder_identity() or NO_EMBEDDER
@@ -47,7 +48,7 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
         progress(ProgressEvent("total", total=store.chunk_count()))
         report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
-        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE)
+        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint)
     finally:
         for table in (_STAGE, _MEMORY_STAGE):
             store.drop_stage(table)

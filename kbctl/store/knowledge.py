@@ -106,6 +106,17 @@ class KnowledgeStore:
         return not any((self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
                         .fetchone() or (False,))[0] for table in tables)
 
+    def embedder_state(self) -> tuple[EmbedderIdentity | None, str | None]:
+        """The KB's embedder and the base URL it was last reached at, read at once: what a
+        long-lived reader compares to know it must resolve its embedder again."""
+        row = self.conn.execute(
+            "SELECT value FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)).fetchone()
+        if not row:
+            return None, None
+        v = row[0]
+        return (EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"])),
+                v.get("baseUrl"))
+
     def embedder_endpoint(self) -> str | None:
         """The base URL the KB's embedder was last reached at (recorded with its identity,
         so a re-embed with another embedder forgets it)."""
@@ -484,9 +495,12 @@ class KnowledgeStore:
             (list(ids), [vector_text(v) for v in vectors]))
 
     def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
-                        staged_memory: str | None = None) -> None:
+                        staged_memory: str | None = None, *,
+                        endpoint: str | None = None) -> None:
         """Replace every vector (KB chunks and, when staged, memory chunks) and the recorded
-        identity in one transaction."""
+        identity, with the base URL the new embedder was reached at (``endpoint``), in one
+        transaction: recorded later, a long-lived reader that looked in between resolved the
+        new model at its provider's default address and kept it."""
         with self.conn.transaction():
             if staged_memory is not None and self._table_exists("memory_chunks"):
                 self.conn.execute(
@@ -508,9 +522,10 @@ class KnowledgeStore:
                 self.conn.execute(
                     "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector USING NULL")
             self._set_page_vectors()
+            recorded = _identity_json(identity) | ({"baseUrl": endpoint} if endpoint else {})
             self.conn.execute(
                 "UPDATE kb_meta SET value = %s WHERE key = %s",
-                (Jsonb(_identity_json(identity)), _EMBEDDER_KEY))
+                (Jsonb(recorded), _EMBEDDER_KEY))
         self.ensure_vector_index()
 
     # --- upkeep -------------------------------------------------------------------------
@@ -779,13 +794,19 @@ class KnowledgeStore:
         with self._advisory_lock(
                 "kbctl:embedder", shared=not exclusive, timeout_s=timeout_s, waiting=waiting,
                 waits=f"another kbctl run is {doing}",
-                still="the knowledge base's embedder is still in use by another kbctl run"):
+                still=("the knowledge base's embedder is still in use by another kbctl run"
+                       if exclusive else "the knowledge base is still being re-embedded "
+                       "(kbctl reembed)"),
+                hint=("nothing was changed; run it again when the other run has finished"
+                      if exclusive else "nothing was written; run it again when the "
+                      "reembed has finished")):
             yield
 
     @contextmanager
     def _advisory_lock(self, key: str, *, shared: bool = False, wait: bool = True,
                        timeout_s: float, waiting: Callable[[str], None] | None,
-                       waits: str, still: str, busy: str = "") -> Iterator[None]:
+                       waits: str, still: str, busy: str = "",
+                       hint: str | None = None) -> Iterator[None]:
         """Hold the session advisory lock ``key`` (``shared`` or exclusive): taken at once
         if free; else refused (``wait=False``: ``LockBusy`` saying ``busy``), or waited for
         at most ``timeout_s`` after ``waiting`` is told ``waits`` (then ``LockBusy`` saying
@@ -803,7 +824,7 @@ class KnowledgeStore:
                 self.conn.execute(f"SELECT pg_advisory_lock{mode}(hashtextextended(%s, 0))",
                                   (key,))
             except psycopg.errors.LockNotAvailable as exc:
-                raise LockBusy(f"{still} after {timeout_s:.0f}s") from exc
+                raise LockBusy(f"{still} after {timeout_s:.0f}s", hint=hint) from exc
             finally:
                 self.conn.execute("SET lock_timeout = 0")
         try:
