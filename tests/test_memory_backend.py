@@ -109,13 +109,14 @@ def test_a_file_is_capped_and_a_refused_write_changes_nothing(
             appended += 1
     assert appended == 2000 // len(line)
     assert f"appending would grow {path} to 2,0" in refused.value.message
-    assert "memory/20" in (refused.value.hint or "")  # a dated file to go on in
+    dated = f"memory/agent/{date.today().isoformat()}.md"  # a file to go on in, in its tier
+    assert dated in (refused.value.hint or "")
     stored = rows(db_url, "SELECT content FROM memory_files")
     assert stored == [(line * appended,)]
     with pytest.raises(InputError, match="split it|would hold 2,100 bytes"):
         keyword.put(SHARED, "memory/agent/big.md", "x" * 2100)
     assert keyword.put(SHARED, path, line).status == "updated"  # a condensed version fits
-    assert keyword.append(SHARED, "memory/agent/2026-12-03.md", line).status == "created"
+    assert keyword.append(SHARED, dated, line).status == "created"
     consistent(db_url)
 
 

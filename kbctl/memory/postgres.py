@@ -47,7 +47,16 @@ from .model import (
     TierCount,
     WriteResult,
 )
-from .paths import AGENT_TIER, TIERS, USER_TIER, MemoryPath, MemoryScope, file_date, parse_path
+from .paths import (
+    AGENT_TIER,
+    TIERS,
+    USER_TIER,
+    MemoryPath,
+    MemoryScope,
+    file_date,
+    parse_path,
+    tier_prefix,
+)
 from .ranking import mmr, token_overlap, tokens, unit
 from .schema import MEMORY_MIGRATIONS
 
@@ -288,7 +297,7 @@ class PostgresMemoryBackend:
             old = row["content"] if row else ""
             sep = "" if not old or old.endswith("\n") else "\n"
             content = old + sep + text + ("" if text.endswith("\n") else "\n")
-            _check_size(mp.path, content, appending=bool(row))
+            _check_size(mp, content, appending=bool(row))
             return self._write(scope, mp, owner, content,
                                "appended" if row else "created")
 
@@ -297,7 +306,7 @@ class PostgresMemoryBackend:
         mp = parse_path(path)
         owner = mp.owner(scope)
         content = normalise_newlines(text)
-        _check_size(mp.path, content, appending=False)
+        _check_size(mp, content, appending=False)
         with self._file_lock(scope, owner, mp.path):
             row = self._file_row(scope, owner, mp.path,
                                  "content_hash, (SELECT count(*) FROM memory_chunks c "
@@ -548,18 +557,18 @@ def _tier(user_id: str | None) -> str:
     return AGENT_TIER if user_id is None else USER_TIER
 
 
-def _check_size(path: str, content: str, *, appending: bool) -> None:
+def _check_size(mp: MemoryPath, content: str, *, appending: bool) -> None:
     """Refuse a file past ``MAX_FILE_BYTES``, telling an agent where to write instead."""
     size = len(content.encode("utf-8", "surrogatepass"))
     if size <= MAX_FILE_BYTES:
         return
     if appending:
-        raise InputError(f"appending would grow {path} to {size:,} bytes, past the "
+        dated = f"{tier_prefix(mp.tier)}{date.today().isoformat()}.md"
+        raise InputError(f"appending would grow {mp.path} to {size:,} bytes, past the "
                          f"{MAX_FILE_BYTES:,} a memory file holds",
-                         hint="append to a new file (a dated one such as "
-                         f"memory/{date.today().isoformat()}.md), or put a condensed "
-                         "version of this one")
-    raise InputError(f"{path} would hold {size:,} bytes, past the {MAX_FILE_BYTES:,} a "
+                         hint=f"append to a new file, e.g. a dated one: {dated}; or replace "
+                         "this one with a condensed version")
+    raise InputError(f"{mp.path} would hold {size:,} bytes, past the {MAX_FILE_BYTES:,} a "
                      "memory file holds", hint="split it into several files")
 
 
