@@ -59,6 +59,26 @@ def read_config_json(path: Path) -> Any:
         return None
 
 
+class OutsideBase(OSError):
+    """A path that resolves outside the folder it was found in."""
+
+    def __init__(self, real: Path) -> None:
+        super().__init__(f"it resolves outside its folder ({real})")
+        self.real = real
+
+
+def open_within(path: Path, base: Path) -> int:
+    """A read-only descriptor of ``path``, opened only where it resolves to inside ``base``
+    (a resolved folder): the resolved file is opened with ``O_NOFOLLOW``, so a link swapped
+    in after the folder was listed is not followed out of it, and ``O_NONBLOCK``, so a FIFO
+    swapped in opens at once (the caller's ``fstat`` refuses it). Raises ``OutsideBase``,
+    ``OSError``, or ``RuntimeError`` for a symlink loop."""
+    real = path.resolve()
+    if real != base and base not in real.parents:
+        raise OutsideBase(real)
+    return os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
 def inside(folder: Path, path: Path) -> bool:
     """Whether ``path``, links followed, lies in ``folder``: a setting naming a folder
     elsewhere (``../..``) is not the project's to read."""

@@ -167,6 +167,38 @@ def test_import_is_idempotent_and_reports_bad_files(cli: Cli, workdir: Path) -> 
     assert user["created"] == 2 and all(f["tier"] == "user" for f in user["files"])
 
 
+def test_import_reads_nothing_a_link_swapped_in_after_the_listing_leads_to(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.memory import api
+
+    outside = workdir / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("the platypus password\n")
+    src = workdir / "notes"
+    src.mkdir()
+    (src / "a.md").write_text("A plain note.\n")
+    (src / "z.md").write_text("Replaced after the listing.\n")
+    (src / ".hidden.md").write_text("a hidden note\n")
+    (src / "unhide.md").symlink_to(".hidden.md")
+    listed = api._markdown_files
+
+    def listing_then_swap(root: Path) -> list[Path]:
+        found = listed(root)
+        (src / "z.md").unlink()
+        (src / "z.md").symlink_to(outside / "secret.md")  # as another process could
+        return found
+
+    monkeypatch.setattr(api, "_markdown_files", listing_then_swap)
+    report = cli.json("memory", "import", str(src), *BOT, code=1)
+    failed = {e["file"]: e["error"] for e in report["errors"]}
+    assert "resolves outside its folder" in failed["z.md"]
+    assert "hidden file" in failed["unhide.md"]
+    assert [f["path"] for f in report["files"]] == ["memory/agent/a.md"]
+    assert rows(cli.db_url, "SELECT count(*) FROM memory_files "
+                            "WHERE content LIKE '%%platypus%%' OR content LIKE '%%hidden%%'"
+                ) == [(0,)]
+
+
 def test_import_is_bounded_and_says_when_it_finds_nothing(cli: Cli, workdir: Path,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:

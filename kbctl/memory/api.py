@@ -9,6 +9,8 @@ so a bad path writes nothing and needs no server.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
@@ -17,7 +19,8 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import describe_bad_char, require_clean
-from ..linefile import LoadError, read_capped
+from ..linefile import LoadError, decode_capped
+from ..projectfiles import open_within
 from ..wiring import open_store, remember_endpoint, resolve_embedder
 from .model import (
     MAX_FILE_BYTES,
@@ -165,6 +168,7 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
         raise InputError(f"{root} is not a directory")
     parse_path(prefix + "x.md").owner(scope)  # a user tier needs a user, before any work
     found = _markdown_files(root)
+    base = root.resolve()
     if not found:  # a wrong folder, or notes named otherwise: not a silent success
         raise InputError(f"{root} holds no .md file to import",
                          hint="import reads *.md files (hidden entries and links that "
@@ -175,7 +179,7 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
         for file in found:
             rel = file.relative_to(root).as_posix()
             try:
-                text = read_capped(file, MAX_NOTE_BYTES)
+                text = _read_note(file, base)
                 bad = describe_bad_char(text)
                 if bad:
                     errors.append(ImportFailure(rel, f"holds {bad}, which cannot be stored"))
@@ -183,6 +187,8 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
                 results.append(backend.put(scope, prefix + rel, text))
             except OSError as exc:
                 errors.append(ImportFailure(rel, f"cannot read: {exc.strerror or exc}"))
+            except RuntimeError:  # a symlink loop
+                errors.append(ImportFailure(rel, "cannot read: a symlink loop"))
             except LoadError as exc:  # too large, or not UTF-8
                 errors.append(ImportFailure(rel, exc.message))
             except KbctlError as exc:
@@ -190,6 +196,20 @@ def import_dir(settings: Settings, directory: Path, *, tier: str = AGENT_TIER,
                     raise
                 errors.append(ImportFailure(rel, exc.message))
     return ImportReport(directory=str(root), tier=tier, files=results, errors=errors)
+
+
+def _read_note(file: Path, base: Path) -> str:
+    """The text of a note listed under ``base``, read only if it still resolves inside it
+    to a regular file that is not hidden: a link swapped in after the listing (or a link to
+    a hidden file) was followed, and a file outside the folder imported into memory."""
+    real = file.resolve()
+    if real.is_relative_to(base) and any(p.startswith(".")
+                                         for p in real.relative_to(base).parts):
+        raise LoadError("it links to a hidden file, which import does not read", None)
+    with os.fdopen(open_within(file, base), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise LoadError("not a regular file", None)
+        return decode_capped(handle, MAX_NOTE_BYTES, what="the file")
 
 
 def _markdown_files(root: Path) -> list[Path]:

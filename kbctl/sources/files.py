@@ -51,7 +51,15 @@ from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char, first_few
-from ..projectfiles import NEVER_DOCS, IgnoreFiles, inside, is_folder, is_regular
+from ..projectfiles import (
+    NEVER_DOCS,
+    IgnoreFiles,
+    OutsideBase,
+    inside,
+    is_folder,
+    is_regular,
+    open_within,
+)
 from . import versions
 from .base import (
     READER,
@@ -197,15 +205,11 @@ class FilesSource:
     def _load_one(self, leaf: Leaf, file: _File, prev: dict[str, Any] | None) -> Loaded:
         path, real_root = file.path, file.root
         try:
-            real = path.resolve()
-        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            fd = open_within(path, real_root)
+        except RuntimeError as exc:  # a symlink loop
             raise SourceError(f"{path}: cannot resolve: {exc}") from exc
-        if real != real_root and real_root not in real.parents:
-            raise SourceError(f"{path}: resolves outside the source root ({real})")
-        try:
-            # O_NONBLOCK: should a FIFO have replaced the file since it was listed, opening
-            # it returns at once instead of waiting for a writer; fstat then refuses it.
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OutsideBase as exc:
+            raise SourceError(f"{path}: resolves outside the source root ({exc.real})") from exc
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         with os.fdopen(fd, "rb") as handle:
