@@ -113,3 +113,40 @@ def test_nobody_sees_another_users_or_agents_rows(conn: psycopg.Connection, embe
             owner = scope.user_id if s.tier == "user" else None
             assert (scope.agent_id, owner, s.path) in model
         assert sum(t.files for t in stats.tiers) == len(mine)
+
+
+def _postings_read(url: str) -> int:
+    """Index entries read from the memory postings so far, once the stats are flushed."""
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("SELECT pg_stat_clear_snapshot()")
+        row = c.execute("SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes "
+                        "WHERE relname = 'memory_postings'").fetchone()
+        return int(row[0]) if row else 0
+
+
+def test_a_search_reads_no_other_users_postings(db_url: str) -> None:
+    """Walked per agent and fenced after, bob's search read every one of alice's postings
+    of its words: 10x slower for words her private notes are full of, which told bob what
+    they are about. Now it reads the agent's tier and his own, whatever alice holds."""
+    conn = connect(db_url)
+    backend = PostgresMemoryBackend(conn, None)
+    alice, bob = MemoryScope("a1", "alice"), MemoryScope("a1", "bob")
+    for i in range(150):
+        backend.put(alice, f"memory/user/n{i}.md", f"zebra crossing plans {i}")
+    backend.put(bob, "memory/user/mine.md", "bob keeps a zebra sketch")
+
+    def reads_for(scope: MemoryScope, query: str) -> int:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        before = _postings_read(db_url)
+        backend.search(scope, query, SearchOptions())  # typo tolerance on: its words too
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT 1")  # the flush happens as the session goes idle
+        return _postings_read(db_url) - before
+
+    by_bob = reads_for(bob, "zebra crossing plans")
+    assert [h.path for h in backend.search(bob, "zebra", SearchOptions()).hits] == [
+        "memory/user/mine.md"]
+    by_alice = reads_for(alice, "zebra crossing plans")
+    assert by_alice >= 150 * 3  # the counter counts: alice's own search reads hers
+    assert by_bob < 20, by_bob
+    conn.close()

@@ -140,4 +140,13 @@ MEMORY_MIGRATIONS: list[Migration] = [
         """,
     ),
     (101, "identifier-aware memory postings", rebuild_memory_postings),
+    # Postings are walked per tier (the agent's, the caller's own): walked per agent and
+    # fenced after, a search read every user's postings of its words, and its time told
+    # another user which words fill someone's private notes.
+    (102, "memory postings indexed per tier", """
+        CREATE INDEX memory_postings_tier
+            ON memory_postings (agent_id, user_id, lexeme, impact DESC)
+            INCLUDE (chunk_id, tf, dl);
+        DROP INDEX memory_postings_impact;
+        """),
 ]

@@ -21,17 +21,37 @@ def fence(alias: str) -> str:
     return FENCE.format(a=alias)
 
 
+# The same rule for postings, one tier at a time as the ``memory_postings_tier`` index
+# reads them: the agent's and the caller's own, no other user's row touched on the way.
+# Fenced after a walk per agent, a search read every user's postings of its words, and
+# its time told which words someone's private notes are full of.
+TIER_ROWS = ("{a}.agent_id = %(agent)s AND {a}.user_id IS NULL",
+             "{a}.agent_id = %(agent)s AND {a}.user_id = %(user)s::text")
+
+
+def per_tier(template: str, joiner: str) -> str:
+    """``template`` (a ``{tier}`` placeholder for the tier's condition on ``p``) once per
+    visible tier, joined by ``joiner`` (`` + ``, `` OR ``, ``UNION ALL``)."""
+    return f" {joiner} ".join(template.format(tier=t.format(a="p")) for t in TIER_ROWS)
+
+
+_WORDS_OF_TIER = """(SELECT p.lexeme FROM memory_postings p
+    WHERE {tier} AND p.lexeme >= u.low AND p.lexeme < u.high
+      AND length(p.lexeme) BETWEEN u.shortest AND u.longest
+    LIMIT %(most)s)"""
+_POSTINGS_OF_TIER = """(SELECT p.chunk_id, p.tf, p.dl, p.impact FROM memory_postings p
+    WHERE {tier} AND p.lexeme = df.lexeme
+    ORDER BY p.impact DESC LIMIT %(cap)s)"""
+
 # The caller's vocabulary for typo tolerance (``spelling.check``): is the query's
 # stem ``s.lexeme`` a word of the visible rows, and their words in a candidate range ``u``.
-KNOWN_WORD = f"""EXISTS (SELECT 1 FROM memory_postings p WHERE {fence("p")}
-                         AND p.lexeme = s.lexeme)"""
+KNOWN_WORD = "(" + per_tier("EXISTS (SELECT 1 FROM memory_postings p WHERE {tier} "
+                            "AND p.lexeme = s.lexeme)", "OR") + ")"
 # The postings are cut to the candidate limit before they are counted: a scope of many
 # rows on one letter would otherwise be read whole for every word corrected.
 WORDS = f"""
     SELECT w.lexeme, count(*) AS df FROM (
-        SELECT p.lexeme FROM memory_postings p
-        WHERE {fence("p")} AND p.lexeme >= u.low AND p.lexeme < u.high
-          AND length(p.lexeme) BETWEEN u.shortest AND u.longest
+        {per_tier(_WORDS_OF_TIER, "UNION ALL")}
         LIMIT %(most)s) w
     GROUP BY w.lexeme"""
 
@@ -46,14 +66,13 @@ def _bm25_ctes() -> str:
                             / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl
             FROM memory_stats s WHERE {fence("s")}""",
         df=f"""
-            SELECT q.lexeme,
-                   (SELECT count(*) FROM memory_postings p
-                    WHERE {fence("p")} AND p.lexeme = q.lexeme) AS df
+            SELECT q.lexeme, {per_tier("(SELECT count(*) FROM memory_postings p "
+                                       "WHERE {tier} AND p.lexeme = q.lexeme)", "+")} AS df
             FROM q""",
         postings=f"""
-            SELECT p.chunk_id, p.tf, p.dl FROM memory_postings p
-            WHERE {fence("p")} AND p.lexeme = df.lexeme
-            ORDER BY p.impact DESC LIMIT %(cap)s""")
+            SELECT w.chunk_id, w.tf, w.dl FROM (
+                {per_tier(_POSTINGS_OF_TIER, "UNION ALL")}) w
+            ORDER BY w.impact DESC LIMIT %(cap)s""")
 
 
 def _final(decay: bool, extra: str) -> str:
