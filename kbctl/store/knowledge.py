@@ -59,13 +59,7 @@ class KnowledgeStore:
 
     def embedder_identity(self) -> EmbedderIdentity | None:
         """The embedder this KB was built with; None while the KB has never been written."""
-        row = self.conn.execute(
-            "SELECT value FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)
-        ).fetchone()
-        if not row:
-            return None
-        v = row[0]
-        return EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"]))
+        return self.embedder_state()[0]
 
     def bind_embedder(self, identity: EmbedderIdentity) -> EmbedderIdentity:
         """Record ``identity`` on a fresh KB, or check it matches the recorded one. A KB
