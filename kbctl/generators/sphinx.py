@@ -210,6 +210,8 @@ _CROSSREF_TYPE = re.compile(
     r"""\.add_crossref_type\(\s*(?:directivename\s*=\s*)?(['"])([A-Za-z][\w:.-]{0,63})\1""")
 MAX_EXTENSION_FILES = 64  # local extension modules read for crossref types, at most
 _MAX_ENTRIES = 4096  # entries of a folder looked at for them
+# folders beside conf.py looked into: a conf.py at the top of a monorepo has thousands
+MAX_EXTENSION_FOLDERS = 64
 
 
 def crossref_directives(source: Path, conf: str) -> list[str]:
@@ -220,7 +222,7 @@ def crossref_directives(source: Path, conf: str) -> list[str]:
     modules: list[Path] = []
     top, folders = _python_files(source)
     modules += [p for p in top if p.name != "conf.py"]
-    for folder in folders:
+    for folder in folders[:MAX_EXTENSION_FOLDERS]:
         if len(modules) >= MAX_EXTENSION_FILES:
             break
         modules += _python_files(folder)[0]
