@@ -121,7 +121,7 @@ def resolve_embedder(
     from .embed.registry import create_embedder, default_spec, parse_spec
 
     env = os.environ if env is None else env
-    recorded = store.embedder_identity()
+    recorded, known = store.embedder_state()
     requested = settings.embedder
     # a KB whose first write failed (no key, a provider down) holds nothing: the embedder
     # that attempt named binds nothing, and the next write chooses afresh
@@ -134,7 +134,6 @@ def resolve_embedder(
         spec = identity_spec(recorded)
     else:
         spec = requested
-    known = store.embedder_endpoint() if recorded is not None else None
     base_url = settings.embedder_base_url
     if base_url is None and known and recorded is not None \
             and parse_spec(spec).provider == recorded.provider:
@@ -161,10 +160,13 @@ def remember_endpoint(store: KnowledgeStore, settings: Settings,
     (``resolve_embedder``). Called once the write has embedded through it: recorded before
     the first request, a mistyped URL in one failed CI job broke every later cron run and
     MCP server of the knowledge base."""
-    if not settings.embedder_base_url or store.embedder_identity() in (None, NO_EMBEDDER):
+    if not settings.embedder_base_url:
+        return
+    identity, known = store.embedder_state()
+    if identity in (None, NO_EMBEDDER):
         return
     endpoint = public_endpoint(settings.embedder_base_url)
-    if endpoint != store.embedder_endpoint():
+    if endpoint != known:
         store.record_embedder_endpoint(endpoint)
         announce(f"the knowledge base now reaches its embedder at {endpoint}")
 

@@ -270,7 +270,7 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
     holds nothing and records nothing is bad input naming those that do (a typo must not
     read as an empty table)."""
     with open_store(settings, existing=True) as store:
-        ident = store.embedder_identity()
+        ident, endpoint = store.embedder_state()
         if namespace is not None and not store.namespace_status(namespace) \
                 and not store.list_defs(namespace):
             raise InputError(f"namespace '{namespace}' holds nothing (namespaces: "
@@ -279,7 +279,7 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
                                                 for d in store.list_defs(namespace)],
-                            embedder_endpoint=store.embedder_endpoint())
+                            embedder_endpoint=endpoint)
 
 
 def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:

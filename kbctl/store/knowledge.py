@@ -101,8 +101,9 @@ class KnowledgeStore:
                         .fetchone() or (False,))[0] for table in tables)
 
     def embedder_state(self) -> tuple[EmbedderIdentity | None, str | None]:
-        """The KB's embedder and the base URL it was last reached at, read at once: what a
-        long-lived reader compares to know it must resolve its embedder again."""
+        """The KB's embedder and the base URL it was last reached at (recorded with it, so a
+        re-embed with another embedder forgets it), read at once: what a long-lived reader
+        compares to know it must resolve its embedder again."""
         row = self.conn.execute(
             "SELECT value FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)).fetchone()
         if not row:
@@ -110,14 +111,6 @@ class KnowledgeStore:
         v = row[0]
         return (EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"])),
                 v.get("baseUrl"))
-
-    def embedder_endpoint(self) -> str | None:
-        """The base URL the KB's embedder was last reached at (recorded with its identity,
-        so a re-embed with another embedder forgets it)."""
-        row = self.conn.execute(
-            "SELECT value ->> 'baseUrl' FROM kb_meta WHERE key = %s", (_EMBEDDER_KEY,)
-        ).fetchone()
-        return row[0] if row else None
 
     def record_embedder_endpoint(self, base_url: str | None) -> None:
         """Remember (or, with None, forget) the embedder's base URL beside its identity."""
