@@ -4,7 +4,10 @@
 2. resync with nothing changed: wall time as a ratio to the ingest, chunks written and
    embedding calls (targets: ratio <= 0.25, 0 chunks, 0 calls);
 3. change the text of 10 pages (and their sitemap lastmod, as a site generator would),
-   restart the server, resync: exactly those 10 sources must be rewritten.
+   restart the server, resync: exactly those 10 sources must be rewritten;
+4. the same site crawled from its front page (namespace ``crawl``), then resynced with
+   nothing changed: pages answered 304 (a crawl keeps each page's links for this) against
+   pages fetched whole, and the wall time as a ratio to the crawl.
 
     .venv/bin/python bench/bench_resync_site.py
 """
@@ -35,11 +38,41 @@ from bench_ingest_site import (  # noqa: E402
 )
 
 
-def serve(site: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([str(DOCS_SITE), "serve", str(port), str(site)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def serve(site: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """The site on ``port``; its request log (http.server's, one line a request, with the
+    status) is appended to ``log``."""
+    with log.open("ab") as sink:
+        proc = subprocess.Popen([str(DOCS_SITE), "serve", str(port), str(site)],
+                                stdout=subprocess.DEVNULL, stderr=sink)
     wait_for(f"http://127.0.0.1:{port}/sitemap.xml")
     return proc
+
+
+def statuses(log: Path, since: int) -> dict[str, int]:
+    """Responses by status among the page requests logged past byte ``since``."""
+    counts: dict[str, int] = {}
+    text = log.read_bytes()[since:].decode(errors="replace")
+    for m in re.finditer(r'"GET [^"]*\.html[^"]* HTTP/1\.\d" (\d{3})', text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
+
+def crawl_phase(origin: str, work: Path, log: Path) -> None:
+    ns = ["-n", "crawl"]
+    t_crawl, first = kbctl(["ingest", "crawl", f"{origin}/index.html", "--embedder", "none",
+                            "--max-pages", "2000", "--max-depth", "20", "--no-llms-txt",
+                            *ns], work)
+    print(f"crawl: {t_crawl:.2f}s, {first['added']} pages, {first['chunksWritten']} chunks, "
+          f"{first['failed']} failed")
+    for run in (1, 2):  # the first resync after a crawl by an older version stores links
+        mark = log.stat().st_size
+        t_resync, again = kbctl(["resync", *ns], work)
+        t, answers = again["totals"], statuses(log, mark)
+        print(f"crawl resync {run}, nothing changed: {t_resync:.2f}s = "
+              f"{t_resync / t_crawl:.3f} of the crawl; page responses {answers} (304: asked "
+              f"whether it changed; 200: fetched whole); not modified {t['notModified']}, "
+              f"chunks written {t['chunksWritten']}, deleted {t['deleted']}, failed "
+              f"{t['failed']}")
 
 
 def kbctl(args: list[str], workdir: Path) -> tuple[float, dict]:
@@ -101,7 +134,8 @@ def main() -> None:
     work.mkdir()
     port = free_port()
     sitemap = f"http://127.0.0.1:{port}/sitemap.xml"
-    server = serve(site, port)
+    log = root / "requests.log"
+    server = serve(site, port, log)
     try:
         t_ingest, first = kbctl(["ingest", "sitemap", sitemap, "--embedder", "none"], work)
         print(f"ingest: {t_ingest:.2f}s, {first['added']} pages, "
@@ -120,7 +154,7 @@ def main() -> None:
         server.terminate()
         server.wait()
         touched = touch_pages(site, 10)
-        server = serve(site, port)
+        server = serve(site, port, log)
         t_touch, third = kbctl(["resync"], work)
         ns = third["namespaces"][0]
         rewritten = sorted(r.split(f":{port}/", 1)[1] for r in ns["changes"]["updated"])
@@ -129,6 +163,7 @@ def main() -> None:
               f"{len(rewritten)} sources, exactly the edited ones: {exact}; added "
               f"{ns['added']}, deleted {ns['deleted']}, chunks written "
               f"{ns['chunksWritten']}")
+        crawl_phase(f"http://127.0.0.1:{port}", work, log)
     finally:
         server.terminate()
         server.wait()

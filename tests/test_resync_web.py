@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 
 from tests.conftest import Cli, rows
@@ -185,3 +186,57 @@ def test_a_listed_page_gone_before_is_no_failure_later(cli: Cli, site: LocalServ
     assert (later["totals"]["failed"], later["totals"]["deleted"]) == (0, 0)
     assert any("1 page it names gone (HTTP 404/410), none stored: " + site.url("/c.html")
                in note for note in later["namespaces"][0]["notes"])
+
+
+def _crawl_site(site: LocalServer, links: dict[str, tuple[str, ...]]) -> None:
+    """Pages that reach each other only by their links, each with an ETag."""
+    for name, targets in links.items():
+        body = page(name.upper(), links=tuple(site.url(f"/{t}.html") for t in targets))
+        site.routes[f"/{name}.html"] = etagged(body, f'"{name}-{len(targets)}"')
+
+
+def test_a_crawl_resync_asks_whether_pages_changed_and_follows_their_stored_links(
+        cli: Cli) -> None:
+    """A 304 has no body to find links in, so a crawl's resync fetched every page whole:
+    each page's links are now stored with it, and a resync that finds every page
+    unchanged still reaches the pages only a link leads to."""
+    with LocalServer() as site:
+        _crawl_site(site, {"a": ("b", "c"), "b": ("d",), "c": (), "d": ("e",), "e": ()})
+        added = cli.json("ingest", "crawl", site.url("/a.html"), PRIVATE, "--no-llms-txt")
+        assert added["added"] == 5
+        assert rows(cli.db_url, "SELECT meta->'links' FROM sources WHERE ref = %s",
+                    site.url("/b.html")) == [(["/d.html"],)]
+        start = len(site.requests)
+        report = cli.json("resync", PRIVATE)["totals"]
+        assert (report["notModified"], report["failed"], report["deleted"]) == (5, 0, 0)
+        pages = [r for r in site.requests[start:] if r.path.endswith(".html")]
+        assert sorted(r.path for r in pages) == [f"/{n}.html" for n in "abcde"]
+        assert all(r.headers.get("if-none-match") for r in pages)
+
+        # a changed page (a new link in its navigation) is read whole, the link followed
+        _crawl_site(site, {"d": ("e", "f"), "f": ()})
+        report = cli.json("resync", PRIVATE)["totals"]
+        assert (report["added"], report["notModified"], report["failed"]) == (1, 4, 0)
+        # a page that lost its link to e: e is no longer part of the site
+        _crawl_site(site, {"d": ("f",)})
+        report = cli.json("resync", PRIVATE, "--max-delete", "0.5")["totals"]
+        assert (report["deleted"], report["notModified"]) == (1, 4)
+        _consistent(cli.db_url)
+
+
+def test_a_page_stored_without_its_links_is_fetched_whole_once(cli: Cli) -> None:
+    """Pages a crawl stored before links were kept (or with too many to keep) are asked
+    for whole, once: that fetch stores their links."""
+    with LocalServer() as site:
+        _crawl_site(site, {"a": ("b",), "b": ()})
+        cli.json("ingest", "crawl", site.url("/a.html"), PRIVATE, "--no-llms-txt")
+        with psycopg.connect(cli.db_url) as conn:
+            conn.execute("UPDATE sources SET meta = meta - 'links'")
+        start = len(site.requests)
+        assert cli.json("resync", PRIVATE)["totals"]["notModified"] == 2
+        first = [r for r in site.requests[start:] if r.path == "/a.html"]
+        assert [r.headers.get("if-none-match") for r in first] == [None]
+        start = len(site.requests)
+        assert cli.json("resync", PRIVATE)["totals"]["notModified"] == 2
+        again = [r for r in site.requests[start:] if r.path == "/a.html"]
+        assert [r.headers.get("if-none-match") for r in again] == ['"a-1"']

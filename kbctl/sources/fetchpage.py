@@ -11,8 +11,9 @@ keep a stale copy for ever; the content hash still spares unchanged pages extrac
 
 What is stored on the source row (``Loaded.meta``): ``etag``, ``last_modified``,
 ``lastmod`` (from the sitemap), ``fetched_at`` (ISO 8601, UTC, the last real fetch),
-``body_sha256`` and ``selectors`` (the content selectors the page was read with, if any: a
-page stored with other selectors is fetched and extracted again).
+``body_sha256``, ``selectors`` (the content selectors the page was read with, if any: a
+page stored with other selectors is fetched and extracted again) and, for a crawl,
+``links`` (see ``LINKS``).
 """
 
 from __future__ import annotations
@@ -33,12 +34,20 @@ from .base import READER, Leaf, Loaded
 from .directives import read_directives
 from .extractpool import ExtractJob, ExtractOutcome, run_job
 from .page import HTML_TYPES, PAGE_CONTENT_TYPES
-from .weburl import normalize_url, origin
+from .weburl import is_page_link, normalize_url, origin
 
 #: Source meta: the content selectors a page was extracted with (absent: none).
 SELECTORS = "selectors"
 #: Source meta: the HTML page a markdown copy was read from instead (absent: the copy).
 SERVED_FROM = "served_from"
+#: Source meta: a crawled page's links (those of its own origin as paths). A crawl needs a
+#: page's links to go on from it, and a 304 has no body to find them in: with them stored,
+#: a crawl's resync asks whether each page changed, as a sitemap's does, instead of
+#: fetching every page whole each night. A page stored without them is fetched whole once.
+LINKS = "links"
+#: A page with more links than this keeps none (null): it is fetched whole on every crawl,
+#: and the stored rows stay small (a docs page has a few dozen; an index a few hundred).
+MAX_STORED_LINKS = 2_000
 #: Markdown copies whose HTML page is missing, with none found, before a source stops
 #: asking for the pages (a site that serves only the copies pays no more for them).
 TWIN_MISSES = 3
@@ -65,7 +74,6 @@ class PageOptions:
     kind: str
     docs_mode: bool = True
     full: bool = False
-    conditional: bool = True  # send If-None-Match / If-Modified-Since
     ignore_noindex: bool = False
     selectors: ContentSelectors = ContentSelectors()
 
@@ -155,8 +163,10 @@ class PageLoader:
             twin = await self._load_twin(leaf, hint.twin, prev, same_reading)
             if twin is not None:
                 return twin
-        # validators the stored page got from its HTML twin are no use for the copy
-        conditional = (opts.conditional and not opts.full and not want_links
+        # a crawl asks whether a page changed only when it kept the page's links; validators
+        # the stored page got from its HTML twin are no use for the copy
+        known_links = stored_links(prev, leaf.ref) if want_links else None
+        conditional = (not opts.full and (not want_links or known_links is not None)
                        and prev is not None
                        and same_reading and SERVED_FROM not in prev)
         try:
@@ -178,7 +188,8 @@ class PageLoader:
                      lastmod=hint.lastmod, fetched_at=now_iso(),
                      **{SELECTORS: reading, READER: HTML_READER})
         if result.not_modified:
-            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final)
+            return Fetched(Loaded(leaf=leaf, not_modified=True, meta=meta), final,
+                           known_links or [])
         # a canonical URL that redirected here names this page (Docusaurus' ``/docs/api``
         # served as ``/docs/api/``): not a copy of another
         drop = self._drop(leaf, result, honor_canonical, requested=requested)
@@ -192,6 +203,8 @@ class PageLoader:
         if drop is not None:  # a crawl still follows the links of a dropped page
             links = out.links + ([drop.canonical] if drop.canonical else [])
             return dataclasses.replace(drop, links=links)
+        if want_links:
+            meta[LINKS] = links_to_store(out.links, leaf.ref)
         if out.error is not None:  # a page that lost its text and its links hides the latter
             error = ExtractError(out.error[0], hint=out.error[1])
             return Fetched(Loaded(leaf=leaf, error=error, meta=meta), final, out.links,
@@ -210,8 +223,7 @@ class PageLoader:
         # what an earlier run stored from this page (not from the copy, nor read otherwise)
         stored = (prev if prev is not None and same_reading and prev.get(SERVED_FROM) == twin
                   else None)
-        validators = (stored if stored is not None and opts.conditional and not opts.full
-                      else {})
+        validators = stored if stored is not None and not opts.full else {}
         try:
             result = await self.client.fetch(twin, content_types=HTML_TYPES,
                                              etag=validators.get("etag"),
@@ -284,6 +296,27 @@ class PageLoader:
             h.update(f"{reading}\0".encode())
         h.update(result.content)
         return h.hexdigest()
+
+
+def links_to_store(links: list[str], url: str) -> list[str] | None:
+    """A page's links as stored in its meta: those a crawl may follow, of the page's origin
+    as paths (a few dozen bytes each); None for a page with more than
+    ``MAX_STORED_LINKS``."""
+    pages = [link for link in links if is_page_link(link)]
+    if len(pages) > MAX_STORED_LINKS:
+        return None
+    home = origin(url) + "/"
+    return [link[len(home) - 1:] if link.startswith(home) else link for link in pages]
+
+
+def stored_links(prev: dict[str, Any] | None, url: str) -> list[str] | None:
+    """The links ``links_to_store`` kept for the page at ``url``; None when it kept none
+    (an older version stored the page, or it had too many)."""
+    links = prev.get(LINKS) if prev else None
+    if not isinstance(links, list) or not all(isinstance(link, str) for link in links):
+        return None
+    site = origin(url)
+    return [site + link if link.startswith("/") else link for link in links]
 
 
 def _meta(**values: Any) -> dict[str, Any]:

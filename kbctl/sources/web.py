@@ -376,8 +376,8 @@ class WebSource:
     async def _crawl(self, start: Leaf, client: GuardedClient, executor: Executor,
                      previous: PreviousMeta, outbox: Outbox[Loaded]) -> None:
         hint: _CrawlStart = start.hint
-        options = dataclasses.replace(self.page_options, conditional=False)
-        loader = PageLoader(client, options, executor=executor)
+        # conditional requests only for pages whose links were kept (fetchpage.LINKS)
+        loader = PageLoader(client, self.page_options, executor=executor)
         on_discovered = self.on_discovered
 
         async def discovered(n: int) -> None:
