@@ -4,6 +4,7 @@ own client, against a real knowledge base and memory."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import subprocess
@@ -248,12 +249,14 @@ def test_startup_failures_exit_with_their_code(workdir: Path) -> None:
 class RawPeer:
     """`kbctl serve mcp` driven line by line, every read with a deadline."""
 
-    def __init__(self, db_url: str, cwd: Path) -> None:
+    def __init__(self, db_url: str, cwd: Path, *flags: str,
+                 env: dict[str, str] | None = None) -> None:
         self.log = (cwd / "server.log").open("w")  # noqa: SIM115 (closed by close())
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", ENTRY, "serve", "mcp", "--db", db_url, "-n", "docs"],
-            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            text=True, encoding="utf-8")
+            [sys.executable, "-c", ENTRY, "serve", "mcp", "--db", db_url, "-n", "docs",
+             *flags], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log, text=True, encoding="utf-8",
+            env=None if env is None else os.environ | env)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -455,5 +458,130 @@ def test_a_long_queue_is_drained_while_it_moves_and_read_in_bounded_steps() -> N
         assert blocked.cancelled_caught
         pending.ids.discard(1)
         await pending.room(most=4)
+
+    anyio.run(main)
+
+
+def _call(request_id: int, name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments}})
+
+
+def test_a_write_sent_before_a_read_is_read_back(kb: Cli, workdir: Path) -> None:
+    """Calls run side by side, but a write runs alone in the order it came: a client that
+    pipelines an append and a read of the same note reads what it wrote."""
+    peer = RawPeer(kb.db_url, workdir, *ALICE)
+    try:
+        for message in PIPED_OPENING:
+            peer.send(json.dumps(message))
+        for i in range(3, 13, 2):
+            peer.send(_call(i, "memory_append", {"path": "memory/user/log.md",
+                                                 "content": f"entry {i}"}))
+            peer.send(_call(i + 1, "memory_get", {"path": "memory/user/log.md"}))
+        answers = {a["id"]: a for a in (peer.read() for _ in range(12))}
+    finally:
+        peer.close()
+    for i in range(3, 13, 2):
+        assert not answers[i]["result"]["isError"]
+        seen = answers[i + 1]["result"]["content"][0]["text"]
+        assert f"entry {i}" in seen and f"entry {i + 2}" not in seen
+
+
+def test_a_read_is_not_held_up_by_a_search_stalled_on_its_embedder(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls ran one at a time: a search whose embedding request hung held up a
+    ``memory_get`` behind it for as long."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from .embedders import HashingEmbedder
+
+    emb, stalled, release = HashingEmbedder(dimensions=24), threading.Event(), threading.Event()
+
+    class Embeddings(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if stalled.is_set():
+                release.wait(60)
+            data = [{"index": i, "embedding": v} for i, v in enumerate(emb.embed(body["input"]))]
+            out = json.dumps({"data": data, "model": body["model"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    endpoint = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    env = {"KBCTL_EMBEDDER_BASE_URL": f"http://127.0.0.1:{endpoint.server_address[1]}/v1",
+           "OPENAI_API_KEY": "test"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text("# Install\n\nRun `pnpm add widget` to install it.\n")
+    assert cli("ingest", "files", str(docs), "-n", "docs", "--embedder",
+               "openai:fake@24").exit_code == 0
+    assert cli("memory", "append", "memory/user/prefs.md", "alice prefers pnpm",
+               *ALICE).exit_code == 0
+    stalled.set()
+    peer = RawPeer(cli.db_url, workdir, *ALICE, env=env)
+    try:
+        for message in PIPED_OPENING:  # id 2 searches, and waits for its embedding
+            peer.send(json.dumps(message))
+        assert peer.read()["id"] == 1
+        peer.send(_call(3, "memory_get", {"path": "memory/user/prefs.md"}))
+        answer = peer.read(deadline=30)
+        assert answer["id"] == 3 and "alice prefers pnpm" in (
+            answer["result"]["content"][0]["text"])
+        release.set()
+        searched = peer.read()
+        assert searched["id"] == 2 and "pnpm add widget" in (
+            searched["result"]["content"][0]["text"])
+    finally:
+        release.set()
+        peer.close()
+        endpoint.shutdown()
+
+
+def test_the_call_gate_lets_reads_overlap_and_writes_run_alone_in_order() -> None:
+    from kbctl.agent.calls import CallGate
+
+    async def main() -> None:
+        gate, log = CallGate(readers=2), []
+        hold = {name: anyio.Event() for name in ("r1", "r2", "w", "r3")}
+
+        async def call(name: str, write: bool) -> None:
+            async with gate.passage(write=write):
+                log.append(f"+{name}")
+                await hold[name].wait()
+                log.append(f"-{name}")
+
+        async with anyio.create_task_group() as tasks:
+            for name in ("r1", "r2", "w", "r3"):
+                tasks.start_soon(call, name, name == "w")
+                await anyio.sleep(0.01)
+            assert log == ["+r1", "+r2"]  # two reads at once; the write waits, r3 behind it
+            hold["r1"].set()
+            await anyio.sleep(0.01)
+            assert log == ["+r1", "+r2", "-r1"]
+            hold["r2"].set()
+            await anyio.sleep(0.01)
+            assert log[-2:] == ["-r2", "+w"]
+            hold["w"].set()
+            await anyio.sleep(0.01)
+            assert log[-2:] == ["-w", "+r3"]
+            hold["r3"].set()
+
+        with anyio.move_on_after(0.05) as waited:  # a waiter cancelled leaves the line
+            async with gate.passage(write=True):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(call, "r1", False)
+                    await anyio.sleep(1)
+        assert waited.cancelled_caught
+        async with gate.passage(write=True):
+            pass
 
     anyio.run(main)

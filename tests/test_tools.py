@@ -460,3 +460,28 @@ def test_read_only_tools_make_no_database_where_there_is_none(workdir: Path) -> 
                                '{"path": "memory/agent/notes.md", "content": "hi"}',
                                "--data-dir", str(typo)])
     assert note.exit_code == 0, note.output
+
+
+def test_sibling_sessions_share_the_resolved_embedder(kb: Cli,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions a server runs side by side resolve the KB's embedder once between them (a
+    local model was loaded once a session), and each has its own connection."""
+    from kbctl.agent import session
+
+    resolved: list[object] = []
+    real = session.resolve_embedder
+
+    def counting(*args: object, **kwargs: object) -> object:
+        resolved.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "resolve_embedder", counting)
+    with AgentTools(Settings(db_url=kb.db_url, namespace="docs")) as first:
+        second = first.sibling()
+        try:
+            for tools in (first, second, first, second):
+                assert not tools.call("search_knowledge", {"query": "install"}).is_error
+            assert len(resolved) == 1
+            assert first._session().store.conn is not second._session().store.conn
+        finally:
+            second.close()

@@ -1,13 +1,14 @@
-"""``kbctl serve mcp``: an ``AgentTools`` session served over stdio with the official MCP SDK.
+"""``kbctl serve mcp``: ``AgentTools`` sessions served over stdio with the official MCP SDK.
 
 Wiring only: the tools, their schemas, limits and scope live beside it in ``kbctl.agent``.
-Calls run one at a time in a worker thread (one database connection, and the event loop
-stays free to read the next message); a tool's failure is an ``isError`` result, never a
-protocol error or a dead server. A line that is not a JSON-RPC message gets the JSON-RPC
-2.0 error a client can match (``-32700`` not JSON, ``-32600`` invalid request, ``-32602``
-for a request whose strings hold a lone surrogate; id null where it cannot be read), and
-the server reads on. A line longer than ``MAX_MESSAGE_BYTES`` is read past in pieces and
-answered ``-32600``: memory stays bounded whatever a client sends.
+Calls run in worker threads (the event loop stays free to read the next message), reads
+side by side on sessions of their own and writes alone, in arrival order (``calls.py``);
+a tool's failure is an ``isError`` result, never a protocol error or a dead server. A
+line that is not a JSON-RPC message gets the JSON-RPC 2.0 error a client can match
+(``-32700`` not JSON, ``-32600`` invalid request, ``-32602`` for a request whose strings
+hold a lone surrogate; id null where it cannot be read), and the server reads on. A line
+longer than ``MAX_MESSAGE_BYTES`` is read past in pieces and answered ``-32600``: memory
+stays bounded whatever a client sends.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
+from .calls import CallGate, SessionPool
 from .session import AgentTools
 from .specs import ToolSpec
 
@@ -50,10 +52,10 @@ def _tool(spec: ToolSpec) -> types.Tool:
             idempotent_hint=spec.read_only, open_world_hint=False))
 
 
-def build_server(tools: AgentTools) -> Server[Any]:
-    """An SDK server whose tools/list and tools/call are backed by ``tools``."""
-    listed = [_tool(s) for s in tools.specs]
-    lock = anyio.Lock()
+def build_server(pool: SessionPool, gate: CallGate | None = None) -> Server[Any]:
+    """An SDK server whose tools/list and tools/call are backed by the pool's sessions."""
+    listed = [_tool(s) for s in pool.first.specs]
+    gate = gate or CallGate()
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -61,7 +63,8 @@ def build_server(tools: AgentTools) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
-        async with lock:
+        async with gate.passage(write=pool.first.writes(params.name)), \
+                pool.session() as tools:
             result = await anyio.to_thread.run_sync(tools.call, params.name, params.arguments)
         return types.CallToolResult(content=[types.TextContent(text=result.text)],
                                     structured_content=result.data, is_error=result.is_error)
@@ -177,7 +180,7 @@ def _error(request_id: int | str | None, code: int, message: str) -> types.JSONR
 # this long: the SDK cancels calls still running when its input ends, so a client that
 # writes its requests and closes stdin (a script, a pipe) got an answer to none of them.
 DRAIN_SECONDS = 120.0
-# Requests read ahead of their answers, at most (calls run one at a time anyway).
+# Requests read ahead of their answers, at most (a few calls run at once anyway).
 MAX_PENDING = 64
 
 
@@ -264,20 +267,25 @@ async def serve_stdio(tools: AgentTools, stop: Callable[[int], None] | None = No
     """Serve until the client closes stdin, or until SIGTERM, SIGINT or SIGHUP, which
     ``stop`` handles: the thread reading stdin cannot be interrupted, so ``stop`` must end the
     process itself."""
-    server = build_server(tools)
+    pool = SessionPool(tools)
+    server = build_server(pool)
     unanswered = _Unanswered()
     stdin = BoundedLines(sys.stdin.buffer)
-    async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
-        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
-        async with anyio.create_task_group() as tasks:
-            if stop is not None:
-                tasks.start_soon(_on_signal, STOP_SIGNALS, stop)
-            tasks.start_soon(_screen, read, send, write, unanswered)
-            async with anyio.create_task_group() as serving:  # ends once all is written
-                serving.start_soon(_answer, out_receive, write, unanswered)
-                await server.run(receive, out_send, server.create_initialization_options())
-            tasks.cancel_scope.cancel()
+    try:
+        async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+            async with anyio.create_task_group() as tasks:
+                if stop is not None:
+                    tasks.start_soon(_on_signal, STOP_SIGNALS, stop)
+                tasks.start_soon(_screen, read, send, write, unanswered)
+                async with anyio.create_task_group() as serving:  # ends once all is written
+                    serving.start_soon(_answer, out_receive, write, unanswered)
+                    await server.run(receive, out_send,
+                                     server.create_initialization_options())
+                tasks.cancel_scope.cancel()
+    finally:
+        pool.close()
 
 
 def run_stdio(tools: AgentTools, stop: Callable[[int], None] | None = None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -49,6 +50,29 @@ def phase_file(path: str | Path) -> Callable[[], str | None]:
 
 
 @dataclass
+class _Resolved:
+    """The embedder and reranker resolved for a KB's recorded embedder, shared by sibling
+    sessions (both are safe across threads): a local model is loaded once a process, not
+    once a session."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    recorded: tuple[EmbedderIdentity | None, str | None] | None = None
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
+
+    def resolve(self, store: KnowledgeStore, settings: Settings
+                ) -> tuple[tuple[EmbedderIdentity | None, str | None], Embedder | None,
+                           Reranker | None]:
+        recorded = store.embedder_state()
+        with self.lock:
+            if self.recorded != recorded:
+                embedder = resolve_embedder(store, settings, writing=False)
+                self.reranker = resolve_reranker(store, settings)
+                self.embedder, self.recorded = embedder, recorded
+            return recorded, self.embedder, self.reranker
+
+
+@dataclass
 class _Live:
     store: KnowledgeStore
     embedder: Embedder | None
@@ -70,18 +94,32 @@ class AgentTools:
     def __init__(self, settings: Settings, *, read_only: bool = False,
                  phase: Callable[[], str | None] | None = None,
                  limits: ToolLimits = ToolLimits(),
-                 nonce: Callable[[], str] | None = None) -> None:
+                 nonce: Callable[[], str] | None = None,
+                 _resolved: _Resolved | None = None) -> None:
         self.settings = settings
         self.namespace = settings.namespace
         self.scope: MemoryScope | None = (
             scope_of(settings.agent, settings.user) if settings.agent else None)
         self.read_only = read_only
         self.limits = limits
+        self._phase = phase
+        self._resolved = _resolved or _Resolved()
         self._guard = AppendGuard(phase) if phase is not None else None
         self._nonce = nonce or (lambda: secrets.token_hex(8))
         self._live: _Live | None = None
         self.specs = tool_specs(limits, memory=self.scope is not None, writable=not read_only)
         self._by_name = {s.name: s for s in self.specs}
+
+    def sibling(self) -> AgentTools:
+        """Another session over the same scope and settings, with a connection of its own
+        (opened on its first call): for calls that run side by side."""
+        return AgentTools(self.settings, read_only=self.read_only, phase=self._phase,
+                          limits=self.limits, nonce=self._nonce, _resolved=self._resolved)
+
+    def writes(self, name: str) -> bool:
+        """Whether the tool ``name`` may write (an unknown name is a failed read)."""
+        spec = self._by_name.get(name)
+        return spec is not None and not spec.read_only
 
     # lifecycle
 
@@ -115,15 +153,13 @@ class AgentTools:
 
     def _resolve(self, store: KnowledgeStore, stack: ExitStack) -> _Live:
         """The KB's embedder, and the memory backend and reranker that use it."""
-        recorded = store.embedder_state()
-        embedder = resolve_embedder(store, self.settings, writing=False)
+        recorded, embedder, reranker = self._resolved.resolve(store, self.settings)
         memory: MemoryBackend | None = None
         if self.scope is not None:
             memory = PostgresMemoryBackend(store.conn, embedder,
                                            vector_weight=self.settings.vector_weight)
             if self._guard is not None:
                 memory = GuardedBackend(memory, self._guard)
-        reranker = resolve_reranker(store, self.settings)
         return _Live(store, embedder, memory, stack, reranker=reranker, recorded=recorded)
 
     def _current(self, live: _Live) -> _Live:
