@@ -645,6 +645,30 @@ def test_hugo_permalinks(tmp_path: Path) -> None:
                     "api/docs/api/x/", "docs/guide/y/", "notes/a/", "n/a/c/"}
 
 
+@pytest.mark.skipif(tool("hugo") is None, reason="Hugo is not installed")
+def test_hugo_definition_terms_number_the_headings_after_them(tmp_path: Path) -> None:
+    """With ``autoDefinitionTermID`` a definition term takes its id from the headings'
+    counter: a heading after a term of its text is ``-1`` on the page, and its section
+    was cited at the term."""
+    terms = ("## Alpha\n\nText.\n\n    Code\n    : no term\n\nAlpha term\n: the definition\n\n"
+             "First *pair*\nSecond\n: both\n\nLoose\n\n: a loose one\n\n- Listed\n  : in a list\n\n"
+             "## Alpha term\n\nT.\n\n## Second\n\nT.\n\n## Loose\n\nT.\n\n## Listed\n\nT.\n\n"
+             "## Code\n\nT.\n\n## Alpha\n\nT.\n")
+    project = write_tree(tmp_path / "site", {
+        "hugo.toml": HUGO_SITE["hugo.toml"] + "[markup.goldmark.parser]\n"
+                     "autoDefinitionTermID = true\n",
+        "content/terms.md": "---\ntitle: Terms\n---\n\n" + terms,
+    })
+    site = build_hugo(project)
+    built = (site / "terms" / "index.html").read_text()
+    on_page = re.findall(r'<h2 id="([^"]+)"', built)
+    assert on_page == ["alpha", "alpha-term-1", "second-1", "loose-1", "listed-1", "code",
+                       "alpha-1"]
+    cited = [a for url, a in citations(project / "content")[0] if url.endswith("/terms/")]
+    assert [a for a in cited if a] == on_page
+    _assert_all_resolve(site, project / "content", "hugo", minimum=7)
+
+
 VITEPRESS_SITE = {
     ".vitepress/config.mts": "export default { cleanUrls: CLEAN, ignoreDeadLinks: true, "
                              "srcExclude: ['**/README.md', 'drafts/**'] }\n",

@@ -576,10 +576,9 @@ def test_the_call_gate_lets_reads_overlap_and_writes_run_alone_in_order() -> Non
             hold["r3"].set()
 
         with anyio.move_on_after(0.05) as waited:  # a waiter cancelled leaves the line
-            async with gate.passage(write=True):
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(call, "r1", False)
-                    await anyio.sleep(1)
+            async with gate.passage(write=True), anyio.create_task_group() as tasks:
+                tasks.start_soon(call, "r1", False)
+                await anyio.sleep(1)
         assert waited.cancelled_caught
         async with gate.passage(write=True):
             pass

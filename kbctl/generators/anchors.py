@@ -35,6 +35,10 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
     replacements: dict[int, tuple[int, str]] = {}
     honour = ids.honours_explicit
     for i, tok in enumerate(tokens):
+        if ids.definition_terms and tok.type == "paragraph_open":
+            for term in definition_terms(tokens, i):
+                ids(inline_text(term)[1].strip())
+            continue
         if tok.type != "heading_open" or tok.map is None:
             continue
         content = tokens[i + 1].content
@@ -80,6 +84,27 @@ def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
         out.append(lines[line])
         line += 1
     return "\n".join(out)
+
+
+# a definition: ":" then a space, at most three spaces in (four make it code)
+_DEFINITION = re.compile(r" {0,3}:[ \t]")
+
+
+def definition_terms(tokens: list[Token], i: int) -> list[str]:
+    """The definition list terms the paragraph ``tokens[i]`` holds, as goldmark (and PHP
+    Markdown Extra) reads them: each line before a line that opens a definition, or every
+    line when the next block, after one blank line, is a paragraph that opens with one."""
+    lines = tokens[i + 1].content.split("\n")
+    opens = next((n for n, line in enumerate(lines) if _DEFINITION.match(line)), None)
+    if opens is not None:
+        return lines[:opens]
+    after = i + 3  # paragraph_open, inline, paragraph_close
+    if after + 1 < len(tokens) and tokens[after].type == "paragraph_open":
+        here, there = tokens[i].map, tokens[after].map
+        if (here is not None and there is not None and there[0] == here[1] + 1
+                and _DEFINITION.match(tokens[after + 1].content)):
+            return lines
+    return []
 
 
 def _block_ial(tokens: list[Token], i: int) -> tuple[str | None, int | None]:

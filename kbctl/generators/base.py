@@ -72,6 +72,9 @@ class HeadingIds(Protocol):
     # a trailing "{#id .class k=v}" is cut and its #id used: the generator's splitter
     # (goldmark's, Pandoc's), returning (text, id) or None when the heading ends in none
     attribute_lists: Callable[[str], tuple[str, str | None] | None] | None
+    # definition list terms take ids from the same allocator, in document order (Hugo's
+    # autoDefinitionTermID): a heading after a term of its text is numbered past it
+    definition_terms: bool
 
     def __call__(self, text: str, explicit: str | None = None) -> str | None:
         """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
@@ -119,6 +122,7 @@ class IdRules:
     idless_levels: frozenset[int] = frozenset()
     block_attributes: bool = False
     attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
+    definition_terms: bool = False
 
     def displayed(self, heading: str) -> str:
         return heading

@@ -90,6 +90,7 @@ class Hugo:
             "typographer": _typographer(goldmark),
             "headingAttributes": _heading_attributes(parser),
             "blockAttributes": _block_attributes(parser),
+            "definitionTermIds": _definition_term_ids(goldmark, parser),
             "permalinks": permalinks(config),
         }
         return Site(self.name, content, marker, settings)
@@ -146,6 +147,7 @@ class Hugo:
                           empty="heading", honour_explicit=attributes)
         if attributes:  # "## T {#id .c}": the list is no text
             ids.attribute_lists = split_heading_attributes
+        ids.definition_terms = site.settings.get("definitionTermIds", False)
         return ids
 
 
@@ -185,6 +187,15 @@ def _heading_attributes(parser: Any) -> bool:
     unless the config turns it off)."""
     attribute = parser.get("attribute") if isinstance(parser, dict) else None
     return not (isinstance(attribute, dict) and attribute.get("title") is False)
+
+
+def _definition_term_ids(goldmark: Any, parser: Any) -> bool:
+    """Whether definition terms get ids (``parser.autoDefinitionTermID``, off by default),
+    which needs the definition list extension (on by default)."""
+    extensions = goldmark.get("extensions") if isinstance(goldmark, dict) else None
+    lists = extensions.get("definitionlist") if isinstance(extensions, dict) else None
+    return (isinstance(parser, dict) and parser.get("autodefinitiontermid") is True
+            and lists is not False)
 
 
 def _block_attributes(parser: Any) -> bool:
