@@ -362,6 +362,35 @@ def test_baseline_save_then_regression(small_kb: Cli, workdir: Path) -> None:
     assert people.exit_code == 1 and "REGRESSED" in people.stdout
 
 
+def test_a_report_file_may_not_replace_an_input(small_kb: Cli, workdir: Path) -> None:
+    """``--junit`` pointed at the baseline replaced it with XML: the next run exited 2."""
+    suite = write(workdir / "passing.yaml", PASSING)
+    base = workdir / "baseline.json"
+    assert small_kb("eval", str(suite), "--save-baseline", str(base)).exit_code == 0
+    kept = base.read_text()
+    for args in (["--baseline", str(base), "--junit", str(base)],
+                 ["--junit", str(suite)],
+                 ["--junit", str(workdir / "r.xml"), "--save-baseline", str(workdir / "r.xml")]):
+        result = small_kb("eval", str(suite), *args)
+        assert result.exit_code == 2, result.output
+        assert "which the report would replace" in result.stderr
+    assert base.read_text() == kept and suite.read_text() == PASSING
+    assert not (workdir / "r.xml").exists()
+
+
+def test_tags_and_baseline_names_are_printed_escaped(small_kb: Cli, workdir: Path) -> None:
+    """A tag holding a newline printed '::error …' at the start of a line: on GitHub, a
+    forged annotation (and '::stop-commands::' silenced the real ones)."""
+    suite = write(workdir / "tagged.json", json.dumps({"version": 1, "cases": [{
+        "id": "rotate", "question": "how do I rotate the signing keys",
+        "tags": ["t\n::error file=evil.py,line=1::forged\u001b[31m"],
+        "expect": {"sourceIncludes": "guide/keys"}}]}))
+    result = small_kb("eval", str(suite))
+    assert result.exit_code == 0, result.output
+    assert "\n::error" not in result.stdout and "\x1b" not in result.stdout
+    assert "::forged\\x1b[31m (1 case)" in result.stdout
+
+
 def test_fail_on_regression_tolerates_known_failures(small_kb: Cli, workdir: Path) -> None:
     suite = write(workdir / "failing.yaml", FAILING)
     base = workdir / "baseline.json"

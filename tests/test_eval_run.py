@@ -515,6 +515,45 @@ def test_single_suite_matches_by_id_after_a_rename_several_match_by_path() -> No
     assert [(r.suite, r.id) for r in diff.added] == [("evals/other.yaml", "c")]
 
 
+@pytest.mark.parametrize("spelled", ["docs.yaml", "/ci/work/evals/docs.yaml",
+                                     "./evals/docs.yaml"])
+def test_several_suites_match_however_their_paths_are_spelled(spelled: str) -> None:
+    """A baseline saved as ``evals/docs.yaml`` and a run from ``evals/`` (or with absolute
+    paths): every case was 'added', none compared, and the gate passed a regression."""
+    c, d = case("c", expect=TARGET), case("d", expect=TARGET, index=1)
+    other = Case(**{**d.__dict__, "suite": "evals/other.yaml"})
+    base = baseline_from([c, other], {c.question: ranked(1), d.question: ranked(1)})
+    here = Case(**{**c.__dict__, "suite": spelled})
+    there = Case(**{**d.__dict__, "suite": spelled.replace("docs", "other")})
+    now = run_suites([suite_of(here, path=spelled),
+                      suite_of(there, path=spelled.replace("docs", "other"))],
+                     FakeRetriever({c.question: ranked(3), d.question: ranked(1)}),
+                     namespace="docs", embedder="e")
+    diff = compare_with_baseline(now, base)
+    assert [(r.ref.suite, r.ref.id) for r in diff.regressions] == [(spelled, "c")]
+    assert diff.added == () and diff.removed == ()
+
+
+def test_two_suites_of_one_name_are_not_guessed_between() -> None:
+    c = case("c", expect=TARGET)
+    base = baseline_from([Case(**{**c.__dict__, "suite": "docs.yaml"}),
+                          Case(**{**c.__dict__, "id": "x", "suite": "kept.yaml"})], {})
+    now = run_suites([suite_of(Case(**{**c.__dict__, "suite": p, "id": i}), path=p)
+                      for p, i in (("a/docs.yaml", "c"), ("b/docs.yaml", "c"),
+                                   ("kept.yaml", "x"))],
+                     FakeRetriever({}), namespace="docs", embedder="e")
+    diff = compare_with_baseline(now, base)
+    assert {(r.suite, r.id) for r in diff.removed} == {("docs.yaml", "c")}
+
+
+def test_a_baseline_that_shares_no_case_is_refused() -> None:
+    """A baseline of other suites passed every run: nothing to compare, nothing regressed."""
+    base = baseline_from([case("elsewhere")], {})
+    with pytest.raises(InputError) as info:
+        compare_with_baseline(run([case("here")], {}), base)
+    assert info.value.exit_code == 2 and "shares no case with this run" in str(info.value)
+
+
 def test_identity_mismatch_is_warned() -> None:
     c = case()
     base = baseline_from([c], {})
@@ -593,7 +632,15 @@ def _mutations() -> list[tuple[str, Callable[[dict], None], str]]:
     def dup(d: dict) -> None:
         d["cases"].append(copy.deepcopy(d["cases"][0]))
 
+    def nul_id(d: dict) -> None:
+        d["cases"][0]["id"] = "a\x00b"
+
+    def surrogate_suite(d: dict) -> None:
+        d["cases"][0]["suite"] = "\ud800"
+
     return [("missing passed", drop_passed, "cases[0].passed"),
+            ("NUL in an id", nul_id, "cases[0].id: a NUL byte is not allowed"),
+            ("surrogate in a suite", surrogate_suite, "cases[0].suite: a lone surrogate"),
             ("rank zero", bad_rank, "cases[0].firstMatchRank"),
             ("score string", bad_score, "cases[0].topScore"),
             ("newer version", newer, "newer kbctl"),

@@ -138,7 +138,8 @@ def run(
             outcome = api.evaluate(settings, suites, baseline=baseline,
                                    rank_tolerance=rank_tolerance,
                                    score_tolerance=score_tolerance, fail_on=fail_on,
-                                   on_result=on_result)
+                                   on_result=on_result, reports={
+                                       "--save-baseline": save_baseline, "--junit": junit})
     except KbctlError as exc:
         if on_github:  # the pull request shows why, not only the log
             emit_github_error(exc.message, out, json_output=json_output)

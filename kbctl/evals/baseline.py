@@ -1,7 +1,11 @@
 """Compare a run with an earlier JSON report (the baseline) and name the regressions.
 
 Cases are matched by ``(suite path, id)``; when both runs used exactly one suite file
-they are matched by id alone, so renaming or moving the file keeps the history.
+they are matched by id alone, so renaming or moving the file keeps the history. A suite
+path is compared as a path, not as typed: ``suites/docs.yaml`` run from the repository's
+root and ``docs.yaml`` run from ``suites/`` (or an absolute path) are one suite when one
+ends with the other and nothing else does. A baseline that shares no case with the run
+is refused: its gate would pass whatever happened.
 
 A case regressed when it passed in the baseline and fails now, when its first-match rank
 got worse by more than ``rank_tolerance`` (a match that disappeared is always worse), or,
@@ -12,15 +16,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kbctl.errors import InputError
 from kbctl.evals.run import CaseResult, EvalReport, format_pair
 from kbctl.evals.schema import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, case_fingerprint
+from kbctl.hygiene import describe_bad_char
 from kbctl.linefile import LoadError, first_clause, read_capped
 
 _HINT = "a baseline is a JSON report written by an earlier `kbctl eval` run"
@@ -157,6 +162,9 @@ def parse_baseline(data: Any, source: str) -> Baseline:
         for key in ("suite", "id"):
             if not isinstance(item.get(key), str):
                 raise _bad(source, f"{field}.{key}", "expected a string")
+            bad = describe_bad_char(item[key])
+            if bad:
+                raise _bad(source, f"{field}.{key}", f"{bad} is not allowed")
         if not isinstance(item.get("passed"), bool):
             raise _bad(source, f"{field}.passed", "expected true or false")
         rank = item.get("firstMatchRank")
@@ -218,9 +226,10 @@ def compare_with_baseline(
 
     baseline_suites = {item.suite for item in past}
     by_id_only = len(report.suites) == 1 and len(baseline_suites) <= 1
+    same_suite = _same_suites(baseline_suites, report.suites)
 
     def key_of(suite: str, case_id: str) -> tuple[str, str]:
-        return ("", case_id) if by_id_only else (suite, case_id)
+        return ("", case_id) if by_id_only else (same_suite.get(suite, suite), case_id)
 
     remaining = {key_of(item.suite, item.id): item for item in past}
     regressions: list[Regression] = []
@@ -243,6 +252,13 @@ def compare_with_baseline(
             changed.append(ref)
     removed = [CaseRef(item.suite, item.id, item.line) for item in past
                if key_of(item.suite, item.id) in remaining]
+    if past and report.results and len(removed) == len(past):
+        theirs = ", ".join(sorted(baseline_suites)[:3])
+        raise InputError(
+            f"{source}: the baseline shares no case with this run (it was run with "
+            f"{theirs}; this run with {', '.join(report.suites[:3])}), so no regression "
+            "could be found", hint="compare with a report of these suites (--save-baseline "
+            "writes one), or check the suite paths and case ids")
 
     warnings = []
     for key, now in (("namespace", report.namespace), ("embedder", report.embedder),
@@ -265,6 +281,29 @@ def compare_with_baseline(
         baseline_hit_rate=metrics.get("hitRate"),
         baseline_mrr=metrics.get("mrr"),
     )
+
+
+def _same_suites(theirs: set[str], ours: Sequence[str]) -> dict[str, str]:
+    """Each baseline suite path that names one of this run's suites, typed otherwise (from
+    another folder, or absolute): one path's parts end with the other's, and no other
+    suite of either run's fits as well."""
+    def parts(path: str) -> tuple[str, ...]:
+        return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts
+                     if p not in ("/", "."))
+
+    def fits(a: str, b: str) -> bool:
+        x, y = parts(a), parts(b)
+        n = min(len(x), len(y))
+        return n > 0 and ".." not in x[-n:] and x[-n:] == y[-n:]
+
+    found: dict[str, str] = {}
+    for path in theirs:
+        if path in ours:
+            continue
+        matches = [mine for mine in ours if fits(path, mine)]
+        if len(matches) == 1 and [p for p in theirs if fits(p, matches[0])] == [path]:
+            found[path] = matches[0]
+    return found
 
 
 def _reasons(before: _Past, result: CaseResult, rank_tolerance: int,

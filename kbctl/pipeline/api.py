@@ -6,7 +6,7 @@ These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..config import Settings
@@ -114,6 +114,7 @@ def evaluate(
     score_tolerance: float | None = None,
     fail_on: str = "any",
     on_result: Callable[[CaseResult], None] | None = None,
+    reports: Mapping[str, str | Path | None] | None = None,
 ) -> EvalOutcome:
     """Run eval suites against the configured namespace and judge them.
 
@@ -124,7 +125,7 @@ def evaluate(
     retrieval has worked, a failure fails its case only.
     """
     plan = plan_eval(suites, baseline=baseline, rank_tolerance=rank_tolerance,
-                     score_tolerance=score_tolerance, fail_on=fail_on)
+                     score_tolerance=score_tolerance, fail_on=fail_on, reports=reports)
     with open_store(settings, existing=True) as store:
         embedder = resolve_embedder(store, settings, writing=False)
         reranker = resolve_reranker(store, settings)

@@ -74,8 +74,8 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         f"{metrics_text(metrics)} · {report.duration_ms / 1000:.2f} s"
     )
     parts.append(summary)
-    parts += [Text(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
-                   f"{metrics_text(m)}", style="dim") for tag, m in metrics.by_tag]
+    parts += [Text(plain(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
+                         f"{metrics_text(m)}"), style="dim") for tag, m in metrics.by_tag]
     unchecked = [case_label(report, r.case.suite, r.case.id)
                  for r in report.results if r.passed and not r.checks]
     if unchecked:  # a gate they cannot close: an expect block forgotten, most likely
@@ -91,13 +91,11 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
             if refs:
                 names = ", ".join(case_label(report, r.suite, r.id) for r in refs)
                 changes.append(f"{word}: {names}")
-        parts.append(Text(f"vs {diff.source}: " + " · ".join(changes)))
-        parts += [Text(f"warning: {w}", style="yellow") for w in diff.warnings]
-    parts.append(Text(("PASS: " if verdict.passed else "FAIL: ") + verdict.reason,
+        parts.append(Text(plain(f"vs {diff.source}: " + " · ".join(changes))))
+        parts += [Text(plain(f"warning: {w}"), style="yellow") for w in diff.warnings]
+    parts.append(Text(plain(("PASS: " if verdict.passed else "FAIL: ") + verdict.reason),
                       style="bold green" if verdict.passed else "bold red"))
     return Group(*parts)
-
-
 
 
 def _table(outcome: EvalOutcome, **options: Any) -> Rendered:
