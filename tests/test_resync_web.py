@@ -240,3 +240,36 @@ def test_a_page_stored_without_its_links_is_fetched_whole_once(cli: Cli) -> None
         assert cli.json("resync", PRIVATE)["totals"]["notModified"] == 2
         again = [r for r in site.requests[start:] if r.path == "/a.html"]
         assert [r.headers.get("if-none-match") for r in again] == ['"a-1"']
+
+
+def test_a_page_a_spent_crawl_budget_leaves_unread_is_not_deleted(cli: Cli) -> None:
+    """New pages took the places of stored ones in a crawl held to --max-pages: those were
+    found, still on the site, and deleted as gone."""
+    with LocalServer() as site:
+        _crawl_site(site, {"a": ("b", "c", "d"), "b": (), "c": (), "d": ()})
+        added = cli.json("ingest", "crawl", site.url("/a.html"), PRIVATE, "--no-llms-txt",
+                         "--max-pages", "3")
+        assert added["added"] == 3  # a, b, c; d found and left unread
+        _crawl_site(site, {"a": ("n", "b", "c", "d"), "n": ()})
+        report = cli.json("resync", PRIVATE, "--max-delete", "0.9")
+        totals = report["totals"]
+        assert (totals["added"], totals["deleted"]) == (1, 0)
+        stored = {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")}
+        assert stored == {site.url(f"/{n}.html") for n in "abcn"}
+        assert any("more pages it found were not read" in note
+                   for note in report["namespaces"][0]["notes"])
+
+
+def test_a_maintenance_page_at_every_address_deletes_nothing(cli: Cli, site: LocalServer) -> None:
+    """One 'down for maintenance' page served (200) for every URL made each page a copy
+    of the first, and the run deleted them as duplicates, exit 0."""
+    _ingest(cli, site)
+    for name in PAGES:
+        site.routes[f"/{name}.html"] = html(page("Down for maintenance", ("back-soon",)))
+    report = cli.json("resync", PRIVATE, "--max-delete", "0.9")
+    totals = report["totals"]
+    assert totals["deleted"] == 0
+    assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(len(PAGES),)]
+    notes = "\n".join(report["namespaces"][0]["notes"])
+    assert "its stored version is kept" in notes
+    _consistent(cli.db_url)

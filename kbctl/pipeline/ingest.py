@@ -349,7 +349,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     seen -= writer.left_out
     if not policy.prune:
         return vanished
-    orphans = sorted(set(known) - seen) if expansion.complete else []
+    orphans = sorted(set(known) - seen - expansion.unread) if expansion.complete else []
     return orphans + vanished
 
 
@@ -480,6 +480,7 @@ class _Writer:
         self.pending_chunks = 0
         self.touches: list[tuple[str, dict[str, Any]]] = []
         self._dropped: dict[str, int] = {}  # the pages this writer dropped, per reason
+        self._kept_copies = 0  # stored pages that now read as copies of another, kept
         self._provider_failures = 0  # batches in a row whose embedding failed
         self._stopped = False  # a batch raised: hand nothing more to the writer threads
         self._abandoned = False  # a signal: nothing handed over is waited for either
@@ -543,6 +544,21 @@ class _Writer:
                 more = count - DROP_NOTES
                 self.report.notes.append(
                     f"… and {more} more {'page' if more == 1 else 'pages'} dropped ({why})")
+        if self._kept_copies > DROP_NOTES:
+            more = self._kept_copies - DROP_NOTES
+            self.report.notes.append(f"… and {more} more stored {'page' if more == 1 else 'pages'}"
+                                     " kept as they were (now a copy of another page)")
+
+    def _keep_stored(self, ref: str, owner: str) -> None:
+        """A stored page that now reads as a copy of another keeps its stored version: one
+        maintenance (or error) page served at every address made each page a 'duplicate'
+        of the first, and the run deleted them all."""
+        self._kept_copies += 1
+        note = (f"{ref}: now reads the same as {owner} (a maintenance or error page served "
+                "for several addresses?); its stored version is kept")
+        if self._kept_copies <= DROP_NOTES:
+            self.report.notes.append(note)
+        self.progress(ProgressEvent("skipped", ref=ref, message=note))
 
     def _duplicate(self, ref: str, text_hash: str, prev: SourceRecord | None,
                    def_id: str) -> bool:
@@ -557,6 +573,9 @@ class _Writer:
             self._stand_in_for[text_hash] = ref
             return False
         if owner is not None and owner != ref:
+            if prev is not None and prev.meta.get(TEXT_HASH) != text_hash:
+                self._keep_stored(ref, owner)
+                return True
             self.left_out.add(ref)
             self.drop("duplicate", ref, f"{ref}: same content as {owner}, stored once there")
             return True

@@ -118,6 +118,8 @@ class Expansion:
     info: dict[str, Any] = field(default_factory=dict)  # shown with the source in reports
     # said once the leaves are loaded: what a crawl learns only as it goes (a cap it hit)
     closing_notes: list[str] = field(default_factory=list)
+    # refs found but not read (a crawl's spent --max-pages): not gone, so never deleted
+    unread: set[str] = field(default_factory=set)
 
 
 PreviousMeta = Callable[[str], "dict[str, Any] | None"]

@@ -71,6 +71,7 @@ class CrawlState:
     hidden_links: bool = False  # a page failed in a way that may hide part of the site
     dropped: dict[str, int] = field(default_factory=dict)  # links left out, by URL rule
     unread: int = 0  # pages found and left unread: the --max-pages budget was spent
+    unread_refs: set[str] = field(default_factory=set)  # those pages (kept by a resync)
     notes: list[str] = field(default_factory=list)  # said when the crawl has ended
 
 
@@ -84,6 +85,7 @@ class CrawlExpansion(Expansion):
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
         object.__setattr__(self, "closing_notes", state.notes)
+        object.__setattr__(self, "unread", state.unread_refs)
 
     @property  # type: ignore[override]
     def complete(self) -> bool:
@@ -130,9 +132,9 @@ class Crawler:
         budget = opts.max_pages
         for depth in range(opts.max_depth + 1):
             if not frontier or budget <= 0:
-                self.state.unread += len(frontier)
+                self._leave_unread(frontier)
                 break
-            self.state.unread += max(0, len(frontier) - budget)
+            self._leave_unread(frontier[budget:])
             layer, frontier = frontier[:budget], []
             budget -= len(layer)
             follow = depth < opts.max_depth
@@ -186,6 +188,12 @@ class Crawler:
                 f"{self.state.unread:,}{'+' if self.state.hidden_links else ''} more pages "
                 "it found were not read (raise --max-pages to read them)")
         self.state.finished = True
+
+    def _leave_unread(self, leaves: list[Leaf]) -> None:
+        """Pages the budget leaves unread: counted for the note, and kept from deletion
+        (a page pushed out of the budget by new ones is still on the site)."""
+        self.state.unread += len(leaves)
+        self.state.unread_refs.update(leaf.ref for leaf in leaves)
 
     async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, room: int, *,
                      check_site: bool = True) -> Fetched:
