@@ -48,6 +48,13 @@ def test_ndcg_and_recall_count_each_relevant_page_once() -> None:
     assert case_gains(top) == (1.0, 1.0)
 
 
+def test_a_pattern_listed_twice_counts_once() -> None:
+    """``sourceIncludes: [X, X]`` with X found gave recall 0.5."""
+    assert case_gains(result(["/a#1", "/x"], ("/a", "/a"))) == (1.0, 1.0)
+    assert case_gains(result(["/x", "/a#1"], ("/a", "/b", "/a"))) == pytest.approx(
+        (dcg(2) / dcg(1, 2), 0.5))
+
+
 def test_a_chunk_matching_two_patterns_gains_both() -> None:
     """A page and one of its sections, both listed and found at rank 1, scored 0.61."""
     first = result(["/guide/install#pip", "/x"], ("/guide/install", "/guide/install#pip"))

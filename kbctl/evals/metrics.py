@@ -54,7 +54,7 @@ def _discount(rank: int) -> float:
 
 def case_gains(result: Judged) -> tuple[float, float]:
     """(nDCG@k, recall@k) of one scored case."""
-    patterns = result.case.expect.source_includes
+    patterns = tuple(dict.fromkeys(result.case.expect.source_includes))  # a repeat is one
     found: set[str] = set()
     dcg = 0.0
     for chunk in result.retrieved:
