@@ -473,6 +473,23 @@ def test_what_a_printout_leaves_out_is_chrome_and_file_tree_folders_are_content(
         assert chrome not in page.markdown
 
 
+def test_a_section_named_like_a_layout_element_is_content() -> None:
+    """A heading with id 'footer' or 'sidebar' (a page documenting a theme's footer) was
+    dropped as chrome, and its text cited at the section before it."""
+    page = extract_html(
+        '<html><body><div id="sidebar"><a href="/x">Nav link</a></div><main><h1 id="t">T</h1>'
+        '<p>Intro.</p><h2 id="footer">Footer</h2><p>ftword the footer option.</p>'
+        '<section id="search"><h2>Search</h2><p>srword the search box.</p></section>'
+        '<dl><dt id="toc">toc</dt><dd>tocword shows the outline.</dd></dl>'
+        '<div id="footer">Copyright chrome</div></main></body></html>')
+    md = page.markdown
+    assert "## Footer {#footer}" in md and "ftword" in md
+    assert "## Search {#search}" in md and "srword" in md and "tocword" in md
+    assert "Nav link" not in md and "Copyright chrome" not in md
+    anchors = {c.anchor for c in chunk_markdown(md) if "word" in c.text}
+    assert anchors == {"footer", "search", "toc"}
+
+
 def test_a_breadcrumb_trail_before_the_title_is_chrome_whatever_its_classes() -> None:
     page = extract_html(
         '<main><div class="flex gap-1"><div><a href="/docs/">Docs</a></div><svg></svg>'
@@ -504,9 +521,11 @@ def test_language_comes_from_element_or_ancestor_classes() -> None:
         "<main><pre class='lang-ruby'>puts 1</pre>"
         "<div class='highlight-none'><div class='highlight'><pre>plain</pre></div></div>"
         "<pre><code class='hljs language-c++'>int x;</code></pre>"
-        "<pre>bare</pre></main>"
+        "<pre>bare</pre>"
+        "<pre class='language-rust,ignore'><code>fn main() {}</code></pre></main>"
     )
-    assert [lang for lang, _ in fences(extract_html(html).markdown)] == ["ruby", "", "c++", ""]
+    assert [lang for lang, _ in fences(extract_html(html).markdown)] == [
+        "ruby", "", "c++", "", "rust"]  # not "rustignore" (Docusaurus keeps the attributes)
 
 
 def test_headings_never_get_an_id_with_whitespace_or_braces() -> None:

@@ -7,4 +7,6 @@
 #:    headings, ``<a name>`` ids, sections inside lists (Javadoc) kept as sections.
 #: 4: rustdoc's folded items as sections with their ids, rustdoc's and pydata's chrome,
 #:    DocBook's and Texinfo's indexes as no content.
-HTML_READER = 4
+#: 5: headings and sections whose id names a layout element (``#footer``, ``#search``)
+#:    kept as content.
+HTML_READER = 5

@@ -388,5 +388,17 @@ def is_chrome(el: etree._Element, tag: str) -> bool:
     if "hidden" in keys:
         return True
     if "id" in keys:
-        return get("id").lower() in DROP_IDS
+        return get("id").lower() in DROP_IDS and not _titled_by_its_id(el, tag)
+    return False
+
+
+def _titled_by_its_id(el: etree._Element, tag: str) -> bool:
+    """A heading (or term) whose id is its title's slug, or a section it opens: a page's
+    "Footer" or "Search" section is content (``#footer`` is its anchor), not the layout
+    element of that name, and dropping it cited its text at the section before."""
+    if tag in HEADING_TAGS or tag == "dt":
+        return True
+    if tag == "section" or (tag == "div" and "section" in (el.get("class") or "").split()):
+        first = next((child for child in el if isinstance(child.tag, str)), None)
+        return first is not None and first.tag in HEADING_TAGS
     return False

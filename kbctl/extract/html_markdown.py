@@ -287,7 +287,8 @@ def _lang_from_class(cls: str) -> str | None:
         low = token.lower()
         for prefix in _LANG_PREFIXES:
             if low.startswith(prefix) and len(low) > len(prefix):
-                lang = _LANG_CHARS.sub("", low[len(prefix):])
+                # "language-rust,ignore" (rustdoc's attributes, kept by Docusaurus): rust
+                lang = _LANG_CHARS.sub("", low[len(prefix):].split(",")[0])
                 return "" if lang in _NO_LANG else lang
     return None
 
