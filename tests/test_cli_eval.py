@@ -454,6 +454,21 @@ def test_init_round_trip(small_kb: Cli, workdir: Path) -> None:
     assert small_kb.json("eval", str(as_json))["verdict"]["passed"] is True
 
 
+def test_init_leaves_out_the_cases_the_kb_fails_today(small_kb: Cli, workdir: Path) -> None:
+    """A scaffold whose heading finds another page first failed on the KB it was made
+    from: committed as is, it turned the first build red."""
+    write(workdir / "docs" / "blog" / "snapshots.md",
+          "# Nightly snapshot news\n\nNightly snapshots, nightly snapshots: nightly snapshots are "
+          "the nightly snapshots we take, nightly.\n")
+    ingest(small_kb, workdir / "docs")
+    made = small_kb("eval", "init", "-k", "1", "-o", str(workdir / "starter.yaml"))
+    assert made.exit_code == 0, made.output
+    assert "left out 1 section(s)" in made.stderr and "nightly-snapshots" in made.stderr
+    ids = [c["id"] for c in yaml.safe_load((workdir / "starter.yaml").read_text())["cases"]]
+    assert "nightly-snapshots" not in ids and "rotate-signing-keys" in ids
+    assert small_kb.json("eval", str(workdir / "starter.yaml"))["verdict"]["passed"] is True
+
+
 def test_init_on_an_empty_kb_is_a_usage_error(cli: Cli, workdir: Path) -> None:
     result = cli("eval", "init", "-n", "nothing-here")
     assert result.exit_code == 2

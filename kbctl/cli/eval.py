@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from ..errors import InputError, KbctlError
 from ..evals import CaseResult
+from ..hygiene import first_few
 from ..pipeline import api
 from ..render import Output, Rendered
 from ..render.writes import emit_github, emit_github_error, write_eval_reports, write_report_file
@@ -182,11 +183,17 @@ def init(
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config)
     fmt = "json" if json_output or (output is not None
                                      and output.suffix.lower() == ".json") else "yaml"
-    text = api.eval_init(settings, top_k=top_k, fmt=fmt)
+    out = Output()
+    with _case_progress(out) as on_result:
+        scaffold = api.eval_init(settings, top_k=top_k, fmt=fmt, on_result=on_result)
+    if scaffold.failing:
+        out.note(f"left out {len(scaffold.failing)} section(s) whose heading does not find "
+                 f"them in the top {top_k} today (rephrase and add them by hand): "
+                 f"{first_few(list(scaffold.failing))}")
     if output is None:
-        Output().emit(Rendered.stdout(text))
+        out.emit(Rendered.stdout(scaffold.text))
         return
-    write_report_file(output, text, "the suite")
-    Output().note(f"wrote {output}: rephrase its questions the way readers ask, then run "
-                  f"`kbctl eval {output}`")
+    write_report_file(output, scaffold.text, "the suite")
+    out.note(f"wrote {output}: rephrase its questions the way readers ask, then run "
+             f"`kbctl eval {output}`")
 

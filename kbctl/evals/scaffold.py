@@ -16,7 +16,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import yaml
@@ -63,9 +63,11 @@ def _prefixes_of_most(pages: set[str]) -> set[str]:
 
 
 def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
-                   *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml") -> str:
+                   *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml",
+                   without: Collection[str] = ()) -> str:
     """A suite (``yaml`` or ``json``) with one case per ``(heading, url, anchor)``
-    section that can fail, ids unique."""
+    section that can fail, ids unique; the cases ``without`` names are left out (their
+    ids are given as if they were there, so the others keep theirs)."""
     if not sections:
         raise InputError("nothing to scaffold: the knowledge base has no sections",
                          hint="ingest some documents first")
@@ -91,6 +93,8 @@ def scaffold_suite(sections: Sequence[tuple[str, str, str | None]],
             n += 1
             case_id = f"{base}-{n}"
         used.add(case_id)
+        if case_id in without:
+            continue
         expect: dict[str, Any] = {}
         if page:
             expect["sourceIncludes"] = page

@@ -7,13 +7,16 @@ These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
+from ..embed.base import Embedder
 from ..errors import EnvironmentFailure, InputError
-from ..evals import CaseResult
+from ..evals import CaseResult, Retriever, parse_suite, run_suites
 from ..evals.model import DEFAULT_TOP_K
 from ..net.endpoint import public_endpoint
+from ..rerank.base import Reranker
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
@@ -132,16 +135,13 @@ def evaluate(
         _require_chunks(store, settings.namespace)
         worked = False
 
+        plain = _retriever(store, settings, embedder, reranker)
+
         def retriever(question: str, top_k: int, min_score: float | None,
                       filters: dict[str, str]) -> QueryResult:
             nonlocal worked
             try:
-                found = retrieve(store, question, namespace=settings.namespace, k=top_k,
-                                 min_score=min_score, filters=filters, embedder=embedder,
-                                 vector_weight=settings.vector_weight,
-                                 fusion=settings.fusion, reranker=reranker,
-                                 rerank_top=settings.rerank_top,
-                                 typo_tolerance=settings.typo_tolerance)
+                found = plain(question, top_k, min_score, filters)
             except EnvironmentFailure as exc:
                 if not worked:
                     raise _BrokenFromStart(exc) from exc
@@ -160,16 +160,50 @@ def evaluate(
             raise broken.error from None
 
 
-def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml") -> str:
+@dataclass(frozen=True)
+class SuiteScaffold:
+    """A starter suite's text, and the cases left out because they fail today."""
+
+    text: str
+    failing: tuple[str, ...]
+
+
+def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml",
+              on_result: Callable[[CaseResult], None] | None = None) -> SuiteScaffold:
     """A starter suite (``yaml`` or ``json`` text) with one case per top-level section of
-    the namespace."""
+    the namespace, each run once against the KB: a case the KB fails today is left out,
+    so the suite passes on the KB it was made from (a committed scaffold failed the first
+    build)."""
     with open_store(settings, existing=True) as store:
         sections = store.top_sections(settings.namespace)
-    if not sections:
-        raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds no "
-                         "documents", hint="ingest your docs first (kbctl ingest files docs/), "
-                         "or pick the namespace with -n")
-    return scaffold_suite(sections, top_k=top_k, fmt=fmt)
+        if not sections:
+            raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds "
+                             "no documents", hint="ingest your docs first (kbctl ingest files "
+                             "docs/), or pick the namespace with -n")
+        draft = parse_suite(scaffold_suite(sections, top_k=top_k, fmt="json"), "scaffold.json")
+        embedder = resolve_embedder(store, settings, writing=False)
+        reranker = resolve_reranker(store, settings)
+        report = run_suites([draft], _retriever(store, settings, embedder, reranker),
+                            namespace=settings.namespace, embedder="-", on_result=on_result)
+    failing = tuple(r.case.id for r in report.results if not r.passed)
+    if len(failing) == len(report.results):
+        raise InputError("nothing to scaffold: no section is found by its own heading",
+                         hint="write the suite's questions by hand")
+    return SuiteScaffold(scaffold_suite(sections, top_k=top_k, fmt=fmt, without=failing),
+                         failing)
+
+
+def _retriever(store: KnowledgeStore, settings: Settings, embedder: Embedder | None,
+               reranker: Reranker | None) -> Retriever:
+    """Eval's retrieval: the namespace's, with the settings' fusion and reranking."""
+    def retriever(question: str, top_k: int, min_score: float | None,
+                  filters: dict[str, str]) -> QueryResult:
+        return retrieve(store, question, namespace=settings.namespace, k=top_k,
+                        min_score=min_score, filters=filters, embedder=embedder,
+                        vector_weight=settings.vector_weight, fusion=settings.fusion,
+                        reranker=reranker, rerank_top=settings.rerank_top,
+                        typo_tolerance=settings.typo_tolerance)
+    return retriever
 
 
 def reembed_kb(
