@@ -273,3 +273,22 @@ def test_a_maintenance_page_at_every_address_deletes_nothing(cli: Cli, site: Loc
     notes = "\n".join(report["namespaces"][0]["notes"])
     assert "its stored version is kept" in notes
     _consistent(cli.db_url)
+
+
+def test_a_source_that_now_lists_nothing_keeps_its_pages(cli: Cli, site: LocalServer) -> None:
+    """A small source of a big namespace lost every page, exit 0: its sitemap no longer
+    listed anything its include rule matched, under the namespace's delete guard."""
+    _ingest(cli, site)
+    first = site.url("/a.html")
+    site.routes["/small.xml"] = urlset(first)
+    small = cli.json("ingest", "sitemap", site.url("/small.xml"), PRIVATE, "--no-llms-txt",
+                     "--include", "/a.html", "-n", "docs-a")
+    assert small["added"] == 1
+    site.routes["/small.xml"] = urlset(*(site.url(f"/{n}.html") for n in PAGES[1:]))
+    report = cli.json("resync", PRIVATE, "-n", "docs-a", code=1)
+    (error,) = report["namespaces"][0]["errors"]
+    assert "its URL rules leave none of the pages it lists; its 1 stored page is kept" in (
+        str(error)), error
+    assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE namespace = 'docs-a'") == [(1,)]
+    forced = cli.json("resync", PRIVATE, "-n", "docs-a", "--force")
+    assert forced["totals"]["deleted"] == 1

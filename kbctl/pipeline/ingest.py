@@ -291,6 +291,18 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     existing = {s.ref: s for s in store.list_sources(namespace)}
     writer.know(existing.values())
     known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
+    if not expansion.leaves and known and policy.prune and not policy.force:
+        # a source that stored pages and now lists none (an emptied sitemap its include
+        # rules match nothing of, an unmounted folder) is more likely broken than gone:
+        # the namespace's guard missed it when the source is a small part of it
+        why = ("its URL rules leave none of the pages it lists" if expansion.dropped
+               else "it lists nothing to read now")
+        _fail_source(spec.target, SourceError(
+            f"{spec.kind} {spec.target}: {why}; its {len(known):,} stored "
+            f"page{'s are' if len(known) > 1 else ' is'} kept",
+            hint="if they are really gone, run again with --force (or `kbctl forget` the "
+            "source)"), spec.id, report, progress)
+        return []
     seen: set[str] = set()
     vanished: list[str] = []
     still_gone: list[str] = []
