@@ -522,10 +522,15 @@ def test_language_comes_from_element_or_ancestor_classes() -> None:
         "<div class='highlight-none'><div class='highlight'><pre>plain</pre></div></div>"
         "<pre><code class='hljs language-c++'>int x;</code></pre>"
         "<pre>bare</pre>"
-        "<pre class='language-rust,ignore'><code>fn main() {}</code></pre></main>"
+        "<pre class='language-rust,ignore'><code>fn main() {}</code></pre>"
+        "<listing><div class='language-toml'><pre><code>[package]</code></pre></div>"
+        "<p>Listing 1-1</p></listing><xmp>a <b> c</xmp></main>"
     )
-    assert [lang for lang, _ in fences(extract_html(html).markdown)] == [
-        "ruby", "", "c++", "", "rust"]  # not "rustignore" (Docusaurus keeps the attributes)
+    markdown = extract_html(html).markdown
+    # not "rustignore" (Docusaurus keeps rustdoc's attributes); a <listing> of blocks (the
+    # Rust book's, through Docusaurus) is no code block of its own
+    assert [lang for lang, _ in fences(markdown)] == ["ruby", "", "c++", "", "rust", "toml", ""]
+    assert "Listing 1-1" in markdown.split("[package]")[1].split("```")[1]
 
 
 def test_headings_never_get_an_id_with_whitespace_or_braces() -> None:

@@ -678,6 +678,15 @@ class MarkdownWriter:
              title: str = "") -> None:
         self._fence(_pre_text(el), el, out, lang, title)
 
+    def _legacy_pre(self, el: etree._Element, out: list[str]) -> None:
+        """``<listing>`` and ``<xmp>``: preformatted text, unless they hold blocks (a
+        Docusaurus build passes the Rust book's ``<Listing>`` through around each code
+        block, whose language was lost inside a fence of the whole)."""
+        if any(isinstance(child.tag, str) and child.tag in _LISTING_BLOCKS for child in el):
+            self._div(el, out)
+        else:
+            self._pre(el, out)
+
     def _fence(self, code: str, el: etree._Element, out: list[str],
                lang: str | None = None, title: str = "") -> None:
         if "\r" in code:
@@ -1018,6 +1027,7 @@ def _is_emoji(img: etree._Element) -> bool:
     return any(c in ("emoji", "twemoji", "gemoji") or c.startswith("emoji") for c in classes)
 
 
+_LISTING_BLOCKS = frozenset({"div", "pre", "p", "figure", "table", "ul", "ol", "section"})
 _Handler = Callable[[MarkdownWriter, etree._Element, list], None]
 _HANDLERS: dict[str, _Handler] = {
     "h1": MarkdownWriter._heading,
@@ -1027,8 +1037,8 @@ _HANDLERS: dict[str, _Handler] = {
     "h5": MarkdownWriter._heading,
     "h6": MarkdownWriter._heading,
     "pre": MarkdownWriter._pre,
-    "listing": MarkdownWriter._pre,
-    "xmp": MarkdownWriter._pre,
+    "listing": MarkdownWriter._legacy_pre,
+    "xmp": MarkdownWriter._legacy_pre,
     "ul": MarkdownWriter._list,
     "ol": MarkdownWriter._list,
     "menu": MarkdownWriter._list,
