@@ -76,6 +76,12 @@ def test_plan_writes_nothing(cli: Cli, workdir: Path) -> None:
     assert rows(cli.db_url, "SELECT id, text FROM chunks ORDER BY id") == chunks
     human = cli("resync", "--plan")
     assert "updated" in human.stdout and "deleted" in human.stdout
+    other = _site(workdir / "other", 2)
+    cli.json("ingest", "files", str(other), "-n", "other")
+    (other / "page000.md").write_text("# Page 0\n\nchanged too\n")
+    every = cli("resync", "--plan", "--all").stdout.splitlines()  # each line names its own
+    assert [line.split()[:2] for line in every] == [
+        ["updated", "default"], ["deleted", "default"], ["updated", "other"]]
 
 
 def test_mass_delete_guard(cli: Cli, workdir: Path) -> None:

@@ -93,8 +93,9 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
                     ", ".join(f"{why} {n}" for why, n in ns.dropped.items()))))
         out += Rendered.stderr(*(styled(f"[yellow]{shown(ns.namespace)}:[/yellow] "
                                         f"{shown(note)}") for note in ns.notes))
-        if report.plan:
-            out += Rendered.stdout(*(f"{key:8} {plain(ref)}\n"
+        if report.plan:  # with several namespaces, each line names its own
+            where = f"{plain(ns.namespace)} " if len(report.namespaces) > 1 else ""
+            out += Rendered.stdout(*(f"{key:8} {where}{plain(ref)}\n"
                                      for key in ("added", "updated", "deleted")
                                      for ref in ns.changes[key]))
         listed, more = _shown_errors(ns.errors)
