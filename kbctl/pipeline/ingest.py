@@ -29,6 +29,7 @@ from ..extract.text import clean_text
 from ..hygiene import clipped, drop_bad_chars, first_few
 from ..sources.base import (
     GONE_STATUSES,
+    READ_AGAIN,
     BrokenDefinition,
     Document,
     Expansion,
@@ -346,6 +347,11 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted
     writer.drain()
+    if writer.copied and not policy.dry_run:
+        # the page others now copy took that text this run (a maintenance page served at
+        # every address): it is read whole next run, or it kept it until its lastmod moved
+        store.touch_sources(namespace, [(ref, READ_AGAIN) for ref in sorted(writer.copied)])
+        writer.copied.clear()
     statuses = "/".join(map(str, GONE_STATUSES))
     if vanished:  # to be deleted: said, with the addresses (the first few of many)
         report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
@@ -493,6 +499,7 @@ class _Writer:
         self.touches: list[tuple[str, dict[str, Any]]] = []
         self._dropped: dict[str, int] = {}  # the pages this writer dropped, per reason
         self._kept_copies = 0  # stored pages that now read as copies of another, kept
+        self.copied: set[str] = set()  # the pages those now copy: read again next run
         self._provider_failures = 0  # batches in a row whose embedding failed
         self._stopped = False  # a batch raised: hand nothing more to the writer threads
         self._abandoned = False  # a signal: nothing handed over is waited for either
@@ -566,8 +573,10 @@ class _Writer:
         maintenance (or error) page served at every address made each page a 'duplicate'
         of the first, and the run deleted them all."""
         self._kept_copies += 1
+        self.copied.add(owner)
         note = (f"{ref}: now reads the same as {owner} (a maintenance or error page served "
-                "for several addresses?); its stored version is kept")
+                "for several addresses?); its stored version is kept, and that page is read "
+                "again next run")
         if self._kept_copies <= DROP_NOTES:
             self.report.notes.append(note)
         self.progress(ProgressEvent("skipped", ref=ref, message=note))

@@ -21,6 +21,9 @@ from .options import SourceOptions
 #: Source meta: the version of the HTML reading a page was extracted with (absent: 1), so
 #: pages read by an older one are read again (``kbctl.extract.HTML_READER``).
 READER = "reader"
+#: Meta that has a stored page read whole on the next run, whatever its validators say: no
+#: reader has this version.
+READ_AGAIN = {READER: 0}
 #: Fetch statuses that mean a page is gone for good: a resync deletes it (and says so).
 GONE_STATUSES = (404, 410)
 
