@@ -230,6 +230,15 @@ def test_junit_file(small_kb: Cli, workdir: Path) -> None:
     assert cases["wrong-page"].get("line") == "6"
 
 
+def test_junit_tells_two_suites_of_one_name_apart(small_kb: Cli, workdir: Path) -> None:
+    first = write(workdir / "a" / "docs.yaml", PASSING)
+    second = write(workdir / "b" / "docs.yaml", PASSING)
+    junit = workdir / "junit.xml"
+    assert small_kb("eval", str(first), str(second), "--junit", str(junit)).exit_code == 0
+    names = [s.get("name") for s in ET.parse(junit).getroot().findall("testsuite")]
+    assert len(set(names)) == 2 and all(n.endswith(("a/docs", "b/docs")) for n in names)
+
+
 def read_outputs(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
@@ -270,6 +279,24 @@ def test_github_actions_summary_annotations_outputs(small_kb: Cli, workdir: Path
     assert report_path.parent == paths["temp"]
     saved = json.loads(report_path.read_text())
     assert saved["totals"] == {"total": 2, "passed": 1, "failed": 1}
+
+
+def test_a_stopped_run_says_so_to_the_steps_after_it(small_kb: Cli, workdir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (a step's timeout) ended the run with exit 143 and an empty
+    $GITHUB_OUTPUT: a later ``if: always()`` step read no verdict."""
+    from kbctl.errors import TerminateSignal
+    from kbctl.pipeline import api
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise TerminateSignal()
+
+    paths = github_env(monkeypatch, workdir, actions=True)
+    monkeypatch.setattr(api, "evaluate", stopped)
+    result = small_kb("eval", str(write(workdir / "passing.yaml", PASSING)))
+    assert result.exit_code == 143
+    outputs = read_outputs(paths["output"])
+    assert outputs["verdict"] == "error" and "stopped before it finished" in outputs["error"]
 
 
 def test_github_flag_with_json_keeps_stdout_one_document(small_kb: Cli, workdir: Path,

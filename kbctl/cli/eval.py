@@ -145,6 +145,11 @@ def run(
         if on_github:  # the pull request shows why, not only the log
             emit_github_error(exc.message, out, json_output=json_output)
         raise
+    except KeyboardInterrupt:  # SIGTERM (a step's timeout), SIGINT, SIGHUP: steps that
+        if on_github:  # run anyway read verdict=error, not an empty verdict
+            emit_github_error("the eval was stopped before it finished", out,
+                              json_output=json_output)
+        raise
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import PurePosixPath
 
 from ..evals.baseline import Regression
@@ -20,7 +21,8 @@ def _xml_text(text: str) -> str:
 
 
 def junit_xml(outcome: EvalOutcome) -> str:
-    """One ``testsuite`` per suite file (name = file stem), one ``testcase`` per case.
+    """One ``testsuite`` per suite file (name = file stem, or its path without the suffix
+    when two suites share a stem), one ``testcase`` per case.
 
     A failed or regressed case gets a ``failure`` whose message is its problems on one line
     and whose text lists every check; ``type`` is ``retrieval-error``, ``check`` or
@@ -40,9 +42,12 @@ def junit_xml(outcome: EvalOutcome) -> str:
         "timestamp": report.started_at,
     })
     total_failures = total_skipped = 0
+    stems = Counter(PurePosixPath(path).stem for path in report.suites)
     for path in report.suites:
         results = [r for r in report.results if r.case.suite == path]
         stem = PurePosixPath(path).stem
+        if stems[stem] > 1:  # a/docs.yaml and b/docs.yaml: one name in a CI's test view
+            stem = PurePosixPath(path).with_suffix("").as_posix()
         suite_el = ET.SubElement(root, "testsuite", {
             "name": _xml_text(stem),
             "file": _xml_text(path),
