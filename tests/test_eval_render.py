@@ -23,6 +23,7 @@ from kbctl.evals import (
 from kbctl.evals.model import Defaults
 from kbctl.render.eval import eval_console, eval_table
 from kbctl.render.github import (
+    _within_limit,
     escape_data,
     escape_property,
     github_annotations,
@@ -276,6 +277,23 @@ def test_summary_neutralises_markdown_and_html() -> None:
     assert table_rows
     assert all(unescaped_pipes(row) == 6 for row in table_rows)
     assert md("a|b <i>x</i> *y* \n z") == r"a\|b \<i\>x\</i\> \*y\* z"
+
+
+def test_summary_stays_under_githubs_limit_with_long_questions() -> None:
+    """40 questions of 20,000 characters made a 1.63 MB summary, which GitHub drops."""
+    long = "why " * 5000
+    cases = tuple(make_case("evals/long.yaml", i, f"c{i}", f"{i} {long}",
+                            Expect(source_includes=("nowhere",))) for i in range(40))
+    report = run_suites([Suite(path="evals/long.yaml", defaults=Defaults(), cases=cases)],
+                        lambda q, k, m, f: found(q, [hit("https://d.example/x", 0.5)]),
+                        namespace="docs", embedder="fake/m@8")
+    text = github_summary(judged(report))
+    assert len(text.encode("utf-8")) < 1024 * 1024
+    assert "### Failed cases (40)" in text
+    assert max(len(line) for line in text.splitlines()) < 2000  # each question clipped
+    cut = _within_limit([f"line {i} " + "x" * 200 for i in range(10_000)])
+    assert len(cut.encode("utf-8")) < 1024 * 1024 and cut.rstrip().endswith(
+        "cut to fit GitHub's 1 MiB step summary (see the JSON report)")
 
 
 def test_summary_when_everything_passes() -> None:

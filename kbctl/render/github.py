@@ -153,6 +153,31 @@ def _ref_list(report: EvalReport, refs: Iterable[CaseRef]) -> str:
     return ", ".join(md(case_label(report, ref.suite, ref.id)) for ref in refs)
 
 
+# GitHub drops a step summary over 1 MiB whole ("upload aborted"): questions are shown
+# up to this many characters (they may hold 20,000), and the summary is cut to fit.
+SUMMARY_QUESTION = 300
+MAX_SUMMARY_BYTES = 1000 * 1024
+
+
+def _question(text: str) -> str:
+    return md(text if len(text) <= SUMMARY_QUESTION else text[:SUMMARY_QUESTION] + "…")
+
+
+def _within_limit(lines: list[str]) -> str:
+    """The summary, cut at a line to stay under ``MAX_SUMMARY_BYTES``."""
+    text = "\n".join(lines)
+    if len(text.encode("utf-8")) <= MAX_SUMMARY_BYTES:
+        return text
+    kept, size = [], 0
+    for line in lines:
+        size += len(line.encode("utf-8")) + 1
+        if size > MAX_SUMMARY_BYTES - 200:
+            break
+        kept.append(line)
+    return "\n".join([*kept, "", "… cut to fit GitHub's 1 MiB step summary (see the JSON "
+                       "report)", ""])
+
+
 def github_summary(outcome: EvalOutcome) -> str:
     """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, totals and metrics (with baseline
     deltas), regressions, failed cases with their details, baseline changes, all cases."""
@@ -212,7 +237,7 @@ def github_summary(outcome: EvalOutcome) -> str:
         for result in failed[:SUMMARY_FAILURES]:
             case = result.case
             lines.append(f"- **{md(case_label(report, case.suite, case.id))}** "
-                         f"({_where(case.suite, case.line)}): {md(case.question)}")
+                         f"({_where(case.suite, case.line)}): {_question(case.question)}")
             lines += [f"  - ❌ {md(check.name)}: {md(check.detail)}" for check in result.failures]
             if result.retrieved:
                 shown = ", ".join(f"#{r.rank} {md(r.citation)} ({r.score:.2f})"
@@ -238,8 +263,8 @@ def github_summary(outcome: EvalOutcome) -> str:
         rank = str(result.first_match_rank) if result.first_match_rank is not None else "–"
         top = f"{result.top_score:.3f}" if result.top_score is not None else "–"
         lines.append(f"| {status} | {md(case_label(report, case.suite, case.id))} | {rank} | "
-                     f"{top} | {md(case.question)} |")
+                     f"{top} | {_question(case.question)} |")
     if report.total > SUMMARY_ROWS:
         lines.append(f"| | … {report.total - SUMMARY_ROWS} more | | | |")
     lines += ["", "</details>", ""]
-    return "\n".join(lines)
+    return _within_limit(lines)
