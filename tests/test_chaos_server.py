@@ -321,6 +321,20 @@ def test_a_vanished_pid_file_stops_the_orphan(box: Box) -> None:
     assert dead(orphan) and box.postmaster() != orphan
 
 
+def test_doctor_names_the_socket_lock_a_stopped_server_left(box: Box) -> None:
+    """A stopped server's postmaster.pid deleted by hand leaves its socket's lock file:
+    ``doctor --check`` said nothing was wrong, and the next command removed it."""
+    ok(box.run("status"))
+    wait_until(lambda: not box.server_processes(), LINGER + 30, "the server stops")
+    (box.pgdata / ".s.PGSQL.5432.lock").write_text("999999\n")
+    check = box.run("doctor", "--check", "--json")
+    assert check.returncode == 1, check.stderr
+    assert any(".s.PGSQL.5432.lock is left of a server that is gone" in p
+               for p in json.loads(check.stdout)["remaining"])
+    assert ok(box.run("doctor", "--json")).returncode == 0
+    assert not (box.pgdata / ".s.PGSQL.5432.lock").exists()
+
+
 def test_a_pid_file_naming_another_process_is_stale(box: Box) -> None:
     # a crash left the pid file, and its pid now belongs to an unrelated live process
     (box.pgdata / "postmaster.pid").write_text(

@@ -54,6 +54,8 @@ from ..projectfiles import read_config_text
 
 PG_DIR = "pg"
 PID_FILE = "postmaster.pid"
+# The lock file of the server's Unix socket (the embedded server listens on port 5432 there).
+SOCKET_LOCK = ".s.PGSQL.5432.lock"
 HANDLES_FILE = ".handle_pids.json"
 # When the handle list was last written, in seconds since boot (see ``since_boot``).
 HANDLES_WRITTEN_FILE = ".handle_pids.boot"
@@ -268,6 +270,7 @@ class ServerState:
     pid_file_pid: int | None = None
     postmaster: int | None = None
     stale_pid_file: bool = False
+    stale_socket_lock: bool = False  # without the pid file: what deleting it leaves
     orphans: list[int] = field(default_factory=list)
     leftovers: list[int] = field(default_factory=list)
     handles: list[int] = field(default_factory=list)
@@ -288,6 +291,9 @@ class ServerState:
             out.append("an interrupted initdb left a data directory that never held data")
         if self.stale_pid_file:
             out.append(f"{PID_FILE} names a server that is gone (pid {self.pid_file_pid})")
+        elif self.stale_socket_lock:
+            out.append(f"{SOCKET_LOCK} is left of a server that is gone (a server starting "
+                       "there is refused when the pid it names was reused)")
         out += [f"orphan server (pid {pid}) running without its {PID_FILE}"
                 for pid in self.orphans]
         if self.leftovers:
@@ -331,6 +337,8 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
         state.leftovers = sorted(p.pid for p in procs
                                  if p.pid not in postmasters and _ppid(p) not in postmasters)
     state.stale_pid_file = (pgdata / PID_FILE).exists() and state.postmaster is None
+    state.stale_socket_lock = (state.postmaster is None and not state.orphans
+                               and (pgdata / SOCKET_LOCK).exists())
     state.incomplete = state.postmaster is None and not state.orphans and _incomplete(pgdata)
     read_split(state)
     state.watchdog = watchdog_pid(state.data_dir)
@@ -583,7 +591,7 @@ def _remove_stale_lock_files(pgdata: Path) -> list[str]:
     """With no postmaster of this directory alive, its lock files only mislead: PostgreSQL
     refuses to start when a pid they name was reused by another process."""
     removed = []
-    for name in (PID_FILE, ".s.PGSQL.5432.lock"):
+    for name in (PID_FILE, SOCKET_LOCK):
         path = pgdata / name
         if path.exists():
             with contextlib.suppress(FileNotFoundError):
