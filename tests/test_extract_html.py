@@ -647,11 +647,18 @@ def test_an_admonitions_title_is_a_bold_line_of_its_own() -> None:
             "<div class='admonitionHeading_Gvgb'><span class='admonitionIcon_Rf37'><svg></svg>"
             "</span>tip</div><div class='admonitionContent_BuS1'><p>Use npx.</p></div></div>"
             "<div class='info custom-block'><p class='custom-block-title'>INFO</p>"
-            "<p>An info box.</p></div></main>")
+            "<p>An info box.</p></div>"
+            # a custom title keeps the type, as the files source labels it
+            "<div class='admonition danger'><p class='admonition-title'>Be careful</p>"
+            "<p>Do not.</p></div><div class='theme-admonition theme-admonition-caution "
+            "alert alert--warning'><div class='admonitionHeading_x'>Mind the gap</div>"
+            "<p>Gap.</p></div></main>")
     markdown = extract_html(html).markdown
     assert "**Warning**\n\nBack up first." in markdown
     assert "**Tip**\n\nUse npx." in markdown
     assert "**INFO**\n\nAn info box." in markdown
+    assert "**Danger: Be careful**\n\nDo not." in markdown
+    assert "**Caution: Mind the gap**\n\nGap." in markdown
 
 
 def test_a_code_blocks_title_stays_with_it() -> None:

@@ -8,5 +8,6 @@
 #: 4: rustdoc's folded items as sections with their ids, rustdoc's and pydata's chrome,
 #:    DocBook's and Texinfo's indexes as no content.
 #: 5: headings and sections whose id names a layout element (``#footer``, ``#search``)
-#:    kept as content; ``language-rust,ignore`` is rust; a ``<listing>`` of blocks.
+#:    kept as content; ``language-rust,ignore`` is rust; a ``<listing>`` of blocks; an
+#:    admonition's type kept beside its custom title.
 HTML_READER = 5

@@ -296,6 +296,35 @@ def _lang_from_class(cls: str) -> str | None:
 _ADMONITION_TITLE = re.compile(
     r"(?:^|\s)(?:admonition-title|custom-block-title|callout-title|admonitionHeading_\w+)"
     r"(?:\s|$)")
+# An admonition's type, as its container's classes name it (Material "admonition warning",
+# VitePress "warning custom-block", Docusaurus "theme-admonition-warning"; not Infima's
+# "alert--success", which Docusaurus gives a tip).
+_ADMONITION_KINDS = frozenset({
+    "note", "abstract", "summary", "info", "todo", "tip", "hint", "important", "success",
+    "question", "warning", "caution", "attention", "failure", "danger", "error", "bug",
+    "example", "quote", "seealso",
+})
+_KIND_PREFIXES = ("theme-admonition-", "callout-", "admonition-")
+
+
+def _admonition_kind(title: etree._Element) -> str | None:
+    """The type of the admonition whose title is ``title`` (a custom title hides it: a
+    "Be careful" warning read as no warning), from its container's classes; None when
+    none names one."""
+    node = title.getparent()
+    for _ in range(3):
+        if node is None:
+            return None
+        for token in (node.get("class") or "").lower().split():
+            for prefix in _KIND_PREFIXES:
+                if token.startswith(prefix) and token[len(prefix):] in _ADMONITION_KINDS:
+                    return token[len(prefix):]
+            if token in _ADMONITION_KINDS:
+                return token
+        node = node.getparent()
+    return None
+
+
 _TITLE_CLASS = re.compile(r"^(?:filename|code-?block-?title|code-title|codeBlockTitle\w*)$",
                           re.IGNORECASE)
 MAX_TITLE = 200
@@ -725,7 +754,11 @@ class MarkdownWriter:
             return False
         text = self._one_line(el).strip()
         if text:
-            out.append(f"**{text[0].upper() + text[1:] if text.islower() else text}**")
+            text = text[0].upper() + text[1:] if text.islower() else text
+            kind = _admonition_kind(el)
+            if kind and kind not in text.lower():  # as the files source labels it
+                text = f"{kind.capitalize()}: {text}"
+            out.append(f"**{text}**")
         return True
 
     def _div(self, el: etree._Element, out: list[str]) -> None:
