@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -228,8 +228,10 @@ def openai_server() -> Iterator[tuple[str, list[dict]]]:
     server.shutdown()
 
 
-def _openai_server() -> tuple[ThreadingHTTPServer, list[dict]]:
-    """An OpenAI-compatible embeddings server on loopback, serving in a thread."""
+def _openai_server(before_answer: Callable[[], object] | None = None
+                   ) -> tuple[ThreadingHTTPServer, list[dict]]:
+    """An OpenAI-compatible embeddings server on loopback, serving in a thread;
+    ``before_answer`` runs before each answer (a test stalls it there)."""
     emb = HashingEmbedder(dimensions=24)
     seen: list[dict] = []
 
@@ -237,6 +239,8 @@ def _openai_server() -> tuple[ThreadingHTTPServer, list[dict]]:
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
+            if before_answer is not None:
+                before_answer()
             data = [{"index": i, "embedding": v}
                     for i, v in enumerate(emb.embed(body["input"]))]
             out = json.dumps({"data": data, "model": body["model"]}).encode()

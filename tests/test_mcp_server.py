@@ -491,30 +491,10 @@ def test_a_read_is_not_held_up_by_a_search_stalled_on_its_embedder(
         cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Calls ran one at a time: a search whose embedding request hung held up a
     ``memory_get`` behind it for as long."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from .test_hybrid import _openai_server
 
-    from .embedders import HashingEmbedder
-
-    emb, stalled, release = HashingEmbedder(dimensions=24), threading.Event(), threading.Event()
-
-    class Embeddings(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if stalled.is_set():
-                release.wait(60)
-            data = [{"index": i, "embedding": v} for i, v in enumerate(emb.embed(body["input"]))]
-            out = json.dumps({"data": data, "model": body["model"]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    endpoint = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
-    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    stalled, release = threading.Event(), threading.Event()
+    endpoint, _ = _openai_server(lambda: stalled.is_set() and release.wait(60))
     env = {"KBCTL_EMBEDDER_BASE_URL": f"http://127.0.0.1:{endpoint.server_address[1]}/v1",
            "OPENAI_API_KEY": "test"}
     for name, value in env.items():
