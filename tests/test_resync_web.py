@@ -309,3 +309,23 @@ def test_a_source_that_now_lists_nothing_keeps_its_pages(cli: Cli, site: LocalSe
     assert rows(cli.db_url, "SELECT count(*) FROM sources WHERE namespace = 'docs-a'") == [(1,)]
     forced = cli.json("resync", PRIVATE, "-n", "docs-a", "--force")
     assert forced["totals"]["deleted"] == 1
+
+
+def test_an_llms_txt_published_later_does_not_switch_a_recorded_sitemap(
+        cli: Cli, site: LocalServer) -> None:
+    """The site had no llms.txt at the first ingest; one published later (a handful of
+    pages) made every resync read it instead of the sitemap, and the delete guard failed
+    each run (adding its pages all the same)."""
+    first = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert first["added"] == len(PAGES)
+    (recorded,) = cli.json("status")["sourceDefinitions"]
+    assert recorded["options"]["llms_txt"] is False  # the site had none: kept that way
+    site.routes["/llms.txt"] = ok("# Widget\n\n## Docs\n\n- [A](/a.html)\n- [New](/new.html)\n",
+                                  "text/plain")
+    site.routes["/new.html"] = html(page("NEW"))
+    report = cli.json("resync", PRIVATE)["totals"]
+    assert (report["added"], report["deleted"], report["failed"]) == (0, 0, 0)
+    assert site.hits("/new.html") == 0
+    # an ingest asked for by name looks again, and says what changed
+    again = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, code=0)
+    assert any("llms.txt lists 2 curated pages" in note for note in again["notes"])

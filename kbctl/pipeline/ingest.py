@@ -267,8 +267,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             raise
         _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
         return []
-    changed = None if policy.recorded else _options_changed(recorded, spec)
-    _record(store, namespace, spec, policy)
+    changed = None if policy.recorded else _options_changed(recorded, spec, expansion.settled)
+    _record(store, namespace, spec, policy, expansion.settled)
     if changed:
         report.notes.append(changed)
         progress(ProgressEvent("note", message=changed))
@@ -388,24 +388,26 @@ def _forget_first_failures(store: KnowledgeStore, namespace: str,
 
 
 def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
-            policy: SyncPolicy) -> None:
-    """Keep the definition for resync once its target proved acceptable."""
+            policy: SyncPolicy, settled: dict[str, Any] | None = None) -> None:
+    """Keep the definition for resync once its target proved acceptable, with the options
+    its listing ``settled``."""
     if not policy.dry_run:
         # a text source's body is document content: what cannot be stored is dropped here
         # as in the document itself (whose note reports it)
         options = {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
-                   for k, v in spec.options.to_record().items()}
+                   for k, v in (spec.options.to_record() | (settled or {})).items()}
         store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
                                    target=spec.target, options=options))
         # a definition recorded by this run was not there to stamp when the run began
         store.begin_def(namespace, spec.id, _interrupted(spec))
 
 
-def _options_changed(before: dict[str, Any] | None, spec: SourceSpec) -> str | None:
+def _options_changed(before: dict[str, Any] | None, spec: SourceSpec,
+                     settled: dict[str, Any]) -> str | None:
     """A note naming the options an ingest changes in a recorded definition: run without
     the ``--base-url`` it was first given, an ingest re-reads every page under new URLs
     and deletes the old ones, which no one asked for by name."""
-    after = spec.options.to_record()
+    after = spec.options.to_record() | settled
     if before is None or before == after:
         return None
     changes = [f"{key} {_shown(before.get(key))} → {_shown(after.get(key))}"

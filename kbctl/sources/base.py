@@ -123,6 +123,10 @@ class Expansion:
     closing_notes: list[str] = field(default_factory=list)
     # refs found but not read (a crawl's spent --max-pages): not gone, so never deleted
     unread: set[str] = field(default_factory=set)
+    # options the listing settled for the recorded definition: a sitemap whose site has no
+    # llms.txt keeps reading its sitemap (one published later switched a resync to its
+    # handful of pages, and the delete guard failed every run)
+    settled: dict[str, Any] = field(default_factory=dict)
 
 
 PreviousMeta = Callable[[str], "dict[str, Any] | None"]

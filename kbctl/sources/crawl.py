@@ -78,7 +78,8 @@ class CrawlState:
 class CrawlExpansion(Expansion):
     """A crawl's expansion: one start leaf; ``complete`` is known once the crawl ends."""
 
-    def __init__(self, start: Leaf, state: CrawlState, notes: list[str]) -> None:
+    def __init__(self, start: Leaf, state: CrawlState, notes: list[str], *,
+                 settled: dict[str, Any] | None = None) -> None:
         object.__setattr__(self, "leaves", [start])
         object.__setattr__(self, "notes", notes)
         object.__setattr__(self, "info", {})
@@ -86,6 +87,7 @@ class CrawlExpansion(Expansion):
         object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
         object.__setattr__(self, "closing_notes", state.notes)
         object.__setattr__(self, "unread", state.unread_refs)
+        object.__setattr__(self, "settled", settled or {})
 
     @property  # type: ignore[override]
     def complete(self) -> bool:

@@ -198,18 +198,21 @@ class WebSource:
         return _Shaped(kept, dropped, notes)
 
     async def _probe(self, client: GuardedClient, url: str, instead: str,
-                     otherwise: str) -> tuple[Expansion | None, list[str]]:
+                     otherwise: str) -> tuple[Expansion | None, list[str], dict[str, Any]]:
         """The site's curated pages instead of ``instead`` (with no expansion: a note, if
         any, saying why not). A curated list counts for the site only with pages on it
         (its host, or a crawl's allowed domains): an llms.txt listing another host's pages
-        (a mirror's copy, a staging build) does not describe this one."""
+        (a mirror's copy, a staging build) does not describe this one. The options it
+        settles (``Expansion.settled``): ``llms_txt: false`` when the site plainly has none,
+        which its recorded definition keeps."""
         if not isinstance(self.options, SitemapOptions | CrawlOptions) or (
                 not self.options.llms_txt):
-            return None, []
+            return None, [], {}
+        none = {"llms_txt": False}
         probe = await probe_llms(client, origin(url))
-        if probe.found is None:
-            return None, [f"the site's llms.txt was not read ({probe.trouble}): {instead} "
-                          f"instead"] if probe.trouble else []
+        if probe.found is None:  # a failed probe says nothing: it is asked again next run
+            return None, ([f"the site's llms.txt was not read ({probe.trouble}): {instead} "
+                           f"instead"] if probe.trouble else []), {} if probe.trouble else none
         where, llms = probe.found
         listed = [link.url for link in llms.links(skip_optional=self.skip_optional)]
         sites = {site_key(url), site_key(where)}
@@ -217,15 +220,15 @@ class WebSource:
         own = [u for u in listed if site_key(u) in sites or host_allowed(u, domains)]
         if not own:
             return None, [f"{where} lists no page of this site (only of other sites): "
-                          f"{instead} instead"] if listed else []
+                          f"{instead} instead"] if listed else [], none
         return await self._from_llms(client, where, llms, urls=own, note=(
             f"{where} lists {len(own)} curated pages: ingesting those instead of {instead} "
-            f"(pass --no-llms-txt to {otherwise})")), []
+            f"(pass --no-llms-txt to {otherwise})")), [], {}
 
     async def _expand_sitemap(self, url: str) -> Expansion:
         async with self._client() as client:
-            curated, probed = await self._probe(client, url, "reading the sitemap",
-                                                "read the sitemap")
+            curated, probed, settled = await self._probe(client, url, "reading the sitemap",
+                                                         "read the sitemap")
             if curated is not None:
                 return curated
             discovered = is_origin_only(url)
@@ -236,7 +239,7 @@ class WebSource:
             shaped = await self._shape(client, url, list(listing.pages))
         expansion = self._from_listing(url, listing, shaped)
         expansion.notes[:0] = probed
-        return expansion
+        return dataclasses.replace(expansion, settled=settled)
 
     def _from_listing(self, url: str, listing: SitemapListing, shaped: _Shaped) -> Expansion:
         leaves = [Leaf(ref=page, url=page, hint=WebHint(lastmod=listing.pages[page]))
@@ -266,12 +269,14 @@ class WebSource:
 
     async def _expand_crawl(self, url: str) -> Expansion:
         async with self._client() as client:
-            curated, probed = await self._probe(client, url, "crawling the site", "crawl it")
+            curated, probed, settled = await self._probe(client, url, "crawling the site",
+                                                         "crawl it")
         if curated is not None:
             return curated
         assert isinstance(self.options, CrawlOptions)
         start = _CrawlStart(self.options, CrawlState())
-        return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, probed)
+        return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, probed,
+                              settled=settled)
 
     def _vet_target(self, url: str) -> None:
         """Refuse a target the guard blocks before anything is fetched (or recorded); a
