@@ -205,6 +205,11 @@ def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:
     assert report["added"] == 1
     [(url,)] = rows(cli.db_url, "SELECT url FROM sources")
     assert url.endswith("/index.md")
+    assert not any("matched no file" in note for note in report["notes"])
+    # a pattern written from elsewhere than the folder matches nothing: said, not silent
+    typo = cli.json("ingest", "files", str(docs), "--exclude", "docs/guide/*", "-n", "t")
+    assert any("--exclude 'docs/guide/*' matched no file (patterns match paths relative "
+               "to" in note for note in typo["notes"])
 
 
 def test_a_built_site_in_several_languages_and_versions_keeps_one_copy(

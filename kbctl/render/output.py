@@ -90,6 +90,8 @@ class Output:
             self.out.width = PIPED_WIDTH
         # chatter is plain: rich's highlighter costs quadratic time on a long line
         self.err = _Console(stderr=True, soft_wrap=True, highlight=False)
+        if not self.err.is_terminal and not os.environ.get("COLUMNS"):
+            self.err.width = PIPED_WIDTH  # a CI log's failure table keeps its URLs whole
 
     def show(self, result: Any, fmt: str | None = None, *, formats: Formats | None = None,
              **options: Any) -> None:

@@ -43,6 +43,10 @@ def _shown_errors(errors: Sequence[SourceFailure]) -> tuple[Sequence[SourceFailu
         + ("; …" if len(rest) > 3 else "") + "); --json lists every one")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M %Z") if moment else "never"
 
@@ -78,7 +82,7 @@ def ingest_summary(report: IngestReport, **options: Any) -> Rendered:
 
 def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
     t = report.totals
-    verb = "would change" if report.plan else "synced"
+    verb = "planned (nothing written) for" if report.plan else "synced"
     color = "green" if report.ok else "red"
     out = Rendered.stderr(styled(
         f"[{color}]resync {verb}[/{color}] {len(report.namespaces)} namespace(s) in "
@@ -142,7 +146,8 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
 
 def forget_summary(report: ForgetReport, **options: Any) -> Rendered:
     pages = ("its pages kept" if report.kept_pages else
-             f"{report.pages_deleted} pages and {report.chunks_deleted} chunks deleted")
+             f"{_count(report.pages_deleted, 'page')} and "
+             f"{_count(report.chunks_deleted, 'chunk')} deleted")
     return Rendered.stderr(*(styled(
         f"[green]forgot[/green] {d['kind']} {shown(d['target'])} in "
         f"'{shown(report.namespace)}': resync no longer runs it") for d in report.forgotten),

@@ -149,11 +149,14 @@ class FilesSource:
         # (a JavaScript project's build output, a virtualenv); a generator decides itself.
         ignores = (IgnoreFiles(root) if site.generator == "plain"
                    and not is_regular(Path(spec.target)) else None)
+        excluded = dict.fromkeys(excludes, 0)  # files each pattern left out
         for path in _walk(root, pattern, notes, ignores):
             rel = path.relative_to(root).as_posix()
             if page_format(path, site) is None:
                 continue
-            if any(fnmatch.fnmatch(rel, ex) for ex in excludes):
+            matched = next((ex for ex in excludes if fnmatch.fnmatch(rel, ex)), None)
+            if matched is not None:
+                excluded[matched] += 1
                 continue
             skip = "the name is not UTF-8" if describe_bad_char(rel) else (
                 _not_a_regular_file(path))
@@ -173,6 +176,11 @@ class FilesSource:
             leaves, unpublished = _leaves(site, readable, real_root, options)
         leaves, dropped = _one_copy_each(f"files {spec.target}", leaves, options, notes,
                                          site.settings.get("copies_in_folders", True))
+        unmatched = [ex for ex, n in excluded.items() if not n]
+        if unmatched:  # a typo, or a path written from elsewhere than the folder
+            notes.append(f"files {spec.target}: --exclude {', '.join(map(repr, unmatched))} "
+                         f"matched no file (patterns match paths relative to "
+                         f"{_printable(root)}, e.g. 'drafts/*')")
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
         if unpublished:
