@@ -200,6 +200,18 @@ def test_files_citing_one_address_are_both_reported(cli: Cli, docs: Path) -> Non
                     "https://d.test/notes.txt"}  # a text file is served under its name
 
 
+def test_long_work_off_a_terminal_says_how_far_it_is(cli: Cli, docs: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI log or a cron mail showed nothing for a 40 s ingest, then one line."""
+    from kbctl.render import output
+
+    monkeypatch.setattr(output, "PROGRESS_LINE_S", 0.0)
+    result = cli("ingest", "files", str(docs))
+    assert result.exit_code == 0
+    lines = [line for line in result.stderr.splitlines() if "done (written" in line]
+    assert lines and lines[-1].startswith("ingest → default: 4 of 4 done (written 4")
+
+
 def test_exclude_and_glob_targets(cli: Cli, docs: Path) -> None:
     report = cli.json("ingest", "files", str(docs / "**" / "*.md"), "--exclude", "guide/*")
     assert report["added"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -69,6 +70,8 @@ def stdout_failed(exc: OSError) -> NoReturn:
     raise SystemExit(EnvironmentFailure.exit_code)  # _unwritable ends the process
 
 
+# Off a terminal, long work says how far it is this often (seconds).
+PROGRESS_LINE_S = 30.0
 # Tables written to a pipe or a CI log are laid out this wide (COLUMNS overrides).
 PIPED_WIDTH = 160
 
@@ -144,9 +147,13 @@ class Output:
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:
-        """A progress bar on stderr when it is a terminal; a callback for the pipeline."""
-        if self.quiet or not self.err.is_terminal:
+        """A progress bar on stderr when it is a terminal, else a line now and then (a CI
+        log or a cron mail sat silent through a 40 s ingest); a callback for the pipeline."""
+        if self.quiet:
             yield lambda event: None
+            return
+        if not self.err.is_terminal:
+            yield self._progress_lines(label)
             return
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                        MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
@@ -167,3 +174,28 @@ class Output:
                                             f"{counts['skipped']} · failed {counts['failed']}")
 
             yield on_event
+
+    def _progress_lines(self, label: str) -> Any:
+        """A callback that says how far the work is, at most every ``PROGRESS_LINE_S``
+        (notes are left to the report, which repeats them)."""
+        counts = {"written": 0, "skipped": 0, "failed": 0}
+        total = 0
+        started = last = time.monotonic()
+
+        def on_event(event: ProgressEvent) -> None:
+            nonlocal total, last
+            if event.stage == "total":
+                total += event.total or 0
+            elif event.stage in counts:
+                counts[event.stage] += 1
+            now = time.monotonic()
+            if now - last < PROGRESS_LINE_S:
+                return
+            last = now
+            done = sum(counts.values())
+            of = f" of {total:,}" if total >= done else ""
+            self.err.print(f"[dim]{label}: {done:,}{of} done (written {counts['written']:,} "
+                           f"· unchanged {counts['skipped']:,} · failed {counts['failed']:,})"
+                           f" after {now - started:.0f}s[/dim]")
+
+        return on_event
