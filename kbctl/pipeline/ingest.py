@@ -450,10 +450,13 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
     if (policy.max_delete is not None and not policy.force and before
             and len(refs) > policy.max_delete * before):
         report.guard_tripped = True
-        note = (f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} sources "
+        written = 0 if policy.dry_run else report.added + report.updated
+        note = (f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} pages "
                 f"({len(refs) / before:.0%}) in '{namespace}', over the "
-                f"{policy.max_delete:.0%} limit; nothing was deleted (check the source, or "
-                f"pass --force / --max-delete)")
+                f"{policy.max_delete:.0%} limit; nothing was deleted"
+                + (f" (the {written} page{'' if written == 1 else 's'} it added or updated "
+                   f"{'was' if written == 1 else 'were'} written)" if written else "")
+                + " (check the source, or pass --force / --max-delete)")
         report.notes.append(note)
         # among the errors too: the run exits 1, and its JSON said errors: []
         report.errors.append(SourceFailure(ref=namespace, error=note, type="MassDeleteGuard"))

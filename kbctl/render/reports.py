@@ -95,8 +95,10 @@ def resync_summary(report: ResyncReport, **options: Any) -> Rendered:
             out += Rendered.stderr(styled(
                 f"[yellow]{shown(ns.namespace)}:[/yellow] dropped on purpose: " + shown(
                     ", ".join(f"{why} {n}" for why, n in ns.dropped.items()))))
+        failures = {e.error for e in ns.errors}  # the guard's note is its failure too
         out += Rendered.stderr(*(styled(f"[yellow]{shown(ns.namespace)}:[/yellow] "
-                                        f"{shown(note)}") for note in ns.notes))
+                                        f"{shown(note)}") for note in ns.notes
+                                 if note not in failures))
         if report.plan:  # with several namespaces, each line names its own
             where = f"{plain(ns.namespace)} " if len(report.namespaces) > 1 else ""
             out += Rendered.stdout(*(f"{key:8} {where}{plain(ref)}\n"
