@@ -331,6 +331,9 @@ def test_help_has_examples(cli: Cli) -> None:
         result = cli(*argv, db=False)
         assert result.exit_code == 0 and "Example" in result.stdout
     assert cli("--version", db=False).stdout.startswith("kbctl ")
+    for argv in (["-h"], ["query", "-h"], ["memory", "append", "-h"]):  # as -h is elsewhere
+        result = cli(*argv, db=False)
+        assert result.exit_code == 0 and result.stdout.startswith("Usage: kbctl")
     # the group's help leads to the options of a run, which it cannot list itself
     assert "kbctl eval run --help" in cli("eval", "--help", db=False).stdout
 

@@ -38,6 +38,7 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=HELP_MARKUP,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits it
 )
 
 
