@@ -327,7 +327,9 @@ def test_forget_stops_resyncing_a_source_and_takes_its_pages_out(cli: Cli,
         cli.json("ingest", "files", str(folder), "--base-url", f"https://d.test/{folder.name}/")
     unknown = cli("forget", "nope")
     assert unknown.exit_code == 2 and str(old) in unknown.stderr  # names what is recorded
-    gone = cli.json("forget", str(old))
+    other = cli("forget", str(old), "-n", "elsewhere")
+    assert other.exit_code == 2 and "recorded in namespace 'default': pass -n" in other.stderr
+    gone = cli.json("forget", f"{old}/")  # as a shell's completion writes a folder
     assert (gone["pagesDeleted"], len(gone["forgotten"])) == (2, 1)
     assert gone["chunksDeleted"] >= 2
     assert cli.json("forget", str(kept), "--keep-pages")["pagesDeleted"] == 0

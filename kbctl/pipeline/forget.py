@@ -26,12 +26,16 @@ def forget(store: KnowledgeStore, namespace: str, target: str, *,
     Raises ``InputError`` naming the recorded targets when none matches.
     """
     recorded = store.list_defs(namespace)
-    matching = [d for d in recorded if target in (d.target, d.id)]
+    matching = ([d for d in recorded if target in (d.target, d.id)]
+                or [d for d in recorded if _names(target, d.target)])
     if not matching:
         known = ", ".join(sorted({d.target for d in recorded})[:10]) or "none"
+        elsewhere = sorted({d.namespace for d in store.list_defs()
+                            if _names(target, d.target) or target == d.id} - {namespace})
+        hint = (f"it is recorded in namespace {', '.join(map(repr, elsewhere))}: pass -n"
+                if elsewhere else "`kbctl status` lists them; give the target as recorded")
         raise InputError(f"namespace '{namespace}' has no recorded source '{target}' "
-                         f"(its recorded targets: {known})",
-                         hint="`kbctl status` lists them; give the target as recorded")
+                         f"(its recorded targets: {known})", hint=hint)
     report = ForgetReport(namespace=namespace, kept_pages=keep_pages)
     for d in matching:
         if not keep_pages:
@@ -41,3 +45,10 @@ def forget(store: KnowledgeStore, namespace: str, target: str, *,
         store.forget_def(namespace, d.id)
         report.forgotten.append({"id": d.id, "kind": d.kind, "target": d.target})
     return report
+
+
+def _names(given: str, recorded: str) -> bool:
+    """``given`` names the ``recorded`` target, but for a trailing slash (``docs/`` for
+    ``docs``, as a shell's completion writes it)."""
+    return given == recorded or (given.rstrip("/") == recorded.rstrip("/")
+                                 and given.rstrip("/") != "")
