@@ -67,6 +67,11 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 page``, ``2 pages``: a count with its noun in the number it takes."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def first_few(items: Sequence[str], most: int = 3) -> str:
     """The first ``most`` of ``items``, comma-joined, and how many more: a note that names
     what it is about (gone pages, empty sitemaps) stays one line however many there are."""

@@ -10,7 +10,7 @@ of the same note reads what it wrote.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -72,10 +72,8 @@ class SessionPool:
     """The server's sessions: the first, opened by the command, and siblings made as calls
     overlap (never more than the gate lets run at once)."""
 
-    def __init__(self, first: AgentTools,
-                 make: Callable[[], AgentTools] | None = None) -> None:
+    def __init__(self, first: AgentTools) -> None:
         self.first = first
-        self._make = make or first.sibling
         self._idle: list[AgentTools] = [first]
         self._made: list[AgentTools] = []
 
@@ -90,7 +88,7 @@ class SessionPool:
             self._idle.append(tools)
 
     def _new(self) -> AgentTools:
-        tools = self._make()
+        tools = self.first.sibling()
         self._made.append(tools)
         return tools
 

@@ -52,10 +52,10 @@ def _tool(spec: ToolSpec) -> types.Tool:
             idempotent_hint=spec.read_only, open_world_hint=False))
 
 
-def build_server(pool: SessionPool, gate: CallGate | None = None) -> Server[Any]:
+def build_server(pool: SessionPool) -> Server[Any]:
     """An SDK server whose tools/list and tools/call are backed by the pool's sessions."""
     listed = [_tool(s) for s in pool.first.specs]
-    gate = gate or CallGate()
+    gate = CallGate()
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

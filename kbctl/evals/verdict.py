@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kbctl.errors import InputError
 from kbctl.evals.baseline import BaselineDiff
 from kbctl.evals.run import EvalReport
+from kbctl.hygiene import counted
 
 FAIL_ON = ("any", "regression")
 
@@ -21,10 +22,6 @@ class Verdict:
     passed: bool
     fail_on: str
     reason: str
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def check_fail_on(fail_on: str, *, has_baseline: bool) -> None:
@@ -42,16 +39,16 @@ def judge_run(report: EvalReport, diff: BaselineDiff | None, fail_on: str) -> Ve
     if fail_on == "regression":
         assert diff is not None  # checked above
         if regressions:
-            return Verdict(False, fail_on, f"{_count(regressions, 'regression')} "
+            return Verdict(False, fail_on, f"{counted(regressions, 'regression')} "
                            f"against {diff.source}")
-        tolerated = f" ({_count(report.failed, 'failing case')}, none a regression)" \
+        tolerated = f" ({counted(report.failed, 'failing case')}, none a regression)" \
             if report.failed else ""
         return Verdict(True, fail_on, f"no regression against {diff.source}{tolerated}")
     problems = []
     if report.failed:
         problems.append(f"{report.failed} of {report.total} cases failed")
     if diff is not None and regressions:
-        problems.append(f"{_count(regressions, 'regression')} against {diff.source}")
+        problems.append(f"{counted(regressions, 'regression')} against {diff.source}")
     if problems:
         return Verdict(False, fail_on, "; ".join(problems))
     tail = f", no regression against {diff.source}" if diff is not None else ""

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.table import Column, Table
 
+from ..hygiene import counted
 from ..pipeline.forget import ForgetReport
 from ..pipeline.ingest import IngestReport, SourceFailure
 from ..pipeline.reembed import ReembedReport
@@ -41,10 +42,6 @@ def _shown_errors(errors: Sequence[SourceFailure]) -> tuple[Sequence[SourceFailu
     return errors[:MAX_SHOWN_ERRORS], (
         f"[red]and {rest.total():,} more failed[/red] ({kinds}"
         + ("; …" if len(rest) > 3 else "") + "); --json lists every one")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _when(moment: datetime | None) -> str:
@@ -148,8 +145,8 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
 
 def forget_summary(report: ForgetReport, **options: Any) -> Rendered:
     pages = ("its pages kept" if report.kept_pages else
-             f"{_count(report.pages_deleted, 'page')} and "
-             f"{_count(report.chunks_deleted, 'chunk')} deleted")
+             f"{counted(report.pages_deleted, 'page')} and "
+             f"{counted(report.chunks_deleted, 'chunk')} deleted")
     return Rendered.stderr(*(styled(
         f"[green]forgot[/green] {d['kind']} {shown(d['target'])} in "
         f"'{shown(report.namespace)}': resync no longer runs it") for d in report.forgotten),

@@ -70,8 +70,8 @@ class CrawlState:
     finished: bool = False
     hidden_links: bool = False  # a page failed in a way that may hide part of the site
     dropped: dict[str, int] = field(default_factory=dict)  # links left out, by URL rule
-    unread: int = 0  # pages found and left unread: the --max-pages budget was spent
-    unread_refs: set[str] = field(default_factory=set)  # those pages (kept by a resync)
+    # pages found and left unread (the --max-pages budget was spent): kept by a resync
+    unread: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # said when the crawl has ended
 
 
@@ -86,7 +86,7 @@ class CrawlExpansion(Expansion):
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "dropped", state.dropped)  # filled in as the crawl goes
         object.__setattr__(self, "closing_notes", state.notes)
-        object.__setattr__(self, "unread", state.unread_refs)
+        object.__setattr__(self, "unread", state.unread)
         object.__setattr__(self, "settled", settled or {})
 
     @property  # type: ignore[override]
@@ -187,15 +187,14 @@ class Crawler:
         if self.state.unread:  # a crawl that stops short says so, or 499 pages look whole
             self.state.notes.append(
                 f"crawl {start.url}: stopped at --max-pages {opts.max_pages:,}; "
-                f"{self.state.unread:,}{'+' if self.state.hidden_links else ''} more pages "
+                f"{len(self.state.unread):,}{'+' if self.state.hidden_links else ''} more pages "
                 "it found were not read (raise --max-pages to read them)")
         self.state.finished = True
 
     def _leave_unread(self, leaves: list[Leaf]) -> None:
-        """Pages the budget leaves unread: counted for the note, and kept from deletion
+        """Pages the budget leaves unread: counted in the note, and kept from deletion
         (a page pushed out of the budget by new ones is still on the site)."""
-        self.state.unread += len(leaves)
-        self.state.unread_refs.update(leaf.ref for leaf in leaves)
+        self.state.unread.update(leaf.ref for leaf in leaves)
 
     async def _visit(self, leaf: Leaf, outbox: Outbox[Any], follow: bool, room: int, *,
                      check_site: bool = True) -> Fetched:
