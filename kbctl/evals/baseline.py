@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -286,24 +287,29 @@ def compare_with_baseline(
 def _same_suites(theirs: set[str], ours: Sequence[str]) -> dict[str, str]:
     """Each baseline suite path that names one of this run's suites, typed otherwise (from
     another folder, or absolute): one path's parts end with the other's, and no other
-    suite of either run's fits as well."""
+    suite of either run's fits as well. Linear in the baseline's suites, which a hostile
+    baseline may hold by the 100,000."""
     def parts(path: str) -> tuple[str, ...]:
         return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts
                      if p not in ("/", "."))
 
-    def fits(a: str, b: str) -> bool:
-        x, y = parts(a), parts(b)
-        n = min(len(x), len(y))
-        return n > 0 and ".." not in x[-n:] and x[-n:] == y[-n:]
-
-    found: dict[str, str] = {}
+    by_name: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for path in theirs:
-        if path in ours:
-            continue
-        matches = [mine for mine in ours if fits(path, mine)]
-        if len(matches) == 1 and [p for p in theirs if fits(p, matches[0])] == [path]:
-            found[path] = matches[0]
-    return found
+        split = parts(path)
+        if split:
+            by_name.setdefault(split[-1], []).append((path, split))
+    def ends_alike(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+        n = min(len(x), len(y))
+        return ".." not in x[-n:] and x[-n:] == y[-n:]
+
+    fitting: dict[str, list[str]] = {}
+    for mine in ours:
+        y = parts(mine)
+        fitting[mine] = [path for path, x in by_name.get(y[-1] if y else "", [])
+                         if ends_alike(x, y)]
+    mines = Counter(p for paths in fitting.values() for p in paths)  # of ours each fits
+    return {paths[0]: mine for mine, paths in fitting.items()
+            if len(paths) == 1 and paths[0] not in ours and mines[paths[0]] == 1}
 
 
 def _reasons(before: _Past, result: CaseResult, rank_tolerance: int,
