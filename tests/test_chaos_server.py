@@ -878,6 +878,31 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+def test_a_reader_that_leaves_after_the_first_bytes_of_a_large_result_ends_it_as_sigpipe(
+        box: Box) -> None:
+    """A result larger than a pipe's buffer, its reader gone after one byte (``| head -c
+    1``): the write comes back short rather than failing, and a text stream dropped the
+    rest without a word (exit 0, output cut). The rest is written, and fails: exit 141."""
+    pages = box.root / "pages"
+    pages.mkdir()
+    words = ("zahnräder", "speiché", "achsé", "hébel", "fédér", "bolzén", "kurbél", "rädér")
+    for i in range(60):  # distinct pages: a query's results are one section each
+        body = " ".join(f"{words[(i * j) % len(words)]}{i * 1000 + j}" for j in range(400))
+        (pages / f"page{i}.md").write_text(f"# Widget page {i}\n\nThe widget spins. {body}\n")
+    ok(box.run("ingest", "files", str(pages)))
+    whole = ok(box.run("query", "widget", "-k", "50", "--json")).stdout
+    # more than a pipe holds at its default size, and than the reader's one read takes
+    assert len(whole.encode()) > 65536 + 16384
+    proc = subprocess.Popen(box.argv("query", "widget", "-k", "50", "--json"), cwd=box.root,
+                            env=box.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=COMMAND_DEADLINE) == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [("status", "--json"), ("query", "widget"),
                                      ("ingest", "text", "a note", "--ref", "n", "--json")])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -76,7 +77,48 @@ PROGRESS_LINE_S = 30.0
 PIPED_WIDTH = 160
 
 
+def _write_whole(stream: Any, text: str) -> None:
+    """Write all of ``text``. A write larger than a pipe's buffer whose reader then leaves
+    comes back short instead of failing, and a text stream drops the rest without a word:
+    ``kbctl eval … | head`` ended with the verdict's code, its output cut. Writing the rest
+    raises the BrokenPipeError that ends the command as SIGPIPE would."""
+    if stream is None:  # started with the stream closed: nowhere to write
+        return
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # a text-only stream (StringIO) takes everything at once
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()  # what the text layer holds goes first
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while data:
+        written = buffer.write(data)
+        if not written:
+            raise OSError(errno.EIO, "the stream took no bytes")
+        data = data[written:]
+    buffer.flush()
+
+
+class _WholeWrites:
+    """``sys.stdout`` or ``sys.stderr`` as rich writes to it: each write whole
+    (``_write_whole``), the stream looked up at each use as rich's default is."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def write(self, text: str) -> int:
+        _write_whole(getattr(sys, self._name), text)
+        return len(text)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(getattr(sys, self._name), attr)
+
+
 class _Console(Console):
+    def __init__(self, *, stderr: bool = False, **options: Any) -> None:
+        super().__init__(file=_WholeWrites("stderr" if stderr else "stdout"), stderr=stderr,
+                         **options)
+
     def on_broken_pipe(self) -> None:
         _reader_gone(self.file)
 
@@ -119,8 +161,7 @@ class Output:
             return
         try:
             if isinstance(part, str):
-                stream.write(part)
-                stream.flush()
+                _write_whole(stream, part)
             else:
                 console.print(part)
         except BrokenPipeError:
