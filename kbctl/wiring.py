@@ -19,7 +19,7 @@ from .net.endpoint import public_endpoint
 from .net.retry import RetryPolicy
 from .rerank.base import Reranker
 from .store.db import connect, database_error
-from .store.knowledge import KnowledgeStore
+from .store.knowledge import KnowledgeStore, embedder_mismatch
 from .store.server import leave_all, not_a_directory, pgdata_of
 
 
@@ -39,7 +39,7 @@ def open_store(settings: Settings, *, existing: bool = False, writes: bool = Fal
     """
     if existing and settings.db_url is None:
         require_embedded(settings.data_dir)
-    conn = connect(settings.db_url, settings.data_dir)
+    conn = connect(settings.db_url, settings.data_dir, create=not existing)
     try:
         store = KnowledgeStore(conn)
         yield store
@@ -148,9 +148,13 @@ def resolve_embedder(
         announce(f"new knowledge base: embedder {identity}"
                  + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"
                     if embedder is None else ""))
-    # binding raises EmbedderMismatch when they differ, unless the KB holds nothing yet
-    elif recorded is not None and store.bind_embedder(identity) != recorded:
-        announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
+    elif recorded is not None and identity != recorded:
+        if not writing:  # a read writes nothing: a role that may only read runs it
+            if not store.holds_nothing():
+                raise embedder_mismatch(recorded, identity)
+        # binding raises EmbedderMismatch when they differ, unless the KB holds nothing yet
+        elif store.bind_embedder(identity) != recorded:
+            announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
     return embedder
 
 

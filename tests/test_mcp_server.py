@@ -246,6 +246,12 @@ def test_startup_failures_exit_with_their_code(workdir: Path) -> None:
     assert bad_limit.returncode == 2 and "--max-top-k" in bad_limit.stderr
 
 
+def _some_knowledge(cli: Cli) -> None:
+    """A server that only reads serves a knowledge base some command wrote (another
+    namespace than the server's: it holds no chunks, and says so)."""
+    assert cli("ingest", "text", "The widget spins.", "--ref", "w", "-n", "other").exit_code == 0
+
+
 class RawPeer:
     """`kbctl serve mcp` driven line by line, every read with a deadline."""
 
@@ -289,6 +295,7 @@ class RawPeer:
 
 def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
         cli: Cli, workdir: Path) -> None:
+    _some_knowledge(cli)
     peer = RawPeer(cli.db_url, workdir)
     try:
         peer.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -350,6 +357,7 @@ def _peak_rss_kb(pid: int) -> int:
 def test_an_endless_line_is_read_past_in_bounded_memory(cli: Cli, workdir: Path) -> None:
     """The SDK's reader held a whole line in memory: one 64 MB line grew the server by more
     than its size. Now it is read past in pieces, answered, and the next request served."""
+    _some_knowledge(cli)
     peer = RawPeer(cli.db_url, workdir)
     try:
         peer.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))

@@ -16,8 +16,8 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 
-from ..errors import ConfigError, DatabaseError
-from .migrations import migrate
+from ..errors import ConfigError, DatabaseError, InputError
+from .migrations import has_schema, migrate
 from .server import (
     ensure_running,
     failure_since_join,
@@ -44,7 +44,11 @@ def bounded_read(conn: psycopg.Connection) -> Iterator[None]:
     for the reads an answer is waited for; writes and lock waits meant to wait (a resync
     behind another) are not bounded."""
     with conn.transaction():
-        conn.execute(f"SET LOCAL statement_timeout = {READ_TIMEOUT_S * 1000}")
+        # a lower limit the server or the URL sets (a DBA's statement_timeout) is kept
+        conn.execute("""SELECT set_config('statement_timeout', %(ms)s, true)
+                        FROM pg_settings WHERE name = 'statement_timeout'
+                          AND (setting::bigint = 0 OR setting::bigint > %(limit)s)""",
+                     {"ms": str(READ_TIMEOUT_S * 1000), "limit": READ_TIMEOUT_S * 1000})
         yield
 
 
@@ -53,12 +57,18 @@ def embedded_url(data_dir: str | Path) -> str:
     return ensure_running(data_dir)
 
 
-def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg.Connection:
+def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
+            create: bool = True) -> psycopg.Connection:
     """Connect, make sure the schema is current, and register the vector type.
 
     ``url=None`` means the embedded server. A URL that is no connection string and a data
     directory that is a file are bad input (exit 2); every other failure here is an
     environment failure (exit 3) that says which database could not be used and why.
+
+    ``create=False`` (a command that only reads): a database kbctl never wrote to is
+    refused (InputError) before anything is made in it. Pointed at the wrong database (the
+    server's ``postgres``), a ``status`` had left the vector extension and kbctl's tables
+    there, and a role that may only read could not run it at all.
     """
     if url is not None:
         try:
@@ -71,13 +81,17 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR) -> psycopg
     shown = describe(url, data_dir)
     conn = _open(target, shown, None if url else pgdata_of(data_dir))
     try:
+        if not create and not has_schema(conn):
+            raise InputError(f"no knowledge base in {shown}: no kbctl command has written "
+                             f"there", hint="ingest first, or pass the --db (or --data-dir) "
+                                            "the ingest used")
         migrate(conn)
         register_vector(conn)
         # Each source is replaced in its own transaction; waiting for the WAL flush of every
         # commit buys nothing here: after a crash the last few sources are simply at their
         # old version (atomicity holds), and the next run rewrites them.
         conn.execute("SET synchronous_commit = off")
-    except DatabaseError:
+    except (DatabaseError, InputError):
         conn.close()
         raise
     except psycopg.Error as exc:

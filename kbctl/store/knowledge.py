@@ -81,14 +81,7 @@ class KnowledgeStore:
                 recorded = identity
         assert recorded is not None
         if recorded != identity:
-            raise EmbedderMismatch(
-                f"this knowledge base was built with embedder '{recorded}', "
-                f"not '{identity}'",
-                hint=f"ask for no embedder (drop --embedder, or embedder: in kbctl.yaml, or "
-                f"KBCTL_EMBEDDER: the KB's own is used), or rebuild with "
-                f"'kbctl reembed --embedder {identity.provider}"
-                f"{'' if identity == NO_EMBEDDER else ':' + identity.model}'",
-            )
+            raise embedder_mismatch(recorded, identity)
         return recorded
 
     def holds_nothing(self) -> bool:
@@ -819,6 +812,16 @@ class KnowledgeStore:
         finally:
             self.conn.execute(f"SELECT pg_advisory_unlock{mode}(hashtextextended(%s, 0))",
                               (key,))
+
+
+def embedder_mismatch(recorded: EmbedderIdentity, asked: EmbedderIdentity) -> EmbedderMismatch:
+    """The refusal of an embedder other than the one the KB was built with."""
+    return EmbedderMismatch(
+        f"this knowledge base was built with embedder '{recorded}', not '{asked}'",
+        hint=f"ask for no embedder (drop --embedder, or embedder: in kbctl.yaml, or "
+             f"KBCTL_EMBEDDER: the KB's own is used), or rebuild with "
+             f"'kbctl reembed --embedder {asked.provider}"
+             f"{'' if asked == NO_EMBEDDER else ':' + asked.model}'")
 
 
 def _identity_json(identity: EmbedderIdentity) -> dict[str, Any]:

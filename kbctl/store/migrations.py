@@ -308,6 +308,12 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                     "INSERT INTO kbctl_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise DatabaseError(
+            f"schema migration failed: {str(exc).strip().splitlines()[0]}",
+            hint="making or upgrading kbctl's tables needs a role that may create them in "
+                 "this database (its owner): run one kbctl write (an ingest) as that role, "
+                 "then this command") from exc
     except psycopg.Error as exc:
         raise DatabaseError(f"schema migration failed: {str(exc).strip()}") from exc
 
@@ -328,11 +334,14 @@ def _refuse_newer(applied: set[int], wanted: list[Migration]) -> None:
                  "another database")
 
 
-def _applied_or_empty(conn: psycopg.Connection) -> set[int]:
+def has_schema(conn: psycopg.Connection) -> bool:
+    """Whether kbctl ever made its tables in this database (on its ``search_path``)."""
     exists = conn.execute("SELECT to_regclass('kbctl_migrations') IS NOT NULL").fetchone()
-    if not exists or not exists[0]:
-        return set()
-    return _applied(conn)
+    return bool(exists and exists[0])
+
+
+def _applied_or_empty(conn: psycopg.Connection) -> set[int]:
+    return _applied(conn) if has_schema(conn) else set()
 
 
 def _applied(conn: psycopg.Connection) -> set[int]:
