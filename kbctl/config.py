@@ -1,4 +1,5 @@
-"""Settings: flags override kbctl.yaml, kbctl.yaml overrides the environment, then defaults.
+"""Settings: flags override the environment, the environment overrides kbctl.yaml, then
+defaults.
 
 Every field that a config file may hold is listed in ``_FIELDS``; anything else is an
 error naming the file, the key and its line.
@@ -89,20 +90,26 @@ _ENV = {
 
 def find_config(explicit: str | Path | None, cwd: Path | None = None) -> Path | None:
     """``--config`` if given (it must exist), else kbctl.yaml in the current directory."""
-    if explicit:
+    if explicit is not None:
+        if not str(explicit).strip():
+            raise ConfigError("--config is empty", hint="name a config file, or leave it out")
         p = Path(explicit)
         if not p.is_file():
             raise ConfigError(f"config file {p} not found" if not p.exists()
                               else f"config file {p} is not a regular file")
         return p
     base = cwd or Path.cwd()
-    for name in CONFIG_NAMES:
-        found = base / name
+    present = [base / name for name in CONFIG_NAMES if (base / name).is_symlink()
+               or (base / name).exists()]
+    if len(present) > 1:  # one of them would be passed over in silence, errors and all
+        raise ConfigError(f"both {present[0]} and {present[1].name} are here: kbctl reads one "
+                          f"config", hint="merge them into kbctl.yaml, or pass --config FILE")
+    for found in present:
         if found.is_file():
             return found
-        if found.exists():  # a folder or a FIFO by that name: said, not silently passed over
-            raise ConfigError(f"{found} is not a regular file, so kbctl cannot read it as "
-                              f"its config", hint="rename it, or pass --config FILE")
+        # a folder, a FIFO or a dangling link by that name: said, not silently passed over
+        raise ConfigError(f"{found} is not a regular file, so kbctl cannot read it as its "
+                          f"config", hint="rename it, or pass --config FILE")
     return None
 
 
@@ -113,23 +120,34 @@ def resolve_settings(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Settings:
-    """Merge the layers; ``flags`` holds only options the user actually passed (non-None)."""
+    """Merge the layers; ``flags`` holds only options the user actually passed (non-None).
+
+    Flags win over the environment, the environment over kbctl.yaml: a runtime pinned by
+    its environment (``KBCTL_USER`` of an MCP server, a CI job's ``KBCTL_DATABASE_URL``)
+    keeps it in any folder it is started from, whatever kbctl.yaml that folder holds.
+    The database is one setting in two forms (``db`` and ``data_dir``): a layer naming
+    either replaces both of a lower layer's."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
+    from_env: dict[str, Any] = {}
     for var, name in _ENV.items():
         if env.get(var):
             require_clean(var, env[var])
             _check_value(name, env[var], var)
-            values[name] = env[var]
-    memory = MemorySettings().merged(memory_from_env(env))
+            from_env[name] = env[var]
+    values: dict[str, Any] = {}
+    memory = MemorySettings()
     path = find_config(config, cwd)
     if path is not None:
         from_file = _from_file(path)
         if "memory_track" in from_file:
             memory = memory.merged({"track": from_file.pop("memory_track")})
         memory = memory.merged(from_file.pop("memory", {}))
+        if "data_dir" in from_file:  # relative to the file, wherever kbctl runs from
+            from_file["data_dir"] = path.parent / from_file["data_dir"]
         values.update(from_file)
         values["config_path"] = path
+    memory = memory.merged(memory_from_env(env))
+    _layer(values, from_env)
     flags = dict(flags or {})
     memory = memory.merged(flags.pop("memory", None) or {}, from_flags=True)
     given = {k: v for k, v in flags.items() if v is not None}
@@ -139,17 +157,23 @@ def resolve_settings(
     if "db_url" in given and "data_dir" in given:
         raise ConfigError("--db and --data-dir name two databases (a server, and the embedded "
                           "one in a folder)", hint="pass one of them")
-    if "data_dir" in given:
-        # --data-dir names this run's database: a URL from the file or the environment
-        # (a production secret in CI) must not take the run's writes instead
-        values.pop("db_url", None)
-    values.update(given)
+    _layer(values, given)
     values["memory"] = memory
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])
     settings = replace(Settings(), **values)
     _check(settings)
     return settings
+
+
+def _layer(values: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    """``layer`` over ``values``: a layer naming a database (a URL, or the embedded one's
+    folder) replaces the lower layer's, in either form; ``--data-dir`` with a URL from the
+    environment (a production secret in CI) must not send the run's writes there."""
+    if "db_url" in layer or "data_dir" in layer:
+        values.pop("db_url", None)
+        values.pop("data_dir", None)
+    values.update(layer)
 
 
 def _load(path: Path) -> Any:
@@ -290,6 +314,9 @@ def _check_value(name: str, value: Any, source: str) -> None:
     bad value in kbctl.yaml was reported as if a flag had given it)."""
     if isinstance(value, str) and not value.strip():
         raise ConfigError(f"{source} is empty", hint="give a value, or leave the setting out")
+    if name == "namespace" and value != value.strip():  # "docs " made a namespace of its own
+        raise ConfigError(f"{source} {value!r} has spaces around it",
+                          hint=f"use {value.strip()!r}")
     if name == "vector_weight" and not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{source} must be within 0..1, got {value}")
     if name == "fusion" and value not in FUSIONS:

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import rows
+
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 EXAMPLES = ROOT / "examples"
@@ -82,6 +84,9 @@ def run_action(inputs: dict[str, str], workspace: Path, runner_temp: Path) -> Ru
     step_outputs: dict[str, dict[str, str]] = {}
 
     def expression(expr: str) -> str:
+        if "||" in expr:  # GitHub's: the first operand that is not empty
+            return next((v for v in (expression(e.strip()) for e in expr.split("||")) if v),
+                        "")
         parts = expr.split(".")
         if parts[0] == "inputs" and len(parts) == 2:
             return values[parts[1]]
@@ -179,7 +184,7 @@ def test_action_declares_what_it_promises() -> None:
 def test_passing_suite_builds_the_kb_and_reports(workspace: Path, runner_temp: Path,
                                                  db_url: str) -> None:
     run = run_action({"suite": "evals/docs.yaml", "docs-path": "docs",
-                      "base-url": "https://docs.example.com/", "db-url": db_url},
+                      "base-url": "https://docs.example.com/"},
                      workspace, runner_temp)
     assert run.exit_code == 0, {k: p.stderr for k, p in run.steps.items()}
     assert set(run.steps) == {"ingest", "eval"}
@@ -199,8 +204,7 @@ def test_failing_suite_fails_the_step_with_annotations(workspace: Path, runner_t
                                                       db_url: str) -> None:
     (workspace / "evals" / "broken.yaml").write_text(BROKEN)
     run = run_action({"suite": "evals/docs.json\n  evals/broken.yaml\n", "docs-path": "docs",
-                      "base-url": "https://docs.example.com/", "db-url": db_url,
-                      "junit": "reports/junit.xml"},
+                      "base-url": "https://docs.example.com/", "junit": "reports/junit.xml"},
                      workspace, runner_temp)
     assert run.exit_code == 1
     total = len(json.loads((workspace / "evals" / "docs.json").read_text())["cases"]) + 2
@@ -279,3 +283,30 @@ def test_example_workflow_uses_the_action_as_declared() -> None:
     for other in steps:
         assert "${{ inputs." not in other.get("run", "")
         assert "${{" not in other.get("run", ""), "expressions reach scripts through env:"
+
+
+@pytest.mark.parametrize(("inputs", "why"), [
+    ({"docs-path": "docs", "db-url": "DB"}, "db-url names an existing one: give one of them"),
+    ({"docs-path": "docs", "generator": "mkdoc"}, "building the knowledge base from docs-path "
+                                                  "failed (exit 2)"),
+    ({"suite": "  ", "db-url": "DB"}, "the suite input is empty"),
+    ({"rank-tolerance": "abc", "db-url": "DB"}, "rank-tolerance must be a whole number"),
+    ({"fail-on": "Any", "db-url": "DB"}, "fail-on must be any or regression"),
+])
+def test_a_run_that_cannot_start_says_why_in_its_outputs(
+        workspace: Path, runner_temp: Path, db_url: str, inputs: dict[str, str],
+        why: str) -> None:
+    """verdict=error, the reason in `error`, an annotation and a summary: these runs had
+    exited with empty outputs (a workflow reading `verdict` saw nothing), and docs-path
+    with db-url had written a pull request's docs into that database."""
+    given = {"suite": "evals/docs.yaml", **{k: db_url if v == "DB" else v
+                                            for k, v in inputs.items()}}
+    run = run_action(given, workspace, runner_temp)
+    assert run.exit_code == 2, {k: p.stderr for k, p in run.steps.items()}
+    assert run.outputs["verdict"] == "error"
+    assert why in run.outputs["error"]
+    assert any(line.startswith("::error title=kbctl eval could not run::")
+               for line in run.stdout.splitlines())
+    assert "kbctl eval could not run" in run.summary
+    if "db-url" in inputs and "docs-path" in inputs:
+        assert rows(db_url, "SELECT to_regclass('sources')") == [(None,)]  # nothing written

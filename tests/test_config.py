@@ -10,15 +10,46 @@ import pytest
 from kbctl.config import resolve_settings
 from kbctl.errors import ConfigError
 
+from .conftest import Cli
+
 
 def test_layers_override_in_order(tmp_path: Path) -> None:
-    (tmp_path / "kbctl.yaml").write_text("namespace: from-file\nmemory_track: true\n")
-    env = {"KBCTL_NAMESPACE": "from-env", "KBCTL_AGENT": "bot", "KBCTL_MEMORY_TRACK": "0"}
+    """Flags over the environment over the file: a runtime pinned by its environment
+    (``KBCTL_USER``) keeps it in a folder whose kbctl.yaml names another user."""
+    (tmp_path / "kbctl.yaml").write_text("namespace: from-file\nmemory_track: true\n"
+                                         "user: file-user\nembedder: none\n")
+    env = {"KBCTL_NAMESPACE": "from-env", "KBCTL_AGENT": "bot", "KBCTL_MEMORY_TRACK": "0",
+           "KBCTL_USER": "env-user"}
     s = resolve_settings({}, env=env, cwd=tmp_path)
-    assert (s.namespace, s.agent, s.memory_track) == ("from-file", "bot", True)
-    s = resolve_settings({"namespace": "from-flag"}, env=env, cwd=tmp_path)
-    assert s.namespace == "from-flag"
+    assert (s.namespace, s.agent, s.user, s.memory_track, s.embedder) == (
+        "from-env", "bot", "env-user", False, "none")
+    s = resolve_settings({"namespace": "from-flag", "user": "flag-user"}, env=env,
+                         cwd=tmp_path)
+    assert (s.namespace, s.user) == ("from-flag", "flag-user")
     assert s.config_path == tmp_path / "kbctl.yaml"
+
+
+def test_a_layer_naming_a_database_replaces_the_lower_layers_in_either_form(
+        tmp_path: Path) -> None:
+    (tmp_path / "kbctl.yaml").write_text("data_dir: kbdata\n")
+    url = {"KBCTL_DATABASE_URL": "postgresql://kb@db.internal/kb"}
+    s = resolve_settings({}, env=url, cwd=tmp_path)
+    assert s.db_url == url["KBCTL_DATABASE_URL"]
+    s = resolve_settings({"data_dir": "here"}, env=url, cwd=tmp_path)
+    assert (s.db_url, s.data_dir) == (None, Path("here"))
+    (tmp_path / "kbctl.yaml").write_text("db: postgresql://kb@db.internal/kb\n")
+    s = resolve_settings({}, env={"KBCTL_DATA_DIR": "/ci/kb"}, cwd=tmp_path)
+    assert (s.db_url, s.data_dir) == (None, Path("/ci/kb"))
+
+
+def test_a_relative_data_dir_in_a_config_file_is_the_files_neighbour(tmp_path: Path) -> None:
+    """``--config ../../kbctl.yaml`` from a subfolder made a new, empty KB there."""
+    (tmp_path / "kbctl.yaml").write_text("data_dir: kbdata\n")
+    deep = tmp_path / "docs" / "guide"
+    deep.mkdir(parents=True)
+    s = resolve_settings({}, config=deep / ".." / ".." / "kbctl.yaml", env={}, cwd=deep)
+    assert s.data_dir.resolve() == tmp_path / "kbdata"
+    assert resolve_settings({}, env={}, cwd=tmp_path).data_dir == tmp_path / "kbdata"
 
 
 def test_environment_alone(tmp_path: Path) -> None:
@@ -109,3 +140,28 @@ def test_a_data_dir_flag_outranks_a_configured_database_url(tmp_path: Path) -> N
     assert resolve_settings({"db_url": url}, env={}, cwd=tmp_path).db_url == url
     with pytest.raises(ConfigError, match="--db and --data-dir name two databases"):
         resolve_settings({"db_url": url, "data_dir": "/tmp/x"}, env={}, cwd=tmp_path)
+
+
+def test_empty_folders_and_spaced_namespaces_are_refused(cli: Cli, workdir: Path) -> None:
+    """``--data-dir "$UNSET"`` made the embedded server's files in the current directory,
+    and ``KBCTL_NAMESPACE="docs "`` a namespace of its own beside ``docs``."""
+    for args, named in ((("--data-dir", ""), "--data-dir is empty"),
+                        (("--config", " "), "--config is empty"),
+                        (("-n", "docs "), "--namespace 'docs ' has spaces around it")):
+        result = cli("ingest", "text", "a note", "--ref", "n", *args, db="--data-dir" not in args)
+        assert result.exit_code == 2, result.output
+        assert named in result.output
+    assert sorted(p.name for p in workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("layout", ["both", "dangling"])
+def test_a_config_kbctl_would_pass_over_is_an_error(tmp_path: Path, layout: str) -> None:
+    if layout == "both":
+        (tmp_path / "kbctl.yaml").write_text("namespace: a\n")
+        (tmp_path / "kbctl.yml").write_text("namespace: b\n")
+        expected = "kbctl reads one config"
+    else:
+        (tmp_path / "kbctl.yaml").symlink_to(tmp_path / "gone.yaml")
+        expected = "is not a regular file"
+    with pytest.raises(ConfigError, match=expected):
+        resolve_settings({}, env={}, cwd=tmp_path)

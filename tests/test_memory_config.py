@@ -47,12 +47,12 @@ def test_every_memory_setting_is_read_from_the_file(tmp_path: Path) -> None:
                             reserve_floor_tokens=2000, context_window=10000))
 
 
-def test_flags_over_file_over_environment(tmp_path: Path) -> None:
-    (tmp_path / "kbctl.yaml").write_text("memory:\n  max_results: 3\n")
+def test_flags_over_environment_over_file(tmp_path: Path) -> None:
+    (tmp_path / "kbctl.yaml").write_text("memory:\n  max_results: 3\n  mmr_lambda: 0.5\n")
     env = {"KBCTL_MEMORY_MAX_RESULTS": "9", "KBCTL_MEMORY_DECAY": "true",
            "KBCTL_MEMORY_HALF_LIFE_DAYS": "2.5"}
     m = resolve_settings({}, env=env, cwd=tmp_path).memory
-    assert (m.max_results, m.decay, m.half_life_days) == (3, True, 2.5)
+    assert (m.max_results, m.decay, m.half_life_days, m.mmr_lambda) == (9, True, 2.5, 0.5)
     m = resolve_settings({"memory": {"max_results": 4, "decay": False, "mmr": None}},
                          env=env, cwd=tmp_path).memory
     assert (m.max_results, m.decay, m.mmr) == (4, False, False)
@@ -105,6 +105,7 @@ def test_memory_store_is_the_backend_protocol() -> None:
 
 def test_health_shows_the_settings_in_force(cli: Cli, workdir: Path) -> None:
     (workdir / "kbctl.yaml").write_text(FULL)
+    cli.json("memory", "append", "memory/agent/MEMORY.md", "rotate the api token")
     out = cli.json("memory", "health")
     assert out["settings"]["maxResults"] == 2 and out["settings"]["citations"] == "off"
     assert out["settings"]["flush"] == {"enabled": True, "softThresholdTokens": 1000,

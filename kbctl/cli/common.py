@@ -41,12 +41,14 @@ HELP_MARKUP = None
 DbOpt = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL URL (default: embedded server in --data-dir; env "
     "KBCTL_DATABASE_URL).", show_default=False)]
-DataDirOpt = Annotated[Path | None, typer.Option(
+# folders as text: Typer reads '' (an unset variable in a script) as Path('.'), the current
+# directory, and it must be refused as empty instead
+DataDirOpt = Annotated[str | None, typer.Option(
     "--data-dir", help="Embedded database directory [default: .kbctl].", show_default=False)]
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="Namespace to read and write [default: default].",
     show_default=False)]
-ConfigOpt = Annotated[Path | None, typer.Option(
+ConfigOpt = Annotated[str | None, typer.Option(
     "--config", help="Config file [default: ./kbctl.yaml when present].", show_default=False)]
 EmbedderOpt = Annotated[str | None, typer.Option(
     "--embedder", help="Embedder spec: gemini, openai:MODEL, local:MODEL, none. A KB keeps "

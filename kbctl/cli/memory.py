@@ -43,7 +43,7 @@ PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memor
                                              "(private to --user).")]
 
 
-def _settings(db: str | None, data_dir: Path | None, config: Path | None, agent: str | None,
+def _settings(db: str | None, data_dir: str | None, config: str | None, agent: str | None,
               user: str | None, embedder: str | None = None,
               embedder_base_url: str | None = None) -> Settings:
     return settings_from(db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
