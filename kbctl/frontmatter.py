@@ -12,6 +12,16 @@ import yaml
 from kbctl.errors import ExtractError
 from kbctl.linefile import LoadError, construct_bounded
 
+# Front matter is a page's few settings, not content: a block past this many characters is
+# refused before YAML builds it (a 2 MB flow list took 22 s and 824 MB to be refused as
+# too many nodes), and a page's own file fails, named.
+MAX_FRONT_MATTER_CHARS = 256 * 1024
+# What of it each chunk carries for ``--filter``: a field's value is copied into every chunk
+# of the page, so a long one (a 4 MB description) made one page's rows pass PostgreSQL's
+# 1 GB message limit, and the run ended with a lost connection.
+MAX_FILTER_FIELDS = 64
+MAX_FILTER_CHARS = 1000
+
 _OPENING = re.compile(r"---[ \t]*\r?\n")
 _CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
@@ -26,7 +36,27 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, bool]:
     closing = _CLOSING.search(text, opening.end()) if opening else None
     if not (opening and closing):
         return {}, text, False
+    size = closing.start() - opening.end()
+    if size > MAX_FRONT_MATTER_CHARS:
+        raise ExtractError(f"front matter of {size:,} characters, more than "
+                           f"{MAX_FRONT_MATTER_CHARS:,}",
+                           hint="front matter holds a page's settings: move content into "
+                                "the page, or data into a file of its own")
     return _load_yaml(text[opening.end():closing.start()]), text[closing.end():], True
+
+
+def filterable(front_matter: dict[str, Any]) -> dict[str, Any]:
+    """The fields chunks carry for ``--filter``: scalars under short names, short values,
+    at most ``MAX_FILTER_FIELDS`` of them (the rest are settings of the page, not
+    something to filter on)."""
+    kept: dict[str, Any] = {}
+    for key, value in front_matter.items():
+        if len(kept) >= MAX_FILTER_FIELDS:
+            break
+        if isinstance(key, str) and len(key) <= 100 and isinstance(
+                value, str | int | float | bool) and len(str(value)) <= MAX_FILTER_CHARS:
+            kept[key] = value
+    return kept
 
 
 def without_front_matter(text: str) -> str:

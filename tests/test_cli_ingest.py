@@ -463,3 +463,30 @@ def test_an_ingest_says_when_its_embedder_does_not_answer(cli: Cli, docs: Path) 
     assert failed.exit_code == 3
     tries = [line for line in failed.stderr.splitlines() if "no answer (ConnectError)" in line]
     assert len(tries) == 4 and tries[-1].endswith("(attempt 5 of 5)")
+
+
+def test_front_matter_is_bounded_before_it_is_built_and_before_it_is_copied(
+        cli: Cli, workdir: Path) -> None:
+    """A 2 MB flow list took 22 s and 824 MB to be refused; a 4 MB description was copied
+    into each of a page's chunks until its rows passed PostgreSQL's message limit and the
+    whole run ended with a lost connection. Now the one page fails, named, and a long value
+    under the block's limit stays out of the chunks' filter fields."""
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "bomb.md").write_text("---\nl: [" + "1," * 200_000 + "1]\n---\n# Bomb\n\ntext\n")
+    long_value = "word " * 20_000  # 100,000 characters, twice: a block under the limit
+    sections = "".join(f"## Part {i}\n\nThe widget part {i} turns.\n\n" for i in range(40))
+    (docs / "long.md").write_text(f"---\ntitle: {long_value}\nlang: en\ndescription: "
+                                  f"{long_value}\n---\n# Long page\n\n{sections}")
+    (docs / "fine.md").write_text("# Fine\n\nThe widget spins.\n")
+    out = cli.json("ingest", "files", str(docs), code=1)
+    assert out["added"] == 2 and out["failed"] == 1
+    assert "bomb.md" in out["errors"][0]["ref"]
+    assert "front matter of 400,007 characters, more than 262,144" in out["errors"][0]["error"]
+    assert "move content into the page" in out["errors"][0]["hint"]
+    metas = rows(cli.db_url, "SELECT max(length(meta::text)), count(*), "
+                             "bool_and(meta->>'lang' = 'en') FROM chunks "
+                             "WHERE source_ref LIKE %s", "%long.md")
+    assert metas[0][0] < 2000 and metas[0][1] >= 40 and metas[0][2] is True
+    titles = rows(cli.db_url, "SELECT title FROM sources WHERE ref LIKE %s", "%long.md")
+    assert titles == [("Long page",)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbctl.chunk.headings import block_tokens, heading_texts, normalize_source
-from kbctl.frontmatter import split_front_matter
+from kbctl.frontmatter import MAX_FILTER_CHARS, split_front_matter
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def _title(front_matter: dict[str, Any], body: str) -> str | None:
     value = front_matter.get("title")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         title = str(value).strip()
-        if title:
+        if title and len(title) <= MAX_FILTER_CHARS:  # longer: content, not a page's title
             return title
     tokens = block_tokens(normalize_source(body))
     for i, tok in enumerate(tokens):

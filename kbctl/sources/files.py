@@ -35,7 +35,7 @@ from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
 from ..extract.sphinx_titles import SphinxTitles
-from ..frontmatter import split_front_matter
+from ..frontmatter import filterable, split_front_matter
 from ..generators import (
     AUTO,
     GENERATORS,
@@ -465,7 +465,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         try:
             text, fmt = notebook_to_markdown(text, reader=notebook_reader(site)), "markdown"
         except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}") from exc
+            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
     if fmt == "rst" and over_block_budget(text):
         # docutils' tree of a file of many short blocks would take ~1 KB a line; the
         # writer reads a text past the budget as plain text, and says so
@@ -485,7 +485,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
                                       site.settings.get("extlinks") or {},
                                       frozenset(site.settings.get("target_directives") or ())))
         except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}") from exc
+            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
         if reads:
             stamp[INCLUDES] = _include_stamps(reads)
         # every id a section has is written out: one without is cited at the section
@@ -499,7 +499,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
         try:  # a Jekyll or Hugo page template starts with front matter
             front_matter, text, templated = split_front_matter(text)
         except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}") from exc
+            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
         url = _published_url(leaf, file, front_matter) if templated else leaf.url
         if url is None:
             return None
@@ -518,9 +518,8 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     try:
         md = parse_markdown_document(text)
     except ExtractError as exc:
-        raise ExtractError(f"{path}: {exc.message}") from exc
-    filterable = {k: v for k, v in md.front_matter.items()
-                  if isinstance(v, str | int | float | bool) and isinstance(k, str)}
+        raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
+    fields = filterable(md.front_matter)
     body = md.body
     page = PageFile(path, site.project, site.settings, front_matter=md.front_matter)
     body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
@@ -546,7 +545,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     # enclosing section or the page
     title = page_title(site, file.published, md.title) or path.stem
     return Document(ref=leaf.ref, url=url, kind="files", title=title,
-                    body=body, format="markdown", meta=dict(stamp), filterable=filterable,
+                    body=body, format="markdown", meta=dict(stamp), filterable=fields,
                     slug_headings=False)
 
 

@@ -14,6 +14,7 @@ from ..errors import ExtractError, KbctlError
 from ..extract.dialects import page_markdown
 from ..extract.html_select import ContentSelectors
 from ..extract.markdown import parse_markdown_document
+from ..frontmatter import filterable
 from ..net import FetchResult
 from .base import Document
 from .weburl import is_markdown_url
@@ -48,12 +49,11 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
         text = result.text()
         if fmt == "markdown" and docs_mode:
             md = parse_markdown_document(text)
-            filterable = {k: v for k, v in md.front_matter.items()
-                          if isinstance(k, str) and isinstance(v, str | int | float | bool)}
+            fields = filterable(md.front_matter)
             mdx = urlsplit(ref).path.lower().endswith(".mdx")
             body = page_markdown(md.body, generator="plain", fmt="mdx" if mdx else "markdown")
             return Document(ref=ref, url=ref, kind=kind, title=md.title or _url_title(ref),
-                            body=body, format="markdown", filterable=filterable)
+                            body=body, format="markdown", filterable=fields)
         if not text.strip():
             raise ExtractError("the document is empty")
         return Document(ref=ref, url=ref, kind=kind, title=_url_title(ref), body=text,
