@@ -402,7 +402,8 @@ def test_an_interrupted_initdb_is_started_over(box: Box) -> None:
     for name in ("base", "global", "pg_wal", "pg_xact"):
         (box.pgdata / name).mkdir(parents=True)
     (box.pgdata / "PG_VERSION").write_text("18\n")
-    status = ok(box.run("status", "--json"))
+    # a write: the database made again holds no knowledge base, which a read would say
+    status = ok(box.run("ingest", "text", "The widget spins.", "--ref", "w", "--json"))
     assert "removed the data directory an interrupted initdb left" in status.stderr
     assert (box.pgdata / "global" / "pg_control").exists()
     # anything initdb does not make is never removed
@@ -432,7 +433,7 @@ def test_a_negative_pid_file_left_by_a_killed_initdb_is_stale(box: Box) -> None:
         (box.pgdata / name).mkdir(parents=True)
     (box.pgdata / "PG_VERSION").write_text("18\n")
     (box.pgdata / "postmaster.pid").write_text("-999999\n")
-    status = ok(box.run("status", "--json"))
+    status = ok(box.run("ingest", "text", "The widget spins.", "--ref", "w", "--json"))
     assert "removed the data directory an interrupted initdb left" in status.stderr
 
 

@@ -497,6 +497,7 @@ def test_init_leaves_out_the_cases_the_kb_fails_today(small_kb: Cli, workdir: Pa
 
 
 def test_init_on_an_empty_kb_is_a_usage_error(cli: Cli, workdir: Path) -> None:
+    assert cli("ingest", "text", "a note", "--ref", "n", "-n", "elsewhere").exit_code == 0
     result = cli("eval", "init", "-n", "nothing-here")
     assert result.exit_code == 2
     assert "namespace 'nothing-here' holds no documents" in result.stderr

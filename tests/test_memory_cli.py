@@ -232,6 +232,9 @@ def test_reading_a_mistyped_data_dir_makes_no_database(cli: Cli, workdir: Path) 
 
 
 def test_health(cli: Cli) -> None:
+    fresh = cli("memory", "health", "--json")  # a read: it makes nothing in the database
+    assert fresh.exit_code == 3 and "no knowledge base in" in json.loads(fresh.stdout)["error"]
+    cli.json("memory", "append", "memory/agent/MEMORY.md", "a note", "--agent", "bot")
     ok = cli.json("memory", "health")
     assert ok["kind"] == "postgres" and ok["ok"] is True and ok["error"] is None
     result = cli.runner.invoke(app, [

@@ -11,6 +11,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -190,7 +191,8 @@ def test_nothing_recorded_to_resync_is_an_error_not_a_clean_sync(cli: Cli,
         empty = cli(*args, "--json")
         assert empty.exit_code == 2, empty.stderr
         error = json.loads(empty.stdout)["error"]
-        assert error["message"].startswith("nothing to resync: ")
+        # a database kbctl never wrote to is refused before anything is made in it
+        assert error["message"].startswith("no knowledge base in ")
         assert "ingest first" in error["hint"]
         assert "new knowledge base" not in empty.stderr  # refused before anything is bound
     cli.json("ingest", "text", "Gears mesh.", "--ref", "gears")
@@ -366,3 +368,60 @@ def test_resyncs_leave_no_pile_of_dead_rows(cli: Cli, workdir: Path) -> None:
 def _no_autovacuum(cli: Cli, table: str) -> None:
     with psycopg.connect(cli.db_url, autocommit=True) as conn:
         conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+
+
+def test_pages_of_a_folder_resync_cannot_read_through_are_kept(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deploy user's permission slip (``chmod 000 team``): the folder's pages were
+    deleted as gone, exit 0, with a note. A file whose folder cannot be searched (stat
+    refused) was skipped, and counted for deletion too."""
+    docs = _site(workdir / "docs", 12)
+    team = docs / "team"
+    team.mkdir()
+    for i in range(3):
+        (team / f"page{i:03d}.md").write_text(f"# Team page {i}\n\nWho owns part {i}.\n")
+    cli.json("ingest", "files", str(docs))
+    real_scandir, real_stat = os.scandir, os.stat
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(path) == team:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(path) == docs / "page000.md":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "stat", stat)
+    (docs / "page011.md").unlink()  # gone for real: kept this run all the same
+    report = cli.json("resync")["namespaces"][0]
+    assert report["deleted"] == 0, report
+    assert any("cannot list: Permission denied" in n for n in report["notes"])
+    assert any("no page of this source is deleted as gone this run" in n
+               for n in report["notes"])
+    refs = {r for (r,) in rows(cli.db_url, "SELECT ref FROM sources")}
+    assert {r.rsplit("/", 2)[-2] + "/" + r.rsplit("/", 1)[-1] for r in refs
+            if "/team/" in r} == {"team/page000.md", "team/page001.md", "team/page002.md"}
+    assert any(r.endswith("docs/page000.md") for r in refs)
+    monkeypatch.undo()
+    after = cli.json("resync")["namespaces"][0]  # readable again: the real orphan goes
+    assert after["deleted"] == 1
+
+
+def test_a_folder_deeper_than_the_walk_goes_is_skipped_not_the_source(workdir: Path) -> None:
+    """A generated tree a thousand levels deep ended the walk with a RecursionError and
+    failed the whole source."""
+    from kbctl.sources.files import MAX_FOLDER_DEPTH, FilesSource
+    from kbctl.sources.registry import source_spec
+
+    docs = _site(workdir / "docs", 2)
+    deep = docs / "build"
+    for _ in range(MAX_FOLDER_DEPTH + 5):
+        deep = deep / "x"
+    deep.mkdir(parents=True)
+    (deep / "bottom.md").write_text("# Bottom\n")
+    expansion = FilesSource().expand(source_spec("files", str(docs), {}))
+    assert len(expansion.leaves) == 2 and not expansion.complete
+    assert any(f"deeper than {MAX_FOLDER_DEPTH} levels" in n for n in expansion.notes)

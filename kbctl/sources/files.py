@@ -150,7 +150,8 @@ class FilesSource:
         ignores = (IgnoreFiles(root) if site.generator == "plain"
                    and not is_regular(Path(spec.target)) else None)
         excluded = dict.fromkeys(excludes, 0)  # files each pattern left out
-        for path in _walk(root, pattern, notes, ignores):
+        unlisted: list[Path] = []  # folders the walk could not read through
+        for path in _walk(root, pattern, notes, ignores, unlisted):
             rel = path.relative_to(root).as_posix()
             if page_format(path, site) is None:
                 continue
@@ -193,8 +194,11 @@ class FilesSource:
                          f"folder; ingest that folder (with the same --base-url)")
         elif not leaves and not unpublished:
             notes.append(f"files {spec.target}: found no file to read ({_READ})")
+        if unlisted:  # their pages are not gone: none of the source's is deleted this run
+            notes.append(f"files {spec.target}: {len(unlisted)} folder(s) could not be read "
+                         f"through, so no page of this source is deleted as gone this run")
         return Expansion(leaves=_refuse_collisions(leaves), notes=notes, dropped=dropped,
-                         info={"generator": site.generator})
+                         info={"generator": site.generator}, complete=not unlisted)
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
         for leaf in leaves:
@@ -314,7 +318,7 @@ def _not_a_regular_file(path: Path) -> str | None:
             return "a symlink loop"
         if exc.errno == errno.ENOENT and os.path.islink(path):
             return "a broken symlink"
-        return f"cannot read: {exc.strerror or exc}"
+        return None  # not readable now (a permission): its read fails it, and keeps its page
     if not stat.S_ISREG(st.st_mode):
         return f"{_kind_of(st.st_mode)}, not a regular file"
     return None
@@ -629,10 +633,19 @@ def split_root(target: str) -> tuple[Path, str | None]:
     return Path(target), None
 
 
+# Folders deeper than this under a source's root are not walked (a generated tree of a
+# thousand levels ended the walk, and the whole source, with a RecursionError).
+MAX_FOLDER_DEPTH = 64
+
+
 def _walk(root: Path, pattern: str | None, notes: list[str],
-          ignores: IgnoreFiles | None = None) -> Iterator[Path]:
+          ignores: IgnoreFiles | None = None,
+          unlisted: list[Path] | None = None) -> Iterator[Path]:
     """Candidate files under ``root``; symlinked folders are not entered (loops), nor
-    hidden ones, ``node_modules`` or (with ``ignores``) what a ``.gitignore`` leaves out."""
+    hidden ones, ``node_modules`` or (with ``ignores``) what a ``.gitignore`` leaves out.
+    A folder that cannot be listed, or lies past ``MAX_FOLDER_DEPTH``, is noted and added
+    to ``unlisted``: what it holds is unknown, not gone."""
+    unlisted = [] if unlisted is None else unlisted
     left_out = [0]
 
     def kept(folder: Path, name: str, *, is_dir: bool) -> bool:
@@ -647,10 +660,16 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
         def unreadable(exc: OSError) -> None:
             notes.append(f"skipped {_printable(exc.filename)}: cannot list: "
                          f"{exc.strerror or exc}")
+            unlisted.append(Path(exc.filename))
 
         for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
             folder = Path(dirpath)
             dirnames[:] = sorted(d for d in dirnames if kept(folder, d, is_dir=True))
+            if dirnames and len(folder.relative_to(root).parts) >= MAX_FOLDER_DEPTH:
+                notes.append(f"skipped the folders in {_printable(folder)}: deeper than "
+                             f"{MAX_FOLDER_DEPTH} levels under {_printable(root)}")
+                unlisted.append(folder)
+                dirnames[:] = []
             for name in sorted(filenames):
                 if kept(folder, name, is_dir=False):
                     yield folder / name
