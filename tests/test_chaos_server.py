@@ -904,6 +904,23 @@ def test_a_reader_that_leaves_after_the_first_bytes_of_a_large_result_ends_it_as
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+def test_a_stdout_that_holds_only_ascii_gets_escapes_not_a_traceback(box: Box) -> None:
+    """``PYTHONIOENCODING=ascii`` (or a POSIX locale without UTF-8 mode): the first ``›``
+    of a breadcrumb ended ``--json`` with a traceback, exit 1 and nothing on stdout."""
+    note = "Gears › mesh 😀 smoothly, déjà vu."
+    ok(box.run("ingest", "text", note, "--ref", "gears", "--title", "Gears › Guide"))
+    env = box.env | {"PYTHONIOENCODING": "ascii"}
+    for form in (("--json",), ()):
+        done = subprocess.run(box.argv("query", "gears mesh", *form), cwd=box.root, env=env,
+                              capture_output=True, timeout=COMMAND_DEADLINE, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.isascii() and b"Traceback" not in done.stderr
+        if form:
+            assert note in json.loads(done.stdout)["results"][0]["text"]
+        else:
+            assert b"\\u203a" in done.stdout
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [("status", "--json"), ("query", "widget"),
                                      ("ingest", "text", "a note", "--ref", "n", "--json")])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -90,13 +91,43 @@ def _write_whole(stream: Any, text: str) -> None:
         stream.flush()
         return
     stream.flush()  # what the text layer holds goes first
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    data = memoryview(_encoded(text, stream.encoding or "utf-8", stream.errors or "strict"))
     while data:
         written = buffer.write(data)
         if not written:
             raise OSError(errno.EIO, "the stream took no bytes")
         data = data[written:]
     buffer.flush()
+
+
+def _escaped(error: UnicodeError) -> tuple[str, int]:
+    """A character the stream's encoding cannot hold as ``\\uXXXX`` (astral ones as a
+    surrogate pair): a JSON escape, so ``--json`` stays one valid document, and readable
+    in a table."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for char in error.object[error.start:error.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), error.end
+
+
+codecs.register_error("kbctl-escape", _escaped)
+
+
+def _encoded(text: str, encoding: str, errors: str) -> bytes:
+    """``text`` in the stream's encoding: an ASCII stdout (``PYTHONIOENCODING=ascii``, a
+    POSIX locale without UTF-8 mode) gave a traceback and exit 1 on the first ``›`` of a
+    breadcrumb."""
+    try:
+        return text.encode(encoding, errors)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "kbctl-escape")
 
 
 class _WholeWrites:
