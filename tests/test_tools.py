@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from kbctl.agent import (
@@ -485,3 +486,19 @@ def test_sibling_sessions_share_the_resolved_embedder(kb: Cli,
             assert first._session().store.conn is not second._session().store.conn
         finally:
             second.close()
+
+
+def test_a_write_after_the_server_dropped_an_idle_connection_is_not_lost(memory: Cli) -> None:
+    """``idle_session_timeout``, a restart, a failover: the first memory_append after one
+    failed with "the write may not have been saved", and the agent's note was lost. The
+    dead connection is found before the write sends anything, and the write goes out."""
+    with AgentTools(settings(memory.db_url)) as tools:
+        first = tools.call("memory_append", {"path": "memory/agent/log.md", "content": "one"})
+        assert not first.is_error, first.text
+        with psycopg.connect(memory.db_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        second = tools.call("memory_append", {"path": "memory/agent/log.md", "content": "two"})
+        assert not second.is_error, second.text
+    assert rows(memory.db_url, "SELECT content FROM memory_files "
+                               "WHERE path = 'memory/agent/log.md'") == [("one\ntwo\n",)]

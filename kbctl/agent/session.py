@@ -211,6 +211,8 @@ class AgentTools:
         this long-lived session), reconnect, which starts the server again, and run a read
         once more; a write is reported, never repeated blindly: it may have committed."""
         live = self._session()
+        if not spec.read_only:
+            live = self._reachable(live)
         try:
             return self._perform(live, spec, args)
         except (psycopg.OperationalError, DatabaseError) as exc:
@@ -223,6 +225,19 @@ class AgentTools:
                     f" was lost during {spec.name}; the write may not have been saved",
                     hint="check with memory_get before repeating it") from exc
             return self._perform(self._session(), spec, args)
+
+    def _reachable(self, live: _Live) -> _Live:
+        """``live``, or a new session when the server dropped its connection while it sat
+        idle (``idle_session_timeout``, a restart, a failover): found before a write sends
+        anything, so the write goes out on the new one rather than being lost."""
+        try:
+            live.store.conn.execute("SELECT 1")
+        except psycopg.OperationalError as exc:
+            if not (is_lost_connection(exc) or live.store.conn.broken):
+                raise
+            self.close()
+            return self._session()
+        return live
 
     def _perform(self, live: _Live, spec: ToolSpec,
                  args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
