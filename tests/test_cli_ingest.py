@@ -490,3 +490,18 @@ def test_front_matter_is_bounded_before_it_is_built_and_before_it_is_copied(
     assert metas[0][0] < 2000 and metas[0][1] >= 40 and metas[0][2] is True
     titles = rows(cli.db_url, "SELECT title FROM sources WHERE ref LIKE %s", "%long.md")
     assert titles == [("Long page",)]
+
+
+def test_one_missing_folder_of_the_configs_sources_fails_alone(cli: Cli, workdir: Path) -> None:
+    """It stopped the whole run (exit 2) and the good sources were not ingested; DESIGN:
+    one source's failure never aborts the run. All of them missing still makes no KB."""
+    (workdir / "good").mkdir()
+    (workdir / "good" / "a.md").write_text("# Good\n\nThe widget spins.\n")
+    (workdir / "kbctl.yaml").write_text("sources:\n  - kind: files\n    target: ./good\n"
+                                        "  - kind: files\n    target: ./missing-folder\n")
+    out = cli.json("ingest", code=1)
+    assert (out["added"], out["failed"]) == (1, 1)
+    assert "./missing-folder is not a file, a directory" in out["errors"][0]["error"]
+    (workdir / "kbctl.yaml").write_text("sources:\n  - kind: files\n    target: ./gone-a\n"
+                                        "  - kind: files\n    target: ./gone-b\n")
+    assert cli("ingest", "-n", "other").exit_code == 2

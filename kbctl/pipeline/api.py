@@ -46,8 +46,14 @@ def ingest_sources(
 ) -> IngestReport:
     """Ingest ``specs`` into the configured namespace, holding its write lock."""
     specs = _with_opt_in(settings, specs)
+    missing = []
     for spec in specs:  # a mistyped folder makes no knowledge base
-        spec.options.check_present(spec.target)
+        try:
+            spec.options.check_present(spec.target)
+        except InputError as exc:
+            missing.append(exc)
+    if missing and len(missing) == len(specs):  # else those fail alone, and the rest run
+        raise missing[0]
     with open_store(settings, writes=True) as store, \
             store.embedder_lock(waiting=announce):  # resolved under it: reembed waits
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)

@@ -202,7 +202,8 @@ def ingest(
                     _fail_source(spec.target, spec.error, spec.id, report, progress)
                 else:
                     wanted = _ingest_one(store, spec, namespace, writer, report, progress,
-                                         adapter_context or {}, policy, recorded.get(spec.id))
+                                         adapter_context or {}, policy, recorded.get(spec.id),
+                                         alone=len(specs) == 1)
                     doomed += wanted
                     if wanted:
                         dooming.add(spec.id)
@@ -243,15 +244,18 @@ def ingest(
 
 def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer: _Writer,
                 report: IngestReport, progress: Progress, context: dict[str, Any],
-                policy: SyncPolicy, recorded: dict[str, Any] | None) -> list[str]:
+                policy: SyncPolicy, recorded: dict[str, Any] | None, *,
+                alone: bool = True) -> list[str]:
     """Load one definition's documents (``recorded``: its options as recorded before this
-    run, if it was); returns the refs it wants deleted."""
+    run, if it was); returns the refs it wants deleted. A new definition whose target is
+    bad input ends the run when it is the run's only one (``alone``), else fails alone:
+    one mistyped folder of kbctl.yaml's sources stopped all the others."""
     adapter = adapter_for(spec, **context)
     t0 = time.perf_counter()
     try:
         expansion: Expansion = adapter.expand(spec)
     except InputError as exc:
-        if not policy.recorded:
+        if not policy.recorded and alone:
             raise
         _fail_source(spec.target, exc, spec.id, report, progress)
         return []
