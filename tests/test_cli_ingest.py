@@ -505,3 +505,16 @@ def test_one_missing_folder_of_the_configs_sources_fails_alone(cli: Cli, workdir
     (workdir / "kbctl.yaml").write_text("sources:\n  - kind: files\n    target: ./gone-a\n"
                                         "  - kind: files\n    target: ./gone-b\n")
     assert cli("ingest", "-n", "other").exit_code == 2
+
+
+def test_a_file_name_a_url_cannot_hold_is_cited_percent_encoded(cli: Cli, workdir: Path) -> None:
+    """``Getting Started.md`` was cited with a raw space (and a name holding ESC with the
+    byte itself): curl and browsers reject such a URL. Non-ASCII stays readable."""
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "Getting Started.md").write_text("# Getting started\n\nThe widget spins.\n")
+    (docs / "déjà {vu}.md").write_text("# Déjà vu\n\nThe gadget hums.\n")
+    cli.json("ingest", "files", str(docs), "--base-url", "https://docs.example.com/")
+    urls = {url for (url,) in rows(cli.db_url, "SELECT url FROM sources")}
+    assert urls == {"https://docs.example.com/Getting%20Started",
+                    "https://docs.example.com/déjà%20%7Bvu%7D"}

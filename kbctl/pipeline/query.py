@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from urllib.parse import quote
 
 from ..embed.base import Embedder
 from ..errors import InputError
 from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
 from ..results import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
+from ..sources.weburl import NOT_IN_FRAGMENT, NOT_IN_QUERY, escaped
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from .embedding_text import embedding_text
@@ -34,22 +34,11 @@ def citation_for(url: str, anchor: str | None) -> str:
     if not anchor:
         return url
     if "#" not in url:
-        return f"{url}#{_escaped(anchor, _NOT_IN_FRAGMENT)}"
+        return f"{url}#{escaped(anchor, NOT_IN_FRAGMENT)}"
     route = url.split("#", 1)[1]
     if route.startswith("/"):
-        return f"{url}{'&' if '?' in route else '?'}id={_escaped(anchor, _NOT_IN_QUERY)}"
+        return f"{url}{'&' if '?' in route else '?'}id={escaped(anchor, NOT_IN_QUERY)}"
     return url
-
-
-# WHATWG URL's fragment and query percent-encode sets (controls and space besides); other
-# characters, non-ASCII ones included, stay as written, readable
-_NOT_IN_FRAGMENT = frozenset('"<>`')
-_NOT_IN_QUERY = frozenset('"<>`#&\'')
-
-
-def _escaped(anchor: str, unsafe: frozenset[str]) -> str:
-    return "".join(quote(c, safe="") if c in unsafe or c <= " " or c == "\x7f" else c
-                   for c in anchor)
 
 
 def retrieve(

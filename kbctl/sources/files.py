@@ -72,6 +72,7 @@ from .base import (
     SourceSpec,
 )
 from .options import SourceOptions, boolean, choice, http_url, option, strings, version_name
+from .weburl import NOT_IN_PATH, escaped
 
 EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
               ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook",
@@ -616,7 +617,7 @@ def _published_url(leaf: Leaf, file: _File, front_matter: Mapping[str, Any]) -> 
     if not base_url:
         return leaf.url
     page = page_path(file.site, file.published, front_matter)
-    return None if page is None else base_url.rstrip("/") + "/" + page
+    return None if page is None else base_url.rstrip("/") + "/" + escaped(page, NOT_IN_PATH)
 
 
 def split_root(target: str) -> tuple[Path, str | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Query parameters that name a visit, not a page (matched without case; utm_ as a prefix).
@@ -27,6 +27,21 @@ MAX_URL_CHARS = 8192
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+# WHATWG URL's percent-encode sets for the parts kbctl writes into citations (controls and
+# space besides, escaped everywhere); other characters, non-ASCII ones included, stay as
+# written, readable. A path keeps '#' and '?': a generator's page route may hold them.
+NOT_IN_PATH = frozenset('"<>`{}')
+NOT_IN_FRAGMENT = frozenset('"<>`')
+NOT_IN_QUERY = frozenset('"<>`#&\'')
+
+
+def escaped(part: str, unsafe: frozenset[str]) -> str:
+    """``part`` with the characters a URL cannot hold there percent-encoded: a file named
+    ``Getting Started.md`` was cited with a raw space, which curl and browsers reject."""
+    return "".join(quote(c, safe="") if c in unsafe or c <= " " or c == "\x7f" else c
+                   for c in part)
+
 
 #: Extensions a crawl never follows: assets, media, archives, documents that are not pages.
 _SKIPPED = (
