@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ def test_resync_unchanged_is_cheap(cli: Cli, workdir: Path) -> None:
         0, 0, 0, 0, 0)
     assert t["notModified"] == 6  # size and mtime matched: not even read
     assert rows(cli.db_url, "SELECT id FROM chunks ORDER BY id") == before
+    started = datetime.fromisoformat(report["startedAt"])  # a cron log's reports are dated
+    assert started.utcoffset() == timedelta(0)
+    assert abs((datetime.now(timezone.utc) - started).total_seconds()) < 600
 
 
 def test_resync_applies_exactly_the_differences(cli: Cli, workdir: Path) -> None:

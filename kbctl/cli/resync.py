@@ -51,7 +51,7 @@ def resync(
 ) -> None:
     """Re-run the recorded sources of a namespace and apply only the differences.
 
-    Example (a cron line): `kbctl resync --all --json >> /var/log/kbctl.jsonl`
+    Example (a cron line): `kbctl resync --all --json | jq -c . >> /var/log/kbctl.jsonl`
     """
     if all_namespaces and namespace:
         raise InputError("use either --all or --namespace, not both")

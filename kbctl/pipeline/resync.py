@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from ..embed.base import Embedder
@@ -35,6 +36,9 @@ class ResyncReport:
     namespaces: list[IngestReport] = field(default_factory=list)
     plan: bool = False
     seconds: float = 0.0
+    # when the run began (UTC, ISO 8601): a cron log of reports can be dated
+    started_at: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     __json_properties__ = ("ok", "totals")
 
