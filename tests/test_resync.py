@@ -429,3 +429,20 @@ def test_a_folder_deeper_than_the_walk_goes_is_skipped_not_the_source(workdir: P
     expansion = FilesSource().expand(source_spec("files", str(docs), {}))
     assert len(expansion.leaves) == 2 and not expansion.complete
     assert any(f"deeper than {MAX_FOLDER_DEPTH} levels" in n for n in expansion.notes)
+
+
+def test_full_reads_a_file_whose_size_and_mtime_were_kept(cli: Cli, workdir: Path) -> None:
+    """``rsync -a``, ``tar -x`` and ``cp -p`` keep a file's mtime: new text of the same
+    size was never read again, and ``--full`` did not read it either."""
+    site = _site(workdir / "site", 2)
+    page = site / "page000.md"
+    cli.json("ingest", "files", str(site))
+    stamp = page.stat()
+    page.write_text(page.read_text().replace("Body of page 0.", "Text of page 0."))
+    os.utime(page, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert page.stat().st_size == stamp.st_size
+    assert cli.json("resync")["totals"]["notModified"] == 2
+    full = cli.json("resync", "--full")["totals"]
+    assert (full["updated"], full["notModified"]) == (1, 0)
+    assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE %s",
+                "%Text of page 0.%") == [(1,)]

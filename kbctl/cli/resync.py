@@ -30,8 +30,8 @@ def resync(
     all_namespaces: Annotated[bool, typer.Option(
         "--all", help="Resync every namespace that has recorded sources.")] = False,
     full: Annotated[bool, typer.Option(
-        "--full", help="Fetch every page whole, even when its sitemap lastmod, ETag or "
-        "Last-Modified says unchanged.")
+        "--full", help="Fetch every page whole and read every file, even when a sitemap "
+        "lastmod, ETag, Last-Modified or a file's size and mtime say unchanged.")
     ] = False,
     plan: Annotated[bool, typer.Option(
         "--plan", help="Show what would be added, updated, deleted; write nothing.")] = False,

@@ -130,8 +130,11 @@ class _File:
 class FilesSource:
     """Expands a file, folder or glob into files and loads them one by one."""
 
-    def __init__(self, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, *, max_bytes: int = MAX_FILE_BYTES, full: bool = False) -> None:
         self.max_bytes = max_bytes
+        # ``resync --full``: every file read, its size and mtime set aside (a copy that
+        # keeps them, rsync -a or tar -x, brings new text under the old stamp)
+        self.full = full
 
     def expand(self, spec: SourceSpec) -> Expansion:
         root, pattern = split_root(spec.target)
@@ -233,7 +236,7 @@ class FilesSource:
             html = file_format(path) == "html"
             if html:  # a page stored by an older HTML reading is read again
                 stamp[READER] = HTML_READER
-            if prev and all(prev.get(key, 1 if key == READER else None) == value
+            if prev and not self.full and all(prev.get(key, 1 if key == READER else None) == value
                             for key, value in stamp.items()) and not _lapsed(prev) \
                     and _includes_unchanged(prev):
                 return Loaded(leaf=leaf, not_modified=True, meta=stamp)
@@ -429,7 +432,8 @@ def _leaves(site: Site, files: Sequence[tuple[str, Path]], real_root: Path,
     return leaves, unpublished
 
 
-KIND = SourceKind(FilesOptions, lambda spec, **context: FilesSource())
+KIND = SourceKind(FilesOptions,
+                  lambda spec, **context: FilesSource(full=bool(context.get("full"))))
 
 
 def file_format(path: Path) -> str | None:
