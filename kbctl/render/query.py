@@ -29,8 +29,11 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "filters": result.filters,
         "minScore": result.min_score,
         # the best score --min-score cut (None when it cut nothing, or nothing was found)
-        "bestBelowMin": result.best_below_min,
-        "notes": spelling.notes(result.corrected, result.unmatched, result.searchable),
+        "bestBelowMin": (None if result.best_below_min is None
+                         else round(result.best_below_min, 6)),
+        # why nothing was found, as the table says it (a script saw only an empty list)
+        "notes": ([] if result.hits else [nothing_found(result)])
+                 + spelling.notes(result.corrected, result.unmatched, result.searchable),
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
