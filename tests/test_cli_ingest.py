@@ -518,3 +518,17 @@ def test_a_file_name_a_url_cannot_hold_is_cited_percent_encoded(cli: Cli, workdi
     urls = {url for (url,) in rows(cli.db_url, "SELECT url FROM sources")}
     assert urls == {"https://docs.example.com/Getting%20Started",
                     "https://docs.example.com/déjà%20%7Bvu%7D"}
+
+
+def test_a_stray_nul_in_a_markdown_file_is_dropped_with_a_note(cli: Cli, workdir: Path) -> None:
+    """The markdown reader turned it into U+FFFD, stored without a word; README: dropped
+    with a note."""
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_bytes(b"# T\n\nNUL\x00 here and more words\n\n"
+                                + b"filler words here. " * 20 + b"\n")
+    out = cli.json("ingest", "files", str(docs))
+    assert any("a.md: removed 1 NUL byte(s)" in note for note in out["notes"]), out["notes"]
+    texts = [t for (t,) in rows(cli.db_url, "SELECT text FROM chunks")]
+    assert any("NUL here and more words" in t for t in texts)
+    assert not any("\ufffd" in t for t in texts)

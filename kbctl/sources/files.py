@@ -50,7 +50,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
-from ..hygiene import describe_bad_char, first_few
+from ..hygiene import describe_bad_char, drop_bad_chars, first_few
 from ..projectfiles import (
     NEVER_DOCS,
     IgnoreFiles,
@@ -260,7 +260,8 @@ class FilesSource:
                 return Loaded(leaf=leaf, dropped="noindex",
                               note=f"{path}: skipped: marked noindex ({head.noindex}; "
                                    "--ignore-noindex keeps such pages)")
-        text = decode_text(data, source=str(path))
+        # dropped here, and said: the markdown reader would make a NUL U+FFFD, unsaid
+        text, removed = drop_bad_chars(decode_text(data, source=str(path)))
         with outside_project() as outside:
             doc = _document(leaf, file, text, stamp)
         if doc is None:
@@ -268,7 +269,10 @@ class FilesSource:
                           note=f"{path}: {file.site.generator} does not publish it as a page "
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
-        notes = [n for n in (_left_out(path, outside), _stub_note(path, file.site, text)) if n]
+        bad = (f"{_printable(path)}: removed {removed} NUL byte(s) or lone surrogate(s), "
+               f"which cannot be stored") if removed else ""
+        notes = [n for n in (bad, _left_out(path, outside), _stub_note(path, file.site, text))
+                 if n]
         return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
 
 
