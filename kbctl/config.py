@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, InputError
-from .hygiene import require_clean
+from .hygiene import id_problem, require_clean
 from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .rerank.base import DEFAULT_TOP_N
@@ -252,6 +252,9 @@ def _chunking(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ConfigError(f"{_at(path, value, key)}: 'chunking.{key}' must be a "
                               f"non-negative integer")
+        if key == "max_tokens" and not MIN_CHUNK_TOKENS <= v <= MAX_CHUNK_TOKENS:
+            raise ConfigError(f"{_at(path, value, key)}: 'chunking.max_tokens' must be within "
+                              f"{MIN_CHUNK_TOKENS}..{MAX_CHUNK_TOKENS:,}, got {v}")
         out[_CHUNKING[key]] = v
     return out
 
@@ -317,6 +320,22 @@ def _check_value(name: str, value: Any, source: str) -> None:
     if name == "namespace" and value != value.strip():  # "docs " made a namespace of its own
         raise ConfigError(f"{source} {value!r} has spaces around it",
                           hint=f"use {value.strip()!r}")
+    # checked here, where the value was given: found later, their messages named the flag
+    # whichever place held them, and a bad base URL left a new, empty KB behind
+    if name in ("agent", "user") and (problem := id_problem(value)):
+        raise ConfigError(f"{source} {value[:40]!r}: {problem}")
+    if name in ("embedder_base_url", "rerank_base_url"):
+        from .net.endpoint import checked_endpoint  # here: the network layer loads httpx
+
+        checked_endpoint(value, source)
+    if name == "db_url":
+        import psycopg  # here: a config read needs no database driver
+
+        try:
+            psycopg.conninfo.conninfo_to_dict(value)
+        except psycopg.ProgrammingError:  # its message quotes the string, password and all
+            raise ConfigError(f"{source} is not a PostgreSQL connection string",
+                              hint="postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
     if name == "vector_weight" and not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{source} must be within 0..1, got {value}")
     if name == "fusion" and value not in FUSIONS:
@@ -334,9 +353,16 @@ def _check_value(name: str, value: Any, source: str) -> None:
             raise ConfigError(f"{source}: {exc.message}", hint=exc.hint) from None
 
 
+# A chunk's size in tokens: below, a heading path alone fills it; above, one chunk is a
+# whole book, past what any embedder takes.
+MIN_CHUNK_TOKENS = 16
+MAX_CHUNK_TOKENS = 100_000
+
+
 def _check(s: Settings) -> None:
-    if s.max_tokens < 16:
-        raise ConfigError(f"chunking.max_tokens must be at least 16, got {s.max_tokens}")
+    if s.max_tokens < MIN_CHUNK_TOKENS:
+        raise ConfigError(f"chunking.max_tokens must be at least {MIN_CHUNK_TOKENS}, got "
+                          f"{s.max_tokens}")
     if s.overlap_tokens >= s.max_tokens:
         raise ConfigError("chunking.overlap_tokens must be smaller than chunking.max_tokens")
 

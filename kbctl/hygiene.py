@@ -29,6 +29,19 @@ def describe_bad_char(text: str) -> str | None:
     return "a NUL byte" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
 
 
+# An agent's or a user's id: it scopes memory rows, so it is compared exactly.
+MAX_ID_CHARS = 200
+
+
+def id_problem(value: str) -> str | None:
+    """What is wrong with an agent or user id, or None: long ones, control characters and
+    surrounding spaces (``" alice"`` would be a user of its own)."""
+    if len(value) > MAX_ID_CHARS or _CONTROL.search(value) or value != value.strip():
+        return (f"at most {MAX_ID_CHARS} characters, no control characters or surrounding "
+                f"spaces")
+    return None
+
+
 def require_clean(name: str, value: Any) -> None:
     """Refuse (exit 2) an argument whose text holds a NUL byte or a lone surrogate.
 

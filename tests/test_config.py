@@ -165,3 +165,27 @@ def test_a_config_kbctl_would_pass_over_is_an_error(tmp_path: Path, layout: str)
         expected = "is not a regular file"
     with pytest.raises(ConfigError, match=expected):
         resolve_settings({}, env={}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("body", "env", "named"), [
+    ('user: " alice"\n', {}, "kbctl.yaml:1: 'user' ' alice': at most 200 characters"),
+    ("", {"KBCTL_USER": " alice"}, "KBCTL_USER ' alice': at most 200 characters"),
+    ("embedder_base_url: ftp://x\n", {}, "kbctl.yaml:1: 'embedder_base_url' must be an "
+                                         "http(s) URL"),
+    ("", {"KBCTL_RERANK_BASE_URL": "bogus value!"}, "KBCTL_RERANK_BASE_URL must be an "
+                                                    "http(s) URL"),
+    ('db: "not a url"\n', {}, "kbctl.yaml:1: 'db' is not a PostgreSQL connection string"),
+    ("chunking:\n  max_tokens: 8\n", {}, "kbctl.yaml:2: 'chunking.max_tokens' must be "
+                                         "within 16..100,000, got 8"),
+    ("chunking:\n  max_tokens: 100000000000000000000\n", {}, "kbctl.yaml:2: "
+                                                             "'chunking.max_tokens' must be"),
+])
+def test_a_bad_value_is_named_where_it_was_given(tmp_path: Path, body: str,
+                                                 env: dict[str, str], named: str) -> None:
+    """Checked late, these named the flag (or nothing) whichever place held them, and a
+    bad base URL was found only after a new KB had been made."""
+    (tmp_path / "kbctl.yaml").write_text(body)
+    with pytest.raises(ConfigError) as refused:
+        resolve_settings({}, env=env, cwd=tmp_path)
+    assert named in refused.value.message
+    assert "secret" not in refused.value.message

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..errors import InputError, PathError
+from ..hygiene import id_problem
 
 ROOT = "memory/"
 AGENT_TIER = "agent"
 USER_TIER = "user"
 TIERS = (AGENT_TIER, USER_TIER)
 MAX_PATH_CHARS = 512
-MAX_ID_CHARS = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _DATED = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
@@ -61,9 +61,9 @@ def _check_id(kind: str, value: object) -> None:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"the {kind} id must be a non-empty string",
                          hint=f"pass --{kind} ID (or set KBCTL_{kind.upper()})")
-    if len(value) > MAX_ID_CHARS or _CONTROL.search(value) or value != value.strip():
-        raise InputError(f"invalid {kind} id {value[:40]!r}: at most {MAX_ID_CHARS} "
-                         f"characters, no control characters or surrounding spaces")
+    problem = id_problem(value)
+    if problem:
+        raise InputError(f"invalid {kind} id {value[:40]!r}: {problem}")
 
 
 def scope_of(agent: str | None, user: str | None) -> MemoryScope:
