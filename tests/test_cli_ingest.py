@@ -532,3 +532,18 @@ def test_a_stray_nul_in_a_markdown_file_is_dropped_with_a_note(cli: Cli, workdir
     texts = [t for (t,) in rows(cli.db_url, "SELECT text FROM chunks")]
     assert any("NUL here and more words" in t for t in texts)
     assert not any("\ufffd" in t for t in texts)
+
+
+def test_a_report_names_a_bounded_number_of_notes(cli: Cli, workdir: Path) -> None:
+    """50,000 broken links made 50,000 notes on every nightly run's stderr and in its JSON."""
+    from kbctl.pipeline.ingest import MAX_NOTES
+
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "page.md").write_text("# Page\n\nThe widget spins.\n")
+    for i in range(MAX_NOTES + 50):
+        (docs / f"gone{i}.md").symlink_to(workdir / f"nowhere{i}.md")
+    out = cli.json("ingest", "files", str(docs))
+    assert out["added"] == 1
+    assert len(out["notes"]) == MAX_NOTES + 1
+    assert out["notes"][-1] == "… and 50 more notes"
