@@ -36,10 +36,21 @@ from tests.embed_fakes import Recorder
         ("  Gemini:gemini-embedding-001  ", EmbedderSpec("gemini", "gemini-embedding-001", None)),
         ("none", EmbedderSpec("none", "none", None)),
         ("NONE", EmbedderSpec("none", "none", None)),
+        # as status and reports show a KB's embedder, taken back as shown
+        ("openai/text-embedding-3-small@1536",
+         EmbedderSpec("openai", "text-embedding-3-small", 1536)),
+        ("local/BAAI/bge-small-en-v1.5@384", EmbedderSpec("local", "BAAI/bge-small-en-v1.5", 384)),
     ],
 )
 def test_parse_spec(spec: str, expected: EmbedderSpec) -> None:
     assert parse_spec(spec) == expected
+
+
+def test_an_identity_as_shown_is_a_spec() -> None:
+    from kbctl.embed.base import EmbedderIdentity
+
+    shown = str(EmbedderIdentity("openai", "BAAI/bge-small-en-v1.5", 384))
+    assert parse_spec(shown) == EmbedderSpec("openai", "BAAI/bge-small-en-v1.5", 384)
 
 
 def test_spec_round_trips_through_str() -> None:

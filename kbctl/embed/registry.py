@@ -61,7 +61,8 @@ NONE_SPEC = EmbedderSpec("none", "none", None)
 
 
 def parse_spec(spec: str) -> EmbedderSpec:
-    """Parse ``provider[:model][@N]``; the model defaults per provider."""
+    """Parse ``provider[:model][@N]`` (or ``provider/model@N``, as identities are shown);
+    the model defaults per provider."""
     if not isinstance(spec, str):
         raise ConfigError(f"embedder spec must be a string, got {spec!r}")
     text = spec.strip()
@@ -84,6 +85,10 @@ def parse_spec(spec: str) -> EmbedderSpec:
         text = match.group("head")
 
     provider, sep, model = text.partition(":")
+    if not sep and "/" in text and text.split("/", 1)[0].strip().lower() in PROVIDERS:
+        # the way kbctl shows a KB's embedder (``openai/text-embedding-3-small@1536``, in
+        # status and reports), taken back as it is shown
+        provider, sep, model = text.partition("/")
     provider = provider.strip().lower()
     model = model.strip()
     if not _PROVIDER_RE.match(provider):
