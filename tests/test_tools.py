@@ -423,6 +423,7 @@ def test_cli_call_prints_json_and_exit_codes(memory: Cli) -> None:
         assert bad.exit_code == 2, bad.output
         err = json.loads(bad.stdout)
         assert err["isError"] is True and message in err["error"]["message"]
+        assert err["exitCode"] == 2  # as every command's error document says it
 
 
 def test_cli_call_reports_an_unreachable_database(workdir: Path) -> None:

@@ -20,9 +20,12 @@ class ToolResult:
     exit_code: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        key = "error" if self.is_error else "result"
-        return {"tool": self.tool, "isError": self.is_error, "text": self.text,
-                key: self.data.get("error") if self.is_error else self.data}
+        """``{tool, isError, text, result}``, or ``error`` and ``exitCode`` as every
+        command's error document carries them."""
+        if self.is_error:
+            return {"tool": self.tool, "isError": True, "text": self.text,
+                    "error": self.data.get("error"), "exitCode": self.exit_code}
+        return {"tool": self.tool, "isError": False, "text": self.text, "result": self.data}
 
     @classmethod
     def failure(cls, tool: str, exc: KbctlError) -> ToolResult:

@@ -118,7 +118,8 @@ def call(
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonAlreadyOpt = False,
 ) -> None:
-    """Run one tool and print its result as JSON: `{tool, isError, text, result|error}`.
+    """Run one tool and print its result as JSON: `{tool, isError, text, result}` (on
+    failure `error` and `exitCode` in place of `result`).
 
     `text` is what a model should read (retrieved content comes spotlighted as untrusted
     data); the exit code is 0, or the error's code (2 bad arguments, 3 environment).
