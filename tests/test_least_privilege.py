@@ -5,6 +5,9 @@ a read pointed at a database kbctl never wrote to must leave it as it was."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,3 +125,44 @@ def test_a_bounded_read_keeps_a_lower_statement_timeout(db_url: str, server_ms: 
         assert shown == (kept_ms,)
     finally:
         conn.close()
+
+
+def test_a_connection_waits_for_a_slot_the_server_frees(
+        db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A server at max_connections (or a role at its CONNECTION LIMIT): concurrent MCP calls
+    failed at once with 'too many clients already'; a slot frees as a client leaves."""
+    role = f"kblimited_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT 1").format(
+            sql.Identifier(role)))
+    url = psycopg.conninfo.make_conninfo(db_url, user=role)
+    try:
+        connect(db_url).close()  # the schema made by its owner, readable by the role
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+                sql.Identifier(role)))
+        holder = psycopg.connect(url)
+        threading.Timer(1.0, holder.close).start()
+        connect(url).close()  # waited for the holder to leave
+        assert "has no connection slot free" in capsys.readouterr().err
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE usename = %s", (role,))
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def test_a_urls_own_connect_timeout_is_kept() -> None:
+    """A server that accepts and never answers: the URL's connect_timeout=1 lost to a
+    hard-coded 10 s."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        from kbctl.errors import DatabaseError
+
+        with pytest.raises(DatabaseError):
+            connect(f"postgresql://kb@127.0.0.1:{port}/kb?connect_timeout=1")
+        assert time.monotonic() - started < 8

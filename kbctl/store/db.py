@@ -108,24 +108,35 @@ RECOVERY_POLL_S = 0.25
 _RECOVERING = ("the database system is starting up",
                "the database system is not yet accepting connections",
                "the database system is in recovery mode")
+# A server at max_connections frees a slot as soon as a client leaves: an MCP server's
+# concurrent calls, or a resync beside busy clients, wait for one the same way.
+_FULL = ("too many clients already", "remaining connection slots are reserved",
+         "too many connections for")  # a role's or a database's CONNECTION LIMIT
+CONNECT_TIMEOUT_S = 10  # unless the URL sets its own connect_timeout
 
 
 def _open(target: str, shown: str, pgdata: Path | None) -> psycopg.Connection:
-    """Connect to ``target``, waiting for a server that recovers from a crash; ``pgdata``:
-    the embedded server's data directory, which the hint names instead of ``--db``."""
+    """Connect to ``target``, waiting for a server that recovers from a crash or has no
+    connection slot free; ``pgdata``: the embedded server's data directory, which the
+    hint names instead of ``--db``."""
     deadline = time.monotonic() + RECOVERY_WAIT_S
     waiting = False
+    timeout = ({} if "connect_timeout" in psycopg.conninfo.conninfo_to_dict(target)
+               else {"connect_timeout": CONNECT_TIMEOUT_S})
     while True:
         try:
-            return psycopg.connect(target, autocommit=True, connect_timeout=10)
+            return psycopg.connect(target, autocommit=True, **timeout)
         except psycopg.Error as exc:
             recovering = any(m in str(exc) for m in _RECOVERING)
-            if not recovering or time.monotonic() >= deadline:
+            full = any(m in str(exc) for m in _FULL)
+            if not (recovering or full) or time.monotonic() >= deadline:
                 raise DatabaseError(f"cannot connect to {shown}: {str(exc).strip()}",
                                     hint=_connect_hint(str(exc), recovering, pgdata)) from exc
             if not waiting:
-                say_on_stderr(f"{shown} is recovering from a crash; waiting for it "
-                              f"(at most {RECOVERY_WAIT_S:.0f} s)")
+                why = ("has no connection slot free (max_connections)" if full
+                       else "is recovering from a crash")
+                say_on_stderr(f"{shown} {why}; waiting for it (at most "
+                              f"{RECOVERY_WAIT_S:.0f} s)")
                 waiting = True
             time.sleep(RECOVERY_POLL_S)
 
@@ -133,6 +144,9 @@ def _open(target: str, shown: str, pgdata: Path | None) -> psycopg.Connection:
 def _connect_hint(error: str, recovering: bool, pgdata: Path | None) -> str:
     if recovering:
         return f"it was still recovering after {RECOVERY_WAIT_S:.0f} s; its log says why"
+    if any(m in error for m in _FULL):
+        return (f"no connection came free in {RECOVERY_WAIT_S:.0f} s: raise the server's "
+                f"max_connections (or the role's CONNECTION LIMIT), or run fewer clients")
     if pgdata is None:
         return "check --db / KBCTL_DATABASE_URL and that the server is running"
     if "No space left on device" in error:
