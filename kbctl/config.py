@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ConfigError, InputError
 from .hygiene import id_problem, require_clean
-from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped
+from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped, value_kind
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .rerank.base import DEFAULT_TOP_N
 from .results import FUSIONS, MAX_K, MIN_K
@@ -220,14 +220,14 @@ def _from_file(path: Path) -> dict[str, Any]:
         elif key == "memory_track":  # kept from before the memory section; memory.track
             if not isinstance(value, bool):
                 raise ConfigError(f"{_at(path, data, key)}: 'memory_track' must be true or "
-                                  f"false, got {type(value).__name__}")
+                                  f"false, got {value_kind(value)}")
             out["memory_track"] = value
         elif key in _FIELDS:
             name, types = _FIELDS[key]
             if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
                 raise ConfigError(
                     f"{_at(path, data, key)}: '{key}' must be {_type_names(types)}, "
-                    f"got {type(value).__name__}")
+                    f"got {value_kind(value)}")
             _check_value(name, value, f"{_at(path, data, key)}: '{key}'")
             out[name] = value
         else:
@@ -368,5 +368,6 @@ def _check(s: Settings) -> None:
 
 
 def _type_names(types: tuple[type, ...]) -> str:
-    names = {str: "a string", int: "a number", float: "a number", bool: "true or false"}
+    names = {str: "a string", int: "an integer" if float not in types else "a number",
+             float: "a number", bool: "true or false"}
     return " or ".join(dict.fromkeys(names[t] for t in types))

@@ -189,3 +189,15 @@ def test_a_bad_value_is_named_where_it_was_given(tmp_path: Path, body: str,
         resolve_settings({}, env=env, cwd=tmp_path)
     assert named in refused.value.message
     assert "secret" not in refused.value.message
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("rerank_top: 5.5\n", "'rerank_top' must be an integer, got a number"),
+    ("namespace:\n", "'namespace' must be a string, got null"),
+    ("db: {a: 1}\n", "'db' must be a string, got a mapping"),
+])
+def test_a_wrong_type_is_said_in_the_files_words(tmp_path: Path, body: str, said: str) -> None:
+    """It was Python's: 'must be a number, got float', 'got NoneType', 'got LineDict'."""
+    (tmp_path / "kbctl.yaml").write_text(body)
+    with pytest.raises(ConfigError, match=said):
+        resolve_settings({}, env={}, cwd=tmp_path)

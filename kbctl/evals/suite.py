@@ -27,7 +27,7 @@ from typing import Any
 from kbctl.errors import SuiteError
 from kbctl.evals.checks import CHECKS
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
-from kbctl.linefile import LineDict, LoadError, load_json, load_yaml, read_capped
+from kbctl.linefile import LineDict, LoadError, load_json, load_yaml, read_capped, value_kind
 from kbctl.results import MAX_QUESTION_CHARS
 
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -117,25 +117,7 @@ def _not_text(value: Any) -> str:
     """Why a value is no string; for a scalar, that quotes make it one (YAML reads a bare
     ``no``, ``on``, ``1.10`` or ``null`` as another type)."""
     scalar = value is None or isinstance(value, bool | int | float)
-    return f"expected a string, got {_kind(value)}" + (" (quote it)" if scalar else "")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    return f"expected a string, got {value_kind(value)}" + (" (quote it)" if scalar else "")
 
 
 def _line(mapping: Any, key: str | None = None) -> int | None:
@@ -191,7 +173,8 @@ class _Validator:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.add(_line(parent, key), where, field, f"expected a mapping, got {_kind(value)}")
+            self.add(_line(parent, key), where, field,
+                     f"expected a mapping, got {value_kind(value)}")
             return None
         return value
 
@@ -199,7 +182,7 @@ class _Validator:
         value = parent["topK"]
         if not isinstance(value, int) or isinstance(value, bool):
             self.add(_line(parent, "topK"), where, field,
-                     f"expected a positive integer, got {_kind(value)}")
+                     f"expected a positive integer, got {value_kind(value)}")
             return None
         if not MIN_K <= value <= MAX_K:
             self.add(_line(parent, "topK"), where, field,
@@ -211,7 +194,7 @@ class _Validator:
         value = parent[key]
         if not _is_number(value):
             self.add(_line(parent, key), where, field,
-                     f"expected a number between 0 and 1, got {_kind(value)}")
+                     f"expected a number between 0 and 1, got {value_kind(value)}")
             return None
         if not math.isfinite(value) or not 0 <= value <= 1:
             self.add(_line(parent, key), where, field,
@@ -239,7 +222,7 @@ class _Validator:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list):
             self.add(_line(parent, key), where, field,
-                     f"expected a string or a list of strings, got {_kind(value)}")
+                     f"expected a string or a list of strings, got {value_kind(value)}")
             return None
         if not items:
             self.add(_line(parent, key), where, field, "must not be an empty list")
@@ -283,7 +266,7 @@ class _Validator:
             raise self.fail()
         if not isinstance(data, dict):
             self.add(1, "", "", f"expected a mapping with version, defaults and cases at the "
-                     f"top level, got {_kind(data)}")
+                     f"top level, got {value_kind(data)}")
             raise self.fail()
         self.keys(data, _TOP_KEYS, "")
         if "version" not in data:
@@ -298,7 +281,7 @@ class _Validator:
         if "cases" not in data:
             self.add(_line(data), "", "cases", "is required (a list of cases)")
         elif not isinstance(cases, list):
-            self.add(_line(data, "cases"), "", "cases", f"expected a list, got {_kind(cases)}")
+            self.add(_line(data, "cases"), "", "cases", f"expected a list, got {value_kind(cases)}")
         elif not cases:
             self.add(_line(data, "cases"), "", "cases", "must hold at least one case")
         built: list[Case] = []
@@ -330,7 +313,7 @@ class _Validator:
              first_seen: dict[str, int | None]) -> Case | None:
         where = f"cases[{index}]"
         if not isinstance(item, dict):
-            self.add(list_line, where, "", f"expected a mapping, got {_kind(item)}")
+            self.add(list_line, where, "", f"expected a mapping, got {value_kind(item)}")
             return None
         before = len(self.problems)
         case_id: str | None = None
