@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -201,3 +202,14 @@ def test_a_wrong_type_is_said_in_the_files_words(tmp_path: Path, body: str, said
     (tmp_path / "kbctl.yaml").write_text(body)
     with pytest.raises(ConfigError, match=said):
         resolve_settings({}, env={}, cwd=tmp_path)
+
+
+def test_status_says_which_database_and_config_the_settings_came_to(cli: Cli,
+                                                                     workdir: Path) -> None:
+    """Flags, environment and kbctl.yaml combine: nothing showed which won."""
+    (workdir / "kbctl.yaml").write_text("namespace: docs\n")
+    assert cli("ingest", "text", "a note", "--ref", "n").exit_code == 0
+    out = json.loads(cli("status", "--json").stdout)
+    assert out["database"].startswith("postgresql://") and "@" not in out["database"]
+    assert out["config"] == str(workdir / "kbctl.yaml")
+    assert [n["namespace"] for n in out["namespaces"]] == ["docs"]

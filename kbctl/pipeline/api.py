@@ -320,7 +320,9 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
                             namespaces=store.namespace_status(namespace),
                             source_definitions=[DefinitionStatus.of(d)
                                                 for d in store.list_defs(namespace)],
-                            embedder_endpoint=endpoint)
+                            embedder_endpoint=endpoint,
+                            database=describe(settings.db_url, settings.data_dir),
+                            config=str(settings.config_path) if settings.config_path else None)
 
 
 def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:

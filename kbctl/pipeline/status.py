@@ -49,3 +49,7 @@ class StatusReport:
     namespaces: list[NamespaceStatus] = field(default_factory=list)
     source_definitions: list[DefinitionStatus] = field(default_factory=list)
     embedder_endpoint: str | None = None
+    # which database and config file the settings resolved to (flags, environment and
+    # kbctl.yaml combine: an operator sees which won), the URL without its password
+    database: str = ""
+    config: str | None = None

@@ -119,7 +119,9 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
         table.add_row(shown(s.namespace), str(s.sources), str(s.chunks), str(s.definitions),
                       _when(s.last_ok_at),
                       str(s.last_run_failures), shown(", ".join(s.generators)) or "-")
-    out = Rendered.stdout(table)
+    config = f" (config {shown(report.config)})" if report.config else ""
+    out = Rendered.stdout(styled(f"[dim]database: {shown(report.database)}{config}[/dim]"),
+                          table)
     if report.source_definitions:
         defs = Table(*_columns("namespace", "kind", "target", "private net", "last ok sync",
                                "failures"),
