@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -60,8 +62,15 @@ def _as(cli: Cli, url: str) -> Cli:
 def test_a_role_that_may_only_read_queries_evaluates_and_calls_tools(
         cli: Cli, db_url: str, reader_url: str, workdir: Path) -> None:
     assert cli("ingest", "text", "The widget spins clockwise.", "--ref", "widgets").exit_code == 0
+    assert cli("memory", "append", "memory/agent/runbook.md", "deploy on fridays",
+               "--agent", "bot").exit_code == 0
     _grant_reads(db_url, reader_url)
     reader = _as(cli, reader_url)
+    # memory's reads too: opening it recorded the KB's embedder again, a write
+    assert reader.json("memory", "search", "deploy", "--agent", "bot")["results"]
+    as_agent = reader("tools", "call", "search_knowledge", "--agent", "bot", "--args",
+                      '{"query": "widget spin"}', "--json")
+    assert as_agent.exit_code == 0, as_agent.output
     found = reader.json("query", "widget spin")
     assert found["results"][0]["sourceRef"].endswith("/widgets")
     (workdir / "suite.yaml").write_text(SUITE)
@@ -166,3 +175,18 @@ def test_a_urls_own_connect_timeout_is_kept() -> None:
         with pytest.raises(DatabaseError):
             connect(f"postgresql://kb@127.0.0.1:{port}/kb?connect_timeout=1")
         assert time.monotonic() - started < 8
+
+
+def test_serve_mcp_whose_first_look_times_out_says_so(cli: Cli, db_url: str,
+                                                        workdir: Path) -> None:
+    """Its startup check (does the namespace hold chunks?) behind another session's lock,
+    under the DBA's statement_timeout: a traceback and exit 1."""
+    assert cli("ingest", "text", "The widget spins clockwise.", "--ref", "widgets").exit_code == 0
+    url = psycopg.conninfo.make_conninfo(db_url, options="-c statement_timeout=500")
+    with psycopg.connect(db_url) as locker:
+        locker.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
+        done = subprocess.run([sys.executable, "-c", "from kbctl.cli import main; main()",
+                               "serve", "mcp", "--db", url], input="", capture_output=True,
+                              text=True, cwd=workdir, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "statement timeout" in done.stderr and "Traceback" not in done.stderr

@@ -183,8 +183,14 @@ class AgentTools:
 
     def knowledge_is_empty(self) -> bool:
         """Whether the session's namespace holds no chunks (nothing ingested there, or a
-        mistyped name): a server started so should say it, as search finds nothing."""
-        return not self._session().store.has_chunks(self.namespace)
+        mistyped name): a server started so should say it, as search finds nothing. A
+        database failure here (a statement timeout, a lost server) is the environment's
+        error, named, not a traceback."""
+        try:
+            return not self._session().store.has_chunks(self.namespace)
+        except psycopg.Error as exc:
+            self.close()
+            raise database_error(exc, self.settings.db_url, self.settings.data_dir) from exc
 
     # calls
 

@@ -64,7 +64,10 @@ class KnowledgeStore:
     def bind_embedder(self, identity: EmbedderIdentity) -> EmbedderIdentity:
         """Record ``identity`` on a fresh KB, or check it matches the recorded one. A KB
         that holds nothing yet (its first write failed: no key, a provider down) takes
-        the new one instead: there is nothing to mix."""
+        the new one instead: there is nothing to mix. Writes only what changes: a role
+        that may only read opens the KB (and its memory) as long as nothing must."""
+        if self.embedder_identity() == identity:
+            return identity
         with self.conn.transaction():
             inserted = self.conn.execute(
                 "INSERT INTO kb_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
