@@ -38,6 +38,12 @@
     attribute lists that never close, code cells of option lines, ``(label)=`` targets
     before nothing, directive fences that never close. Seconds per page.
 
+11. Front matter shaped against the YAML loader, in files under the 5 MB cap: a flow list of
+    a million items, a 4 MB description. Refused by its size before YAML builds it
+    (``MAX_FRONT_MATTER_CHARS``), against what building it costs (what every page paid
+    before; the description was then copied into each of the page's chunks). Seconds, one
+    run each, and the peak of Python's allocations for the refusal.
+
 Medians of repeated runs in one process, so all sides see the same machine load.
 
     .venv/bin/python bench/bench_hostile_inputs.py
@@ -382,6 +388,43 @@ def quarto_and_mystmd_pages() -> None:
         print(f"  {name:44} {len(text) / 1e6:6.1f} {took:8.2f}")
 
 
+def front_matter() -> None:
+    import tracemalloc
+
+    from kbctl import frontmatter
+    from kbctl.errors import ExtractError
+
+    pages = {"a flow list of 1M items": "---\nl: [" + "1," * 1_000_000 + "1]\n---\n# P\n",
+             "a 4 MB description": "---\ndescription: " + "word " * 800_000 + "\n---\n# P\n"}
+
+    def measured(fn: Callable[[], object], *, traced: bool) -> tuple[float, float]:
+        """Seconds and peak; the peak is traced only where tracing does not swamp the time
+        (it slows YAML's building tenfold)."""
+        if traced:
+            tracemalloc.start()
+        started = time.perf_counter()
+        try:
+            fn()
+        except ExtractError:
+            pass
+        finally:
+            seconds = time.perf_counter() - started
+            peak = tracemalloc.get_traced_memory()[1] if traced else 0
+            if traced:
+                tracemalloc.stop()
+        return seconds, peak
+
+    print("\nfront matter shaped against the YAML loader (one run each):")
+    for name, text in pages.items():
+        block = text[4:text.index("\n---\n", 4) + 1]
+        refused_s, refused_peak = measured(
+            lambda text=text: frontmatter.split_front_matter(text), traced=True)
+        built_s, _ = measured(lambda block=block: frontmatter._load_yaml(block), traced=False)
+        print(f"  {name:26} {len(text.encode()) / 1e6:4.1f} MB  refused by size "
+              f"{refused_s * 1e3:7.2f} ms ({refused_peak / 1e6:.1f} MB peak);  "
+              f"built by YAML {built_s:6.2f} s")
+
+
 if __name__ == "__main__":
     robots()
     yaml_bomb()
@@ -393,3 +436,4 @@ if __name__ == "__main__":
     repeated_includes()
     nested_rst()
     quarto_and_mystmd_pages()
+    front_matter()
