@@ -477,3 +477,55 @@ def test_a_build_folder_in_the_docs_is_no_page_of_them_without_a_base_url_too(
         assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == [
             "index.rst" if not options else "index.html"]
         assert any("2 file(s) that sphinx does not publish" in n for n in expansion.notes)
+
+
+@pytest.mark.parametrize("pattern", ["**/*.md", "*.md", "guide/*.md", "guide/**/*.md",
+                                     "**/api/*.md", "g*/*", "**/*", "*/*/*.md", "a?.md",
+                                     "[ab]*.md", "**/deep/**/*.md", "guide/**", "x[[]y].md"])
+def test_a_glob_target_matches_what_pathlibs_glob_matches(tmp_path: Path, pattern: str) -> None:
+    """Globs are matched on one walk of the folder (pathlib's glob passed over a folder it
+    could not list without a word, and recursed until a deep tree failed the source)."""
+    from kbctl.sources.files import _walk
+
+    root = tmp_path / "docs"
+    for rel in ("a.md", "ab.md", "b.txt", "x[y].md", "guide/intro.md", "guide/api/ref.md",
+                "guide/api/deep/more/x.md", "other/api/y.md", "other/deep/z.md",
+                "deep/q/deep/r.md", ".hidden/h.md", "guide/.draft.md", "node_modules/n.md"):
+        _write(root, rel)
+    expected = sorted(p for p in root.glob(pattern) if p.is_file()
+                      and not any(part.startswith(".") or part == "node_modules"
+                                  for part in p.relative_to(root).parts))
+    assert list(_walk(root, pattern, [])) == expected
+
+
+def test_a_glob_target_keeps_the_pages_of_a_folder_it_cannot_list(
+        docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(path) == docs / "guide":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    expansion = FilesSource().expand(source_spec("files", f"{docs}/**/*.md", {}))
+    assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == ["good.md"]
+    assert not expansion.complete
+    assert any("cannot list: Permission denied" in note for note in expansion.notes)
+
+
+def test_a_glob_over_a_tree_a_thousand_folders_deep_skips_the_depths(tmp_path: Path) -> None:
+    from kbctl.sources.files import MAX_FOLDER_DEPTH
+
+    root = tmp_path / "docs"
+    _write(root, "top.md")
+    deep = root / "build"
+    deep.mkdir()
+    for _ in range(1000):  # one level at a time: pathlib's mkdir(parents=True) recurses
+        deep = deep / "x"
+        deep.mkdir()
+    (deep / "bottom.md").write_text("# Bottom\n")
+    expansion = within(lambda: FilesSource().expand(source_spec("files", f"{root}/**/*.md",
+                                                                {})))
+    assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == ["top.md"]
+    assert any(f"deeper than {MAX_FOLDER_DEPTH} levels" in n for n in expansion.notes)

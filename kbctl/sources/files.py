@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fnmatch
+import functools
 import glob
 import os
 import stat
@@ -650,60 +651,68 @@ MAX_FOLDER_DEPTH = 64
 def _walk(root: Path, pattern: str | None, notes: list[str],
           ignores: IgnoreFiles | None = None,
           unlisted: list[Path] | None = None) -> Iterator[Path]:
-    """Candidate files under ``root``; symlinked folders are not entered (loops), nor
-    hidden ones, ``node_modules`` or (with ``ignores``) what a ``.gitignore`` leaves out.
-    A folder that cannot be listed, or lies past ``MAX_FOLDER_DEPTH``, is noted and added
-    to ``unlisted``: what it holds is unknown, not gone."""
+    """Candidate files under ``root`` (those ``pattern`` matches, when there is one);
+    symlinked folders are not entered (loops), nor hidden ones (unless the pattern names
+    them), ``node_modules`` or (with ``ignores``) what a ``.gitignore`` leaves out. A
+    folder that cannot be listed, or lies past ``MAX_FOLDER_DEPTH``, is noted and added to
+    ``unlisted``: what it holds is unknown, not gone. One walk for folders and globs:
+    pathlib's glob passed over a folder it could not list without a word (its pages were
+    deleted as gone) and recursed until a deep tree raised RecursionError."""
     unlisted = [] if unlisted is None else unlisted
     left_out = [0]
+    segments = PurePosixPath(pattern).parts if pattern is not None else None
+    dotted = segments is not None and any(part.startswith(".") for part in segments)
 
-    def kept(folder: Path, name: str, *, is_dir: bool) -> bool:
-        if name.startswith(".") or (is_dir and name in NEVER_DOCS):
+    def kept(folder: Path, rel: tuple[str, ...], *, is_dir: bool) -> bool:
+        name = rel[-1]
+        if (name.startswith(".") and not dotted) or (is_dir and name in NEVER_DOCS):
+            return False
+        if segments is not None and not glob_matches(rel, segments, leading=is_dir):
             return False
         if ignores is not None and ignores.ignored(folder, name, is_dir=is_dir):
             left_out[0] += 1
             return False
         return True
 
-    if pattern is None:
-        def unreadable(exc: OSError) -> None:
-            notes.append(f"skipped {_printable(exc.filename)}: cannot list: "
-                         f"{exc.strerror or exc}")
-            unlisted.append(Path(exc.filename))
+    def unreadable(exc: OSError) -> None:
+        notes.append(f"skipped {_printable(exc.filename)}: cannot list: "
+                     f"{exc.strerror or exc}")
+        unlisted.append(Path(exc.filename))
 
-        for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
-            folder = Path(dirpath)
-            dirnames[:] = sorted(d for d in dirnames if kept(folder, d, is_dir=True))
-            if dirnames and len(folder.relative_to(root).parts) >= MAX_FOLDER_DEPTH:
-                notes.append(f"skipped the folders in {_printable(folder)}: deeper than "
-                             f"{MAX_FOLDER_DEPTH} levels under {_printable(root)}")
-                unlisted.append(folder)
-                dirnames[:] = []
-            for name in sorted(filenames):
-                if kept(folder, name, is_dir=False):
-                    yield folder / name
-    else:
-        # pathlib's "**" never enters symlinked folders (glob.glob's does: two links to
-        # "." make 2**40 paths); hidden entries are matched only when the pattern names
-        # them.
-        dotted = any(part.startswith(".") for part in PurePosixPath(pattern).parts)
-        for p in sorted(root.glob(pattern)):
-            rel = p.relative_to(root)
-            if not dotted and any(part.startswith(".") for part in rel.parts):
-                continue
-            if any(part in NEVER_DOCS for part in rel.parts[:-1]):
-                continue
-            if any((root / parent).is_symlink() for parent in rel.parents if parent.parts):
-                continue
-            if p.is_dir():
-                continue
-            if ignores is not None and ignores.ignored_path(rel.parts, is_dir=False):
-                left_out[0] += 1
-                continue
-            yield p
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        folder = Path(dirpath)
+        here = folder.relative_to(root).parts
+        dirnames[:] = sorted(d for d in dirnames if kept(folder, (*here, d), is_dir=True))
+        if dirnames and len(here) >= MAX_FOLDER_DEPTH:
+            notes.append(f"skipped the folders in {_printable(folder)}: deeper than "
+                         f"{MAX_FOLDER_DEPTH} levels under {_printable(root)}")
+            unlisted.append(folder)
+            dirnames[:] = []
+        found += (folder / name for name in filenames
+                  if kept(folder, (*here, name), is_dir=False))
+    yield from sorted(found)
     if left_out[0]:
         notes.append(f"files {_printable(root)}: {left_out[0]} file(s) or folder(s) a "
                      ".gitignore leaves out were skipped (name a folder to read it anyway)")
+
+
+def glob_matches(parts: tuple[str, ...], segments: tuple[str, ...], *,
+                 leading: bool = False) -> bool:
+    """Whether a path (its ``parts``) matches a glob's ``segments`` as pathlib's glob
+    does: ``**`` is any number of folders, other segments match one name each, case
+    kept. ``leading``: whether the parts can be the folders a match begins with."""
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(parts):
+            return j < len(segments) if leading else j == len(segments)
+        if j == len(segments):
+            return False
+        if segments[j] == "**":
+            return match(i, j + 1) or match(i + 1, j)
+        return fnmatch.fnmatchcase(parts[i], segments[j]) and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def local_ref(rel: str, *, root_name: str) -> str:
