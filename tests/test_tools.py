@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -503,3 +504,25 @@ def test_a_write_after_the_server_dropped_an_idle_connection_is_not_lost(memory:
         assert not second.is_error, second.text
     assert rows(memory.db_url, "SELECT content FROM memory_files "
                                "WHERE path = 'memory/agent/log.md'") == [("one\ntwo\n",)]
+
+
+def test_a_write_whose_connection_is_lost_in_flight_is_reported_not_repeated(
+        memory: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It may have committed: the agent is told to check, and the write is not sent twice."""
+    from kbctl.agent import handlers
+
+    calls = []
+    real = handlers.HANDLERS["memory_append"]
+
+    def dies_midway(ctx: Any, args: dict[str, Any]) -> Any:
+        calls.append(args)
+        with psycopg.connect(memory.db_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (ctx.store.conn.info.backend_pid,))
+        return real(ctx, args)
+
+    monkeypatch.setitem(handlers.HANDLERS, "memory_append", dies_midway)
+    with AgentTools(settings(memory.db_url)) as tools:
+        lost = tools.call("memory_append", {"path": "memory/agent/log.md", "content": "one"})
+        assert lost.is_error and "the write may not have been saved" in lost.text
+        assert len(calls) == 1
+        assert not tools.call("memory_search", {"query": "rotate"}).is_error  # reconnected
