@@ -298,21 +298,15 @@ def _parse_json(text: str, **hooks: Any) -> Any:
         raise LoadError(f"invalid JSON: {first_clause(exc)}", None) from None
 
 
+# bool before int: True is an int to Python, a boolean to the file
+_KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+          (list, "a list"), (dict, "a mapping"))
+
+
 def value_kind(value: Any) -> str:
     """What a parsed value is, in the words of the file it came from ("an integer", "a
     mapping"), not Python's (``NoneType``, ``LineDict``)."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    return next((word for kind, word in _KINDS if isinstance(value, kind)),
+                type(value).__name__)
