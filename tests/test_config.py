@@ -213,3 +213,9 @@ def test_status_says_which_database_and_config_the_settings_came_to(cli: Cli,
     assert out["database"].startswith("postgresql://") and "@" not in out["database"]
     assert out["config"] == str(workdir / "kbctl.yaml")
     assert [n["namespace"] for n in out["namespaces"]] == ["docs"]
+
+
+def test_status_checks_its_namespace_as_every_command_does(cli: Cli) -> None:
+    assert cli("ingest", "text", "a note", "--ref", "n").exit_code == 0
+    spaced = cli("status", "-n", "default ")
+    assert spaced.exit_code == 2 and "has spaces around it" in spaced.output

@@ -79,7 +79,8 @@ def status(
 
     Example: `kbctl status --json | jq '.namespaces[] | {namespace, lastOkAt}'`
     """
-    settings = settings_from(db_url=db, data_dir=data_dir, config=config)
+    # -n is checked as everywhere ('docs ' is refused), and only narrows what is shown
+    settings = settings_from(db_url=db, data_dir=data_dir, config=config, namespace=namespace)
     report = api.status(settings, namespace)
     out = Output(json_output)
     out.show(report)
