@@ -525,7 +525,13 @@ def test_a_glob_over_a_tree_a_thousand_folders_deep_skips_the_depths(tmp_path: P
         deep = deep / "x"
         deep.mkdir()
     (deep / "bottom.md").write_text("# Bottom\n")
-    expansion = within(lambda: FilesSource().expand(source_spec("files", f"{root}/**/*.md",
-                                                                {})))
-    assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == ["top.md"]
-    assert any(f"deeper than {MAX_FOLDER_DEPTH} levels" in n for n in expansion.notes)
+    try:
+        expansion = within(lambda: FilesSource().expand(
+            source_spec("files", f"{root}/**/*.md", {})))
+        assert [leaf.ref.rsplit("/", 1)[-1] for leaf in expansion.leaves] == ["top.md"]
+        assert any(f"deeper than {MAX_FOLDER_DEPTH} levels" in n for n in expansion.notes)
+    finally:  # taken down one level at a time: shutil.rmtree (pytest's clean-up) recurses
+        (deep / "bottom.md").unlink()
+        while deep != root:
+            deep.rmdir()
+            deep = deep.parent
