@@ -495,7 +495,7 @@ def test_a_glob_target_matches_what_pathlibs_glob_matches(tmp_path: Path, patter
     expected = sorted(p for p in root.glob(pattern) if p.is_file()
                       and not any(part.startswith(".") or part == "node_modules"
                                   for part in p.relative_to(root).parts))
-    assert list(_walk(root, pattern, [])) == expected
+    assert sorted(_walk(root, pattern, [])) == expected  # the walk goes folder by folder
 
 
 def test_a_glob_target_keeps_the_pages_of_a_folder_it_cannot_list(
@@ -535,3 +535,15 @@ def test_a_glob_over_a_tree_a_thousand_folders_deep_skips_the_depths(tmp_path: P
         while deep != root:
             deep.rmdir()
             deep = deep.parent
+
+
+def test_a_hostile_glob_is_bounded_before_the_walk(tmp_path: Path) -> None:
+    """Two thousand '**' segments recursed past Python's limit in the matcher; a glob
+    naming more folders than the walk enters can match nothing, and is refused."""
+    from kbctl.sources.files import MAX_FOLDER_DEPTH, _walk
+
+    root = tmp_path / "docs"
+    _write(root, "guide/a.md")
+    assert list(_walk(root, "/".join(["**"] * 2000) + "/*.md", [])) == [root / "guide/a.md"]
+    with pytest.raises(InputError, match=f"names more than {MAX_FOLDER_DEPTH + 1} levels"):
+        list(_walk(root, "/".join(["*"] * 200) + "/*.md", []))

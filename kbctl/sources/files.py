@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fnmatch
-import functools
 import glob
 import os
 import stat
@@ -660,7 +659,7 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
     deleted as gone) and recursed until a deep tree raised RecursionError."""
     unlisted = [] if unlisted is None else unlisted
     left_out = [0]
-    segments = PurePosixPath(pattern).parts if pattern is not None else None
+    segments = glob_segments(pattern) if pattern is not None else None
     dotted = segments is not None and any(part.startswith(".") for part in segments)
 
     def kept(folder: Path, rel: tuple[str, ...], *, is_dir: bool) -> bool:
@@ -679,7 +678,6 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
                      f"{exc.strerror or exc}")
         unlisted.append(Path(exc.filename))
 
-    found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         folder = Path(dirpath)
         here = folder.relative_to(root).parts
@@ -689,30 +687,55 @@ def _walk(root: Path, pattern: str | None, notes: list[str],
                          f"{MAX_FOLDER_DEPTH} levels under {_printable(root)}")
             unlisted.append(folder)
             dirnames[:] = []
-        found += (folder / name for name in filenames
-                  if kept(folder, (*here, name), is_dir=False))
-    yield from sorted(found)
+        for name in sorted(filenames):
+            if kept(folder, (*here, name), is_dir=False):
+                yield folder / name
     if left_out[0]:
         notes.append(f"files {_printable(root)}: {left_out[0]} file(s) or folder(s) a "
                      ".gitignore leaves out were skipped (name a folder to read it anyway)")
+
+
+def glob_segments(pattern: str) -> tuple[str, ...]:
+    """A glob's segments, runs of ``**`` as one (they mean the same). One naming more
+    folders than the walk enters can match nothing, and is bad input: a hostile pattern of
+    thousands of segments cost each file of the tree that many steps."""
+    segments: list[str] = []
+    for part in PurePosixPath(pattern).parts:
+        if not (part == "**" and segments and segments[-1] == "**"):
+            segments.append(part)
+    if sum(part != "**" for part in segments) > MAX_FOLDER_DEPTH + 1:
+        raise InputError(f"files source: the glob {pattern[:80]!r} names more than "
+                         f"{MAX_FOLDER_DEPTH + 1} levels, deeper than folders are read")
+    return tuple(segments)
 
 
 def glob_matches(parts: tuple[str, ...], segments: tuple[str, ...], *,
                  leading: bool = False) -> bool:
     """Whether a path (its ``parts``) matches a glob's ``segments`` as pathlib's glob
     does: ``**`` is any number of folders, other segments match one name each, case
-    kept. ``leading``: whether the parts can be the folders a match begins with."""
-    @functools.cache
-    def match(i: int, j: int) -> bool:
-        if i == len(parts):
-            return j < len(segments) if leading else j == len(segments)
-        if j == len(segments):
-            return False
-        if segments[j] == "**":
-            return match(i, j + 1) or match(i + 1, j)
-        return fnmatch.fnmatchcase(parts[i], segments[j]) and match(i + 1, j + 1)
+    kept. ``leading``: whether the parts can be the folders a match begins with. Read as
+    the set of segments reached so far, one part at a time (no recursion)."""
+    def past_folders(reached: set[int]) -> set[int]:  # a ``**`` may match no folder
+        out, todo = set(reached), list(reached)
+        while todo:
+            j = todo.pop()
+            if j < len(segments) and segments[j] == "**" and j + 1 not in out:
+                out.add(j + 1)
+                todo.append(j + 1)
+        return out
 
-    return match(0, 0)
+    reached = past_folders({0})
+    for i, part in enumerate(parts):
+        is_file = not leading and i == len(parts) - 1  # only ``**`` stops at folders
+        reached = {j if segments[j] == "**" else j + 1 for j in reached
+                   if j < len(segments) and (
+                       (segments[j] == "**" and not is_file)
+                       or (segments[j] != "**" and fnmatch.fnmatchcase(part, segments[j])))}
+        if not is_file:
+            reached = past_folders(reached)
+        if not reached:
+            return False
+    return any(j < len(segments) for j in reached) if leading else len(segments) in reached
 
 
 def local_ref(rel: str, *, root_name: str) -> str:
