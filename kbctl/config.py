@@ -329,13 +329,9 @@ def _check_value(name: str, value: Any, source: str) -> None:
 
         checked_endpoint(value, source)
     if name == "db_url":
-        import psycopg  # here: a config read needs no database driver
+        from .store.db import require_conninfo  # here: a config read needs no database
 
-        try:
-            psycopg.conninfo.conninfo_to_dict(value)
-        except psycopg.ProgrammingError:  # its message quotes the string, password and all
-            raise ConfigError(f"{source} is not a PostgreSQL connection string",
-                              hint="postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
+        require_conninfo(value, source)
     if name == "vector_weight" and not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{source} must be within 0..1, got {value}")
     if name == "fusion" and value not in FUSIONS:

@@ -66,6 +66,11 @@ def drop_bad_chars(text: str) -> tuple[str, int]:
     return cleaned, count
 
 
+def dropped_note(where: str, removed: int) -> str:
+    """The note for a page whose NULs and lone surrogates ``drop_bad_chars`` removed."""
+    return f"{where}: removed {removed} NUL byte(s) or lone surrogate(s), which cannot be stored"
+
+
 def escape_control(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with control characters shown as ``\\xNN``/``\\uNNNN`` escapes.
 

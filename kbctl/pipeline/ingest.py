@@ -26,7 +26,7 @@ from ..errors import (
     SourceError,
 )
 from ..extract.text import clean_text
-from ..hygiene import clipped, drop_bad_chars, first_few
+from ..hygiene import clipped, drop_bad_chars, dropped_note, first_few
 from ..sources.base import (
     GONE_STATUSES,
     READ_AGAIN,
@@ -649,8 +649,7 @@ class _Writer:
             self.progress(ProgressEvent("note", message=loaded.note))
         doc, removed = _without_bad_chars(loaded.document)
         if removed:
-            note = (f"{ref}: removed {removed} NUL byte(s) or lone surrogate(s), which "
-                    f"cannot be stored")
+            note = dropped_note(ref, removed)
             self.report.notes.append(note)
             self.progress(ProgressEvent("note", message=note))
         body = clean_text(doc.body)

@@ -100,7 +100,7 @@ def _write_whole(stream: Any, text: str) -> None:
     buffer.flush()
 
 
-def _escaped(error: UnicodeError) -> tuple[str, int]:
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
     """A character the stream's encoding cannot hold as ``\\uXXXX`` (astral ones as a
     surrogate pair): a JSON escape, so ``--json`` stays one valid document, and readable
     in a table."""
@@ -117,7 +117,7 @@ def _escaped(error: UnicodeError) -> tuple[str, int]:
     return "".join(out), error.end
 
 
-codecs.register_error("kbctl-escape", _escaped)
+codecs.register_error("kbctl-escape", _json_escapes)
 
 
 def _encoded(text: str, encoding: str, errors: str) -> bytes:

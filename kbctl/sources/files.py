@@ -50,7 +50,7 @@ from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
-from ..hygiene import describe_bad_char, drop_bad_chars, first_few
+from ..hygiene import describe_bad_char, drop_bad_chars, dropped_note, first_few
 from ..projectfiles import (
     NEVER_DOCS,
     IgnoreFiles,
@@ -269,8 +269,7 @@ class FilesSource:
                           note=f"{path}: {file.site.generator} does not publish it as a page "
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
-        bad = (f"{_printable(path)}: removed {removed} NUL byte(s) or lone surrogate(s), "
-               f"which cannot be stored") if removed else ""
+        bad = dropped_note(_printable(path), removed) if removed else ""
         notes = [n for n in (bad, _left_out(path, outside), _stub_note(path, file.site, text))
                  if n]
         return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))

@@ -44,17 +44,29 @@ def bounded_read(conn: psycopg.Connection) -> Iterator[None]:
     for the reads an answer is waited for; writes and lock waits meant to wait (a resync
     behind another) are not bounded."""
     with conn.transaction():
-        # a lower limit the server or the URL sets (a DBA's statement_timeout) is kept
+        # a lower limit the server or the URL sets (a DBA's statement_timeout) is kept;
+        # read as an interval ('1500ms', '2s', '0'): the pg_settings view doubled the cost
         conn.execute("""SELECT set_config('statement_timeout', %(ms)s, true)
-                        FROM pg_settings WHERE name = 'statement_timeout'
-                          AND (setting::bigint = 0 OR setting::bigint > %(limit)s)""",
-                     {"ms": str(READ_TIMEOUT_S * 1000), "limit": READ_TIMEOUT_S * 1000})
+                        WHERE current_setting('statement_timeout')::interval
+                              NOT BETWEEN interval '1 ms' AND make_interval(secs => %(s)s)""",
+                     {"ms": str(READ_TIMEOUT_S * 1000), "s": READ_TIMEOUT_S})
         yield
 
 
 def embedded_url(data_dir: str | Path) -> str:
     """Start (or join) the embedded server for ``data_dir``, healing it first; its URL."""
     return ensure_running(data_dir)
+
+
+def require_conninfo(url: str, where: str) -> None:
+    """Refuse (``ConfigError``) a database URL that is no connection string; ``where``
+    names the flag, variable or config line it came from. psycopg's own message quotes
+    the string, password and all, so it is not shown."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        raise ConfigError(f"{where} is not a PostgreSQL connection string",
+                          hint="postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
 
 
 def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
@@ -71,12 +83,7 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
     there, and a role that may only read could not run it at all.
     """
     if url is not None:
-        try:
-            psycopg.conninfo.conninfo_to_dict(url)
-        except psycopg.ProgrammingError:  # its message quotes the string, password and all
-            raise ConfigError("the database URL is not a PostgreSQL connection string",
-                              hint="use --db / KBCTL_DATABASE_URL "
-                                   "postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
+        require_conninfo(url, "the database URL")
     target = url or embedded_url(data_dir)
     shown = describe(url, data_dir)
     conn = _open(target, shown, None if url else pgdata_of(data_dir))
