@@ -12,7 +12,8 @@ ignored) and kept between runs:
 
 Then every question of bench/devset/python-docs.yaml runs in-process through
 ``kbctl.pipeline.query.retrieve`` in each mode, and the script prints hit@1, hit@5,
-MRR@10, anchor@5 and nDCG@10 per mode, a vector-weight sweep, per-kind hit@5, the
+MRR@10, anchor@5 and nDCG@10 per mode (lexical with and without the built-in synonyms), a
+vector-weight sweep, per-kind hit@5, the
 median query time, and what the top score says (answered questions against the dev set's
 off-topic ones) (``--lexical-only``: the lexical row, and hit@k down to k=50).
 Definitions (a hit is a result whose page is one of the case's pages):
@@ -360,6 +361,7 @@ def main() -> None:
 
     from kbctl.config import Settings
     from kbctl.pipeline.query import retrieve
+    from kbctl.store.thesaurus import NONE as NO_SYNONYMS
     from kbctl.wiring import open_store, resolve_embedder
 
     embed_url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", DEFAULT_EMBED_URL)
@@ -381,7 +383,8 @@ def main() -> None:
     if args.only:
         kinds = set(args.only.split(","))
         cases = [c for c in cases if c.kind in kinds]
-    print(f"dev set: {len(cases)} questions ({args.devset.relative_to(ROOT)}), k={K}")
+    print(f"dev set: {len(cases)} questions ({args.devset.resolve().relative_to(ROOT)}), "
+          f"k={K}")
 
     with ExitStack() as stack:
         ns = args.namespace
@@ -389,11 +392,17 @@ def main() -> None:
                                                           namespace=ns)))
         lexical_mode: tuple[str, Runner] = (
             "lexical (no embedder)", lambda q: retrieve(lexical, q, namespace=ns, k=K))
+        # what the built-in synonyms (kbctl.store.thesaurus) add to lexical ranking
+        plain_mode: tuple[str, Runner] = (
+            "lexical, no synonyms", lambda q: retrieve(lexical, q, namespace=ns, k=K,
+                                                       thesaurus=NO_SYNONYMS))
         off_topic = load_off_topic(args.devset)
         if args.lexical_only:
             judged, ms = measure(cases, lexical_mode[1])
-            table([(lexical_mode[0], summarise(judged), ms)])
-            by_kind({lexical_mode[0]: judged})
+            plain, plain_ms = measure(cases, plain_mode[1])
+            table([(lexical_mode[0], summarise(judged), ms),
+                   (plain_mode[0], summarise(plain), plain_ms)])
+            by_kind({lexical_mode[0]: judged, plain_mode[0]: plain})
             depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
             print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
             calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
@@ -406,6 +415,7 @@ def main() -> None:
             emb.embed_query(case.question)
         modes: list[tuple[str, Runner]] = [
             lexical_mode,
+            plain_mode,
             ("vector only (w=1.0)", lambda q: retrieve(dense, q, namespace=ns, k=K,
                                                        embedder=emb, vector_weight=1.0)),
             ("hybrid (default w=0.7)", lambda q: retrieve(dense, q, namespace=ns, k=K,

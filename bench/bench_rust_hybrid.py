@@ -4,7 +4,8 @@ for the ranking choices tuned on the Python docs dev set (bench_ranking.py).
 The book is ingested with ``kbctl ingest files`` and the OpenAI-compatible provider against
 the shared all-MiniLM-L6-v2 server (``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL,
 default http://127.0.0.1:8799/v1; ~950 chunks, about a minute), then the 60 hand-written
-questions of bench/suites/rust-book.yaml run in-process per mode: hit@5 and MRR@5, where a
+questions of bench/suites/rust-book.yaml run in-process per mode (lexical and hybrid also
+without the built-in synonyms): hit@5 and MRR@5, where a
 hit is a result whose source matches the case's ``sourceIncludes``. The last rows ask each
 question with one typing error (bench_typos.py's, same seed), typo tolerance off and on.
 
@@ -32,8 +33,11 @@ SUITE = ROOT / "bench" / "suites" / "rust-book.yaml"
 MODEL = "all-minilm-l6-v2"
 MODES: list[tuple[str, dict[str, Any]]] = [
     ("lexical (no embedder)", {"lexical": True}),
+    # without the built-in synonyms (kbctl.store.thesaurus), lexical and hybrid
+    ("lexical, no synonyms", {"lexical": True, "thesaurus": "none"}),
     ("vector only (w=1.0)", {"vector_weight": 1.0}),
     ("hybrid (default w=0.7)", {}),
+    ("hybrid, no synonyms", {"thesaurus": "none"}),
     ("hybrid w=0.5", {"vector_weight": 0.5}),
     ("hybrid rrf", {"fusion": "rrf"}),
     # The same questions with one typing error each (bench_typos.py's), typo tolerance
@@ -56,6 +60,7 @@ def main() -> None:
     from kbctl.config import Settings
     from kbctl.linefile import load_yaml
     from kbctl.pipeline.query import retrieve
+    from kbctl.store.thesaurus import NONE as NO_SYNONYMS
     from kbctl.wiring import open_store, resolve_embedder
 
     cases = load_yaml(SUITE.read_text(encoding="utf-8"))["cases"]
@@ -94,6 +99,8 @@ def main() -> None:
             options = dict(options)
             lexical = options.pop("lexical", False)
             typo = options.pop("typo", False)
+            if options.pop("thesaurus", None) == "none":
+                options["thesaurus"] = NO_SYNONYMS
             hits, reciprocal = 0, 0.0
             for case in cases:
                 want = case["expect"]["sourceIncludes"]

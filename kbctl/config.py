@@ -20,6 +20,7 @@ from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .rerank.base import DEFAULT_TOP_N
 from .results import FUSIONS, MAX_K, MIN_K
 from .sources.base import SourceSpec
+from .store.thesaurus import BUILT_IN, MAX_RULES, NONE, Rule, Thesaurus, parse_rule
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"
@@ -43,6 +44,10 @@ class Settings:
     rerank_top: int = DEFAULT_TOP_N
     # Match a question word no chunk uses as the nearest in spelling (kbctl.store.spelling).
     typo_tolerance: bool = True
+    # A project's own synonyms (kbctl.yaml ``synonyms:``), and whether kbctl's own
+    # (kbctl.store.thesaurus) count too, for lexical ranking.
+    synonyms: tuple[Rule, ...] = ()
+    builtin_synonyms: bool = True
     allow_private_network: bool = False
     agent: str | None = None
     user: str | None = None
@@ -54,6 +59,12 @@ class Settings:
     def memory_track(self) -> bool:
         """Whether memory searches are recorded for ``memory stats`` (``memory.track``)."""
         return self.memory.track
+
+    @property
+    def thesaurus(self) -> Thesaurus:
+        """The synonyms lexical search uses: kbctl's own (unless turned off) and the
+        project's."""
+        return (BUILT_IN if self.builtin_synonyms else NONE).extended(self.synonyms)
 
 
 # key in kbctl.yaml → (Settings field, accepted types)
@@ -69,6 +80,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "rerank_base_url": ("rerank_base_url", (str,)),
     "rerank_top": ("rerank_top", (int,)),
     "typo_tolerance": ("typo_tolerance", (bool,)),
+    "builtin_synonyms": ("builtin_synonyms", (bool,)),
     "allow_private_network": ("allow_private_network", (bool,)),
     "agent": ("agent", (str,)),
     "user": ("user", (str,)),
@@ -215,6 +227,8 @@ def _from_file(path: Path) -> dict[str, Any]:
             out.update(_chunking(path, data, value))
         elif key == "sources":
             out["sources"] = tuple(_sources(path, data, value))
+        elif key == "synonyms":
+            out["synonyms"] = _synonyms(path, data, value)
         elif key == "memory":
             out["memory"] = _memory(path, data, value)
         elif key == "memory_track":  # kept from before the memory section; memory.track
@@ -231,7 +245,7 @@ def _from_file(path: Path) -> dict[str, Any]:
             _check_value(name, value, f"{_at(path, data, key)}: '{key}'")
             out[name] = value
         else:
-            known = ", ".join(sorted([*_FIELDS, "chunking", "sources", "memory",
+            known = ", ".join(sorted([*_FIELDS, "chunking", "sources", "synonyms", "memory",
                                       "memory_track"]))
             raise ConfigError(f"{_at(path, data, key)}: unknown key '{key}' "
                               f"(known keys: {known})")
@@ -257,6 +271,29 @@ def _chunking(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:
                               f"{MIN_CHUNK_TOKENS}..{MAX_CHUNK_TOKENS:,}, got {v}")
         out[_CHUNKING[key]] = v
     return out
+
+
+def _synonyms(path: Path, parent: LineDict, value: Any) -> tuple[Rule, ...]:
+    """``synonyms:``, a list of rules as search engines' synonym files write them."""
+    where = _at(path, parent, "synonyms")
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: 'synonyms' must be a list of rules such as "
+                          f"'folder, directory' or 'k8s => kubernetes', got "
+                          f"{value_kind(value)}")
+    if len(value) > MAX_RULES:
+        raise ConfigError(f"{where}: 'synonyms' has {len(value):,} rules; at most "
+                          f"{MAX_RULES:,}")
+    rules = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ConfigError(f"{where}: synonyms[{i}] must be a string such as "
+                              f"'folder, directory', got {value_kind(item)}")
+        require_clean(f"{where}: synonyms[{i}]", item)
+        try:
+            rules.append(parse_rule(item))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: synonyms[{i}] {item[:60]!r} {exc}") from None
+    return tuple(rules)
 
 
 def _memory(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:

@@ -57,6 +57,9 @@ class QueryResult:
     corrected: dict[str, str] = field(default_factory=dict)
     # Query words no chunk uses that were not corrected, as typed (lower case).
     unmatched: tuple[str, ...] = ()
+    # Synonyms the question's words brought into lexical ranking: {words it used: words
+    # added} (kbctl.store.thesaurus).
+    related: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # False when the question has no word the index keeps (all stop words: "how do I").
     searchable: bool = True
     # The namespace holds no chunks at all: nothing was ingested there, or the wrong

@@ -1,5 +1,6 @@
-"""The ranking dev set (bench/devset/python-docs.yaml) is well formed, and, where the docs
-site is unpacked on this machine, every page and anchor it names exists there."""
+"""The ranking dev set (bench/devset/python-docs.yaml) and its held-out questions are well
+formed, and, where the docs site is unpacked on this machine, every page and anchor they
+name exists there."""
 
 from __future__ import annotations
 
@@ -10,18 +11,26 @@ import pytest
 import yaml
 
 DEVSET = Path(__file__).resolve().parents[1] / "bench" / "devset" / "python-docs.yaml"
+HELD_OUT = DEVSET.with_name("python-docs-heldout.yaml")
 SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
 _ID = re.compile(r'\sid="([^"]+)"')
 KINDS = {"howto", "paraphrase", "error", "api", "cli"}
 
 
-def _cases() -> list[dict]:
-    return yaml.safe_load(DEVSET.read_text(encoding="utf-8"))["cases"]
+def _cases(path: Path = DEVSET) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
 
 
-def test_devset_shape() -> None:
+def test_devset_covers_every_kind_of_question() -> None:
     cases = _cases()
     assert len(cases) >= 80
+    assert {c["kind"] for c in cases} == KINDS
+
+
+@pytest.mark.parametrize("path", [DEVSET, HELD_OUT], ids=lambda p: p.name)
+def test_devset_shape(path: Path) -> None:
+    cases = _cases(path)
+    assert cases
     ids = [c["id"] for c in cases]
     assert len(ids) == len(set(ids))
     for case in cases:
@@ -32,15 +41,14 @@ def test_devset_shape() -> None:
                                       for p in case["pages"]), case["id"]
         assert case["anchors"] and all(isinstance(a, str) and a and "#" not in a
                                        for a in case["anchors"]), case["id"]
-    # every kind of question users ask is represented
-    assert {c["kind"] for c in cases} == KINDS
 
 
-def test_devset_pages_and_anchors_exist_on_the_site() -> None:
+@pytest.mark.parametrize("path", [DEVSET, HELD_OUT], ids=lambda p: p.name)
+def test_devset_pages_and_anchors_exist_on_the_site(path: Path) -> None:
     if not (SITE / "library" / "os.path.html").exists():
         pytest.skip(f"the docs site is not unpacked at {SITE}")
     ids: dict[str, set[str]] = {}
-    for case in _cases():
+    for case in _cases(path):
         found: set[str] = set()
         for page in case["pages"]:
             path = SITE / page

@@ -17,7 +17,7 @@ from ..memory.paths import MemoryScope
 from ..pipeline.query import retrieve, source_parts
 from ..rerank.base import Reranker
 from ..results import Hit
-from ..store import spelling
+from ..store import spelling, thesaurus
 from ..store.knowledge import KnowledgeStore
 from .arguments import ToolArgumentError
 from .context import (
@@ -95,7 +95,8 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
                       vector_weight=ctx.settings.vector_weight, fusion=ctx.settings.fusion,
                       reranker=ctx.reranker,
                       rerank_top=ctx.settings.rerank_top,
-                      typo_tolerance=ctx.settings.typo_tolerance)
+                      typo_tolerance=ctx.settings.typo_tolerance,
+                      thesaurus=ctx.settings.thesaurus)
     hits, cut = fit(result.hits, ctx.limits.max_chars, notes)
     nonce = ctx.nonce()
     sources = source_parts(hits)
@@ -108,6 +109,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
         notes.append(f"no passage scored at least min_score {min_score:.2f} (the best "
                      f"scored {result.best_below_min:.2f}); a lower min_score returns it")
     notes += spelling.notes(result.corrected, result.unmatched, result.searchable)
+    notes += thesaurus.notes(result.related)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "embedder": result.embedder, "topK": top_k,
@@ -135,7 +137,8 @@ def memory_search(ctx: CallContext, args: dict[str, Any]) -> Reply:
     result = backend.search(scope, args["query"],
                             SearchOptions.from_settings(
                                 defaults, max_results=k,
-                                typo_tolerance=ctx.settings.typo_tolerance))
+                                typo_tolerance=ctx.settings.typo_tolerance,
+                                thesaurus=ctx.settings.thesaurus))
     notes += result.notes
     hits = memory_hits(result)
     hits, cut = fit(hits, min(ctx.limits.max_chars,

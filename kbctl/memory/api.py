@@ -88,6 +88,7 @@ def search(settings: Settings, query: str, options: SearchOptions | None = None,
         opts = replace(opts, track=True)
     if not settings.typo_tolerance:
         opts = replace(opts, typo_tolerance=False)
+    opts = replace(opts, thesaurus=settings.thesaurus)
     with open_backend(settings) as backend:
         return backend.search(scope, query, opts)
 

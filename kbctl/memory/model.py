@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory_config import MemorySettings, search_problem
+from ..store.thesaurus import BUILT_IN, Thesaurus
 from .paths import MemoryScope
 
 _DEFAULTS = MemorySettings()
@@ -41,6 +42,7 @@ class SearchOptions:
     track: bool = False
     today: date | None = None
     typo_tolerance: bool = True
+    thesaurus: Thesaurus = BUILT_IN
 
     @classmethod
     def from_settings(cls, m: MemorySettings, **overrides: Any) -> SearchOptions:

@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
 from ..results import MAX_QUESTION_CHARS
-from ..store import lexical, spelling
+from ..store import lexical, spelling, thesaurus
 from ..store import ranking as kb_ranking
 from ..store.db import bounded_read
 from ..store.knowledge import KnowledgeStore
@@ -114,7 +114,7 @@ class PostgresMemoryBackend:
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         fenced = {"agent": scope.agent_id, "user": scope.user_id}
         found = self._spelling(query, fenced, opts.typo_tolerance)
-        terms = lexical.query_params(query, found.lexemes)
+        terms = lexical.query_params(query, found.lexemes, opts.thesaurus)
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES, "missing": len(found.unmatched),
@@ -146,6 +146,8 @@ class PostgresMemoryBackend:
             notes.append("keyword-only search: this knowledge base has no embedder")
         notes += spelling.notes(found.corrected, found.unmatched,
                                 bool(rows) or KnowledgeStore(self.conn).searchable(query))
+        notes += thesaurus.notes(KnowledgeStore(self.conn).related_words(query,
+                                                                         opts.thesaurus))
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)

@@ -66,7 +66,7 @@ def _bm25_ctes() -> str:
                             / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl
             FROM memory_stats s WHERE {fence("s")}""",
         df=f"""
-            SELECT q.lexeme, {per_tier("(SELECT count(*) FROM memory_postings p "
+            SELECT q.lexeme, q.qw, {per_tier("(SELECT count(*) FROM memory_postings p "
                                        "WHERE {tier} AND p.lexeme = q.lexeme)", "+")} AS df
             FROM q""",
         postings=f"""

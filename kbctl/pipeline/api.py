@@ -102,6 +102,7 @@ def query(
             vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
             fusion=settings.fusion if fusion is None else fusion, reranker=reranker,
             rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
+            thesaurus=settings.thesaurus,
         )
 
 
@@ -208,7 +209,8 @@ def _retriever(store: KnowledgeStore, settings: Settings, embedder: Embedder | N
                         min_score=min_score, filters=filters, embedder=embedder,
                         vector_weight=settings.vector_weight, fusion=settings.fusion,
                         reranker=reranker, rerank_top=settings.rerank_top,
-                        typo_tolerance=settings.typo_tolerance)
+                        typo_tolerance=settings.typo_tolerance,
+                        thesaurus=settings.thesaurus)
     return retriever
 
 

@@ -14,6 +14,7 @@ from ..results import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResul
 from ..sources.weburl import NOT_IN_FRAGMENT, NOT_IN_QUERY, escaped
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
+from ..store.thesaurus import BUILT_IN, Thesaurus
 from .embedding_text import embedding_text
 
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
@@ -55,13 +56,15 @@ def retrieve(
     reranker: Reranker | None = None,
     rerank_top: int = DEFAULT_TOP_N,
     typo_tolerance: bool = True,
+    thesaurus: Thesaurus = BUILT_IN,
 ) -> QueryResult:
     """Rank a namespace's chunks for ``question``; lexical-only when there is no embedder.
 
     With a ``reranker``, the first ``rerank_top`` fused candidates are re-scored by it and
     its score (0..1) becomes the result's score; ``min_score`` then applies to that.
     ``typo_tolerance`` matches a word no chunk uses as the nearest one in spelling; the
-    result names such words either way.
+    result names such words either way. ``thesaurus``: the synonyms a question's words
+    bring into lexical ranking.
     """
     if not question.strip():
         raise InputError("the question is empty")
@@ -82,6 +85,7 @@ def retrieve(
     started = time.perf_counter()
     qv = embedder.embed_query(question) if embedder is not None else None
     found = store.spelling(namespace, question, correct=typo_tolerance)
+    related = store.related_words(question, thesaurus)
     # a section's further passages give way to other sections: spare rows, same ranking
     wanted = max(k, rerank_top) if reranker else k
     ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
@@ -89,7 +93,8 @@ def retrieve(
         fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
                                ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
                                vector_weight=vector_weight, fusion=fusion,
-                               also_match=found.lexemes, missing=len(found.unmatched))
+                               also_match=found.lexemes, missing=len(found.unmatched),
+                               thesaurus=thesaurus)
         rows = distinct_sections(fetched)[:wanted]
         # copies of one page under many URLs (versions, mirrors) can fill every spare row:
         # look deeper, a bounded number of times, rather than answer short
@@ -109,6 +114,7 @@ def retrieve(
         elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
         reranker=str(reranker.identity) if reranker else "none",
         corrected=found.corrected, unmatched=() if empty else found.unmatched, empty=empty,
+        related=related,
         searchable=bool(rows) or empty or store.searchable(question),
         filters=dict(filters or {}), min_score=min_score,
         best_below_min=max(r.score for r in rows) if rows and not kept else None,

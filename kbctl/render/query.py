@@ -8,7 +8,7 @@ from typing import Any
 from ..agent.context import render_context
 from ..pipeline.query import source_parts
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
-from ..store import spelling
+from ..store import spelling, thesaurus
 from .formats import Formats, Rendered, as_json
 from .text import filter_text, plain, shown, styled
 
@@ -24,6 +24,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "elapsedMs": result.elapsed_ms,
         "corrected": result.corrected,
         "unmatched": list(result.unmatched),
+        "synonyms": {used: list(added) for used, added in result.related.items()},
         "searchable": result.searchable,
         "empty": result.empty,
         "filters": result.filters,
@@ -32,8 +33,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "bestBelowMin": (None if result.best_below_min is None
                          else round(result.best_below_min, 6)),
         # why nothing was found, as the table says it (a script saw only an empty list)
-        "notes": ([] if result.hits else [nothing_found(result)])
-                 + spelling.notes(result.corrected, result.unmatched, result.searchable),
+        "notes": ([] if result.hits else [nothing_found(result)]) + word_notes(result),
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -50,6 +50,12 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
     }
 
 
+def word_notes(result: QueryResult) -> list[str]:
+    """What the question's words matched beyond themselves: spelling and synonyms."""
+    return (spelling.notes(result.corrected, result.unmatched, result.searchable)
+            + thesaurus.notes(result.related))
+
+
 def nothing_found(result: QueryResult) -> str:
     """Why a query has no hits: an empty namespace says so, with what to do about it."""
     where = f"namespace '{shown(result.namespace)}'"
@@ -64,9 +70,7 @@ def nothing_found(result: QueryResult) -> str:
 
 
 def query_table(result: QueryResult, **options: Any) -> Rendered:
-    words = [styled(f"[dim]{shown(n)}[/dim]")
-             for n in spelling.notes(result.corrected, result.unmatched,
-                                        result.searchable)]
+    words = [styled(f"[dim]{shown(n)}[/dim]") for n in word_notes(result)]
     if not result.hits:
         return Rendered.stderr(styled(nothing_found(result)), *words)
     out = Rendered()

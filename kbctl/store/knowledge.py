@@ -20,6 +20,7 @@ from ..errors import DatabaseError, EmbedderMismatch, LockBusy
 from . import lexical, ranking, spelling
 from .db import bounded_read
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
+from .thesaurus import BUILT_IN, Thesaurus
 from .vectors import as_floats, vector_text
 
 _T = TypeVar("_T")
@@ -567,17 +568,18 @@ class KnowledgeStore:
         also_match: Sequence[str] = (),
         missing: int = 0,
         ranked_for: int | None = None,
+        thesaurus: Thesaurus = BUILT_IN,
     ) -> list[ScoredChunk]:
         """Top-k chunks of one namespace: BM25 alone, or fused with cosine similarity.
         ``also_match`` adds lexemes to the query's own (``spelling``'s corrections);
         ``missing`` counts its words no chunk uses that nothing corrected (they lower the
-        score, not the ranking).
+        score, not the ranking); ``thesaurus`` relates its words to others it looks for.
         ``ranked_for``: the fusion's candidates are those of that many results (default
         ``k``), so a caller that asks for spare rows gets the same ranking, extended."""
         filters = filters or {}
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
                                   "missing": missing,
-                                  **lexical.query_params(query, also_match)}
+                                  **lexical.query_params(query, also_match, thesaurus)}
         if query_vector is None:
             stmt, fparams = ranking.lexical_query(filters)
         else:
@@ -619,6 +621,14 @@ class KnowledgeStore:
                 return spelling.check(
                     cur, lexical.analyse(query), known=lexical.KB_KNOWN_WORD,
                     words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
+        except psycopg.Error as exc:
+            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+
+    def related_words(self, query: str, thesaurus: Thesaurus) -> dict[str, tuple[str, ...]]:
+        """The synonyms the query's words bring into its search (``lexical.related_words``)."""
+        try:
+            with bounded_read(self.conn), self.conn.cursor() as cur:
+                return lexical.related_words(cur, query, thesaurus)
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
 

@@ -18,6 +18,9 @@ anchor besides its text, weighted (BM25F-style: a field's term frequencies are m
 by its weight before the saturation; the length is the body's), so a page or section named
 after the question ranks above one that mentions it in passing.
 
+Synonyms: a question's words bring in the words ``kbctl.store.thesaurus`` relates to them,
+at ``RELATED_WEIGHT``; the score's ceiling counts the question's own words only.
+
 Postings carry an ``impact`` (BM25's tf part at an estimated length), indexed so that a
 query reads each lexeme's best postings first and large corpora can be pruned to
 ``LEXEME_CANDIDATES`` per lexeme before exact rescoring.
@@ -30,6 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import Cursor
+
+from .thesaurus import BUILT_IN, Thesaurus
+
 TEXT_CONFIG = "english"
 K1 = 1.2
 B = 0.75
@@ -39,6 +46,9 @@ LEXEME_CANDIDATES = 2000
 # Field weights (BM25F): the body counts once, a title or heading term this many times more.
 TITLE_WEIGHT = 1.5
 HEADING_WEIGHT = 3.0
+# A word a thesaurus relates to the question's (``kbctl.store.thesaurus``) counts this much
+# of one the question uses: a passage in the question's own words ranks first.
+RELATED_WEIGHT = 0.5
 
 # Written for speed without changing what they match (the index depends on it): each opens
 # with a character or a cheap lookahead that rules most positions out before the costly part
@@ -130,17 +140,66 @@ def tsvector_sql(text: str) -> str:
 
 
 def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
-    """CTE ``q``: the distinct lexemes of the analysed query text bound at ``query`` and its
-    exact lexemes bound at ``exact`` (``query_params`` gives both)."""
-    return f"""q AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
-              UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' ')))"""
+    """CTE ``q`` (``lexeme``, ``qw``): the distinct lexemes of the analysed query text bound
+    at ``query`` and its exact lexemes bound at ``exact``, each weighing 1, and the words a
+    thesaurus relates to them, weighing ``RELATED_WEIGHT`` (``%(sg)s``, ``%(sm)s``,
+    ``%(sr)s``: each member's rule, text and role, from ``Thesaurus.candidates``). A rule
+    applies when every lexeme of one of its sources is among the question's own (a phrase
+    needs all its words), and brings in its targets' lexemes. ``query_params`` gives every
+    parameter."""
+    return f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
+              UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' '))),
+        sm AS (SELECT s.g, s.m, s.r, s.n,
+                      array(SELECT x.lexeme FROM unnest({tsvector_sql("s.m")}) x) AS lx
+               FROM unnest(%(sg)s::int[], %(sm)s::text[], %(sr)s::text[])
+                    WITH ORDINALITY AS s(g, m, r, n)),
+        sh AS (SELECT DISTINCT sm.g FROM sm
+               WHERE sm.r <> 't' AND cardinality(sm.lx) > 0
+                 AND sm.lx <@ array(SELECT lexeme FROM q0)),
+        q AS (SELECT lexeme, 1::real AS qw FROM q0
+              UNION ALL
+              SELECT DISTINCT x.lexeme, {RELATED_WEIGHT}::real
+              FROM sm JOIN sh ON sh.g = sm.g CROSS JOIN unnest(sm.lx) AS x(lexeme)
+              WHERE sm.r <> 's' AND x.lexeme NOT IN (SELECT lexeme FROM q0))"""
 
 
-def query_params(query: str, also_match: Sequence[str] = ()) -> dict[str, str]:
-    """The parameters ``q`` and ``qx`` of ``query_lexemes_cte`` for a user's question;
-    ``also_match`` adds lexemes to its own (typo tolerance's corrections)."""
+def query_params(query: str, also_match: Sequence[str] = (),
+                 related: Thesaurus = BUILT_IN) -> dict[str, Any]:
+    """The parameters of ``query_lexemes_cte`` for a user's question: ``q`` and ``qx``,
+    ``also_match`` added to its own lexemes (typo tolerance's corrections), and the groups
+    of ``related`` that may apply to it (``Thesaurus.candidates``)."""
     analysed = analyse(query)
-    return {"q": analysed.text, "qx": " ".join([analysed.exact_text, *also_match]).strip()}
+    return {"q": analysed.text, "qx": " ".join([analysed.exact_text, *also_match]).strip(),
+            **related.candidates(query)}
+
+
+def related_words(cur: Cursor[Any], question: str, related: Thesaurus
+                  ) -> dict[str, tuple[str, ...]]:
+    """What the question's words brought into its search, for saying so: each applied
+    rule's members the question used (joined by ", ") and the ones it added. No round trip
+    when no rule may apply."""
+    params = query_params(question, (), related)
+    if not params["sg"]:
+        return {}
+    rows = cur.execute(f"""
+        WITH {query_lexemes_cte()}
+        SELECT sm.g, sm.m, sm.r,
+               sm.r <> 't' AND cardinality(sm.lx) > 0
+                   AND sm.lx <@ array(SELECT lexeme FROM q0) AS used
+        FROM sm JOIN sh ON sh.g = sm.g ORDER BY sm.n""", params).fetchall()
+    used: dict[int, list[str]] = {}
+    added: dict[int, list[str]] = {}
+    for rule, member, role, was_used in rows:
+        if was_used:
+            used.setdefault(rule, []).append(member)
+        elif role != "s":
+            added.setdefault(rule, []).append(member)
+    out: dict[str, tuple[str, ...]] = {}
+    for rule, members in used.items():
+        if added.get(rule):
+            key = ", ".join(members)
+            out[key] = tuple(dict.fromkeys([*out.get(key, ()), *added[rule]]))
+    return out
 
 
 def lexeme_ctes(keys: str, fields: Sequence[Field] = BODY) -> str:
@@ -200,7 +259,7 @@ def bm25_ctes(*, stats: str, df: str, postings: str) -> str:
     """CTEs ``q``, ``st``, ``df``, ``cand``, ``bm``: raw BM25 per candidate chunk.
 
     ``stats`` selects one row (``n``, ``avgdl``) for the corpus the caller may search;
-    ``df`` selects (``lexeme``, ``df``) for each lexeme of ``q``; ``postings`` selects
+    ``df`` selects (``lexeme``, ``qw``, ``df``) for each lexeme of ``q``; ``postings`` selects
     (``chunk_id``, ``tf``, ``dl``) of the lexeme ``df.lexeme``, best impact first and at
     most ``%(cap)s`` of them. ``st`` and ``df`` are MATERIALIZED: inlined, the planner would
     recompute them once per candidate posting.
@@ -209,10 +268,10 @@ def bm25_ctes(*, stats: str, df: str, postings: str) -> str:
         {query_lexemes_cte()},
         st AS MATERIALIZED ({stats}),
         df AS MATERIALIZED ({df}),
-        cand AS (SELECT df.lexeme, df.df, c.chunk_id, c.tf, c.dl
+        cand AS (SELECT df.lexeme, df.qw, df.df, c.chunk_id, c.tf, c.dl
                  FROM df CROSS JOIN LATERAL ({postings}) c
                  WHERE df.df > 0),
-        bm AS (SELECT c.chunk_id, sum({bm25_term_sql("c.df", "c.tf", "c.dl")}) AS r
+        bm AS (SELECT c.chunk_id, sum(c.qw * {bm25_term_sql("c.df", "c.tf", "c.dl")}) AS r
                FROM cand c CROSS JOIN st
                GROUP BY c.chunk_id)"""
 
@@ -221,7 +280,7 @@ def chunk_bm25_sql(postings_table: str, chunk: str) -> str:
     """Scalar subquery: the exact BM25 of the chunk ``chunk`` over the query's lexemes
     (for a chunk that came in from the vector side and was no lexical candidate)."""
     return f"""(
-        SELECT sum({bm25_term_sql("df.df", "p.tf", "p.dl")})
+        SELECT sum(df.qw * {bm25_term_sql("df.df", "p.tf", "p.dl")})
         FROM df JOIN {postings_table} p ON p.chunk_id = {chunk} AND p.lexeme = df.lexeme
         CROSS JOIN st)"""
 
@@ -240,7 +299,7 @@ def ceiling_cte() -> str:
         ceiling AS (
             SELECT ({K1} + 1) * (
                 (SELECT coalesce(sum({idf_sql("df.df")}), 0) FROM df CROSS JOIN st
-                 WHERE df.df > 0)
+                 WHERE df.df > 0 AND df.qw = 1)
                 + %(missing)s * (SELECT {idf_sql("0")} FROM st)) AS r)"""
 
 
@@ -261,7 +320,7 @@ KB_STATS = """
     FROM namespace_stats WHERE namespace = %(ns)s"""
 
 KB_DF = """
-    SELECT q.lexeme, coalesce(ls.df, 0) AS df FROM q
+    SELECT q.lexeme, q.qw, coalesce(ls.df, 0) AS df FROM q
     LEFT JOIN lexeme_stats ls ON ls.namespace = %(ns)s AND ls.lexeme = q.lexeme"""
 
 # The namespace's vocabulary for typo tolerance (``spelling.check``): is the query's
@@ -382,7 +441,7 @@ def kb_page_bm25_cte(*, pages: str) -> str:
     term = bm25_term_sql("df.df", "pp.tf", "pg.lexeme_count", avgdl="st.avgpl")
     return f"""
         pbm AS (
-            SELECT pp.source_ref, sum({term}) AS r
+            SELECT pp.source_ref, sum(df.qw * {term}) AS r
             FROM (SELECT DISTINCT source_ref FROM {pages}) cp
             JOIN sources pg ON pg.namespace = %(ns)s AND pg.ref = cp.source_ref
             CROSS JOIN df
