@@ -12,8 +12,8 @@ ignored) and kept between runs:
 
 Then every question of bench/devset/python-docs.yaml runs in-process through
 ``kbctl.pipeline.query.retrieve`` in each mode, and the script prints hit@1, hit@5,
-MRR@10, anchor@5 and nDCG@10 per mode (lexical with and without the built-in synonyms), a
-vector-weight sweep, per-kind hit@5, the
+MRR@10, anchor@5 and nDCG@10 per mode (lexical and hybrid also without the built-in
+synonyms), a vector-weight sweep, per-kind hit@5, the
 median query time, and what the top score says (answered questions against the dev set's
 off-topic ones) (``--lexical-only``: the lexical row, and hit@k down to k=50).
 Definitions (a hit is a result whose page is one of the case's pages):
@@ -420,6 +420,8 @@ def main() -> None:
                                                        embedder=emb, vector_weight=1.0)),
             ("hybrid (default w=0.7)", lambda q: retrieve(dense, q, namespace=ns, k=K,
                                                           embedder=emb)),
+            ("hybrid, no synonyms", lambda q: retrieve(dense, q, namespace=ns, k=K,
+                                                       embedder=emb, thesaurus=NO_SYNONYMS)),
             ("hybrid rrf", lambda q: retrieve(dense, q, namespace=ns, k=K, embedder=emb,
                                               fusion="rrf")),
         ]
