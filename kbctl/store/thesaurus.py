@@ -10,8 +10,8 @@ still ranks first, and the score's ceiling is the question's own words only.
 What belongs here: only words used for the same thing, whatever the project or language:
 an abbreviation and its long form, and the names one construct goes by in different
 communities. Words that are merely related ("error" and "exception", "print" and
-"display", "install" and "setup") do not: they widen every question that uses them and
-cost more precision than they find.
+"display", "install" and "setup") or that some tools tell apart ("update" and "upgrade")
+do not: they widen every question that uses them and cost more precision than they find.
 
 A member may be a phrase; it joins when the question holds every one of its words (after
 stemming, so "folders" is "folder"). Members are compared as PostgreSQL's English
@@ -44,7 +44,6 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("fake", "mock", "stub"),
     ("cancel", "abort"),
     ("cleanup", "clean-up", "teardown"),
-    ("upgrade", "update"),
     ("shuffle", "random order"),
     ("ctrl-c", "sigint", "keyboard interrupt"),
     ("exit code", "exit status"),
@@ -60,7 +59,10 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 
 # An abbreviation brings in its long form, not the other way: docs write the long form in
 # their prose, and a question's "memory" or "library" made "mem" and "lib" count, which
-# prose does not use but names and paths do (``mem_alloc``, ``zlib``).
+# prose does not use but names and paths do (``mem_alloc``, ``zlib``). Left out: short
+# forms that name a construct of their own in some language, where the long form means
+# something else (Rust's ``Sync`` trait and ``proc`` macros, ``impl`` blocks, the
+# ``async`` keyword against asynchronous programming at large).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "env": ("environment",),
     "var": ("variable",),
@@ -79,21 +81,17 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "info": ("information",),
     "regex": ("regular expression",),
     "regexp": ("regular expression",),
-    "async": ("asynchronous",),
-    "sync": ("synchronous",),
     "app": ("application",),
     "lib": ("library",),
     "pkg": ("package",),
     "deps": ("dependencies",),
     "cmd": ("command",),
-    "impl": ("implementation",),
     "src": ("source",),
     "dest": ("destination",),
     "max": ("maximum",),
     "min": ("minimum",),
     "len": ("length",),
     "num": ("number",),
-    "proc": ("process",),
     "mem": ("memory",),
     "perf": ("performance",),
     "stdin": ("standard input",),
