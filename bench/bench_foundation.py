@@ -142,23 +142,29 @@ def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
 
 
 def bench_queries(url: str, n: int) -> None:
+    """Lexical query latency, with kbctl's synonyms and without them (interleaved, so the
+    machine's noise falls on both alike)."""
     from kbctl.pipeline.query import retrieve
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
+    from kbctl.store.thesaurus import BUILT_IN, NONE
 
     store = KnowledgeStore(connect(url))
     for ns, label in ((NS_SMALL, "a ~1k-chunk namespace inside the large table"),
                       ("big", "one namespace holding ~100k chunks")):
         for q in QUESTIONS[:5]:  # warm caches
             retrieve(store, q, namespace=ns, k=5)
-        times = []
+        times: dict[str, list[float]] = {"": [], " (no synonyms)": []}
         for i in range(n):
-            t0 = time.perf_counter()
-            result = retrieve(store, QUESTIONS[i % len(QUESTIONS)], namespace=ns, k=5)
-            times.append((time.perf_counter() - t0) * 1000)
-            assert result.hits, QUESTIONS[i % len(QUESTIONS)]
-        print(f"query latency, {label}: {n} queries, p50 {pct(times, 50):.1f} ms, "
-              f"p95 {pct(times, 95):.1f} ms")
+            question = QUESTIONS[i % len(QUESTIONS)]
+            for variant, thesaurus in zip(times, (BUILT_IN, NONE), strict=True):
+                t0 = time.perf_counter()
+                result = retrieve(store, question, namespace=ns, k=5, thesaurus=thesaurus)
+                times[variant].append((time.perf_counter() - t0) * 1000)
+                assert result.hits, question
+        for variant, ms in times.items():
+            print(f"query latency, {label}{variant}: {n} queries, p50 {pct(ms, 50):.1f} ms, "
+                  f"p95 {pct(ms, 95):.1f} ms")
     store.conn.close()
 
 

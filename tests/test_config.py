@@ -176,6 +176,15 @@ def test_a_config_kbctl_would_pass_over_is_an_error(tmp_path: Path, layout: str)
     ("", {"KBCTL_RERANK_BASE_URL": "bogus value!"}, "KBCTL_RERANK_BASE_URL must be an "
                                                     "http(s) URL"),
     ('db: "not a url"\n', {}, "kbctl.yaml:1: 'db' is not a PostgreSQL connection string"),
+    # libpq checks these only when it connects: a typo had read as the server failing (3)
+    ("", {"KBCTL_DATABASE_URL": "postgresql://kb:secret@db:543200/kb"},
+     "KBCTL_DATABASE_URL has port='543200': a port is a number within 1..65535"),
+    ('db: "postgresql://kb:secret@db1:5432,db2:x/kb"\n', {}, "kbctl.yaml:1: 'db' has "
+                                                              "port='5432,x'"),
+    ('db: "postgresql://kb:secret@db/kb?sslmode=requre"\n', {},
+     "'db' has sslmode='requre': sslmode must be one of disable, allow, prefer, require"),
+    ('db: "postgresql://kb:secret@db/kb?connect_timeout=10s"\n', {},
+     "connect_timeout is a whole number of seconds"),
     ("chunking:\n  max_tokens: 8\n", {}, "kbctl.yaml:2: 'chunking.max_tokens' must be "
                                          "within 16..100,000, got 8"),
     ("chunking:\n  max_tokens: 100000000000000000000\n", {}, "kbctl.yaml:2: "

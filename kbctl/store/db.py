@@ -63,10 +63,36 @@ def require_conninfo(url: str, where: str) -> None:
     names the flag, variable or config line it came from. psycopg's own message quotes
     the string, password and all, so it is not shown."""
     try:
-        psycopg.conninfo.conninfo_to_dict(url)
+        options = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         raise ConfigError(f"{where} is not a PostgreSQL connection string",
                           hint="postgresql://USER:PASSWORD@HOST:5432/DBNAME") from None
+    for name, value in options.items():
+        problem = _option_problem(name, str(value))
+        if problem:
+            raise ConfigError(f"{where} has {name}={str(value)[:40]!r}: {problem}")
+
+
+# Connection options libpq checks only once it connects, where a typo read as the server
+# failing (exit 3); their values here are libpq's own.
+_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby",
+                             "prefer-standby"),
+}
+
+
+def _option_problem(name: str, value: str) -> str | None:
+    """What is wrong with one option of a connection string (None: nothing we know of)."""
+    if name == "port":
+        ports = value.split(",")  # one per host of a multi-host URL
+        if not all(p.strip().isdigit() and 1 <= int(p) <= 65535 for p in ports if p.strip()):
+            return "a port is a number within 1..65535"
+    if name == "connect_timeout" and not value.strip().lstrip("-").isdigit():
+        return "connect_timeout is a whole number of seconds"
+    if name in _CHOICES and value not in _CHOICES[name]:
+        return f"{name} must be one of {', '.join(_CHOICES[name])}"
+    return None
 
 
 def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
