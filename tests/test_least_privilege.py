@@ -190,3 +190,22 @@ def test_serve_mcp_whose_first_look_times_out_says_so(cli: Cli, db_url: str,
                               text=True, cwd=workdir, timeout=120, check=False)
     assert done.returncode == 3, done.stderr
     assert "statement timeout" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_vector_in_a_schema_off_the_search_path_is_named_with_the_fix(db_url: str) -> None:
+    """A DBA's ``CREATE EXTENSION vector SCHEMA extensions``: the type is there but not on
+    the role's search_path, which CREATE EXTENSION IF NOT EXISTS cannot mend. The failure
+    is the environment's (exit 3) and its hint names the schema and the setting."""
+    from kbctl.errors import DatabaseError
+
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute("CREATE SCHEMA extensions")
+        admin.execute("CREATE EXTENSION vector SCHEMA extensions")
+    with pytest.raises(DatabaseError) as refused:
+        connect(db_url)
+    assert refused.value.exit_code == 3
+    assert refused.value.hint is not None
+    assert "schema 'extensions'" in refused.value.hint and "search_path" in refused.value.hint
+    # the fix the hint gives works
+    fixed = psycopg.conninfo.make_conninfo(db_url, options="-csearch_path=public,extensions")
+    connect(fixed).close()

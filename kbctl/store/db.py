@@ -124,13 +124,37 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
         # commit buys nothing here: after a crash the last few sources are simply at their
         # old version (atomicity holds), and the next run rewrites them.
         conn.execute("SET synchronous_commit = off")
-    except (DatabaseError, InputError):
+    except (DatabaseError, InputError) as exc:
+        if isinstance(exc, DatabaseError) and exc.hint is None:
+            exc.hint = _vector_off_path(conn)
         conn.close()
         raise
     except psycopg.Error as exc:
+        hint = _vector_off_path(conn)
         conn.close()
-        raise DatabaseError(f"cannot prepare the schema on {shown}: {exc}") from exc
+        raise DatabaseError(f"cannot prepare the schema on {shown}: {exc}",
+                            hint=hint) from exc
     return conn
+
+
+def _vector_off_path(conn: psycopg.Connection) -> str | None:
+    """Why the ``vector`` type may be missing though the extension is installed: it lives
+    in a schema the role's search_path leaves out (a DBA's ``CREATE EXTENSION vector
+    SCHEMA extensions``), which CREATE EXTENSION IF NOT EXISTS cannot fix."""
+    try:
+        conn.rollback()
+        row = conn.execute(
+            """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n
+               ON n.oid = e.extnamespace
+               WHERE e.extname = 'vector'
+                 AND NOT n.nspname = ANY(current_schemas(false))""").fetchone()
+    except psycopg.Error:
+        return None
+    if row is None:
+        return None
+    return (f"the vector extension is installed in schema {row[0]!r}, which this role's "
+            f"search_path leaves out: ALTER ROLE … SET search_path = \"$user\", public, "
+            f"{row[0]} (or add ?options=-csearch_path%3Dpublic,{row[0]} to the URL)")
 
 
 # A server replaying its WAL after a crash (a backend died: out of disk, a kill) refuses
