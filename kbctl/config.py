@@ -146,6 +146,7 @@ def resolve_settings(
             require_clean(var, env[var])
             _check_value(name, env[var], var)
             from_env[name] = env[var]
+    _check_linger(env)
     values: dict[str, Any] = {}
     memory = MemorySettings()
     path = find_config(config, cwd)
@@ -176,6 +177,16 @@ def resolve_settings(
     settings = replace(Settings(), **values)
     _check(settings)
     return settings
+
+
+def _check_linger(env: Mapping[str, str]) -> None:
+    """``KBCTL_SERVER_LINGER`` is read where the embedded server is managed; a bad value
+    there fell back to the default without a word, so it is refused here."""
+    from .store.server import LINGER_ENV, linger_problem  # here: it loads psutil
+
+    raw = env.get(LINGER_ENV, "").strip()
+    if raw and (problem := linger_problem(raw)):
+        raise ConfigError(f"{LINGER_ENV} {raw[:40]!r} {problem}")
 
 
 def _layer(values: dict[str, Any], layer: Mapping[str, Any]) -> None:

@@ -185,6 +185,11 @@ def test_a_config_kbctl_would_pass_over_is_an_error(tmp_path: Path, layout: str)
      "'db' has sslmode='requre': sslmode must be one of disable, allow, prefer, require"),
     ('db: "postgresql://kb:secret@db/kb?connect_timeout=10s"\n', {},
      "connect_timeout is a whole number of seconds"),
+    # read where the server is managed, where a bad value fell back to the default unsaid
+    ("", {"KBCTL_SERVER_LINGER": "10m"}, "KBCTL_SERVER_LINGER '10m' must be a number of "
+                                         "seconds"),
+    ("", {"KBCTL_SERVER_LINGER": "7200"}, "KBCTL_SERVER_LINGER '7200' must be within "
+                                          "0..3600 seconds"),
     ("chunking:\n  max_tokens: 8\n", {}, "kbctl.yaml:2: 'chunking.max_tokens' must be "
                                          "within 16..100,000, got 8"),
     ("chunking:\n  max_tokens: 100000000000000000000\n", {}, "kbctl.yaml:2: "

@@ -66,6 +66,7 @@ LOCK_POLL_S = 0.05
 WATCHDOG_FILE = "watchdog.pid"
 LINGER_ENV = "KBCTL_SERVER_LINGER"
 DEFAULT_LINGER_S = 5.0
+MAX_LINGER_S = 3600.0
 WATCHDOG_MODULE = "kbctl.store.watchdog"
 # How much of the end of the server log is read for the reason it failed.
 LOG_TAIL_BYTES = 65536
@@ -99,14 +100,23 @@ def pgdata_of(data_dir: str | Path) -> Path:
     return Path(data_dir).expanduser().resolve() / PG_DIR
 
 
-def linger_seconds() -> float:
-    """How long a server without users stays up (env ``KBCTL_SERVER_LINGER``, seconds)."""
-    raw = os.environ.get(LINGER_ENV, "").strip()
+def linger_problem(raw: str) -> str | None:
+    """What is wrong with a ``KBCTL_SERVER_LINGER`` value (None: nothing); settings refuse
+    such a value where it is given."""
     try:
-        value = float(raw) if raw else DEFAULT_LINGER_S
+        value = float(raw)
     except ValueError:
-        return DEFAULT_LINGER_S
-    return value if 0.0 <= value <= 3600.0 else DEFAULT_LINGER_S
+        return "must be a number of seconds"
+    if not 0.0 <= value <= MAX_LINGER_S:  # NaN too
+        return f"must be within 0..{MAX_LINGER_S:g} seconds"
+    return None
+
+
+def linger_seconds() -> float:
+    """How long a server without users stays up (env ``KBCTL_SERVER_LINGER``, seconds).
+    A bad value gives the default here: the watchdog that reads it has nobody to tell."""
+    raw = os.environ.get(LINGER_ENV, "").strip()
+    return DEFAULT_LINGER_S if not raw or linger_problem(raw) else float(raw)
 
 
 # --- pgserver, quietly ---------------------------------------------------------------------
