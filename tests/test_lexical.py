@@ -97,6 +97,28 @@ def test_identifiers_are_kept_whole_and_split(text: str, words: str, exact: set[
     assert set(analysed.names) == exact - {"os.path", "path.splitext"}
 
 
+@pytest.mark.parametrize(("text", "parts"), [
+    ("open it in read/write mode", "read write"),
+    ("switch/case style branching", "switch case"),
+    ("the TCP/IP stack, and/or a proxy", "TCP IP and or"),
+    ("see docs/guide.md or /usr/bin/python", None),  # paths stay whole
+    ("https://example.com/a/b and ~/x/y", None),  # so do URLs and home paths
+])
+def test_words_joined_by_slashes_are_also_words(text: str, parts: str | None) -> None:
+    """PostgreSQL's parser reads "read/write" as one file path, so a question saying "read
+    and write" or "switch case" never matched it."""
+    analysed = lexical.analyse(text).text
+    appended = analysed.split("\n", 1)[1] if "\n" in analysed else ""
+    assert appended.split() == (parts.split() if parts else [])
+
+
+def test_a_slashed_pair_matches_its_words(store: KnowledgeStore) -> None:
+    _kb(store, {"modes": ("Open the file in read/write mode.", {}),
+                "other": ("Files are opened by name.", {})})
+    assert [h.source_ref for h in store.search("ns", "write mode", k=3)] == ["modes"]
+    assert store.search("ns", "read/write", k=3)[0].source_ref == "modes"
+
+
 def _kb(store: KnowledgeStore, docs: dict[str, tuple[str, dict]]) -> None:
     for ref, (text, meta) in docs.items():
         store.replace_source(

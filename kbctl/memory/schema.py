@@ -149,4 +149,5 @@ MEMORY_MIGRATIONS: list[Migration] = [
             INCLUDE (chunk_id, tf, dl);
         DROP INDEX memory_postings_impact;
         """),
+    (103, "words joined by slashes indexed apart as well", rebuild_memory_postings),
 ]

@@ -11,7 +11,8 @@ Tokens: PostgreSQL's English configuration (stemming, stop words) plus identifie
 docs are full of and which the database's parser mangles: dotted names (``os.path.splitext``),
 snake_case, CamelCase and command-line options (``-m``, ``-X``, ``--max-depth``) are kept
 whole (exact lexemes, options case-sensitive) AND split into their parts (stemmed like any
-word). ``analyse`` does this in Python, the same way for what is indexed and for queries.
+word); so are words joined by slashes ("read/write", "switch/case"), which the database's
+parser reads as one file path. ``analyse`` does this in Python, the same way for what is indexed and for queries.
 
 Fields: a knowledge-base chunk is indexed with its page title and its heading path and
 anchor besides its text, weighted (BM25F-style: a field's term frequencies are multiplied
@@ -62,6 +63,9 @@ _SNAKE = re.compile(r"(?<![\w.])(?=\w*_)(?:\w*[A-Za-z0-9]_|_+[A-Za-z0-9])\w*")
 # CamelCase or HTTPServer: a word whose first letter that is not lower case is upper case.
 _CAMEL = re.compile(r"\b(?=[a-z]*[A-Z])(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# Words joined by slashes ("read/write", "switch/case", "TCP/IP"), which PostgreSQL's
+# parser reads as one file path: a whole such token, not part of a path or URL.
+_SLASHED = re.compile(r"(?<![\w/.:~-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/-]|\.\w)")
 # A dotted name gives its spans of up to this many parts, and itself whole: a hostile
 # ``a.a.a.…`` of p parts would otherwise give p²/2 lexemes of total size p³.
 MAX_SPAN_PARTS = 4
@@ -114,8 +118,9 @@ def analyse(text: str) -> Analysed:
     exact.extend(snakes)
     names.extend(snakes)
     camel = [" ".join(_CAMEL_PART.findall(m.group(0))) for m in _CAMEL.finditer(split)]
-    if camel:
-        split = split + "\n" + " ".join(camel)
+    slashed = [m.group(0).replace("/", " ") for m in _SLASHED.finditer(text)]
+    if camel or slashed:
+        split = split + "\n" + " ".join([*camel, *slashed])
     return Analysed(split, tuple(e for e in exact if len(e) <= MAX_EXACT_CHARS),
                     tuple(dict.fromkeys(n for n in names if len(n) <= MAX_EXACT_CHARS)))
 

@@ -271,6 +271,7 @@ MIGRATIONS: list[Migration] = [
         """,
     ),
     (10, "headings indexed without signatures' parameter lists", rebuild_lexical_index),
+    (11, "words joined by slashes indexed apart as well", rebuild_lexical_index),
 ]
 
 
