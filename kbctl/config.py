@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ class Settings:
         """Whether memory searches are recorded for ``memory stats`` (``memory.track``)."""
         return self.memory.track
 
-    @property
+    @cached_property
     def thesaurus(self) -> Thesaurus:
         """The synonyms lexical search uses: kbctl's own (unless turned off) and the
         project's."""

@@ -12,7 +12,8 @@ docs are full of and which the database's parser mangles: dotted names (``os.pat
 snake_case, CamelCase and command-line options (``-m``, ``-X``, ``--max-depth``) are kept
 whole (exact lexemes, options case-sensitive) AND split into their parts (stemmed like any
 word); so are words joined by slashes ("read/write", "switch/case"), which the database's
-parser reads as one file path. ``analyse`` does this in Python, the same way for what is indexed and for queries.
+parser reads as one file path. ``analyse`` does this in Python, the same way for what is
+indexed and for queries.
 
 Fields: a knowledge-base chunk is indexed with its page title and its heading path and
 anchor besides its text, weighted (BM25F-style: a field's term frequencies are multiplied

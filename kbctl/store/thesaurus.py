@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")
@@ -189,21 +190,34 @@ class Thesaurus:
         """This thesaurus with ``rules`` added (a project's own vocabulary)."""
         return Thesaurus((*self.rules, *rules))
 
+    @cached_property
+    def _by_key(self) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
+        """Each source's word keys, under the key of its first word, with its rule: a
+        question looks up only its own words' keys, however many rules there are."""
+        index: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        for number, rule in enumerate(self.rules):
+            for source in rule.sources:
+                keys = tuple(_key(w) for w in _words(source))
+                if keys:
+                    index.setdefault(keys[0], []).append((number, keys))
+        return index
+
     def candidates(self, question: str) -> dict[str, list[Any]]:
         """The rules that may apply to the question, as the parameters ``sg``, ``sm`` and
         ``sr`` of ``lexical.query_lexemes_cte`` (each member's rule number, the member, its
         role). The test here is cheap (words' first letters) so the database stems only
         these members; it decides exactly, with the index's own stemmer."""
         keys = {_key(w) for w in _words(question)}
+        applying = sorted({number for key in keys for number, source in self._by_key.get(key, ())
+                           if all(k in keys for k in source)})
         numbers: list[int] = []
         members: list[str] = []
         roles: list[str] = []
-        for number, rule in enumerate(self.rules):
-            if any(all(_key(w) in keys for w in _words(m)) for m in rule.sources):
-                for member, role in rule.roles():
-                    numbers.append(number)
-                    members.append(member)
-                    roles.append(role)
+        for number in applying:
+            for member, role in self.rules[number].roles():
+                numbers.append(number)
+                members.append(member)
+                roles.append(role)
         return {"sg": numbers, "sm": members, "sr": roles}
 
 
