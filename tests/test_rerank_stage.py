@@ -15,6 +15,7 @@ from kbctl.rerank.cache import CachedReranker
 from kbctl.rerank.registry import create_reranker
 from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.thesaurus import NONE
 from tests.http_server import LocalServer, Request, Response, ok
 
 from .conftest import rows
@@ -52,9 +53,10 @@ def test_reranker_reorders_the_top_candidates_and_scores_them(kb: KnowledgeStore
     seen: list[dict] = []
     with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
         rr = create_reranker("tei:test-model", base_url=server.url(), env={})
-        plain = retrieve(kb, "path extension", namespace="ns", k=3)
+        # without synonyms: "extension" would find pathlib's "suffix" on its own
+        plain = retrieve(kb, "path extension", namespace="ns", k=3, thesaurus=NONE)
         reranked = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr,
-                            rerank_top=10)
+                            rerank_top=10, thesaurus=NONE)
     assert plain.hits[0].source_ref != "kb://text/pathlib"
     top = reranked.hits[0]
     assert top.source_ref == "kb://text/pathlib" and top.score == 0.95
@@ -67,7 +69,7 @@ def test_reranker_reorders_the_top_candidates_and_scores_them(kb: KnowledgeStore
 
 
 def rows_matching(kb: KnowledgeStore, q: str) -> list:
-    return kb.search("ns", q, k=10)
+    return kb.search("ns", q, k=10, thesaurus=NONE)
 
 
 def test_min_score_applies_to_the_rerank_score(kb: KnowledgeStore) -> None:

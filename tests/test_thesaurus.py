@@ -13,6 +13,7 @@ from kbctl.errors import ConfigError
 from kbctl.memory.model import SearchOptions
 from kbctl.memory.paths import MemoryScope
 from kbctl.memory.postgres import PostgresMemoryBackend
+from kbctl.pipeline.query import retrieve
 from kbctl.store import lexical
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
@@ -108,7 +109,6 @@ def test_rules_are_read_as_synonym_files_write_them(text: str, sources: tuple[st
     ("folder", "names one word"),
     ("a, , b", "empty word"),
     ("a => b => c", "more than one '=>'"),
-    ("=> b", "empty word"),
     ("a, ---", "no letter or digit"),
     ("a, " + "x" * 101, "at most 100"),
     (", ".join(f"w{i}" for i in range(33)), "at most 32"),
@@ -185,3 +185,91 @@ def test_memory_search_says_which_synonyms_it_also_looked_for(store: KnowledgeSt
     notes = memory.search(scope, "scratch folder").notes
     assert "also looked for synonyms: directory (for folder); temporary, temp, tmp (for " \
            "scratch)" in notes
+
+
+def test_a_synonym_scores_below_the_question_word_and_within_the_ceiling(
+        store: KnowledgeStore) -> None:
+    """A related word scores as its question word would, at half weight, and never on top
+    of it: scores had piled up at 1.0 ("run code" against passages saying "execute") and
+    a passage in other words had outranked one in the question's own."""
+    _kb(store, {"own": "Run the code with the run button.",
+                "other": "Execute the code with the execute button.",
+                "k8s": "A kubernetes deployment rolls out pods."})
+    scores = _found(store, "run code")
+    assert scores["own"] > scores["other"] > 0
+    assert all(score < 1 for score in scores.values())
+    own = BUILT_IN.extended([parse_rule("k8s => kubernetes")])
+
+    def top(question: str) -> float:  # as a query scores it: words no passage uses count
+        return retrieve(store, question, namespace="ns", k=3, thesaurus=own).hits[0].score
+
+    assert 0 < top("k8s deployment") < top("kubernetes deployment") < 1
+
+
+def test_a_related_phrase_counts_only_where_all_its_words_are(store: KnowledgeStore) -> None:
+    _kb(store, {"random": "Items come back in random order.",
+                "order": "Keep the insertion order of items."})
+    assert _found(store, "shuffle items").keys() == {"random", "order"}  # 'items' matches
+    scores = _found(store, "shuffle items")
+    assert scores["random"] > scores["order"]
+    assert _found(store, "shuffle").keys() == {"random"}
+
+
+def test_a_word_with_digits_no_passage_uses_counts_as_missing(store: KnowledgeStore,
+                                                              cli: Cli, workdir: Path) -> None:
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "k.md").write_text("# Deploying\n\nA kubernetes deployment rolls out pods.\n")
+    cli.json("ingest", "files", str(docs))
+    plain = cli.json("query", "k8s deployment")
+    assert plain["unmatched"] == ["k8s"]
+    (workdir / "kbctl.yaml").write_text("synonyms:\n  - k8s => kubernetes\n")
+    related = cli.json("query", "k8s deployment")
+    own = cli.json("query", "kubernetes deployment")
+    assert 0 < related["results"][0]["score"] < own["results"][0]["score"]
+    assert related["synonyms"] == {"k8s": ["kubernetes"]}
+
+
+def test_a_correction_that_applies_a_rule_is_said(cli: Cli, workdir: Path) -> None:
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Trees\n\nrmtree removes an entire directory tree; the "
+                               "folder icon shows it.\n")
+    cli.json("ingest", "files", str(docs))
+    out = cli.json("query", "foldr tree")
+    assert out["corrected"] == {"foldr": "folder"}
+    assert out["synonyms"] == {"folder": ["directory"]}
+
+
+def test_short_words_find_their_rules_in_the_plural() -> None:
+    assert "identifier" in BUILT_IN.candidates("list the ids")["sm"]
+    assert "database" in BUILT_IN.candidates("two dbs")["sm"]
+
+
+def test_the_note_stays_short_however_many_rules_apply() -> None:
+    from kbctl.store.thesaurus import notes
+    related = {f"w{i}": tuple(f"x{i}y{j}" for j in range(30)) for i in range(100)}
+    (note,) = notes(related)
+    assert len(note) < 600 and "and 24 more" in note and "and for 92 more words" in note
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("a =>", "nothing on one side"),
+    ("=> b", "nothing on one side"),
+    ("gizmo\u200b, widget", "invisible or control character"),
+    ("\ufeffgizmo, widget", "invisible or control character"),
+    ("giz\tmo, widget", "invisible or control character"),
+])
+def test_rules_that_could_never_match_are_refused(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_rule(text)
+
+
+def test_a_rule_that_does_not_apply_changes_nothing(store: KnowledgeStore) -> None:
+    """A rule whose words only look alike (sent to the database, which finds it does not
+    apply) scores through the concepts' path exactly as no rule does."""
+    _kb(store, DOCS)
+    lookalike = Thesaurus((Rule.equivalent(["foldable", "widgetry"]),))
+    assert lookalike.candidates("delete a folder")["sg"]  # it reaches the database
+    assert _found(store, "delete a folder", lookalike) == pytest.approx(
+        _found(store, "delete a folder", NONE))

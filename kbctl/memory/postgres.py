@@ -124,9 +124,11 @@ class PostgresMemoryBackend:
         with_vectors = opts.mmr and self.embedder is not None
         extra = ", ch.embedding" if with_vectors else ""
         if self.embedder is None:
-            stmt = search_sql.lexical_sql(decay=opts.decay, extra=extra)
+            stmt = search_sql.lexical_sql(decay=opts.decay, extra=extra,
+                                          related=bool(terms["sg"]))
         else:
-            stmt = search_sql.hybrid_sql(decay=opts.decay, extra=extra)
+            stmt = search_sql.hybrid_sql(decay=opts.decay, extra=extra,
+                                         related=bool(terms["sg"]))
             params.update(qv=vector_text(self.embedder.embed_query(query)),
                           w=self.vector_weight, cand=max(fetch, kb_ranking.VECTOR_CANDIDATES))
         try:
@@ -146,8 +148,8 @@ class PostgresMemoryBackend:
             notes.append("keyword-only search: this knowledge base has no embedder")
         notes += spelling.notes(found.corrected, found.unmatched,
                                 bool(rows) or KnowledgeStore(self.conn).searchable(query))
-        notes += thesaurus.notes(KnowledgeStore(self.conn).related_words(query,
-                                                                         opts.thesaurus))
+        notes += thesaurus.notes(KnowledgeStore(self.conn).related_words(
+            query, opts.thesaurus, found.lexemes))
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)

@@ -56,17 +56,18 @@ WORDS = f"""
     GROUP BY w.lexeme"""
 
 
-def _bm25_ctes() -> str:
+def _bm25_ctes(related: bool) -> str:
     """``lexical.bm25_ctes`` over the caller's visible rows: document frequencies and
     lengths count only what the fence lets through."""
     return lexical.bm25_ctes(
+        related=related,
         stats=f"""
             SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
                    greatest(coalesce(sum(s.total_len), 0)::float8
                             / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl
             FROM memory_stats s WHERE {fence("s")}""",
         df=f"""
-            SELECT q.lexeme, q.qw, {per_tier("(SELECT count(*) FROM memory_postings p "
+            SELECT q.*, {per_tier("(SELECT count(*) FROM memory_postings p "
                                        "WHERE {tier} AND p.lexeme = q.lexeme)", "+")} AS df
             FROM q""",
         postings=f"""
@@ -107,18 +108,19 @@ def _final(decay: bool, extra: str) -> str:
         ORDER BY t.score DESC, {"t.file_date DESC NULLS FIRST, " if decay else ""}ch.id"""
 
 
-def lexical_sql(*, decay: bool, extra: str = "") -> str:
-    """Keyword-only search: BM25 as its share of the query's ceiling, optionally decayed."""
+def lexical_sql(*, decay: bool, extra: str = "", related: bool = False) -> str:
+    """Keyword-only search: BM25 as its share of the query's ceiling, optionally decayed;
+    ``related``: a thesaurus rule may apply (``lexical.bm25_ctes``)."""
     text = lexical.calibrated_sql("bm.r", "c.r")
     return f"""
-        WITH {_bm25_ctes()},{lexical.ceiling_cte()},
+        WITH {_bm25_ctes(related)},{lexical.ceiling_cte()},
         scored AS (SELECT chunk_id, {text} AS text_score,
                           NULL::float8 AS vector_score, {text} AS base
                    FROM bm CROSS JOIN ceiling c)
         {_final(decay, extra)}"""
 
 
-def hybrid_sql(*, decay: bool, extra: str = "") -> str:
+def hybrid_sql(*, decay: bool, extra: str = "", related: bool = False) -> str:
     """Union of the best lexical and vector candidates, both scored exactly, then fused.
 
     The vector candidates come from an exact scan of the caller's scope, so a scope's
@@ -127,7 +129,7 @@ def hybrid_sql(*, decay: bool, extra: str = "") -> str:
     """
     text = lexical.calibrated_sql("exact.r", "c.r")
     return f"""
-        WITH {_bm25_ctes()},
+        WITH {_bm25_ctes(related)},
         lex AS MATERIALIZED (
             SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(cand)s),
         vec AS MATERIALIZED (
@@ -138,8 +140,8 @@ def hybrid_sql(*, decay: bool, extra: str = "") -> str:
         ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
         exact AS MATERIALIZED (
             SELECT ids.chunk_id,
-                   coalesce(lex.r, {lexical.chunk_bm25_sql("memory_postings", "ids.chunk_id")},
-                            0) AS r,
+                   coalesce(lex.r, {lexical.chunk_bm25_sql(
+                       "memory_postings", "ids.chunk_id", related=related)}, 0) AS r,
                    greatest(0, 1 - coalesce(vec.dist, (
                        SELECT e.embedding <=> %(qv)s::vector FROM memory_chunks e
                        WHERE e.id = ids.chunk_id))) AS cos

@@ -85,7 +85,7 @@ def retrieve(
     started = time.perf_counter()
     qv = embedder.embed_query(question) if embedder is not None else None
     found = store.spelling(namespace, question, correct=typo_tolerance)
-    related = store.related_words(question, thesaurus)
+    related = store.related_words(question, thesaurus, found.lexemes)
     # a section's further passages give way to other sections: spare rows, same ranking
     wanted = max(k, rerank_top) if reranker else k
     ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))

@@ -580,13 +580,14 @@ class KnowledgeStore:
         params: dict[str, Any] = {"ns": namespace, "k": k, "cap": lexical.LEXEME_CANDIDATES,
                                   "missing": missing,
                                   **lexical.query_params(query, also_match, thesaurus)}
+        related = bool(params["sg"])  # a thesaurus rule may apply
         if query_vector is None:
-            stmt, fparams = ranking.lexical_query(filters)
+            stmt, fparams = ranking.lexical_query(filters, related=related)
         else:
             qv = vector_text(query_vector)
             cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT,
                        ranking.MIN_CANDIDATES)
-            stmt, fparams = ranking.hybrid_query(filters, fusion)
+            stmt, fparams = ranking.hybrid_query(filters, fusion, related=related)
             params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand)
         params.update(fparams)
         try:
@@ -624,11 +625,12 @@ class KnowledgeStore:
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
 
-    def related_words(self, query: str, thesaurus: Thesaurus) -> dict[str, tuple[str, ...]]:
+    def related_words(self, query: str, thesaurus: Thesaurus, also_match: Sequence[str] = ()
+                      ) -> dict[str, tuple[str, ...]]:
         """The synonyms the query's words bring into its search (``lexical.related_words``)."""
         try:
             with bounded_read(self.conn), self.conn.cursor() as cur:
-                return lexical.related_words(cur, query, thesaurus)
+                return lexical.related_words(cur, query, thesaurus, also_match)
         except psycopg.Error as exc:
             raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
 

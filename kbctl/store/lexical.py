@@ -146,27 +146,33 @@ def tsvector_sql(text: str) -> str:
 
 
 def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
-    """CTE ``q`` (``lexeme``, ``qw``): the distinct lexemes of the analysed query text bound
-    at ``query`` and its exact lexemes bound at ``exact``, each weighing 1, and the words a
-    thesaurus relates to them, weighing ``RELATED_WEIGHT`` (``%(sg)s``, ``%(sm)s``,
-    ``%(sr)s``: each member's rule, text and role, from ``Thesaurus.candidates``). A rule
-    applies when every lexeme of one of its sources is among the question's own (a phrase
-    needs all its words), and brings in its targets' lexemes. ``query_params`` gives every
-    parameter."""
+    """CTE ``q`` (``lexeme``, ``qw``, ``m``, ``mlen``, ``src``): the distinct lexemes of the
+    analysed query text bound at ``query`` and its exact lexemes bound at ``exact``, each
+    weighing 1, and the words a thesaurus relates to them, weighing ``RELATED_WEIGHT``
+    (``%(sg)s``, ``%(sm)s``, ``%(sr)s``: each member's rule, text and role, from
+    ``Thesaurus.candidates``). A rule applies when every lexeme of one of its sources is
+    among the question's own (a phrase needs all its words); its targets join, each a
+    member ``m`` of ``mlen`` lexemes that counts only where all of them occur, and ``src``
+    the question's lexemes that applied it. ``query_params`` gives every parameter."""
     return f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
               UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' '))),
         sm AS (SELECT s.g, s.m, s.r, s.n,
                       array(SELECT x.lexeme FROM unnest({tsvector_sql("s.m")}) x) AS lx
                FROM unnest(%(sg)s::int[], %(sm)s::text[], %(sr)s::text[])
                     WITH ORDINALITY AS s(g, m, r, n)),
-        sh AS (SELECT DISTINCT sm.g FROM sm
-               WHERE sm.r <> 't' AND cardinality(sm.lx) > 0
-                 AND sm.lx <@ array(SELECT lexeme FROM q0)),
-        q AS (SELECT lexeme, 1::real AS qw FROM q0
+        used AS (SELECT sm.g, sm.n, sm.lx FROM sm
+                 WHERE sm.r <> 't' AND cardinality(sm.lx) > 0
+                   AND sm.lx <@ array(SELECT lexeme FROM q0)),
+        sh AS (SELECT u.g, array_agg(DISTINCT x.lexeme) AS src
+               FROM used u CROSS JOIN unnest(u.lx) AS x(lexeme) GROUP BY u.g),
+        q AS (SELECT lexeme, 1::real AS qw, lexeme AS m, 1 AS mlen, NULL::text[] AS src
+              FROM q0
               UNION ALL
-              SELECT DISTINCT x.lexeme, {RELATED_WEIGHT}::real
+              SELECT x.lexeme, {RELATED_WEIGHT}::real, sm.g || ':' || sm.n,
+                     cardinality(sm.lx), sh.src
               FROM sm JOIN sh ON sh.g = sm.g CROSS JOIN unnest(sm.lx) AS x(lexeme)
-              WHERE sm.r <> 's' AND x.lexeme NOT IN (SELECT lexeme FROM q0))"""
+              WHERE sm.r <> 's' AND cardinality(sm.lx) > 0
+                AND NOT sm.lx <@ array(SELECT lexeme FROM q0))"""
 
 
 def query_params(query: str, also_match: Sequence[str] = (),
@@ -179,26 +185,26 @@ def query_params(query: str, also_match: Sequence[str] = (),
             **related.candidates(query)}
 
 
-def related_words(cur: Cursor[Any], question: str, related: Thesaurus
-                  ) -> dict[str, tuple[str, ...]]:
-    """What the question's words brought into its search, for saying so: each applied
-    rule's members the question used (joined by ", ") and the ones it added. No round trip
-    when no rule may apply."""
-    params = query_params(question, (), related)
+def related_words(cur: Cursor[Any], question: str, related: Thesaurus,
+                  also_match: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
+    """What the question's words (and ``also_match``, the corrections its search adds)
+    brought into its search, for saying so: each applied rule's members the question used
+    (joined by ", ") and the ones it added. No round trip when no rule may apply."""
+    params = query_params(question, also_match, related)
     if not params["sg"]:
         return {}
     rows = cur.execute(f"""
         WITH {query_lexemes_cte()}
         SELECT sm.g, sm.m, sm.r,
-               sm.r <> 't' AND cardinality(sm.lx) > 0
-                   AND sm.lx <@ array(SELECT lexeme FROM q0) AS used
+               EXISTS (SELECT 1 FROM used u WHERE u.g = sm.g AND u.n = sm.n) AS used,
+               cardinality(sm.lx) > 0 AND NOT sm.lx <@ array(SELECT lexeme FROM q0) AS adds
         FROM sm JOIN sh ON sh.g = sm.g ORDER BY sm.n""", params).fetchall()
     used: dict[int, list[str]] = {}
     added: dict[int, list[str]] = {}
-    for rule, member, role, was_used in rows:
+    for rule, member, role, was_used, adds in rows:
         if was_used:
             used.setdefault(rule, []).append(member)
-        elif role != "s":
+        elif role != "s" and adds:
             added.setdefault(rule, []).append(member)
     out: dict[str, tuple[str, ...]] = {}
     for rule, members in used.items():
@@ -255,40 +261,109 @@ def idf_sql(df: str) -> str:
     return f"ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5))"
 
 
-def bm25_term_sql(df: str, tf: str, dl: str, avgdl: str = "st.avgdl") -> str:
-    """One lexeme's BM25 contribution; needs ``st`` (``n``, ``avgdl``) in scope."""
-    return (f"{idf_sql(df)} * {tf} * ({K1} + 1) "
-            f"/ ({tf} + {K1} * (1 - {B} + {B} * {dl} / {avgdl}))")
+# Whether a thesaurus rule applied to the question (``query_lexemes_cte``'s ``sh``): the
+# planner reads an uncorrelated EXISTS as a one-time filter, and skips the pass it guards.
+_IF_A_RULE = "EXISTS (SELECT 1 FROM sh)"
+_IF_NO_RULE = "WHERE NOT EXISTS (SELECT 1 FROM sh)"
 
 
-def bm25_ctes(*, stats: str, df: str, postings: str) -> str:
-    """CTEs ``q``, ``st``, ``df``, ``cand``, ``bm``: raw BM25 per candidate chunk.
+def concept_tf_sql(rows: str, key: str = "chunk_id") -> str:
+    """Per ``key`` (a chunk or page) and concept of the question, its term frequencies: of
+    the question's own word (``own``) and of its related words (``rel``), a related phrase
+    counting as often as its rarest word occurs, where all its words do. ``rows`` has
+    ``key``, ``concept``, ``cidf``, ``qw``, ``m``, ``mlen``, ``tf`` and ``dl``."""
+    return f"""
+        SELECT {key}, concept, cidf, max(dl) AS dl,
+               coalesce(sum(tf) FILTER (WHERE qw = 1), 0) AS own,
+               coalesce(sum(tf) FILTER (WHERE qw < 1), 0) AS rel FROM (
+            SELECT {key}, concept, cidf, qw, dl, tf FROM {rows} WHERE mlen = 1
+            UNION ALL
+            SELECT {key}, concept, cidf, qw, max(dl),
+                   CASE WHEN count(*) >= mlen THEN min(tf) ELSE 0 END
+            FROM {rows} WHERE mlen > 1 GROUP BY {key}, concept, cidf, qw, m, mlen) member
+        GROUP BY {key}, concept, cidf"""
+
+
+def saturation_sql(tf: str, dl: str, avgdl: str = "st.avgdl") -> str:
+    """BM25's term-frequency part: ``tf`` saturated against a length ``dl``."""
+    return f"{tf} * ({K1} + 1) / ({tf} + {K1} * (1 - {B} + {B} * {dl} / {avgdl}))"
+
+
+def concept_term_sql(t: str, avgdl: str = "st.avgdl") -> str:
+    """One concept's BM25 contribution from a row ``t`` of ``concept_tf_sql``: its own
+    word's, or ``RELATED_WEIGHT`` of what its related words would score as that word,
+    whichever is more. A passage in other words scores below one in the question's, and
+    never above the question's ceiling; a passage using both is not counted twice."""
+    own = saturation_sql(f"{t}.own", f"{t}.dl", avgdl)
+    rel = saturation_sql(f"{t}.rel", f"{t}.dl", avgdl)
+    return f"{t}.cidf * greatest({own}, {RELATED_WEIGHT} * {rel})"
+
+
+def bm25_ctes(*, stats: str, df: str, postings: str, related: bool = False) -> str:
+    """CTEs ``q``, ``st``, ``df``, ``dc``, ``cand``, ``bm``: raw BM25 per candidate chunk.
 
     ``stats`` selects one row (``n``, ``avgdl``) for the corpus the caller may search;
-    ``df`` selects (``lexeme``, ``qw``, ``df``) for each lexeme of ``q``; ``postings`` selects
+    ``df`` selects ``q``'s columns and ``df`` for each row of ``q``; ``postings`` selects
     (``chunk_id``, ``tf``, ``dl``) of the lexeme ``df.lexeme``, best impact first and at
-    most ``%(cap)s`` of them. ``st`` and ``df`` are MATERIALIZED: inlined, the planner would
-    recompute them once per candidate posting.
+    most ``%(cap)s`` of them. ``st``, ``df`` and ``dc`` are MATERIALIZED: inlined, the
+    planner would recompute them once per candidate posting.
+
+    ``related``: a thesaurus rule may apply (``query_params``' ``sg`` is not empty). A
+    related word then scores as its question word would (``dc``: the ``concept``, the
+    rarest question word that applied its rule, and that word's idf ``cidf``), at
+    ``RELATED_WEIGHT`` (``concept_term_sql``): a passage's score stays within the
+    question's ceiling, and a common synonym of a rare word weighs as the rare word would,
+    at most. Without, every lexeme is a concept of its own and one pass sums them (the
+    concepts' grouping more than doubled a search's time).
     """
+    simple = f"""
+               SELECT c.chunk_id, sum(c.cidf * {saturation_sql("c.tf", "c.dl")}) AS r
+               FROM cand c CROSS JOIN st {_IF_NO_RULE if related else ""}
+               GROUP BY c.chunk_id"""
+    bm = f"""
+        bm AS ({simple}"""
+    if related:  # the concepts' pass runs only when a rule applied (a one-time filter)
+        bm += f"""
+               UNION ALL
+               SELECT t.chunk_id, sum({concept_term_sql("t")})
+               FROM ({concept_tf_sql("cand")}) t CROSS JOIN st
+               WHERE {_IF_A_RULE} AND (t.own > 0 OR t.rel > 0)
+               GROUP BY t.chunk_id"""
+    bm += ")"
     return f"""
         {query_lexemes_cte()},
         st AS MATERIALIZED ({stats}),
         df AS MATERIALIZED ({df}),
-        cand AS (SELECT df.lexeme, df.qw, df.df, c.chunk_id, c.tf, c.dl
-                 FROM df CROSS JOIN LATERAL ({postings}) c
-                 WHERE df.df > 0),
-        bm AS (SELECT c.chunk_id, sum(c.qw * {bm25_term_sql("c.df", "c.tf", "c.dl")}) AS r
-               FROM cand c CROSS JOIN st
-               GROUP BY c.chunk_id)"""
+        dc AS MATERIALIZED (
+            SELECT d.*, coalesce(a.lexeme, d.lexeme) AS concept,
+                   {idf_sql("coalesce(a.df, d.df)::float8")} AS cidf
+            FROM df d CROSS JOIN st LEFT JOIN LATERAL (
+                SELECT o.lexeme, o.df FROM df o
+                WHERE d.src IS NOT NULL AND o.qw = 1 AND o.lexeme = ANY(d.src)
+                ORDER BY o.df, o.lexeme LIMIT 1) a ON true),
+        cand AS (SELECT df.concept, df.cidf, df.qw, df.m, df.mlen, c.chunk_id, c.tf, c.dl
+                 FROM dc AS df CROSS JOIN LATERAL ({postings}) c
+                 WHERE df.df > 0),{bm}"""
 
 
-def chunk_bm25_sql(postings_table: str, chunk: str) -> str:
-    """Scalar subquery: the exact BM25 of the chunk ``chunk`` over the query's lexemes
-    (for a chunk that came in from the vector side and was no lexical candidate)."""
-    return f"""(
-        SELECT sum(df.qw * {bm25_term_sql("df.df", "p.tf", "p.dl")})
-        FROM df JOIN {postings_table} p ON p.chunk_id = {chunk} AND p.lexeme = df.lexeme
+def chunk_bm25_sql(postings_table: str, chunk: str, *, related: bool = False) -> str:
+    """Scalar subquery: the exact BM25 of the chunk ``chunk`` over the query's concepts
+    (for a chunk that came in from the vector side and was no lexical candidate); needs
+    ``bm25_ctes``' ``st`` and ``dc``, made with the same ``related``."""
+    simple = f"""(
+        SELECT sum(df.cidf * {saturation_sql("p.tf", "p.dl")})
+        FROM dc AS df JOIN {postings_table} p ON p.chunk_id = {chunk} AND p.lexeme = df.lexeme
         CROSS JOIN st)"""
+    if not related:
+        return simple
+    rows = f"""(SELECT {chunk} AS chunk_id, df.concept, df.cidf, df.qw, df.m, df.mlen,
+                       p.tf, p.dl
+                FROM dc AS df JOIN {postings_table} p
+                     ON p.chunk_id = {chunk} AND p.lexeme = df.lexeme) r"""
+    return f"""(CASE WHEN {_IF_A_RULE} THEN (
+        SELECT sum({concept_term_sql("t")})
+        FROM ({concept_tf_sql(rows)}) t CROSS JOIN st
+        WHERE t.own > 0 OR t.rel > 0) ELSE {simple} END)"""
 
 
 def ceiling_cte() -> str:
@@ -326,7 +401,7 @@ KB_STATS = """
     FROM namespace_stats WHERE namespace = %(ns)s"""
 
 KB_DF = """
-    SELECT q.lexeme, q.qw, coalesce(ls.df, 0) AS df FROM q
+    SELECT q.*, coalesce(ls.df, 0) AS df FROM q
     LEFT JOIN lexeme_stats ls ON ls.namespace = %(ns)s AND ls.lexeme = q.lexeme"""
 
 # The namespace's vocabulary for typo tolerance (``spelling.check``): is the query's
@@ -339,7 +414,7 @@ KB_WORDS = """
       AND length(ls.lexeme) BETWEEN u.shortest AND u.longest AND ls.df > 0"""
 
 
-def kb_bm25_ctes(*, filtered: bool) -> str:
+def kb_bm25_ctes(*, filtered: bool, related: bool = False) -> str:
     """``bm25_ctes`` over one namespace's postings. ``filtered`` joins each posting's chunk
     (as ``fc``) to a ``{filters}`` placeholder, so the cap counts only postings whose chunk
     passes the filter and a filtered top-k is never under-filled."""
@@ -354,7 +429,7 @@ def kb_bm25_ctes(*, filtered: bool) -> str:
             SELECT p.chunk_id, p.tf, p.dl FROM postings p
             WHERE p.namespace = %(ns)s AND p.lexeme = df.lexeme
             ORDER BY p.impact DESC LIMIT %(cap)s"""
-    return bm25_ctes(stats=KB_STATS, df=KB_DF, postings=postings)
+    return bm25_ctes(stats=KB_STATS, df=KB_DF, postings=postings, related=related)
 
 
 KB_FIELDS = (Field("t", "x"), Field("tt", "tx", TITLE_WEIGHT, body=False),
@@ -438,24 +513,35 @@ def kb_delete_page_postings_cte() -> str:
                WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s))"""
 
 
-def kb_page_bm25_cte(*, pages: str) -> str:
+def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
     """CTE ``pbm`` (``source_ref``, ``r``): the BM25 of each page named in the relation
     ``pages`` (a ``source_ref`` column) as one document, its term frequencies against its
     length and the average page length, weighted by the chunks' document frequencies
     (they rank terms by rarity as well, and need no page statistics of their own). Needs
-    the ``st`` and ``df`` of ``kb_bm25_ctes``."""
-    term = bm25_term_sql("df.df", "pp.tf", "pg.lexeme_count", avgdl="st.avgpl")
+    the ``st`` and ``dc`` of ``kb_bm25_ctes``, made with the same ``related``."""
+    rows = f"""(SELECT pp.source_ref, df.concept, df.cidf, df.qw, df.m, df.mlen, pp.tf,
+                       pg.lexeme_count AS dl
+                FROM (SELECT DISTINCT source_ref FROM {pages}) cp
+                JOIN sources pg ON pg.namespace = %(ns)s AND pg.ref = cp.source_ref
+                CROSS JOIN dc AS df
+                JOIN page_postings pp ON pp.namespace = %(ns)s
+                     AND pp.source_ref = cp.source_ref AND pp.lexeme = df.lexeme
+                WHERE df.df > 0) r"""
+    simple = f"""
+            SELECT r.source_ref, sum(r.cidf * {saturation_sql("r.tf", "r.dl", "st.avgpl")})
+                AS r
+            FROM {rows} CROSS JOIN st {_IF_NO_RULE if related else ""}
+            GROUP BY r.source_ref"""
+    if not related:
+        return f"""
+        pbm AS ({simple})"""
     return f"""
-        pbm AS (
-            SELECT pp.source_ref, sum(df.qw * {term}) AS r
-            FROM (SELECT DISTINCT source_ref FROM {pages}) cp
-            JOIN sources pg ON pg.namespace = %(ns)s AND pg.ref = cp.source_ref
-            CROSS JOIN df
-            JOIN page_postings pp ON pp.namespace = %(ns)s
-                 AND pp.source_ref = cp.source_ref AND pp.lexeme = df.lexeme
-            CROSS JOIN st
-            WHERE df.df > 0
-            GROUP BY pp.source_ref)"""
+        pbm AS ({simple}
+            UNION ALL
+            SELECT t.source_ref, sum({concept_term_sql("t", avgdl="st.avgpl")})
+            FROM ({concept_tf_sql(rows, key="source_ref")}) t CROSS JOIN st
+            WHERE {_IF_A_RULE} AND (t.own > 0 OR t.rel > 0)
+            GROUP BY t.source_ref)"""
 
 
 def kb_delete_postings_ctes(*, chunks: str) -> str:

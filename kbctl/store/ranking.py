@@ -59,11 +59,13 @@ _RESULT_COLUMNS = """
     s.url AS source_url, s.title AS source_title"""
 
 
-def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, Any]]:
-    """Top-k by BM25, scored as the share of the query's ceiling (``lexical.ceiling_cte``)."""
+def lexical_query(filters: dict[str, str], *, related: bool = False
+                  ) -> tuple[sql.Composable, dict[str, Any]]:
+    """Top-k by BM25, scored as the share of the query's ceiling (``lexical.ceiling_cte``);
+    ``related``: a thesaurus rule may apply (``lexical.bm25_ctes``)."""
     cond, params = _filter_sql(filters, "fc")
     text = f"""
-        WITH {lexical.kb_bm25_ctes(filtered=bool(filters))},
+        WITH {lexical.kb_bm25_ctes(filtered=bool(filters), related=related)},
         top AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(k)s),
         {lexical.ceiling_cte()}
         SELECT {_RESULT_COLUMNS}, {lexical.calibrated_sql("top.r", "c.r")} AS text_score
@@ -74,7 +76,8 @@ def lexical_query(filters: dict[str, str]) -> tuple[sql.Composable, dict[str, An
     return sql.SQL(text).format(filters=cond), params
 
 
-def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, dict[str, Any]]:
+def hybrid_query(filters: dict[str, str], fusion: str, *, related: bool = False
+                 ) -> tuple[sql.Composable, dict[str, Any]]:
     """Union of vector candidates (ids passed in as ``vids``) and lexical candidates, each
     scored on both axes, then fused.
 
@@ -114,21 +117,21 @@ def hybrid_query(filters: dict[str, str], fusion: str) -> tuple[sql.Composable, 
     """
     cond_fc, params = _filter_sql(filters, "fc")
     text = f"""
-        WITH {lexical.kb_bm25_ctes(filtered=bool(filters))},
+        WITH {lexical.kb_bm25_ctes(filtered=bool(filters), related=related)},
         lex AS (SELECT chunk_id, r FROM bm ORDER BY r DESC, chunk_id LIMIT %(cand)s),
         vec AS (SELECT unnest(%(vids)s::bigint[]) AS chunk_id),
         ids AS (SELECT chunk_id FROM lex UNION SELECT chunk_id FROM vec),
         closeness AS (
             SELECT ids.chunk_id, ch.source_ref,
-                   coalesce(lex.r, {lexical.chunk_bm25_sql("postings", "ids.chunk_id")}, 0)
-                       AS r,
+                   coalesce(lex.r, {lexical.chunk_bm25_sql("postings", "ids.chunk_id",
+                                                            related=related)}, 0) AS r,
                    1 - (ch.embedding <=> %(qv)s::vector) AS own,
                    1 - (coalesce(page.embedding, ch.embedding) <=> %(qv)s::vector) AS page
             FROM ids
             JOIN chunks ch ON ch.id = ids.chunk_id
             JOIN sources page ON page.namespace = ch.namespace AND page.ref = ch.source_ref
             LEFT JOIN lex ON lex.chunk_id = ids.chunk_id),
-        {lexical.kb_page_bm25_cte(pages="closeness")},
+        {lexical.kb_page_bm25_cte(pages="closeness", related=related)},
         exact AS (
             SELECT c.chunk_id, c.r, coalesce(pbm.r, 0) AS pr, greatest(0, c.own) AS own,
                    greatest(0, {1 - PAGE_WEIGHT} * c.own + {PAGE_WEIGHT} * c.page) AS cos

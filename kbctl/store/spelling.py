@@ -47,12 +47,14 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 # The query's word tokens and their stems, first seen first (PostgreSQL's own parser and
 # dictionaries, so they are the lexemes ``to_tsvector`` indexes); stop words have no stem
-# and are left out.
+# and are left out. Words with digits (``k8s``, ``utf8``) are words too: one no chunk uses
+# is missing from the question's evidence like any other (it is never corrected).
 QUERY_STEMS_SQL = """
     SELECT d.token, d.lexemes[1] AS lexeme, min(d.n) AS n
     FROM ts_debug(%(config)s::regconfig, %(text)s::text)
          WITH ORDINALITY AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
-    WHERE d.alias IN ('asciiword', 'word', 'hword_asciipart', 'hword_part')
+    WHERE d.alias IN ('asciiword', 'word', 'numword', 'hword_asciipart', 'hword_part',
+                      'hword_numpart')
       AND cardinality(d.lexemes) = 1
     GROUP BY d.token, d.lexemes[1]"""
 

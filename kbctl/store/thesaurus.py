@@ -21,6 +21,7 @@ configuration reads them, the same as the index.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,8 +29,14 @@ from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")
 # Stemming keeps a word's first letters: a member can only match a question holding words
-# that begin as each of its words does (shorter words whole).
-_PREFIX = 3
+# that begin as each of its words does ("ids" as "id", "folders" as "folder").
+_PREFIX = 2
+# The members one question may send to the database to be stemmed and matched: a project's
+# thousand rules sharing common words cost seconds a question past this.
+MAX_CANDIDATE_MEMBERS = 400
+# What a note lists: the first rules applied, and the first words each added.
+NOTE_RULES = 8
+NOTE_WORDS = 6
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     # the same thing by another name
@@ -124,6 +131,8 @@ def parse_rule(text: str) -> Rule:
     if len(sides) > 2:
         raise ValueError("has more than one '=>'")
     lists = [[m.strip() for m in side.split(",")] for side in sides]
+    if len(lists) == 2 and any(not "".join(side).strip() for side in lists):
+        raise ValueError("has nothing on one side of '=>'")
     for members in lists:
         if any(not m for m in members):
             raise ValueError("has an empty word (two commas in a row, or one at an end)")
@@ -131,8 +140,11 @@ def parse_rule(text: str) -> Rule:
             raise ValueError(f"has {len(members)} words on one side; at most {MAX_MEMBERS}")
         for m in members:
             if len(m) > MAX_MEMBER_CHARS:
-                raise ValueError(f"has a word of {len(m)} characters; at most "
+                raise ValueError(f"has a word or phrase of {len(m)} characters; at most "
                                  f"{MAX_MEMBER_CHARS}")
+            if any(unicodedata.category(c) in ("Cc", "Cf") for c in m):
+                raise ValueError(f"{m!r} holds an invisible or control character, which no "
+                                 f"word of the docs would match")
             if not _words(m):
                 raise ValueError(f"{m!r} has no letter or digit")
     if len(lists) == 1:
@@ -214,6 +226,8 @@ class Thesaurus:
         members: list[str] = []
         roles: list[str] = []
         for number in applying:
+            if len(members) + len(self.rules[number].roles()) > MAX_CANDIDATE_MEMBERS:
+                break
             for member, role in self.rules[number].roles():
                 numbers.append(number)
                 members.append(member)
@@ -225,8 +239,16 @@ def notes(related: Mapping[str, Sequence[str]]) -> list[str]:
     """What synonyms a search added (``lexical.related_words``), for people and agents."""
     if not related:
         return []
-    pairs = "; ".join(f"{', '.join(added)} (for {used})" for used, added in related.items())
-    return [f"also looked for synonyms: {pairs}"]
+    pairs = [f"{_listed(added, NOTE_WORDS)} (for {used})"
+             for used, added in list(related.items())[:NOTE_RULES]]
+    more = len(related) - NOTE_RULES
+    return [f"also looked for synonyms: {'; '.join(pairs)}"
+            + (f"; and for {more} more words" if more > 0 else "")]
+
+
+def _listed(words: Sequence[str], most: int) -> str:
+    shown = ", ".join(words[:most])
+    return shown + (f" and {len(words) - most} more" if len(words) > most else "")
 
 
 BUILT_IN = Thesaurus((*(Rule.equivalent(g) for g in GROUPS),
