@@ -340,6 +340,21 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_lives_on(
                      '{"name": "search_knowledge", "arguments": {"query": "\\ud800"}}}'
                      ) == (12, -32602)
         assert error('{"jsonrpc": "2.0", "method": "x", "params": "\\udc00"}') == (None, -32700)
+        # nested past the SDK reader's limit: said so, not called a lone surrogate
+        deep = "[" * 300 + "]" * 300
+        peer.send('{"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": '
+                  '{"name": "search_knowledge", "arguments": {"query": "x", "d": ' + deep + '}}}')
+        answer = peer.read()
+        assert (answer["id"], answer["error"]["code"]) == (13, -32600)
+        assert "nests deeper" in answer["error"]["message"]
+        # an integer no float holds is a tool error, not an internal one
+        peer.send('{"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": '
+                  '{"name": "search_knowledge", "arguments": {"query": "x", "min_score": '
+                  + "9" * 400 + '}}}')
+        result = peer.read()["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["type"] == "ToolArgumentError", result
+        assert "within a float's range" in result["content"][0]["text"]
     finally:
         peer.close()
     assert peer.proc.returncode == 0

@@ -4,7 +4,9 @@ pinning, clamping, spotlighting, the read-only and phase guards, errors as value
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -381,6 +383,25 @@ def test_phase_guard_gates_appends(memory: Cli, tmp_path: Path) -> None:
         assert tools.call("memory_append", args).data["status"] == "created"
     assert rows(memory.db_url, "SELECT content FROM memory_files WHERE path = "
                                "'memory/user/flush.md'") == [("flushed note\n",)]
+
+
+def test_a_phase_file_that_is_no_small_text_file_is_no_phase(tmp_path: Path) -> None:
+    """A FIFO had blocked every later call behind a write, /dev/zero grew the server by
+    gigabytes, and a byte that is no UTF-8 was an internal error: each is no phase now,
+    read at once, and the write is refused as with no file."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big"
+    big.write_text("memory_flushing" + " " * 10_000)
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"memory_flushing\xff")
+    started = time.monotonic()
+    for path in (fifo, Path("/dev/zero"), big, binary, tmp_path):
+        assert phase_file(path)() is None, path
+    assert time.monotonic() - started < 5
+    good = tmp_path / "good"
+    good.write_text("memory_flushing\n")
+    assert phase_file(good)() == "memory_flushing"
 
 
 def test_errors_are_values_and_the_session_recovers(memory: Cli) -> None:

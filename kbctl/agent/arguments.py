@@ -53,12 +53,22 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
             # no text may hold it: the caller's error, not the database's
             raise ToolArgumentError(f"{spec.name}: '{name}' contains {bad}, which no "
                                     "text may hold")
-        if schema["type"] in ("integer", "number") and not math.isfinite(value):
-            # NaN and Infinity are no JSON, but Python's reader lets them through
-            raise ToolArgumentError(f"{spec.name}: '{name}' must be a finite number")
+        if schema["type"] in ("integer", "number") and not _finite(value):
+            # NaN and Infinity are no JSON, but Python's reader lets them through; an
+            # integer of hundreds of digits is JSON, and no float holds it
+            raise ToolArgumentError(f"{spec.name}: '{name}' must be a finite number "
+                                    f"within a float's range")
         out[name] = (int(value) if schema["type"] == "integer" else
                      float(value) if schema["type"] == "number" else value)
     return out
+
+
+def _finite(value: float) -> bool:
+    """Whether a JSON number is one a float holds (Python's integers have no bound)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _first(spec: ToolSpec, props: Mapping[str, Any], given: Mapping[str, Any],

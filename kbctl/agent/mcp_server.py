@@ -125,10 +125,15 @@ def protocol_errors(exc: Exception) -> list[types.JSONRPCError]:
         return [_error(None, types.INVALID_REQUEST, "Invalid Request: a message is at most "
                        f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MB")]
     if invalid is not None:
-        request_id = _id_of(_lenient(invalid.get("input")))
-        if request_id is not None:  # JSON but for a string that is no text: its caller waits
+        lenient = _lenient(invalid.get("input"))
+        request_id = _id_of(lenient)
+        if request_id is not None and _holds_lone_surrogate(lenient):
+            # JSON but for a string that is no text: its caller waits for the answer
             return [_error(request_id, types.INVALID_PARAMS, "Invalid params: a string holds "
                            "a lone surrogate (\\ud800-\\udfff), which is no text")]
+        if request_id is not None:  # JSON the SDK's reader refuses: nested past its limit
+            return [_error(request_id, types.INVALID_REQUEST, "Invalid Request: the message "
+                           "nests deeper than the server reads")]
         return [_error(None, types.PARSE_ERROR, "Parse error")]
     message = _top_level(details)
     if isinstance(message, list):
@@ -145,6 +150,23 @@ def _lenient(line: Any) -> Any:
         return json.loads(line) if isinstance(line, str | bytes) and len(line) < MAX_LINE else None
     except (ValueError, RecursionError):
         return None
+
+
+def _holds_lone_surrogate(message: Any) -> bool:
+    """Whether a string anywhere in the parsed message (keys too) holds a surrogate code
+    point, which no text may; walked without recursion, however deep the message nests."""
+    pending = [message]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in value):
+                return True
+        elif isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
 
 
 def _top_level(details: list[Any]) -> Any:

@@ -4,7 +4,9 @@ long-lived session (the MCP server, ``tools call``)."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import stat
 import sys
 import threading
 import traceback
@@ -35,15 +37,37 @@ from .specs import MEMORY_APPEND, MEMORY_TOOLS, ToolLimits, ToolSpec, tool_specs
 WRITE_WAIT_S = 30.0
 
 
+# A phase is a word ("memory_flushing"): more than this is no phase file's.
+MAX_PHASE_BYTES = 256
+
+
 def phase_file(path: str | Path) -> Callable[[], str | None]:
     """A phase accessor for ``AppendGuard`` that reads the runtime's current phase from a
-    file on every write (missing or empty file: no phase, so writes are refused)."""
+    file on every write (missing or empty file: no phase, so writes are refused).
+
+    Only a regular file is read, without blocking and at most ``MAX_PHASE_BYTES`` of it: a
+    FIFO had blocked every later call behind a write, and /dev/zero grew the server by
+    gigabytes. Anything else, or bytes that are no UTF-8, is no phase."""
     target = Path(path)
 
     def current() -> str | None:
         try:
-            return target.read_text(encoding="utf-8").strip() or None
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = os.read(fd, MAX_PHASE_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(raw) > MAX_PHASE_BYTES:
+            return None
+        try:
+            return raw.decode("utf-8").strip() or None
+        except UnicodeDecodeError:
             return None
 
     return current
