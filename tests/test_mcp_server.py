@@ -454,33 +454,41 @@ def test_a_request_the_client_cancelled_does_not_hold_the_exit(kb: Cli, workdir:
 
 def test_a_long_queue_is_drained_while_it_moves_and_read_in_bounded_steps() -> None:
     """A fixed two-minute drain dropped 27,873 of 50,000 piped requests unperformed; and
-    every request read was held until answered (1.1 GB for 100,000)."""
+    every request read was held until answered (1.1 GB for 100,000). Large requests are
+    bounded by their bytes too: 30 of 16 MB queued behind a stalled call had grown the
+    server to 2.2 GB."""
     from kbctl.agent.mcp_server import _Unanswered
 
     async def main() -> None:
         pending = _Unanswered()
-        pending.ids.update(range(10))
+        pending.ids.update(dict.fromkeys(range(10), 100))
 
         async def answer_slowly() -> None:
             while pending.ids:
                 await anyio.sleep(0.05)
-                pending.ids.pop()
+                pending.ids.popitem()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer_slowly)
             started = time.monotonic()
             await pending.drained(seconds=0.2)  # no answer for 0.2 s would give up
             assert not pending.ids and time.monotonic() - started >= 0.4
-        pending.ids.add(1)
+        pending.ids[1] = 100
         with anyio.move_on_after(0.3) as waited:
             await pending.drained(seconds=0.1)  # a stalled call: given up on
-        assert not waited.cancelled_caught and pending.ids == {1}
-        pending.ids.update(range(2, 5))
+        assert not waited.cancelled_caught and pending.ids == {1: 100}
+        pending.ids.update(dict.fromkeys(range(2, 5), 100))
         with anyio.move_on_after(0.2) as blocked:
             await pending.room(most=4)  # four unanswered: the next waits
         assert blocked.cancelled_caught
-        pending.ids.discard(1)
+        pending.answered(1)
         await pending.room(most=4)
+        with anyio.move_on_after(0.2) as too_big:  # three of 100 bytes: 800 more do not fit
+            await pending.room(800, most_bytes=1000)
+        assert too_big.cancelled_caught
+        await pending.room(700, most_bytes=1000)
+        pending.ids.clear()
+        await pending.room(5000, most_bytes=1000)  # alone, a large request is still read
 
     anyio.run(main)
 

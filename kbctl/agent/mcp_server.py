@@ -17,6 +17,7 @@ import json
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
@@ -89,6 +90,9 @@ class BoundedLines:
     def __init__(self, raw: BinaryIO, limit: int = MAX_MESSAGE_BYTES) -> None:
         self._raw = raw
         self._limit = limit
+        # each line's size in bytes, in order: the SDK makes one message (or one error) of
+        # every line, so ``_screen`` takes one size for every item it reads
+        self.sizes: deque[int] = deque()
 
     def __aiter__(self) -> BoundedLines:
         return self
@@ -97,6 +101,7 @@ class BoundedLines:
         line = await anyio.to_thread.run_sync(self.read_line)
         if line is None:
             raise StopAsyncIteration
+        self.sizes.append(len(line))
         return line
 
     def read_line(self) -> str | None:
@@ -202,24 +207,31 @@ def _error(request_id: int | str | None, code: int, message: str) -> types.JSONR
 # this long: the SDK cancels calls still running when its input ends, so a client that
 # writes its requests and closes stdin (a script, a pipe) got an answer to none of them.
 DRAIN_SECONDS = 120.0
-# Requests read ahead of their answers, at most (a few calls run at once anyway).
+# Requests read ahead of their answers, at most (a few calls run at once anyway), and their
+# lines' bytes at most: a parsed request takes several times its line (a 16 MB array of
+# numbers, 55 MB), and 30 large ones queued behind a stalled call had grown the server to
+# 2.2 GB. A request larger than this alone is still read, once nothing else waits.
 MAX_PENDING = 64
+MAX_PENDING_BYTES = 32 * 1024 * 1024
 
 
 class _Unanswered:
     """The ids of the requests handed to the server that it has not answered yet."""
 
     def __init__(self) -> None:
-        self.ids: set[int | str] = set()
+        self.ids: dict[int | str, int] = {}  # id -> its line's size in bytes
 
-    def note(self, message: Any) -> None:
+    def note(self, message: Any, size: int = 0) -> None:
         """A request is awaited; one the client cancelled is not answered, by the rules."""
         if isinstance(message, types.JSONRPCRequest):
-            self.ids.add(message.id)
+            self.ids[message.id] = size
         elif (isinstance(message, types.JSONRPCNotification)
               and message.method == "notifications/cancelled"
               and isinstance(message.params, dict)):
-            self.ids.discard(message.params.get("requestId"))
+            self.answered(message.params.get("requestId"))
+
+    def answered(self, request_id: Any) -> None:
+        self.ids.pop(request_id, None)
 
     async def drained(self, seconds: float = DRAIN_SECONDS) -> None:
         """Wait until every request is answered, or until none was for ``seconds`` (a
@@ -231,21 +243,27 @@ class _Unanswered:
             if len(self.ids) < left:
                 left, since = len(self.ids), time.monotonic()
 
-    async def room(self, most: int = MAX_PENDING) -> None:
-        """Wait until fewer than ``most`` requests are unanswered: a client that pipelines
-        100,000 requests is read as fast as they are answered, and the server's memory
-        stays bounded (every request read was a task held until answered: 1.1 GB)."""
-        while len(self.ids) >= most:
+    async def room(self, size: int = 0, most: int = MAX_PENDING,
+                   most_bytes: int = MAX_PENDING_BYTES) -> None:
+        """Wait until fewer than ``most`` requests are unanswered and a request of ``size``
+        bytes fits in ``most_bytes`` with theirs: a client that pipelines 100,000 requests
+        is read as fast as they are answered, and the server's memory stays bounded (every
+        request read was a task held until answered: 1.1 GB)."""
+        while self.ids and (len(self.ids) >= most
+                            or sum(self.ids.values()) + size > most_bytes):
             await anyio.sleep(0.005)
 
 
 async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
                   passed: ObjectSendStream[SessionMessage | Exception],
-                  write: ObjectSendStream[SessionMessage], unanswered: _Unanswered) -> None:
+                  write: ObjectSendStream[SessionMessage], unanswered: _Unanswered,
+                  sizes: deque[int]) -> None:
     """Pass messages on; answer what is not a message here, so no client waits for ever.
-    At the end of the input, the server's input ends once it answered what it was sent."""
+    At the end of the input, the server's input ends once it answered what it was sent.
+    ``sizes``: the byte size of each line read, one for every item, in order."""
     async with passed:
         async for item in incoming:
+            size = sizes.popleft() if sizes else 0
             if isinstance(item, Exception):
                 for error in protocol_errors(item):
                     await write.send(SessionMessage(error))
@@ -254,8 +272,8 @@ async def _screen(incoming: ObjectReceiveStream[SessionMessage | Exception],
                     "Invalid Request: a request's id must be a string or an integer"))))
             else:
                 if isinstance(item.message, types.JSONRPCRequest):  # a cancel never waits
-                    await unanswered.room()
-                unanswered.note(item.message)
+                    await unanswered.room(size)
+                unanswered.note(item.message, size)
                 await passed.send(item)
         await unanswered.drained()
 
@@ -267,7 +285,7 @@ async def _answer(outgoing: ObjectReceiveStream[SessionMessage],
     async with write:
         async for item in outgoing:
             if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
-                unanswered.ids.discard(item.message.id)
+                unanswered.answered(item.message.id)
             await write.send(item)
 
 
@@ -300,7 +318,7 @@ async def serve_stdio(tools: AgentTools, stop: Callable[[int], None] | None = No
             async with anyio.create_task_group() as tasks:
                 if stop is not None:
                     tasks.start_soon(_on_signal, STOP_SIGNALS, stop)
-                tasks.start_soon(_screen, read, send, write, unanswered)
+                tasks.start_soon(_screen, read, send, write, unanswered, stdin.sizes)
                 async with anyio.create_task_group() as serving:  # ends once all is written
                     serving.start_soon(_answer, out_receive, write, unanswered)
                     await server.run(receive, out_send,
