@@ -273,3 +273,17 @@ def test_a_rule_that_does_not_apply_changes_nothing(store: KnowledgeStore) -> No
     assert lookalike.candidates("delete a folder")["sg"]  # it reaches the database
     assert _found(store, "delete a folder", lookalike) == pytest.approx(
         _found(store, "delete a folder", NONE))
+
+
+def test_an_eval_report_says_which_synonyms_a_case_looked_for(cli: Cli, workdir: Path) -> None:
+    docs = workdir / "docs"
+    docs.mkdir()
+    (docs / "trees.md").write_text("# Trees\n\nrmtree removes an entire directory tree.\n")
+    cli.json("ingest", "files", str(docs))
+    (workdir / "suite.yaml").write_text(
+        "version: 1\ncases:\n  - id: folder\n    question: delete a folder\n"
+        "    expect: {sourceIncludes: trees}\n")
+    report = cli.json("eval", "suite.yaml")
+    (case,) = report["cases"]
+    assert case["passed"] and case["synonyms"] == {"folder": ["directory"],
+                                                   "delete": ["remove", "erase"]}

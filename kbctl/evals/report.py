@@ -28,6 +28,7 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
       ndcg, recall              this case's nDCG@topK and recall@topK (null: not scored)
       corrected, unmatched      the question's words the KB never uses: {typed: the
                                 indexed word matched instead}, and [those matching nothing]
+      synonyms                  {the question's words: the synonyms they also looked for}
       searchable                false: every word of the question is a stop word
       checks[]                  {name, passed, detail}; name "retrieval" marks a
                                 retriever failure
@@ -84,6 +85,7 @@ def case_to_json(result: CaseResult) -> dict[str, Any]:
         **_gains(result),
         "corrected": dict(result.corrected),
         "unmatched": list(result.unmatched),
+        "synonyms": {used: list(added) for used, added in result.related.items()},
         "searchable": result.searchable,
         "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail}
                    for c in result.checks],

@@ -56,6 +56,8 @@ class CaseResult:
     # The question's words the KB never uses: matched by spelling, and matched by nothing.
     corrected: dict[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()
+    # The synonyms its words also looked for: {words it used: words added}.
+    related: dict[str, tuple[str, ...]] = field(default_factory=dict)
     searchable: bool = True  # False: the question is all stop words
     # Nothing retrieved because the case's minScore cut it all: the best score it cut.
     best_below_min: float | None = None
@@ -178,7 +180,7 @@ def _run_case(case: Case, retriever: Retriever, clock: Callable[[], float]
         top_score=max((chunk.score for chunk in retrieved), default=None),
         duration_ms=(clock() - start) * 1000.0,
         corrected=dict(found.corrected), unmatched=tuple(found.unmatched),
-        searchable=found.searchable,
+        related=dict(found.related), searchable=found.searchable,
         best_below_min=found.best_below_min,
     ), None
 

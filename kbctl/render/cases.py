@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..evals.baseline import BaselineDiff, Regression
 from ..evals.metrics import Metrics
 from ..evals.run import CaseResult, EvalReport
-from ..store import spelling
+from ..store import spelling, thesaurus
 from .text import filter_text
 
 SUMMARY_FAILURES = 50
@@ -36,6 +36,7 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
         lines += [f"regression: {reason}" for reason in regression.reasons]
     if lines:
         lines += spelling.notes(result.corrected, result.unmatched, result.searchable)
+        lines += thesaurus.notes(result.related)
     if lines and not result.retrieved and result.error is None and result.case.filter:
         lines.append(f"searched only passages with {filter_text(result.case.filter)} "
                      "(the case's filter)")
