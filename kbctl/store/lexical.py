@@ -145,7 +145,8 @@ def tsvector_sql(text: str) -> str:
     return f"to_tsvector('{TEXT_CONFIG}', {text})"
 
 
-def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
+def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s", *,
+                      related: bool = True) -> str:
     """CTE ``q`` (``lexeme``, ``qw``, ``m``, ``mlen``, ``src``): the distinct lexemes of the
     analysed query text bound at ``query`` and its exact lexemes bound at ``exact``, each
     weighing 1, and the words a thesaurus relates to them, weighing ``RELATED_WEIGHT``
@@ -153,7 +154,16 @@ def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s") -> str:
     ``Thesaurus.candidates``). A rule applies when every lexeme of one of its sources is
     among the question's own (a phrase needs all its words); its targets join, each a
     member ``m`` of ``mlen`` lexemes that counts only where all of them occur, and ``src``
-    the question's lexemes that applied it. ``query_params`` gives every parameter."""
+    the question's lexemes that applied it. ``query_params`` gives every parameter.
+    ``related=False`` (no rule may apply: ``query_params``' ``sg`` is empty) leaves the
+    thesaurus out of the SQL: its CTEs, even empty, made the planner's generic plan of a
+    search several times slower."""
+    own = f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
+              UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' ')))"""
+    if not related:
+        return f"""{own},
+        q AS (SELECT lexeme, 1::real AS qw, lexeme AS m, 1 AS mlen, NULL::text[] AS src
+              FROM q0)"""
     return f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
               UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' '))),
         sm AS (SELECT s.g, s.m, s.r, s.n,
@@ -330,17 +340,23 @@ def bm25_ctes(*, stats: str, df: str, postings: str, related: bool = False) -> s
                WHERE {_IF_A_RULE} AND (t.own > 0 OR t.rel > 0)
                GROUP BY t.chunk_id"""
     bm += ")"
-    return f"""
-        {query_lexemes_cte()},
-        st AS MATERIALIZED ({stats}),
-        df AS MATERIALIZED ({df}),
-        dc AS MATERIALIZED (
+    if related:
+        concepts = f"""
             SELECT d.*, coalesce(a.lexeme, d.lexeme) AS concept,
                    {idf_sql("coalesce(a.df, d.df)::float8")} AS cidf
             FROM df d CROSS JOIN st LEFT JOIN LATERAL (
                 SELECT o.lexeme, o.df FROM df o
                 WHERE d.src IS NOT NULL AND o.qw = 1 AND o.lexeme = ANY(d.src)
-                ORDER BY o.df, o.lexeme LIMIT 1) a ON true),
+                ORDER BY o.df, o.lexeme LIMIT 1) a ON true"""
+    else:
+        concepts = f"""
+            SELECT d.*, d.lexeme AS concept, {idf_sql("d.df::float8")} AS cidf
+            FROM df d CROSS JOIN st"""
+    return f"""
+        {query_lexemes_cte(related=related)},
+        st AS MATERIALIZED ({stats}),
+        df AS MATERIALIZED ({df}),
+        dc AS MATERIALIZED ({concepts}),
         cand AS (SELECT df.concept, df.cidf, df.qw, df.m, df.mlen, c.chunk_id, c.tf, c.dl
                  FROM dc AS df CROSS JOIN LATERAL ({postings}) c
                  WHERE df.df > 0),{bm}"""
