@@ -114,7 +114,10 @@ class PostgresMemoryBackend:
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         fenced = {"agent": scope.agent_id, "user": scope.user_id}
         found = self._spelling(query, fenced, opts.typo_tolerance)
-        terms = lexical.query_params(query, found.lexemes, opts.thesaurus)
+        related = KnowledgeStore(self.conn).related_words(query, opts.thesaurus, found.lexemes)
+        # no rule applied: the plain search
+        terms = lexical.query_params(query, found.lexemes,
+                                     opts.thesaurus if related else thesaurus.NONE)
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES, "missing": len(found.unmatched),
@@ -148,8 +151,7 @@ class PostgresMemoryBackend:
             notes.append("keyword-only search: this knowledge base has no embedder")
         notes += spelling.notes(found.corrected, found.unmatched,
                                 bool(rows) or KnowledgeStore(self.conn).searchable(query))
-        notes += thesaurus.notes(KnowledgeStore(self.conn).related_words(
-            query, opts.thesaurus, found.lexemes))
+        notes += thesaurus.notes(related)
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)

@@ -15,6 +15,7 @@ from ..sources.weburl import NOT_IN_FRAGMENT, NOT_IN_QUERY, escaped
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from ..store.thesaurus import BUILT_IN, Thesaurus
+from ..store.thesaurus import NONE as NO_SYNONYMS
 from .embedding_text import embedding_text
 
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
@@ -94,7 +95,8 @@ def retrieve(
                                ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
                                vector_weight=vector_weight, fusion=fusion,
                                also_match=found.lexemes, missing=len(found.unmatched),
-                               thesaurus=thesaurus)
+                               # no rule applied: the plain search, its plan cached
+                               thesaurus=thesaurus if related else NO_SYNONYMS)
         rows = distinct_sections(fetched)[:wanted]
         # copies of one page under many URLs (versions, mirrors) can fill every spare row:
         # look deeper, a bounded number of times, rather than answer short

@@ -28,9 +28,10 @@ from functools import cached_property
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")
-# Stemming keeps a word's first letters: a member can only match a question holding words
-# that begin as each of its words does ("ids" as "id", "folders" as "folder").
-_PREFIX = 2
+# Stemming keeps a word's first three letters: a member's word can only match a question's
+# word that begins as it does, or, for a word of two letters, that begins with it ("ids"
+# for "id", "folders" for "folder").
+_PREFIX = 3
 # The members one question may send to the database to be stemmed and matched: a project's
 # thousand rules sharing common words cost seconds a question past this.
 MAX_CANDIDATE_MEMBERS = 400
@@ -219,7 +220,7 @@ class Thesaurus:
         ``sr`` of ``lexical.query_lexemes_cte`` (each member's rule number, the member, its
         role). The test here is cheap (words' first letters) so the database stems only
         these members; it decides exactly, with the index's own stemmer."""
-        keys = {_key(w) for w in _words(question)}
+        keys = {k for w in _words(question) for k in (_key(w), w[:2])}
         applying = sorted({number for key in keys for number, source in self._by_key.get(key, ())
                            if all(k in keys for k in source)})
         numbers: list[int] = []
