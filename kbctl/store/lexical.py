@@ -164,8 +164,7 @@ def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s", *,
         return f"""{own},
         q AS (SELECT lexeme, 1::real AS qw, lexeme AS m, 1 AS mlen, NULL::text[] AS src
               FROM q0)"""
-    return f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
-              UNION SELECT unnest(string_to_array(nullif({exact}, ''), ' '))),
+    return f"""{own},
         sm AS (SELECT s.g, s.m, s.r, s.n,
                       array(SELECT x.lexeme FROM unnest({tsvector_sql("s.m")}) x) AS lx
                FROM unnest(%(sg)s::int[], %(sm)s::text[], %(sr)s::text[])
