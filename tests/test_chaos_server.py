@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,88 @@ def test_a_memory_write_reported_done_survives_a_server_killed_right_after(box: 
     got = ok(box.run("memory", "get", "memory/user/log.md", *scope, "--json"))
     assert [line for line in json.loads(got.stdout)["text"].splitlines() if line] == [
         "entry 0", "entry 1", "entry 2"]
+
+
+@contextmanager
+def frozen(box: Box) -> Iterator[None]:
+    """Every postgres process of the box stopped (SIGSTOP), as in a paused VM: sockets
+    stay open and nothing answers. They go on when the block ends."""
+    stopped = [p for p in box.server_processes() if p.name() == "postgres"]
+    assert stopped
+    try:
+        for proc in stopped:
+            proc.send_signal(signal.SIGSTOP)
+        yield
+    finally:
+        for proc in stopped:
+            with _quiet():
+                proc.send_signal(signal.SIGCONT)
+
+
+# the watch's limits cut to seconds (``kbctl.store.unanswered``): 20 s and 10 s by default
+QUICK_GIVE_UP = ("import kbctl.store.unanswered as u, kbctl.store.db as d; u.STALL_S = 2.0; "
+                 "u.PROBE_TIMEOUT_S = 2; d.CONNECT_TIMEOUT_S = 2; ")
+
+
+def test_mcp_server_whose_database_freezes_answers_every_call(box: Box) -> None:
+    """A frozen server keeps the connection open and never answers; statement_timeout,
+    which the server enforces, cannot end the wait. The call fails, named, and once the
+    server answers again the next call does too."""
+    argv = box.argv("serve", "mcp", "--agent", "bot")
+    argv[2] = QUICK_GIVE_UP + argv[2]
+    params = StdioServerParameters(command=sys.executable, args=argv[1:], cwd=str(box.root),
+                                   env=box.env)
+    log = box.root / "mcp.log"
+
+    async def session() -> None:
+        with anyio.fail_after(COMMAND_DEADLINE), open(log, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as s:
+                await s.initialize()
+                first = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                assert not first.is_error
+                with frozen(box):
+                    started = time.monotonic()
+                    stuck = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                    waited = time.monotonic() - started
+                assert stuck.is_error
+                said = stuck.content[0].text
+                assert "did not answer" in said or "timeout expired" in said, said
+                assert waited < 30, waited  # 2 s stall + 2 s probe + 2 s to reconnect
+                again = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                assert not again.is_error, again.content
+                assert "clockwise" in again.structured_content["passages"][0]["text"]
+
+    anyio.run(session)
+    said = log.read_text()
+    assert "did not answer a statement" in said and "Traceback" not in said
+
+
+def test_a_frozen_server_ends_the_statement_waiting_on_it(
+        box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbctl.store import db, unanswered
+
+    monkeypatch.setattr(unanswered, "STALL_S", 1.0)
+    monkeypatch.setattr(unanswered, "PROBE_TIMEOUT_S", 1)
+    monkeypatch.setattr(unanswered, "POLL_S", 0.2)
+    conn = db.connect(None, box.data_dir, create=False)
+    try:
+        with frozen(box):
+            started = time.monotonic()
+            with pytest.raises(psycopg.OperationalError) as lost:
+                conn.execute("SELECT count(*) FROM chunks").fetchone()
+            waited = time.monotonic() - started
+        assert waited < 20, waited
+        error = db.database_error(lost.value, None, box.data_dir)
+        shown = db.describe(None, box.data_dir)
+        assert str(error).startswith(
+            f"gave up on the connection: {shown} did not answer a statement for ")
+        assert "once the server answers" in (error.hint or "")
+        # the verdict is said once: a later loss of the connection is reported as itself
+        assert db.database_error(lost.value, None, box.data_dir).message.startswith(
+            "lost the connection")
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

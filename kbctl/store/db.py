@@ -17,6 +17,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from ..errors import ConfigError, DatabaseError, InputError
+from . import unanswered
 from .migrations import has_schema, migrate
 from .server import (
     ensure_running,
@@ -182,7 +183,9 @@ def _open(target: str, shown: str, pgdata: Path | None) -> psycopg.Connection:
                else {"connect_timeout": CONNECT_TIMEOUT_S})
     while True:
         try:
-            return psycopg.connect(target, autocommit=True, **timeout)
+            conn = psycopg.connect(target, autocommit=True, **timeout)
+            unanswered.watch(conn, target, shown)
+            return conn
         except psycopg.Error as exc:
             recovering = any(m in str(exc) for m in _RECOVERING)
             full = any(m in str(exc) for m in _FULL)
@@ -243,6 +246,12 @@ def lost_connection(exc: BaseException, url: str | None,
     embedded server's log says why it went (a full disk makes it crash)."""
     while exc.__cause__ is not None and not isinstance(exc, psycopg.OperationalError):
         exc = exc.__cause__
+    shown = describe(url, data_dir)
+    stopped_answering = unanswered.given_up(shown)
+    if stopped_answering is not None:
+        return DatabaseError(f"gave up on the connection: {stopped_answering}",
+                             hint=f"{_KEPT}; run the command again once the server "
+                                  f"answers (a stopped or paused process, a host cut off)")
     detail = _first_line(exc)
     again = "run the command again" + ("" if url else " (it restarts the embedded server)")
     hint = f"{_KEPT}; {again}"
@@ -251,9 +260,8 @@ def lost_connection(exc: BaseException, url: str | None,
         detail += f"; the server's log says: {cause}"
         if "No space left on device" in cause:
             hint = _disk_full_hint(url, data_dir, again)
-    return DatabaseError(
-        f"lost the connection to {describe(url, data_dir)} during the run: {detail}",
-        hint=hint)
+    return DatabaseError(f"lost the connection to {shown} during the run: {detail}",
+                         hint=hint)
 
 
 def is_database_failure(exc: BaseException) -> bool:
