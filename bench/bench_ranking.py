@@ -404,8 +404,9 @@ def main() -> None:
                    (plain_mode[0], summarise(plain), plain_ms)])
             by_kind({lexical_mode[0]: judged, plain_mode[0]: plain})
             depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
-            print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
-            calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
+            if off_topic:  # a held-out set asks none
+                print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
+                calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
             return
         dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
         inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url), writing=False)
@@ -441,9 +442,10 @@ def main() -> None:
             sweep.append((f"w={w:.1f}", summarise(judged), ms))
         table(sweep)
         by_kind(results)
-        print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
-        for label, run in modes:
-            calibration(label, cases, off_topic, run)
+        if off_topic:
+            print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
+            for label, run in modes:
+                calibration(label, cases, off_topic, run)
 
 
 DEPTHS = (5, 10, 20, 50)
