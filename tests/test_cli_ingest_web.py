@@ -310,6 +310,28 @@ def test_a_page_dropped_from_the_sitemap_is_deleted(cli: Cli, site: LocalServer)
     assert rows(cli.db_url, "SELECT ref FROM sources") == [(site.url("/guide/install.html"),)]
 
 
+def test_a_sitemap_ingest_reads_no_page_robots_txt_disallows(cli: Cli,
+                                                             site: LocalServer) -> None:
+    site.routes["/robots.txt"] = ok("User-agent: *\nDisallow: /guide/config.html\n")
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE)
+    assert rows(cli.db_url, "SELECT ref FROM sources") == [(site.url("/guide/install.html"),)]
+    assert site.hits("/guide/config.html") == 0
+    assert report["dropped"] == {"robots.txt": 1}
+    assert any("1 listed page not read: robots.txt disallows it "
+               f"({site.url('/guide/config.html')}); pass --ignore-robots" in n
+               for n in report["notes"]), report["notes"]
+
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE,
+                      "--ignore-robots")
+    assert report["added"] == 1 and site.hits("/guide/config.html") == 1
+    # the site disallows everything it lists: the stored pages are kept, and it is said
+    site.routes["/robots.txt"] = ok("User-agent: kbctl\nDisallow: /\n")
+    report = cli.json("ingest", "sitemap", site.url("/sitemap.xml"), PRIVATE, code=1)
+    assert "robots.txt disallows every page it lists; its 2 stored pages are kept" in str(
+        report["errors"]), report
+    assert len(rows(cli.db_url, "SELECT ref FROM sources")) == 2
+
+
 def test_crawl_ingests_the_site_and_prunes_only_after_a_whole_crawl(cli: Cli,
                                                                    site: LocalServer) -> None:
     site.routes.update({

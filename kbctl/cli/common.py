@@ -75,6 +75,8 @@ FusionOpt = Annotated[str | None, typer.Option(
 IgnoreNoindexOpt = Annotated[bool, typer.Option(
     "--ignore-noindex", help="Keep pages marked noindex (robots meta tag, or a web page's "
     "X-Robots-Tag header).")]
+IgnoreRobotsOpt = Annotated[bool, typer.Option(
+    "--ignore-robots", help="Do not honour robots.txt (only for sites you run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 VersionOpt = Annotated[str | None, typer.Option(
     "--version", help="Versioned docs: keep this version of each page (stable, latest, a "

@@ -19,6 +19,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     IgnoreNoindexOpt,
+    IgnoreRobotsOpt,
     JsonOpt,
     LangOpt,
     NamespaceOpt,
@@ -96,6 +97,7 @@ def ingest_sitemap(
     max_urls: Annotated[int | None, typer.Option(
         "--max-urls", help="Most pages taken from the sitemaps "
         f"[default: {SitemapOptions.default('max_urls')}].", show_default=False)] = None,
+    ignore_robots: IgnoreRobotsOpt = False,
     version: VersionOpt = None, lang: LangOpt = None,
     docs_mode: DocsModeOpt = True, timeout: TimeoutOpt = None,
     max_page_bytes: MaxBytesOpt = None,
@@ -115,7 +117,7 @@ def ingest_sitemap(
                    content_selector=content_selector, exclude_selectors=exclude_selector)
     spec = flag_spec("sitemap", url, docs_mode=docs_mode, timeout=timeout,
                      max_page_bytes=max_page_bytes, llms_txt=llms_txt, max_urls=max_urls,
-                     version=version, lang=lang, **shaping)
+                     ignore_robots=ignore_robots, version=version, lang=lang, **shaping)
     _run(ctx, spec, json_output, db_url=db, data_dir=data_dir, namespace=namespace,
          config=config, embedder=embedder, embedder_base_url=embedder_base_url,
          allow_private_network=allow_private_network)
@@ -134,8 +136,7 @@ def ingest_crawl(
     allow_domain: Annotated[list[str] | None, typer.Option(
         "--allow-domain", help="Also follow links to this host and its subdomains "
         "(repeatable).", show_default=False)] = None,
-    ignore_robots: Annotated[bool, typer.Option(
-        "--ignore-robots", help="Do not honour robots.txt (only for sites you run).")] = False,
+    ignore_robots: IgnoreRobotsOpt = False,
     version: Annotated[str | None, typer.Option(
         "--version", help="Versioned docs: follow no link to another version of a page "
         "known in this one (a name, or all) [default: the start URL's].",

@@ -37,6 +37,7 @@ from ..sources.base import (
     SourceSpec,
 )
 from ..sources.registry import adapter_for
+from ..sources.robots import ROBOTS_DROP
 from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
@@ -316,7 +317,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         # a source that stored pages and now lists none (an emptied sitemap its include
         # rules match nothing of, an unmounted folder) is more likely broken than gone:
         # the namespace's guard missed it when the source is a small part of it
-        why = ("its URL rules leave none of the pages it lists" if expansion.dropped
+        why = ("its site's robots.txt disallows every page it lists"
+               if set(expansion.dropped) == {ROBOTS_DROP} else
+               "its URL rules leave none of the pages it lists" if expansion.dropped
                else "it lists nothing to read now")
         _fail_source(spec.target, SourceError(
             f"{spec.kind} {spec.target}: {why}; its {len(known):,} stored "

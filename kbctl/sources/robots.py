@@ -17,6 +17,8 @@ from ..net import GuardedClient
 
 #: The product token kbctl answers to in ``User-agent`` lines.
 AGENT_TOKEN = "kbctl"
+#: What a page a listing names and robots.txt disallows counts as in a report's dropped.
+ROBOTS_DROP = "robots.txt"
 #: RFC 9309 §2.5: at least 500 KiB must be parsed; more is ignored.
 MAX_ROBOTS_CHARS = 512 * 1024
 #: Longer patterns are dropped: no real path is this long, and it bounds matching work.

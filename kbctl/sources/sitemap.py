@@ -37,11 +37,15 @@ MAX_NESTING = 5
 
 @dataclass(frozen=True)
 class SitemapOptions(WebOptions):
-    """``llms_txt``: ingest the pages the site's llms.txt lists instead, when it lists any."""
+    """``llms_txt``: ingest the pages the site's llms.txt lists instead, when it lists any;
+    ``ignore_robots`` (only for sites the operator runs): read the pages its robots.txt
+    disallows too: a sitemap lists what a site publishes, robots.txt what it lets robots
+    fetch."""
 
     kind: ClassVar[str] = "sitemap"
     llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
     max_urls: int = option(MAX_URLS, integer(1))
+    ignore_robots: bool = option(False, boolean)
     version: str | None = option(None, version_name)
     lang: str | None = option(None, version_name)
 

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import BlockedURL, FetchError, InputError, KbctlError, SourceError
-from ..hygiene import first_few
+from ..hygiene import counted, first_few
 from ..net import GuardedClient, NetPolicy, Resolver, check_url
 from . import versions
 from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
@@ -46,6 +46,7 @@ from .extractpool import ExtractExecutor
 from .fetchpage import PageLoader, PageOptions, WebHint, internal_error
 from .llms import LlmsOptions, LlmsTxt, fetch_llms, probe_llms
 from .page import PAGE_CONTENT_TYPES
+from .robots import ROBOTS_DROP, Robots, fetch_robots
 from .sitemap import SitemapListing, SitemapOptions, discover, read_sitemaps
 from .webload import Outbox, run_async, stream
 from .webopts import WebOptions
@@ -237,6 +238,8 @@ class WebSource:
             if not listing.pages:
                 raise _whole_failure(url, roots, listing, discovered)
             shaped = await self._shape(client, url, list(listing.pages))
+            if not getattr(self.options, "ignore_robots", True):
+                shaped = await _within_robots(client, url, shaped)
         expansion = self._from_listing(url, listing, shaped)
         expansion.notes[:0] = probed
         return dataclasses.replace(expansion, settled=settled)
@@ -412,6 +415,27 @@ class _Shaped:
     kept: list[str]
     dropped: dict[str, int]
     notes: list[str]
+
+
+async def _within_robots(client: GuardedClient, where: str, shaped: _Shaped) -> _Shaped:
+    """``shaped`` without the pages their site's robots.txt disallows (one fetch per site),
+    counted under ``ROBOTS_DROP`` and named in a note. A site that does not answer at all
+    is left to the pages' own fetches, which say so page by page."""
+    sites = list(dict.fromkeys(origin(u) for u in shaped.kept))
+    rules = {site: Robots() if robots.site_down else robots for site, robots in zip(
+        sites, await asyncio.gather(*(fetch_robots(client, s) for s in sites)), strict=True)}
+    kept = [u for u in shaped.kept if rules[origin(u)].allows(u)]
+    refused = [u for u in shaped.kept if not rules[origin(u)].allows(u)]
+    if not refused:
+        return shaped
+    why = next((r.refuse_all for r in rules.values() if r.refuse_all), None)
+    said = (f"{where}: {counted(len(refused), 'listed page')} not read: "
+            + (why if why else "robots.txt disallows it" if len(refused) == 1
+               else "robots.txt disallows them")
+            + f" ({first_few(refused)}); pass --ignore-robots to read "
+            f"{'it' if len(refused) == 1 else 'them'} (only for sites you run)")
+    dropped = shaped.dropped | {ROBOTS_DROP: len(refused)}
+    return _Shaped(kept, dropped, [*shaped.notes, said])
 
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
