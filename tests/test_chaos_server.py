@@ -14,8 +14,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -213,33 +213,41 @@ def kill_postmaster(box: Box) -> int:
     return killed
 
 
+@asynccontextmanager
+async def mcp_searched(box: Box, entry: str = ENTRY) -> AsyncIterator[ClientSession]:
+    """A ``serve mcp`` of the box (its stderr in mcp.log) whose first search answered."""
+    argv = box.argv("serve", "mcp", "--agent", "bot")
+    argv[2] = entry
+    params = StdioServerParameters(command=sys.executable, args=argv[1:], cwd=str(box.root),
+                                   env=box.env)
+    with anyio.fail_after(COMMAND_DEADLINE), open(box.root / "mcp.log", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as s:
+            await s.initialize()
+            first = await s.call_tool("search_knowledge", {"query": "widget spins"})
+            assert not first.is_error
+            yield s
+
+
 def test_mcp_server_answers_after_its_postmaster_is_killed(box: Box) -> None:
-    params = StdioServerParameters(command=sys.executable,
-                                   args=box.argv("serve", "mcp", "--agent", "bot")[1:],
-                                   cwd=str(box.root), env=box.env)
     log = box.root / "mcp.log"
 
     async def session() -> None:
-        with anyio.fail_after(COMMAND_DEADLINE), open(log, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), \
-                    ClientSession(read, write) as s:
-                await s.initialize()
-                first = await s.call_tool("search_knowledge", {"query": "widget spins"})
-                assert not first.is_error
-                killed = await anyio.to_thread.run_sync(kill_postmaster, box)
-                # a read is repeated once on a fresh connection to a restarted server
-                again = await s.call_tool("search_knowledge", {"query": "widget spins"})
-                assert not again.is_error, again.content
-                assert "clockwise" in again.structured_content["passages"][0]["text"]
-                assert box.postmaster() != killed
-                # a write finds the connection dead before it sends anything, and goes
-                # out on a new one (a write lost in flight is reported, never repeated)
-                await anyio.to_thread.run_sync(kill_postmaster, box)
-                note = {"path": "memory/agent/notes.md", "content": "widgets spin"}
-                saved = await s.call_tool("memory_append", note)
-                assert not saved.is_error, saved.content
-                got = await s.call_tool("memory_get", {"path": "memory/agent/notes.md"})
-                assert "widgets spin" in got.structured_content["text"]
+        async with mcp_searched(box) as s:
+            killed = await anyio.to_thread.run_sync(kill_postmaster, box)
+            # a read is repeated once on a fresh connection to a restarted server
+            again = await s.call_tool("search_knowledge", {"query": "widget spins"})
+            assert not again.is_error, again.content
+            assert "clockwise" in again.structured_content["passages"][0]["text"]
+            assert box.postmaster() != killed
+            # a write finds the connection dead before it sends anything, and goes
+            # out on a new one (a write lost in flight is reported, never repeated)
+            await anyio.to_thread.run_sync(kill_postmaster, box)
+            note = {"path": "memory/agent/notes.md", "content": "widgets spin"}
+            saved = await s.call_tool("memory_append", note)
+            assert not saved.is_error, saved.content
+            got = await s.call_tool("memory_get", {"path": "memory/agent/notes.md"})
+            assert "widgets spin" in got.structured_content["text"]
 
     anyio.run(session)
     said = log.read_text()
@@ -286,30 +294,21 @@ def test_mcp_server_whose_database_freezes_answers_every_call(box: Box) -> None:
     """A frozen server keeps the connection open and never answers; statement_timeout,
     which the server enforces, cannot end the wait. The call fails, named, and once the
     server answers again the next call does too."""
-    argv = box.argv("serve", "mcp", "--agent", "bot")
-    argv[2] = QUICK_GIVE_UP + argv[2]
-    params = StdioServerParameters(command=sys.executable, args=argv[1:], cwd=str(box.root),
-                                   env=box.env)
     log = box.root / "mcp.log"
 
     async def session() -> None:
-        with anyio.fail_after(COMMAND_DEADLINE), open(log, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), \
-                    ClientSession(read, write) as s:
-                await s.initialize()
-                first = await s.call_tool("search_knowledge", {"query": "widget spins"})
-                assert not first.is_error
-                with frozen(box):
-                    started = time.monotonic()
-                    stuck = await s.call_tool("search_knowledge", {"query": "widget spins"})
-                    waited = time.monotonic() - started
-                assert stuck.is_error
-                said = stuck.content[0].text
-                assert "did not answer" in said or "timeout expired" in said, said
-                assert waited < 30, waited  # 2 s stall + 2 s probe + 2 s to reconnect
-                again = await s.call_tool("search_knowledge", {"query": "widget spins"})
-                assert not again.is_error, again.content
-                assert "clockwise" in again.structured_content["passages"][0]["text"]
+        async with mcp_searched(box, QUICK_GIVE_UP + ENTRY) as s:
+            with frozen(box):
+                started = time.monotonic()
+                stuck = await s.call_tool("search_knowledge", {"query": "widget spins"})
+                waited = time.monotonic() - started
+            assert stuck.is_error
+            said = stuck.content[0].text
+            assert "did not answer" in said or "timeout expired" in said, said
+            assert waited < 30, waited  # 2 s stall + 2 s probe + 2 s to reconnect
+            again = await s.call_tool("search_knowledge", {"query": "widget spins"})
+            assert not again.is_error, again.content
+            assert "clockwise" in again.structured_content["passages"][0]["text"]
 
     anyio.run(session)
     said = log.read_text()
