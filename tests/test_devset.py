@@ -13,6 +13,8 @@ import yaml
 DEVSET = Path(__file__).resolve().parents[1] / "bench" / "devset" / "python-docs.yaml"
 HELD_OUT = DEVSET.with_name("python-docs-heldout.yaml")
 HELD_OUT_2 = DEVSET.with_name("python-docs-heldout2.yaml")
+HELD_OUT_3 = DEVSET.with_name("python-docs-heldout3.yaml")
+SETS = [DEVSET, HELD_OUT, HELD_OUT_2, HELD_OUT_3]
 SITE = Path.home() / ".cache" / "kbctl-docs-site" / "html"
 _ID = re.compile(r'\sid="([^"]+)"')
 KINDS = {"howto", "paraphrase", "error", "api", "cli"}
@@ -28,7 +30,7 @@ def test_devset_covers_every_kind_of_question() -> None:
     assert {c["kind"] for c in cases} == KINDS
 
 
-@pytest.mark.parametrize("path", [DEVSET, HELD_OUT, HELD_OUT_2], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
 def test_devset_shape(path: Path) -> None:
     cases = _cases(path)
     assert cases
@@ -44,7 +46,7 @@ def test_devset_shape(path: Path) -> None:
                                        for a in case["anchors"]), case["id"]
 
 
-@pytest.mark.parametrize("path", [DEVSET, HELD_OUT, HELD_OUT_2], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
 def test_devset_pages_and_anchors_exist_on_the_site(path: Path) -> None:
     if not (SITE / "library" / "os.path.html").exists():
         pytest.skip(f"the docs site is not unpacked at {SITE}")
