@@ -260,7 +260,7 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
     from kbctl.pipeline.cached_embedder import CachedEmbedder
     from kbctl.pipeline.ingest import ingest
     from kbctl.sources.registry import source_spec
-    from kbctl.wiring import open_store, open_writers
+    from kbctl.wiring import input_window, open_store, open_writers
 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o755)  # the embedded server runs as another user when we are root
@@ -276,7 +276,8 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
                                                      concurrency=1, timeout=900.0)
                                       for url in embed_urls])
             store.bind_embedder(emb.identity)
-            cached = CachedEmbedder(emb, store)
+            # long chunks in windows MiniLM reads whole, as `kbctl ingest` embeds them
+            cached = CachedEmbedder(emb, store, window=input_window(settings, emb))
         with store.namespace_lock(namespace), open_writers(settings) as writers:
             report = ingest(store, [spec], namespace=namespace, embedder=cached,
                             writer_stores=writers,

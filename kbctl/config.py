@@ -36,6 +36,9 @@ class Settings:
     namespace: str = DEFAULT_NAMESPACE
     embedder: str | None = None
     embedder_base_url: str | None = None
+    # The embedding model's input window in tokens: longer texts are embedded in windows
+    # (kbctl.embed.windows). None: the model's own when kbctl knows it; 0: sent whole.
+    embedder_window: int | None = None
     max_tokens: int = 512
     overlap_tokens: int = 64
     vector_weight: float = 0.7
@@ -75,6 +78,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "namespace": ("namespace", (str,)),
     "embedder": ("embedder", (str,)),
     "embedder_base_url": ("embedder_base_url", (str,)),
+    "embedder_window": ("embedder_window", (int,)),
     "vector_weight": ("vector_weight", (int, float)),
     "fusion": ("fusion", (str,)),
     "rerank": ("rerank", (str,)),
@@ -385,6 +389,12 @@ def _check_value(name: str, value: Any, source: str) -> None:
         raise ConfigError(f"{source} must be within 0..1, got {value}")
     if name == "fusion" and value not in FUSIONS:
         raise ConfigError(f"{source} must be {' or '.join(map(repr, FUSIONS))}, got {value!r}")
+    if name == "embedder_window" and value != 0:
+        from .embed.windows import MIN_TOKENS  # here: the embed package loads httpx
+
+        if not MIN_TOKENS <= value <= MAX_CHUNK_TOKENS:
+            raise ConfigError(f"{source} must be 0 (never split) or within "
+                              f"{MIN_TOKENS}..{MAX_CHUNK_TOKENS:,} tokens, got {value}")
     if name == "rerank_top" and not MIN_K <= value <= MAX_K:
         raise ConfigError(f"{source} must be within {MIN_K}..{MAX_K}, got {value}")
     if name in ("embedder", "rerank"):

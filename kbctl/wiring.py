@@ -175,6 +175,16 @@ def remember_endpoint(store: KnowledgeStore, settings: Settings,
         announce(f"the knowledge base now reaches its embedder at {endpoint}")
 
 
+def input_window(settings: Settings, embedder: Embedder | None) -> int | None:
+    """Tokens the embedder reads of a text: ``embedder_window`` when set (0: all of it),
+    else the model's own window when kbctl knows it (``kbctl.embed.windows``)."""
+    from .embed.windows import known_window
+
+    if embedder is None or settings.embedder_window == 0:
+        return None
+    return settings.embedder_window or known_window(embedder.identity.model)
+
+
 def resolve_reranker(store: KnowledgeStore, settings: Settings) -> Reranker | None:
     """The configured rerank stage (``--rerank`` / ``rerank:``), its scores cached in the KB;
     None when none is configured."""

@@ -9,6 +9,7 @@ from datetime import date
 import psycopg
 import pytest
 
+from kbctl.embed.windows import CHARS_PER_TOKEN
 from kbctl.errors import EmbedderMismatch, InputError
 from kbctl.memory.model import ListPage, SearchOptions
 from kbctl.memory.paths import MemoryScope
@@ -435,3 +436,19 @@ def test_concurrent_appends_to_one_file_lose_nothing(db_url: str) -> None:
     for tag in ("red", "blue"):  # each writer's own order survives
         assert [x for x in lines if x.startswith(tag)] == [f"{tag} entry {i}" for i in range(15)]
     consistent(db_url)
+
+
+def test_memory_chunks_longer_than_the_models_window_are_embedded_in_windows(
+        conn: psycopg.Connection, db_url: str) -> None:
+    embedder = HashingEmbedder()
+    backend = PostgresMemoryBackend(conn, embedder, window=64)
+    backend.append(SHARED, "memory/agent/log.md", long_text("alpha", 30))
+    sent = [t for call in embedder.calls for t in call]
+    chunks = rows(db_url, "SELECT count(*), max(length(text)) FROM memory_chunks")[0]
+    assert chunks[1] > 64 * CHARS_PER_TOKEN  # a chunk the model could not read whole
+    assert len(sent) > chunks[0] and all(len(t) <= 64 * CHARS_PER_TOKEN for t in sent)
+    # no window set: each chunk is sent whole, as before
+    whole = HashingEmbedder()
+    PostgresMemoryBackend(conn, whole).append(SHARED, "memory/agent/other.md",
+                                              long_text("beta", 30))
+    assert max(len(t) for call in whole.calls for t in call) > 64 * CHARS_PER_TOKEN

@@ -26,7 +26,7 @@ from ..memory.paths import MemoryScope, scope_of
 from ..rerank.base import Reranker
 from ..store.db import database_error, describe, is_lost_connection
 from ..store.knowledge import KnowledgeStore
-from ..wiring import open_store, resolve_embedder, resolve_reranker
+from ..wiring import input_window, open_store, resolve_embedder, resolve_reranker
 from .arguments import check_arguments
 from .handlers import HANDLERS, CallContext
 from .result import ToolResult
@@ -181,7 +181,8 @@ class AgentTools:
         memory: MemoryBackend | None = None
         if self.scope is not None:
             memory = PostgresMemoryBackend(store.conn, embedder,
-                                           vector_weight=self.settings.vector_weight)
+                                           vector_weight=self.settings.vector_weight,
+                                           window=input_window(self.settings, embedder))
             if self._guard is not None:
                 memory = GuardedBackend(memory, self._guard)
         return _Live(store, embedder, memory, stack, reranker=reranker, recorded=recorded)

@@ -21,7 +21,7 @@ from ..errors import InputError, KbctlError
 from ..hygiene import describe_bad_char, require_clean
 from ..linefile import LoadError, decode_capped
 from ..projectfiles import open_within
-from ..wiring import open_store, remember_endpoint, resolve_embedder
+from ..wiring import input_window, open_store, remember_endpoint, resolve_embedder
 from .model import (
     MAX_FILE_BYTES,
     DeleteResult,
@@ -62,7 +62,8 @@ def open_backend(settings: Settings, *, writing: bool = False,
         # a write embeds: its embedder is resolved, and used, while no reembed changes it
         embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
         yield PostgresMemoryBackend(store.conn, embedder,
-                                    vector_weight=settings.vector_weight)
+                                    vector_weight=settings.vector_weight,
+                                    window=input_window(settings, embedder))
         if writing and embedder is not None:  # the write embedded through it
             remember_endpoint(store, settings, announce)
 

@@ -21,6 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..embed.base import NO_EMBEDDER, Embedder
+from ..embed.windows import embed_read_whole
 from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
 from ..results import MAX_QUESTION_CHARS
 from ..store import lexical, spelling, thesaurus
@@ -69,9 +70,11 @@ class PostgresMemoryBackend:
     """Memory in PostgreSQL, using the knowledge base's embedder (or none: keyword-only)."""
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder | None = None, *,
-                 vector_weight: float = 0.7, name: str | None = None) -> None:
+                 vector_weight: float = 0.7, name: str | None = None,
+                 window: int | None = None) -> None:
         self.conn = conn
         self.embedder = embedder
+        self.window = window  # the embedder's input window (kbctl.embed.windows)
         self.vector_weight = vector_weight
         self.name = name or KIND
         migrate(conn, MEMORY_MIGRATIONS)
@@ -420,7 +423,8 @@ class PostgresMemoryBackend:
         hashes = [_sha256(c.text) for c in fresh]
         todo = [i for i, h in enumerate(hashes) if h not in by_hash
                 or by_hash[h]["embedding"] is None]
-        made = self.embedder.embed([fresh[i].text for i in todo], titles=[path] * len(todo))
+        made = embed_read_whole(self.embedder.embed, [fresh[i].text for i in todo],
+                                [path] * len(todo), self.window)
         if len(made) != len(todo):
             raise DatabaseError("the embedder returned a wrong number of vectors")
         out: list[str | None] = [None] * len(fresh)

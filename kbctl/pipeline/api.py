@@ -24,8 +24,15 @@ from ..store.db import describe
 from ..store.knowledge import KnowledgeStore
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
-from ..wiring import open_store, open_writers, remember_endpoint, resolve_embedder, resolve_reranker
-from .cached_embedder import CachedEmbedder
+from ..wiring import (
+    input_window,
+    open_store,
+    open_writers,
+    remember_endpoint,
+    resolve_embedder,
+    resolve_reranker,
+)
+from .cached_embedder import with_cache
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
@@ -57,7 +64,7 @@ def ingest_sources(
     with open_store(settings, writes=True) as store, \
             store.embedder_lock(waiting=announce):  # resolved under it: reembed waits
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
-        cached = CachedEmbedder(embedder, store) if embedder is not None else None
+        cached = with_cache(embedder, store, settings)
         with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
                 open_writers(settings) as writers:
             report = ingest(
@@ -218,9 +225,11 @@ def reembed_kb(
     settings: Settings,
     spec: str,
     *,
+    again: bool = False,
     progress: Progress = no_progress,
 ) -> ReembedReport:
-    """Re-embed every chunk with the embedder ``spec`` and make it the KB's embedder."""
+    """Re-embed every chunk with the embedder ``spec`` and make it the KB's embedder
+    (``again``: even when it already is)."""
     from ..embed.registry import create_embedder
 
     embedder = create_embedder(spec, base_url=settings.embedder_base_url)
@@ -233,7 +242,8 @@ def reembed_kb(
                     if settings.embedder_base_url and embedder is not None else None)
         with store.embedder_lock(exclusive=True, waiting=said), \
                 store.all_namespace_locks(namespaces):
-            report = reembed(store, embedder, endpoint=endpoint, progress=progress)
+            report = reembed(store, embedder, endpoint=endpoint, progress=progress,
+                             window=input_window(settings, embedder), again=again)
             remember_endpoint(store, settings, said)  # an unchanged embedder's new address
         return report
 
@@ -262,7 +272,7 @@ def resync_kb(
                              where=describe(settings.db_url, settings.data_dir))
         with store.embedder_lock(waiting=announce), open_writers(settings) as writers:
             embedder = resolve_embedder(store, settings, writing=True, announce=announce)
-            cached = CachedEmbedder(embedder, store) if embedder is not None else None
+            cached = with_cache(embedder, store, settings)
             report = resync(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),

@@ -5,6 +5,9 @@ text did not change is never embedded twice, across ingests, resyncs and re-embe
 resync of a changing site adds vectors every night, so the cache would grow for ever: a
 vector not used for ``KEEP_DAYS`` is dropped on the next write (and embedded again if that
 text ever comes back).
+
+A text longer than the model's input window (``window``, tokens) is embedded as windows
+(``kbctl.embed.windows``), each cached on its own, and its vector is their pooled mean.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from ..config import Settings
+from ..embed import windows
 from ..embed.base import Embedder, EmbedderIdentity
 from ..store.knowledge import KnowledgeStore
+from ..wiring import input_window
 
 KEEP_DAYS = 90.0
 
@@ -29,9 +35,11 @@ def input_hash(text: str, title: str | None) -> bytes:
 class CachedEmbedder:
     """Same protocol as the wrapped embedder; counts what it really sent (``provider_calls``)."""
 
-    def __init__(self, inner: Embedder, store: KnowledgeStore) -> None:
+    def __init__(self, inner: Embedder, store: KnowledgeStore, *,
+                 window: int | None = None) -> None:
         self.inner = inner
         self.store = store
+        self.window = window
         self.provider_texts = 0
         self.cache_hits = 0
 
@@ -46,6 +54,10 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str],
               titles: Sequence[str | None] | None = None) -> list[list[float]]:
         titles = list(titles) if titles is not None else [None] * len(texts)
+        return windows.embed_read_whole(self._embed_whole, texts, titles, self.window)
+
+    def _embed_whole(self, texts: Sequence[str], titles: Sequence[str | None]
+                     ) -> list[list[float]]:
         keys = [input_hash(t, ti) for t, ti in zip(texts, titles, strict=True)]
         ident = str(self.identity)
         found = self.store.cached_embeddings(ident, keys)
@@ -67,3 +79,12 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)
+
+
+def with_cache(embedder: Embedder | None, store: KnowledgeStore, settings: Settings
+           ) -> CachedEmbedder | None:
+    """``embedder`` behind the KB's cache, reading texts in its input window; None stays
+    None (a lexical-only KB)."""
+    if embedder is None:
+        return None
+    return CachedEmbedder(embedder, store, window=input_window(settings, embedder))

@@ -34,16 +34,18 @@ class ReembedReport:
 
 
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
-            endpoint: str | None = None,
+            endpoint: str | None = None, window: int | None = None, again: bool = False,
             progress: Progress = no_progress) -> ReembedReport:
+    """``again``: re-embed even with the KB's own embedder (its vectors came from another
+    ``window``, or from a version that sent long chunks whole)."""
     started = time.perf_counter()
     previous = store.embedder_identity() or NO_EMBEDDER
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     report = ReembedReport(previous=str(previous), embedder=str(identity))
-    if previous == identity:
+    if previous == identity and not again:
         report.changed = False
         return report
-    cached = CachedEmbedder(embedder, store) if embedder is not None else None
+    cached = CachedEmbedder(embedder, store, window=window) if embedder is not None else None
     try:
         progress(ProgressEvent("total", total=store.chunk_count()))
         report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
