@@ -19,7 +19,9 @@ from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.wiring import input_window
 
+from .conftest import Cli
 from .embedders import HashingEmbedder
+from .test_hybrid import openai_server  # noqa: F401 (a fixture)
 
 HEAD = "Files › Removing trees"
 FILLER = " ".join(f"word{i}" for i in range(400))  # 3,290 characters, no paragraph break
@@ -161,3 +163,26 @@ def test_reembed_again_gives_a_kb_built_whole_its_windows(store: KnowledgeStore)
     assert report.changed and report.chunks == 2
     assert store.embedder_identity() == emb.identity
     assert _nearest(store, emb, "ns") == "kb://text/trees"
+
+
+def test_the_cli_embeds_in_the_configured_window_and_reembeds_again(
+        cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]]) -> None:  # noqa: F811
+    """End to end against a loopback OpenAI-compatible server: `embedder_window` in
+    kbctl.yaml shapes what is sent, and `reembed --again` re-reads a KB after it changed."""
+    base, seen = openai_server
+    (workdir / "kbctl.yaml").write_text("embedder_window: 40\n")
+    body = f"# Notes\n\n{FILLER[:600]}\n"
+    report = cli.json("ingest", "text", body, "--ref", "notes",
+                      "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
+    sent = [text for request in seen for text in request["input"]]
+    assert report["embedded"] == len(sent) > 1
+    assert all(len(text) <= 40 * CHARS_PER_TOKEN for text in sent)
+    requests = len(seen)
+    unchanged = cli.json("reembed", "--embedder", "openai:fake-model@24",
+                         "--embedder-base-url", base)
+    assert unchanged["changed"] is False and len(seen) == requests
+    (workdir / "kbctl.yaml").write_text("embedder_window: 0\n")  # now sent whole
+    again = cli.json("reembed", "--embedder", "openai:fake-model@24", "--again",
+                     "--embedder-base-url", base)
+    assert again["changed"] is True and again["chunks"] == 1
+    assert [len(t) > 40 * CHARS_PER_TOKEN for t in seen[-1]["input"]] == [True]
