@@ -81,8 +81,8 @@ class CachedEmbedder:
         return self.inner.embed_query(text)
 
 
-def with_cache(embedder: Embedder | None, store: KnowledgeStore, settings: Settings
-           ) -> CachedEmbedder | None:
+def with_cache(embedder: Embedder | None, store: KnowledgeStore,
+               settings: Settings) -> CachedEmbedder | None:
     """``embedder`` behind the KB's cache, reading texts in its input window; None stays
     None (a lexical-only KB)."""
     if embedder is None:
