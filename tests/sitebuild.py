@@ -328,12 +328,27 @@ def build_jekyll(project: Path) -> Path:
     return out
 
 
+# A config that turns on Docusaurus Faster (Rspack and SWC in place of webpack and Babel,
+# a build several times quicker) over the project's own, where @docusaurus/faster is
+# installed beside the CLI: the bundler changes nothing a citation lands on.
+# (``faster: true`` would also want the v4 flags, which change more than the bundler.)
+_FASTER_CONFIG = """const own = require('./docusaurus.config.js');
+const faster = { swcJsLoader: true, swcJsMinimizer: true, swcHtmlMinimizer: true,
+  lightningCssMinimizer: true, mdxCrossCompilerCache: true, rspackBundler: true };
+module.exports = { ...own, future: { ...(own.future || {}), faster } };
+"""
+
+
 def build_docusaurus(project: Path) -> Path:
     """``docusaurus build`` of ``project`` (the folder holding ``docusaurus.config.js``)."""
     exe = Path(tool("docusaurus") or "docusaurus")
     _link_node_modules(exe, project)
     out = project.parent / (project.name + "-build")
-    run([str(exe), "build", "--no-minify", "--out-dir", str(out)], cwd=project, timeout=900)
+    args = [str(exe), "build", "--no-minify", "--out-dir", str(out)]
+    if (project / "node_modules" / "@docusaurus" / "faster").is_dir():
+        (project / "faster.config.js").write_text(_FASTER_CONFIG, encoding="utf-8")
+        args += ["--config", "faster.config.js"]
+    run(args, cwd=project, timeout=900)
     return out
 
 
