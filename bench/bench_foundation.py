@@ -1,7 +1,7 @@
 """Foundation benchmarks: ingest the Rust book, query latency on a ≥100k-chunk KB, and a
 whole `kbctl query` process against a cold embedded server.
 
-    python bench/bench_foundation.py [--copies 110] [--queries 200]
+    python bench/bench_foundation.py [--copies N] [--queries 200]
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from _common import (  # noqa: E402
 )
 
 SMALL_NAMESPACES = 5
+# The big namespace's size: the book is copied as often as it takes to reach it (the book's
+# chunk count moves with the chunker), unless --copies says how often.
+BIG_CHUNKS = 100_000
 NS_SMALL = "ns003"
 QUESTIONS = [
     "How do I install Rust", "what is shadowing", "ownership rules", "mutable references",
@@ -60,7 +63,7 @@ def bench_ingest(runs: int) -> None:
     print(f"  peak RSS (child, upper bound): {max(rss)} MB")
 
 
-def build_large_kb(url: str, copies: int) -> None:
+def build_large_kb(url: str, copies: int | None) -> None:
     """Ingest the book once, then copy its rows with SQL into many namespaces and into one
     big namespace, so a ≥100k-chunk table exists without re-chunking the same text."""
     from kbctl.config import Settings
@@ -76,6 +79,7 @@ def build_large_kb(url: str, copies: int) -> None:
         for i in range(SMALL_NAMESPACES):
             _copy_namespace(conn, "seed", f"ns{i:03d}", ref_suffix="")
     # one namespace holding ~100k chunks: the same book under many refs
+    copies = copies or copies_for(conn, "seed")
     with conn.transaction():
         for i in range(copies):
             _copy_namespace(conn, "seed", "big", ref_suffix=f"?copy={i}")
@@ -85,6 +89,12 @@ def build_large_kb(url: str, copies: int) -> None:
     print(f"built KB: {total} chunks in {SMALL_NAMESPACES + 2} namespaces "
           f"(namespace 'big' alone: {big}) in {time.perf_counter() - t0:.1f}s")
     conn.close()
+
+
+def copies_for(conn, seed: str) -> int:
+    """How many copies of the namespace ``seed`` make at least ``BIG_CHUNKS`` chunks."""
+    n = conn.execute("SELECT count(*) FROM chunks WHERE namespace = %s", (seed,)).fetchone()[0]
+    return -(-BIG_CHUNKS // max(n, 1))
 
 
 def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
@@ -185,7 +195,8 @@ def bench_cold_process(runs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, default=106)
+    parser.add_argument("--copies", type=int, help="copies of the book in the big namespace "
+                        f"(default: enough for {BIG_CHUNKS:,} chunks)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

@@ -5,7 +5,7 @@ embedder, then its rows are copied (vectors perturbed per copy, so the HNSW grap
 full of exact duplicates) into one ~100k-chunk namespace plus a few book-sized ones.
 Queries run in one process: 200 per scenario, p50 and p95.
 
-    python bench/bench_hybrid.py [--copies 106] [--queries 200]
+    python bench/bench_hybrid.py [--copies N] [--queries 200]
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RUST_BOOK, embedded_server, pct, require, temp_dir  # noqa: E402
-from bench_foundation import QUESTIONS, SMALL_NAMESPACES, _copy_namespace  # noqa: E402
+from bench_foundation import (  # noqa: E402
+    BIG_CHUNKS,
+    QUESTIONS,
+    SMALL_NAMESPACES,
+    _copy_namespace,
+    copies_for,
+)
 
 from kbctl.embed.base import EmbedderIdentity  # noqa: E402
 
@@ -50,7 +56,7 @@ class BenchEmbedder:
         return self._vec(text)
 
 
-def build(url: str, copies: int) -> None:
+def build(url: str, copies: int | None) -> None:
     from kbctl.pipeline.ingest import ingest
     from kbctl.sources.registry import source_spec
     from kbctl.store.db import connect
@@ -61,6 +67,7 @@ def build(url: str, copies: int) -> None:
     store.bind_embedder(emb.identity)
     ingest(store, [source_spec("files", str(RUST_BOOK))], namespace="seed", embedder=emb)
     conn = store.conn
+    copies = copies or copies_for(conn, "seed")
     t0 = time.perf_counter()
     with conn.transaction():
         for i in range(SMALL_NAMESPACES):
@@ -76,8 +83,9 @@ def build(url: str, copies: int) -> None:
     store.ensure_vector_index()
     conn.execute("VACUUM ANALYZE")
     total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    print(f"built KB: {total} chunks with {DIMS}-d vectors (copy {t1 - t0:.0f}s, "
-          f"HNSW index {time.perf_counter() - t1:.0f}s)")
+    big = conn.execute("SELECT count(*) FROM chunks WHERE namespace = 'big'").fetchone()[0]
+    print(f"built KB: {total} chunks with {DIMS}-d vectors, namespace 'big' {big} (copy "
+          f"{t1 - t0:.0f}s, HNSW index {time.perf_counter() - t1:.0f}s)")
     conn.close()
 
 
@@ -110,7 +118,8 @@ def run(url: str, n: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, default=106)
+    parser.add_argument("--copies", type=int, help="copies of the book in the big namespace "
+                        f"(default: enough for {BIG_CHUNKS:,} chunks)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="build the KB in this directory and keep "
                         "it; a later run with the same --keep only queries")
