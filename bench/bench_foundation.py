@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -91,7 +92,7 @@ def build_large_kb(url: str, copies: int | None) -> None:
     conn.close()
 
 
-def copies_for(conn, seed: str) -> int:
+def copies_for(conn: Any, seed: str) -> int:
     """How many copies of the namespace ``seed`` make at least ``BIG_CHUNKS`` chunks."""
     n = conn.execute("SELECT count(*) FROM chunks WHERE namespace = %s", (seed,)).fetchone()[0]
     return -(-BIG_CHUNKS // max(n, 1))
