@@ -80,7 +80,7 @@ def build_large_kb(url: str, copies: int | None) -> None:
         for i in range(SMALL_NAMESPACES):
             _copy_namespace(conn, "seed", f"ns{i:03d}", ref_suffix="")
     # one namespace holding ~100k chunks: the same book under many refs
-    copies = copies or copies_for(conn, "seed")
+    copies = copies_for(conn, "seed") if copies is None else copies
     with conn.transaction():
         for i in range(copies):
             _copy_namespace(conn, "seed", "big", ref_suffix=f"?copy={i}")
@@ -90,6 +90,18 @@ def build_large_kb(url: str, copies: int | None) -> None:
     print(f"built KB: {total} chunks in {SMALL_NAMESPACES + 2} namespaces "
           f"(namespace 'big' alone: {big}) in {time.perf_counter() - t0:.1f}s")
     conn.close()
+
+
+def add_copies_option(parser: argparse.ArgumentParser) -> None:
+    """``--copies``: how often the big namespace holds the book (default: ``copies_for``)."""
+    def positive(text: str) -> int:
+        if not text.isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"must be a whole number of at least 1: {text!r}")
+        return int(text)
+
+    parser.add_argument("--copies", type=positive, metavar="N",
+                        help="copies of the book in the big namespace (default: enough "
+                        f"for {BIG_CHUNKS:,} chunks)")
 
 
 def copies_for(conn: Any, seed: str) -> int:
@@ -196,8 +208,7 @@ def bench_cold_process(runs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, help="copies of the book in the big namespace "
-                        f"(default: enough for {BIG_CHUNKS:,} chunks)")
+    add_copies_option(parser)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RUST_BOOK, embedded_server, pct, require, temp_dir  # noqa: E402
 from bench_foundation import (  # noqa: E402
-    BIG_CHUNKS,
     QUESTIONS,
     SMALL_NAMESPACES,
     _copy_namespace,
+    add_copies_option,
     copies_for,
 )
 
@@ -67,7 +67,7 @@ def build(url: str, copies: int | None) -> None:
     store.bind_embedder(emb.identity)
     ingest(store, [source_spec("files", str(RUST_BOOK))], namespace="seed", embedder=emb)
     conn = store.conn
-    copies = copies or copies_for(conn, "seed")
+    copies = copies_for(conn, "seed") if copies is None else copies
     t0 = time.perf_counter()
     with conn.transaction():
         for i in range(SMALL_NAMESPACES):
@@ -118,8 +118,7 @@ def run(url: str, n: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, help="copies of the book in the big namespace "
-                        f"(default: enough for {BIG_CHUNKS:,} chunks)")
+    add_copies_option(parser)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="build the KB in this directory and keep "
                         "it; a later run with the same --keep only queries")
