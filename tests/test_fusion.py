@@ -136,9 +136,30 @@ def test_hybrid_results_reach_past_a_page_that_repeats_itself(
                                                **kwargs).hits]
 
     assert top_refs(embedder=emb)[3] == "kb://text/shutil"
-    assert top_refs() == ["kb://text/mailbox"] * 4  # lexical ranking is not crowded
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
     assert top_refs(embedder=emb) == ["kb://text/mailbox"] * 4
+
+
+def test_lexical_results_reach_past_a_page_that_repeats_itself(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lexical search crowds a page's further sections too: they share its page's words.
+    Here the repeating page holds the question's words in every heading, so its sections
+    keep most of the top, but the other page comes in above its sixth."""
+    sections = "".join(f"\n\n## Remove folder variant {i}\n\nRemove a mail folder by name, "
+                       f"variant {i}." for i in range(6))
+    pages = {"mailbox": "# mailbox" + sections,
+             "shutil": "# shutil\n\n## rmtree\n\nRemove a folder tree and every file in it.",
+             "json": "# json\n\n## dumps\n\nSerialize an object to a JSON formatted string."}
+    ingest(store, [source_spec("text", ref, {"body": body, "title": ref})
+                   for ref, body in pages.items()], namespace="ns")
+
+    def top_refs() -> list[str]:
+        return [h.source_ref for h in retrieve(store, "remove a folder", namespace="ns",
+                                               k=6).hits]
+
+    assert top_refs() == ["kb://text/mailbox"] * 5 + ["kb://text/shutil"]
+    monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
+    assert top_refs() == ["kb://text/mailbox"] * 6
 
 
 PASSAGE = "Remove it with the function below."
@@ -146,9 +167,11 @@ QUESTION = "remove the folder tree"
 
 
 def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
-                     monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+                     monkeypatch: pytest.MonkeyPatch, *, lexical: bool = False
+                     ) -> Callable[[], list[str]]:
     """Write ``pages`` (the first gets the smaller ids) embedded by a hashing embedder;
-    returns how the pages' copies of PASSAGE rank for QUESTION, pages not crowded."""
+    returns how the pages' copies of PASSAGE rank for QUESTION (by BM25 alone when
+    ``lexical``), pages not crowded."""
     emb = HashingEmbedder(dimensions=64)
     store.bind_embedder(emb.identity)
     for ref, texts in pages.items():
@@ -160,7 +183,8 @@ def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
 
     def copies_in_order() -> list[str]:
-        hits = store.search("ns", QUESTION, k=5, query_vector=emb.embed_query(QUESTION))
+        hits = store.search("ns", QUESTION, k=5,
+                            query_vector=None if lexical else emb.embed_query(QUESTION))
         return [h.source_ref for h in hits if h.text == PASSAGE]
 
     return copies_in_order
@@ -194,5 +218,20 @@ def test_a_chunk_ranks_with_its_pages_words(store: KnowledgeStore,
         monkeypatch)
     monkeypatch.setattr(ranking, "PAGE_WEIGHT", 0.0)
     assert copies_in_order() == ["shutil", "mailbox"]
+    monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
+    assert copies_in_order() == ["mailbox", "shutil"]
+
+
+def test_a_chunk_ranks_with_its_pages_words_in_lexical_search(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lexical search reads the page's words as hybrid search's text side does: the copy on
+    the page about the question ranks first, and every copy scores above 0."""
+    copies_in_order = _copies_in_order(store, {
+        "mailbox": [PASSAGE, "Parse a mail message and read its headers."],
+        "shutil": [PASSAGE, "Delete a directory tree and every file in the folder.",
+                   "Copy a folder tree to another place."]},
+        monkeypatch, lexical=True)
+    assert copies_in_order() == ["shutil", "mailbox"]
+    assert all(h.score > 0 for h in store.search("ns", QUESTION, k=5))
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
     assert copies_in_order() == ["mailbox", "shutil"]

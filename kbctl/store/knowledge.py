@@ -581,14 +581,15 @@ class KnowledgeStore:
                                   "missing": missing,
                                   **lexical.query_params(query, also_match, thesaurus)}
         related = bool(params["sg"])  # a thesaurus rule may apply
+        cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
+        params.update(cand=cand, pool=2 * cand)
         if query_vector is None:
+            # one side fills the pool that hybrid search's two sides fill
+            params["cand"] = 2 * cand
             stmt, fparams = ranking.lexical_query(filters, related=related)
         else:
-            qv = vector_text(query_vector)
-            cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT,
-                       ranking.MIN_CANDIDATES)
             stmt, fparams = ranking.hybrid_query(filters, fusion, related=related)
-            params.update(qv=qv, w=vector_weight, cand=cand, pool=2 * cand)
+            params.update(qv=vector_text(query_vector), w=vector_weight)
         params.update(fparams)
         try:
             with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
@@ -616,7 +617,7 @@ class KnowledgeStore:
                 vector_score=float(vector_score) if vector_score is not None else None,
                 source_url=r["source_url"], source_title=r["source_title"],
             ))
-        return out if query_vector is None else ranking.crowd_pages(out, k)
+        return ranking.crowd_pages(out, k)
 
     def spelling(self, namespace: str, query: str, *, correct: bool = True
                  ) -> spelling.Spelling:

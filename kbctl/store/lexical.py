@@ -533,7 +533,9 @@ def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
     ``pages`` (a ``source_ref`` column) as one document, its term frequencies against its
     length and the average page length, weighted by the chunks' document frequencies
     (they rank terms by rarity as well, and need no page statistics of their own). Needs
-    the ``st`` and ``dc`` of ``kb_bm25_ctes``, made with the same ``related``."""
+    the ``st`` and ``dc`` of ``kb_bm25_ctes``, made with the same ``related``.
+    MATERIALIZED: inlined, a cached generic plan (which guesses one candidate) recomputed
+    every page's BM25 once per candidate, 33 ms a lexical search on the dev set, not 7."""
     rows = f"""(SELECT pp.source_ref, df.concept, df.cidf, df.qw, df.m, df.mlen, pp.tf,
                        pg.lexeme_count AS dl
                 FROM (SELECT DISTINCT source_ref FROM {pages}) cp
@@ -549,9 +551,9 @@ def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
             GROUP BY r.source_ref"""
     if not related:
         return f"""
-        pbm AS ({simple})"""
+        pbm AS MATERIALIZED ({simple})"""
     return f"""
-        pbm AS ({simple}
+        pbm AS MATERIALIZED ({simple}
             UNION ALL
             SELECT t.source_ref, sum({concept_term_sql("t", avgdl="st.avgpl")})
             FROM ({concept_tf_sql(rows, key="source_ref")}) t CROSS JOIN st
