@@ -12,7 +12,7 @@ import pytest
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
 from kbctl.sources.registry import source_spec
-from kbctl.store import ranking
+from kbctl.store import lexical, ranking
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, ScoredChunk, SourceRecord
 
@@ -167,10 +167,10 @@ QUESTION = "remove the folder tree"
 
 
 def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
-                     monkeypatch: pytest.MonkeyPatch, *, lexical: bool = False
-                     ) -> Callable[[], list[str]]:
+                     monkeypatch: pytest.MonkeyPatch, *, lexical: bool = False,
+                     question: str = QUESTION) -> Callable[[], list[str]]:
     """Write ``pages`` (the first gets the smaller ids) embedded by a hashing embedder;
-    returns how the pages' copies of PASSAGE rank for QUESTION (by BM25 alone when
+    returns how the pages' copies of PASSAGE rank for ``question`` (by BM25 alone when
     ``lexical``), pages not crowded."""
     emb = HashingEmbedder(dimensions=64)
     store.bind_embedder(emb.identity)
@@ -183,8 +183,8 @@ def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
 
     def copies_in_order() -> list[str]:
-        hits = store.search("ns", QUESTION, k=5,
-                            query_vector=None if lexical else emb.embed_query(QUESTION))
+        hits = store.search("ns", question, k=10,
+                            query_vector=None if lexical else emb.embed_query(question))
         return [h.source_ref for h in hits if h.text == PASSAGE]
 
     return copies_in_order
@@ -235,3 +235,20 @@ def test_a_chunk_ranks_with_its_pages_words_in_lexical_search(
     assert all(h.score > 0 for h in store.search("ns", QUESTION, k=5))
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
     assert copies_in_order() == ["mailbox", "shutil"]
+
+
+def test_a_pages_words_are_its_questions_rarest(store: KnowledgeStore,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's BM25 counts only the question's ``PAGE_TERMS`` rarest words, so a long
+    question costs a bounded number of lookups per page: counted whole, the six common
+    words on one page outweigh the rare one on the other; cut to the two rarest, they
+    do not."""
+    common = "bolt nut screw washer rivet hinge"
+    copies_in_order = _copies_in_order(store, {
+        "hardware": [PASSAGE, f"The {common} drawer."],
+        "rare": [PASSAGE, "A folder for the zeppelin."],
+        **{f"shelf{i}": [f"Shelf {i}: {common}."] for i in range(3)}},
+        monkeypatch, lexical=True, question=f"zeppelin {common} remove")
+    assert copies_in_order() == ["hardware", "rare"]
+    monkeypatch.setattr(lexical, "PAGE_TERMS", 2)  # "zeppelin" and "remove"
+    assert copies_in_order() == ["rare", "hardware"]
