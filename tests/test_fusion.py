@@ -167,11 +167,11 @@ QUESTION = "remove the folder tree"
 
 
 def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
-                     monkeypatch: pytest.MonkeyPatch, *, lexical: bool = False,
+                     monkeypatch: pytest.MonkeyPatch, *, words_only: bool = False,
                      question: str = QUESTION) -> Callable[[], list[str]]:
     """Write ``pages`` (the first gets the smaller ids) embedded by a hashing embedder;
     returns how the pages' copies of PASSAGE rank for ``question`` (by BM25 alone when
-    ``lexical``), pages not crowded."""
+    ``words_only``), pages not crowded."""
     emb = HashingEmbedder(dimensions=64)
     store.bind_embedder(emb.identity)
     for ref, texts in pages.items():
@@ -184,7 +184,7 @@ def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
 
     def copies_in_order() -> list[str]:
         hits = store.search("ns", question, k=10,
-                            query_vector=None if lexical else emb.embed_query(question))
+                            query_vector=None if words_only else emb.embed_query(question))
         return [h.source_ref for h in hits if h.text == PASSAGE]
 
     return copies_in_order
@@ -230,7 +230,7 @@ def test_a_chunk_ranks_with_its_pages_words_in_lexical_search(
         "mailbox": [PASSAGE, "Parse a mail message and read its headers."],
         "shutil": [PASSAGE, "Delete a directory tree and every file in the folder.",
                    "Copy a folder tree to another place."]},
-        monkeypatch, lexical=True)
+        monkeypatch, words_only=True)
     assert copies_in_order() == ["shutil", "mailbox"]
     assert all(h.score > 0 for h in store.search("ns", QUESTION, k=5))
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
@@ -248,7 +248,7 @@ def test_a_pages_words_are_its_questions_rarest(store: KnowledgeStore,
         "hardware": [PASSAGE, f"The {common} drawer."],
         "rare": [PASSAGE, "A folder for the zeppelin."],
         **{f"shelf{i}": [f"Shelf {i}: {common}."] for i in range(3)}},
-        monkeypatch, lexical=True, question=f"zeppelin {common} remove")
+        monkeypatch, words_only=True, question=f"zeppelin {common} remove")
     assert copies_in_order() == ["hardware", "rare"]
     monkeypatch.setattr(lexical, "PAGE_TERMS", 2)  # "zeppelin" and "remove"
     assert copies_in_order() == ["rare", "hardware"]
