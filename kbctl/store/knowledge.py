@@ -582,14 +582,14 @@ class KnowledgeStore:
                                   **lexical.query_params(query, also_match, thesaurus)}
         related = bool(params["sg"])  # a thesaurus rule may apply
         cand = max((ranked_for or k) * ranking.CANDIDATES_PER_RESULT, ranking.MIN_CANDIDATES)
-        params.update(cand=cand, pool=2 * cand)
         if query_vector is None:
             # one side fills the pool that hybrid search's two sides fill
-            params["cand"] = 2 * cand
+            params.update(cand=2 * cand, pool=2 * cand)
             stmt, fparams = ranking.lexical_query(filters, related=related)
         else:
+            params.update(cand=cand, pool=2 * cand, qv=vector_text(query_vector),
+                          w=vector_weight)
             stmt, fparams = ranking.hybrid_query(filters, fusion, related=related)
-            params.update(qv=vector_text(query_vector), w=vector_weight)
         params.update(fparams)
         try:
             with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
