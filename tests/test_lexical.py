@@ -158,6 +158,56 @@ def test_title_and_heading_weigh_more_than_the_body(store: KnowledgeStore) -> No
     assert set(ranked[:2]) == {"in-title", "in-heading"}
 
 
+def test_a_heading_word_weighs_more_in_a_short_heading_path(store: KnowledgeStore) -> None:
+    """BM25F's per-field length normalisation: a section named after the question's word
+    outranks one whose long heading path mentions it among many others. The long one is
+    written first, so a tie would rank it first."""
+    body = "Configure the widget cache and its eviction policy."
+    long_path = ["Reference manual", "Advanced widget options for production servers",
+                 "Rare events, logging and tracing of background workers"]
+    _kb(store, {
+        "long": (body, {"title": "Widgets", "headingPath": long_path}),
+        "short": (body, {"title": "Widgets", "headingPath": ["Logging"]}),
+    })
+    hits = store.search("ns", "logging", k=2)
+    assert [h.source_ref for h in hits] == ["short", "long"]
+    assert hits[0].text_score > hits[1].text_score
+    # the heading's term frequency: its weight over its length against the typical length
+    # ("Logging": one lexeme; the title's words are not the question's)
+    tf = store.conn.execute(
+        "SELECT p.tf FROM postings p JOIN chunks c ON c.id = p.chunk_id "
+        "WHERE c.source_ref = 'short' AND p.lexeme = 'log'").fetchone()[0]
+    expected = lexical.HEADING_WEIGHT / (
+        1 - lexical.B + lexical.B * 1 / lexical.HEADING_LENGTH)
+    assert tf == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_knowledge_base_indexed_without_field_lengths_is_reindexed_on_open(
+        store: KnowledgeStore) -> None:
+    from kbctl.store.migrations import migrate
+
+    long_path = ["Reference", "Options for production servers", "Logging of rare events"]
+    _kb(store, {"long": ("Configure the cache.", {"headingPath": long_path}),
+                "short": ("Configure the cache.", {"headingPath": ["Logging"]})})
+
+    def heading_tfs() -> dict[str, float]:
+        return dict(store.conn.execute(
+            "SELECT c.source_ref, p.tf FROM postings p JOIN chunks c ON c.id = p.chunk_id "
+            "WHERE p.lexeme = 'log'").fetchall())
+
+    normalised = heading_tfs()
+    assert normalised["short"] > normalised["long"]
+    # as an earlier version wrote them: the heading's weight alone, whatever its length
+    store.conn.execute("UPDATE postings SET tf = %s WHERE lexeme = 'log'",
+                       (lexical.HEADING_WEIGHT,))
+    store.conn.execute("UPDATE page_postings SET tf = %s WHERE lexeme = 'log'",
+                       (lexical.HEADING_WEIGHT,))
+    store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 12")
+    migrate(store.conn)
+    assert heading_tfs() == pytest.approx(normalised)
+    assert [h.source_ref for h in store.search("ns", "logging", k=2)] == ["short", "long"]
+
+
 def test_a_signatures_parameters_do_not_weigh_as_its_heading(store: KnowledgeStore) -> None:
     """An API entry's heading is its signature; the words of its parameter list
     (``name``, ``file``) count as body text (the chunk's breadcrumb holds them), or every

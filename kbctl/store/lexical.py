@@ -17,8 +17,10 @@ indexed and for queries.
 
 Fields: a knowledge-base chunk is indexed with its page title and its heading path and
 anchor besides its text, weighted (BM25F-style: a field's term frequencies are multiplied
-by its weight before the saturation; the length is the body's), so a page or section named
-after the question ranks above one that mentions it in passing.
+by its weight and divided by its length against a typical one before the saturation; the
+length is the body's), so a page or section named after the question ranks above one that
+mentions it in passing, and a short heading that names it above a long heading path that
+holds it among many other words.
 
 Synonyms: a question's words bring in the words ``kbctl.store.thesaurus`` relates to them,
 at ``RELATED_WEIGHT``; the score's ceiling counts the question's own words only.
@@ -51,6 +53,21 @@ PAGE_TERMS = 64
 # Field weights (BM25F): the body counts once, a title or heading term this many times more.
 TITLE_WEIGHT = 1.5
 HEADING_WEIGHT = 3.0
+# A title's or heading path's term frequencies are normalised by its length against these
+# typical lengths in lexemes (BM25F's per-field length normalisation, with ``B``): a term
+# weighs more in "Packages and Crates" than in a four-level API heading path that names
+# it among twenty others. Fixed, so that a posting is final when written. A heading path
+# with its anchor averages 16.3 lexemes on the Python docs and 11.0 on the Rust book, a
+# title 4.3 and 4.6. Measured with bench/bench_ranking.py, lexical MRR@10 on the dev set
+# and its three held-out sets went from 0.711, 0.633, 0.610 and 0.636 to 0.713, 0.668,
+# 0.614 and 0.638 (hit@5 unchanged), hybrid MRR@10 from 0.850, 0.750, 0.738 and 0.787 to
+# 0.854, 0.761, 0.738 and 0.794, and on the Rust book lexical MRR@5 from 0.946 to 0.947.
+# A heading length of 8 or 12 lifted lexical ranking more (dev hit@5 0.882) but cost
+# hybrid search a held-out question and the Rust book's mistyped questions a rank; 20
+# lowered a held-out set's lexical MRR. At 8, B of 0.5 or 1.0 ranked as 0.75 did, and
+# titles' normalisation alone changed nothing.
+TITLE_LENGTH = 4.0
+HEADING_LENGTH = 16.0
 # A word a thesaurus relates to the question's (``kbctl.store.thesaurus``) counts this much
 # of one the question uses: a passage in the question's own words ranks first.
 RELATED_WEIGHT = 0.5
@@ -132,12 +149,15 @@ def analyse(text: str) -> Analysed:
 @dataclass(frozen=True)
 class Field:
     """One indexed field of a row of ``src``: its analysed text column, its exact-lexemes
-    column, its weight, and whether it counts in the row's length (the body does)."""
+    column, its weight, whether it counts in the row's length (the body does), and for a
+    field that does not, the typical length its term frequencies are normalised against
+    (``None``: not normalised)."""
 
     text: str
     exact: str
     weight: float = 1.0
     body: bool = True
+    typical_length: float | None = None
 
 
 BODY = (Field("t", "x"),)
@@ -229,22 +249,33 @@ def related_words(cur: Cursor[Any], question: str, related: Thesaurus,
 def lexeme_ctes(keys: str, fields: Sequence[Field] = BODY) -> str:
     """CTEs ``lex`` (one row per row of ``src`` and lexeme, with its weighted term
     frequency) and ``len`` (each row's body length in lexemes), from the ``fields`` of
-    ``src``; ``keys`` are the columns of ``src`` that identify a row (``"r, o"``)."""
+    ``src``; ``keys`` are the columns of ``src`` that identify a row (``"r, o"``). A field
+    with a ``typical_length`` has its term frequencies divided by ``1 - B + B * its length
+    / typical_length``, its length counting its words and whole identifiers."""
     cols = ", ".join(f"src.{k.strip()}" for k in keys.split(","))
     parts = []
-    for f in fields:
+    for i, f in enumerate(fields):
         parts.append(f"""
-            SELECT {cols}, {f.weight}::real AS w, {f.body} AS body, x.lexeme,
+            SELECT {cols}, {i} AS f, {f.weight}::real AS w, {f.body} AS body, x.lexeme,
                    coalesce(array_length(x.positions, 1), 1) AS n
             FROM src, unnest({tsvector_sql(f"src.{f.text}")}) AS x""")
         parts.append(f"""
-            SELECT {cols}, {f.weight}::real, {f.body}, e.lexeme, count(*)::int
+            SELECT {cols}, {i}, {f.weight}::real, {f.body}, e.lexeme, count(*)::int
             FROM src, unnest(string_to_array(nullif(src.{f.exact}, ''), ' ')) AS e(lexeme)
             GROUP BY {cols}, e.lexeme""")
     union = "\n            UNION ALL".join(parts)
+    normalised = [(i, f.typical_length) for i, f in enumerate(fields)
+                  if f.typical_length is not None]
+    if normalised:
+        field_length = f"sum(n) OVER (PARTITION BY {keys}, f)"
+        cases = " ".join(f"WHEN {i} THEN 1 - {B} + {B} * {field_length} / {typical}"
+                         for i, typical in normalised)
+        weighted = f"SELECT *, w * n / CASE f {cases} ELSE 1 END AS wn FROM terms"
+    else:
+        weighted = "SELECT *, w * n AS wn FROM terms"
     return f"""
         terms AS ({union}),
-        lex AS (SELECT {keys}, lexeme, sum(w * n)::real AS tf FROM terms
+        lex AS (SELECT {keys}, lexeme, sum(wn)::real AS tf FROM ({weighted}) t
                 GROUP BY {keys}, lexeme),
         len AS (SELECT {keys}, coalesce(sum(n) FILTER (WHERE body), 0)::int AS dl
                 FROM terms GROUP BY {keys})"""
@@ -450,8 +481,9 @@ def kb_bm25_ctes(*, filtered: bool, related: bool = False) -> str:
     return bm25_ctes(stats=KB_STATS, df=KB_DF, postings=postings, related=related)
 
 
-KB_FIELDS = (Field("t", "x"), Field("tt", "tx", TITLE_WEIGHT, body=False),
-             Field("ht", "hx", HEADING_WEIGHT, body=False))
+KB_FIELDS = (Field("t", "x"),
+             Field("tt", "tx", TITLE_WEIGHT, body=False, typical_length=TITLE_LENGTH),
+             Field("ht", "hx", HEADING_WEIGHT, body=False, typical_length=HEADING_LENGTH))
 
 # An API entry's heading is its signature: ``register_unpack_format(name, extensions,
 # function[, extra_args])``. The parameter list is not what the entry is named, and weighed

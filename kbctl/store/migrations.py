@@ -272,6 +272,8 @@ MIGRATIONS: list[Migration] = [
     ),
     (10, "headings indexed without signatures' parameter lists", rebuild_lexical_index),
     (11, "words joined by slashes indexed apart as well", rebuild_lexical_index),
+    (12, "titles' and heading paths' term frequencies normalised by their length",
+     rebuild_lexical_index),
 ]
 
 
