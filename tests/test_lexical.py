@@ -174,12 +174,16 @@ def test_a_heading_word_weighs_more_in_a_short_heading_path(store: KnowledgeStor
     assert hits[0].text_score > hits[1].text_score
     # the heading's term frequency: its weight over its length against the typical length
     # ("Logging": one lexeme; the title's words are not the question's)
-    tf = store.conn.execute(
-        "SELECT p.tf FROM postings p JOIN chunks c ON c.id = p.chunk_id "
-        "WHERE c.source_ref = 'short' AND p.lexeme = 'log'").fetchone()[0]
     expected = lexical.HEADING_WEIGHT / (
         1 - lexical.B + lexical.B * 1 / lexical.HEADING_LENGTH)
-    assert tf == pytest.approx(expected, rel=1e-5)
+    assert _logging_tfs(store)["short"] == pytest.approx(expected, rel=1e-5)
+
+
+def _logging_tfs(store: KnowledgeStore) -> dict[str, float]:
+    """Each source's term frequency of "logging" (lexeme ``log``) in its chunk's postings."""
+    return dict(store.conn.execute(
+        "SELECT c.source_ref, p.tf FROM postings p JOIN chunks c ON c.id = p.chunk_id "
+        "WHERE p.lexeme = 'log'").fetchall())
 
 
 def test_a_knowledge_base_indexed_without_field_lengths_is_reindexed_on_open(
@@ -189,13 +193,7 @@ def test_a_knowledge_base_indexed_without_field_lengths_is_reindexed_on_open(
     long_path = ["Reference", "Options for production servers", "Logging of rare events"]
     _kb(store, {"long": ("Configure the cache.", {"headingPath": long_path}),
                 "short": ("Configure the cache.", {"headingPath": ["Logging"]})})
-
-    def heading_tfs() -> dict[str, float]:
-        return dict(store.conn.execute(
-            "SELECT c.source_ref, p.tf FROM postings p JOIN chunks c ON c.id = p.chunk_id "
-            "WHERE p.lexeme = 'log'").fetchall())
-
-    normalised = heading_tfs()
+    normalised = _logging_tfs(store)
     assert normalised["short"] > normalised["long"]
     # as an earlier version wrote them: the heading's weight alone, whatever its length
     store.conn.execute("UPDATE postings SET tf = %s WHERE lexeme = 'log'",
@@ -204,7 +202,7 @@ def test_a_knowledge_base_indexed_without_field_lengths_is_reindexed_on_open(
                        (lexical.HEADING_WEIGHT,))
     store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 12")
     migrate(store.conn)
-    assert heading_tfs() == pytest.approx(normalised)
+    assert _logging_tfs(store) == pytest.approx(normalised)
     assert [h.source_ref for h in store.search("ns", "logging", k=2)] == ["short", "long"]
 
 
