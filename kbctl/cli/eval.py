@@ -121,6 +121,11 @@ def run(
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
     rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
     vector_weight: VectorWeightOpt = None, fusion: FusionOpt = None,
+    retriever: Annotated[str | None, typer.Option(
+        "--retriever", help="The retriever the suites were written for: an embedder spec, "
+        "or embedder=…,fusion=…,rerank=…. Another one, or one that cannot run here (no "
+        "key, no server), is refused with exit 2 instead of measured. Suites pin it with "
+        "defaults.retriever, kbctl.yaml with eval.retriever.", show_default=False)] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
@@ -140,7 +145,8 @@ def run(
                                    rank_tolerance=rank_tolerance,
                                    score_tolerance=score_tolerance, fail_on=fail_on,
                                    on_result=on_result, reports={
-                                       "--save-baseline": save_baseline, "--junit": junit})
+                                       "--save-baseline": save_baseline, "--junit": junit},
+                                   retriever=retriever)
     except KbctlError as exc:
         if on_github:  # the pull request shows why, not only the log
             emit_github_error(exc.message, out, json_output=json_output)

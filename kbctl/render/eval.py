@@ -74,6 +74,8 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         f"{metrics_text(metrics)} · {report.duration_ms / 1000:.2f} s"
     )
     parts.append(summary)
+    if report.retriever is not None:
+        parts.append(Text(plain(f"retriever: {report.retriever.describe()}"), style="dim"))
     parts += [Text(plain(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
                          f"{metrics_text(m)}"), style="dim") for tag, m in metrics.by_tag]
     unchecked = [case_label(report, r.case.suite, r.case.id)
