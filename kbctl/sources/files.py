@@ -42,6 +42,7 @@ from ..generators import (
     Site,
     expiry,
     heading_ids,
+    likely_site,
     page_path,
     page_title,
     resolve_site,
@@ -188,6 +189,8 @@ class FilesSource:
                          f"{_printable(root)}, e.g. 'drafts/*')")
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
+        elif options.generator == AUTO and leaves:
+            notes[:0] = _likely_note(spec.target, leaves, real_root, options)
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish as pages were skipped")
@@ -273,6 +276,31 @@ class FilesSource:
         notes = [n for n in (bad, _left_out(path, outside), _stub_note(path, file.site, text))
                  if n]
         return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
+
+
+def _likely_note(target: str, leaves: Sequence[Leaf], real_root: Path,
+                 options: FilesOptions) -> list[str]:
+    """The warning for a folder read with the plain rule that looks like a generator's
+    project (``likely_site``): what it cites now and what that generator would cite, said
+    as the run starts, before a knowledge base fills with addresses the site never had."""
+    likely = likely_site(real_root)
+    if likely is None:
+        return []
+    for leaf in leaves:
+        file: _File = leaf.hint
+        try:
+            page = page_path(likely, file.published)
+        except SourceError:
+            continue
+        if page is None:
+            continue
+        base = options.base_url.rstrip("/") + "/" if options.base_url else ""
+        evidence = likely.settings.get("guessed") or str(likely.marker)
+        return [f"files {target}: warning: no docs generator's config found, so pages are "
+                f"cited by their paths (plain rule: {leaf.url}); this looks like a "
+                f"{likely.generator} project ({evidence}): `--generator {likely.generator}` "
+                f"would cite {base}{page}"]
+    return []
 
 
 def _published_elsewhere(site: Site, real_root: Path) -> list[Path]:
