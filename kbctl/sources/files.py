@@ -30,7 +30,7 @@ from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_html, page_markdown
-from ..extract.includes import outside_project
+from ..extract.includes import Unresolved, outside_project, unresolved_includes
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
@@ -265,7 +265,7 @@ class FilesSource:
                                    "--ignore-noindex keeps such pages)")
         # dropped here, and said: the markdown reader would make a NUL U+FFFD, unsaid
         text, removed = drop_bad_chars(decode_text(data, source=str(path)))
-        with outside_project() as outside:
+        with outside_project() as outside, unresolved_includes() as missing:
             doc = _document(leaf, file, text, stamp)
         if doc is None:
             return Loaded(leaf=leaf, dropped="not a page",
@@ -273,9 +273,12 @@ class FilesSource:
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
         bad = dropped_note(_printable(path), removed) if removed else ""
-        notes = [n for n in (bad, _left_out(path, outside), _stub_note(path, file.site, text))
-                 if n]
-        return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
+        notes = [n for n in (bad, _left_out(path, outside), _unresolved_note(path, missing),
+                             _stub_note(path, file.site, text)) if n]
+        return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes),
+                      unresolved=tuple({"file": _printable(m.file), "line": m.line,
+                                        "target": m.target, "reason": m.reason}
+                                       for m in missing))
 
 
 def _likely_note(target: str, leaves: Sequence[Leaf], real_root: Path,
@@ -342,6 +345,19 @@ def _left_out(path: Path, outside: set[Path]) -> str:
             f"({named}): a project's files are those of its git repository, or of "
             f"its own folder outside one (a tarball, a git archive); ingest from a git "
             f"checkout to take them in")
+
+
+def _unresolved_note(path: Path, missing: Sequence[Unresolved]) -> str:
+    """The note for a page whose includes could not all be resolved, or none: each was
+    left out of its text (listed whole in the report's ``unresolved_includes``)."""
+    if not missing:
+        return ""
+    count = len(missing) + getattr(missing, "more", 0)
+    named = first_few([f"{_printable(m.file) if m.file != path else 'line'}"
+                       f"{':' if m.file != path else ' '}{m.line} {m.target} ({m.reason})"
+                       for m in missing])
+    return (f"{_printable(path)}: left out {count} include(s) that could not be resolved: "
+            f"{named}")
 
 
 def _not_a_regular_file(path: Path) -> str | None:
