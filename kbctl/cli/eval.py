@@ -52,9 +52,17 @@ class _RunByDefault(TyperGroup):
     `kbctl eval docs.yaml --json` means `kbctl eval run docs.yaml --json`."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+        if all(a.startswith("-") and a not in ctx.help_option_names for a in args):
+            # no suite named: the usage of `kbctl eval` itself, not of the `run` it means
+            ctx.fail("Missing argument 'SUITE_OR_GLOB...': name the suite files to run, "
+                     "or scaffold one with `kbctl eval init`")
+        if args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = [RUN, *args]
         return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "SUITE_OR_GLOB... [OPTIONS]")
+        formatter.write_usage(ctx.command_path, "init [OPTIONS]", prefix="   or: ")
 
 
 app = typer.Typer(

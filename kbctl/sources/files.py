@@ -14,9 +14,11 @@ each other, instead of one silently replacing the other.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import errno
 import fnmatch
 import glob
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -108,8 +110,9 @@ class FilesOptions(SourceOptions):
 
     @classmethod
     def check_present(cls, target: str) -> None:
+        """Asked before a first ingest: a missing folder there is a mistyped path."""
         if not is_folder(split_root(target)[0]):
-            raise _missing_root(target)
+            raise _missing_root(target, recorded=False)
 
 
 @dataclass(frozen=True)
@@ -375,20 +378,39 @@ def _not_a_regular_file(path: Path) -> str | None:
     return None
 
 
-def _missing_root(target: str) -> InputError:
-    """A target whose folder is not there; a relative one says where it was looked for,
-    since a recorded definition is read from wherever resync runs (a cron job's home)."""
+def _missing_root(target: str, *, recorded: bool = True) -> InputError:
+    """A target whose folder is not there; a relative one says where it was looked for.
+    A ``recorded`` definition (resync) is read from wherever it runs (a cron job's home),
+    so its hint is about that; a first ingest's is about the path as typed."""
     message = f"files source: {target} is not a file, a directory or a glob whose folder exists"
     if Path(target).is_absolute():
-        return InputError(message)
+        return InputError(message, hint=None if recorded else "check the path")
     try:
-        where = f"looked for in {_printable(Path.cwd())}"
+        cwd = Path.cwd()
+        where = f"looked for in {_printable(cwd)}"
     except OSError:
-        where = "the current directory no longer exists"
+        cwd, where = None, "the current directory no longer exists"
+    if not recorded:
+        near = _near_name(cwd, target) if cwd is not None else None
+        return InputError(f"{message} ({where})",
+                          hint=f"did you mean {near}?" if near else
+                          "check the path: a relative path is read from the current directory")
     return InputError(f"{message} ({where})",
                       hint="a relative path is read from the current directory: run from "
                            "the folder it was ingested in (cron: `cd` there first), or "
                            "ingest it with an absolute path")
+
+
+def _near_name(cwd: Path, target: str) -> str | None:
+    """A folder of ``cwd`` whose name is close to the first part of ``target``."""
+    first = PurePosixPath(target).parts[0] if PurePosixPath(target).parts else ""
+    try:
+        with os.scandir(cwd) as entries:
+            names = [e.name for e in itertools.islice(entries, 1000) if e.is_dir()]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(first, names, n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def _printable(path: Path | str) -> str:
