@@ -5,6 +5,7 @@ share. Pure functions of the report; the files a CI runner reads are written by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -89,13 +90,27 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         for word, refs in (("fixed", diff.fixed), ("added", diff.added),
                            ("removed", diff.removed), ("edited", diff.changed)):
             if refs:
-                names = ", ".join(case_label(report, r.suite, r.id) for r in refs)
-                changes.append(f"{word}: {names}")
+                changes.append(f"{word}: {_named(report, refs)}")
         parts.append(Text(plain(f"vs {diff.source}: " + " · ".join(changes))))
         parts += [Text(plain(f"warning: {w}"), style="yellow") for w in diff.warnings]
     parts.append(Text(plain(("PASS: " if verdict.passed else "FAIL: ") + verdict.reason),
                       style="bold green" if verdict.passed else "bold red"))
     return Group(*parts)
+
+
+# Cases a baseline comparison names per kind of change; past it, a count (the JSON
+# report's ``diff`` lists every one).
+MAX_NAMED_CHANGES = 5
+
+
+def _named(report: EvalReport, refs: Sequence[Any]) -> str:
+    """The cases of one kind of change, the first few by name: a suite that grew by a
+    hundred cases printed a hundred ids on one line."""
+    labels = [case_label(report, r.suite, r.id) for r in refs]
+    if len(labels) <= MAX_NAMED_CHANGES:
+        return ", ".join(labels)
+    return (f"{len(labels)} cases ({', '.join(labels[:MAX_NAMED_CHANGES - 2])} and "
+            f"{len(labels) - MAX_NAMED_CHANGES + 2} more; --json lists them all)")
 
 
 def _table(outcome: EvalOutcome, **options: Any) -> Rendered:
