@@ -38,7 +38,7 @@ def fastembed_available() -> bool:
 
 @contextmanager
 def quiet_fastembed() -> Iterator[None]:
-    """fastembed's own log lines (timestamped ``ERROR``\s through loguru, the Hugging Face
+    r"""fastembed's own log lines (timestamped ``ERROR``\s through loguru, the Hugging Face
     hub's through ``logging``) silenced while a model loads: a load that fails is said
     once, by kbctl's error with its hint, not first in a library's words."""
     try:
