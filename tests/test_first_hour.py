@@ -6,10 +6,10 @@ real command line and the real database."""
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from .conftest import Cli, rows
 
@@ -28,7 +28,8 @@ def write(path: Path, text: str) -> Path:
 def book_without_config(root: Path) -> Path:
     """An mdBook checkout of its sources alone: no book.toml, a README beside src/."""
     write(root / "README.md", "# The book's repository\n\nHow to build it.\n")
-    write(root / "src" / "SUMMARY.md", "# Summary\n\n- [Error Handling](ch09-00-error-handling.md)\n"
+    write(root / "src" / "SUMMARY.md", "# Summary\n\n"
+          "- [Error Handling](ch09-00-error-handling.md)\n"
           "    - [Recoverable Errors](ch09-02-recoverable.md)\n")
     write(root / "src" / "ch09-00-error-handling.md",
           "# Error Handling\n\nRust groups errors into two kinds.\n\n"
