@@ -208,3 +208,26 @@ def test_the_rust_book_tour(cli: Cli) -> None:
     query = cli.json("query", "iterater")
     assert query["corrected"] == {"iterater": "iter"}
     assert query["results"][0]["citation"].startswith(BOOK_URL + "ch13-")
+
+
+@pytest.mark.parametrize(("files", "page", "line", "target"), [
+    ({"mkdocs.yml": "site_name: x\nplugins:\n  - include-markdown\n",
+      "docs/index.md": "# Home\n\nIntro.\n\n{% include-markdown \"../missing.md\" %}\n"},
+     "docs/index.md", 5, "../missing.md"),
+    ({"conf.py": "project = 'x'\nextensions = []\n",
+      "index.rst": "Home\n====\n\nIntro.\n\n.. include:: missing.rst\n"},
+     "index.rst", 6, "missing.rst"),
+])
+def test_other_generators_report_their_unresolved_includes(
+        cli: Cli, workdir: Path, files: dict[str, str], page: str, line: int,
+        target: str) -> None:
+    for name, text in files.items():
+        write(workdir / "site" / name, text)
+    out = cli.json("ingest", "files", str(workdir / "site"), "--base-url",
+                   "https://x.example.com/")
+    assert out["failed"] == 0
+    [(text,)] = rows(cli.db_url, "SELECT string_agg(text, ' ') FROM chunks")
+    assert "Intro." in text and "missing" not in text and "include" not in text
+    assert [(u["file"], u["line"], u["target"], u["reason"])
+            for u in out["unresolvedIncludes"]] == [
+        (str((workdir / "site" / page).resolve()), line, target, "no such file")]

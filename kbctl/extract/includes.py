@@ -25,7 +25,7 @@ with the file and line that wrote it, for the ingest report.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -99,11 +99,14 @@ class IncludedFiles:
         self.budget = MAX_INCLUDED_CHARS
         self._files: dict[Path, str | None] = {}
 
-    def unresolved(self, file: Path, line: int, target: str, path: Path | None,
-                   reason: str | None = None) -> None:
+    def unresolved(self, file: Path, line: int | Callable[[], int] | None, target: str,
+                   path: Path | None, reason: str | None = None) -> None:
         """Record that the include of ``target`` at ``file``:``line`` was left out;
-        ``path`` is the file it names (None: a target that names no file). A file outside
-        the project is not recorded here: ``outside_project`` names those."""
+        ``path`` is the file it names (None: a target that names no file). ``line`` may be
+        a function, called only when the include is recorded (a page of 100,000 failed
+        includes counts no lines past the cap); None: the first line of ``file`` that
+        names ``target`` (0 when none does). A file outside the project is not recorded
+        here: ``outside_project`` names those."""
         found = _UNRESOLVED.get()
         if found is None:
             return
@@ -112,7 +115,18 @@ class IncludedFiles:
         if len(found) >= MAX_UNRESOLVED:
             found.more += 1
             return
+        if line is None:
+            line = self._line_naming(file, target)
+        elif callable(line):
+            line = line()
         found.append(Unresolved(file, line, target, reason or self._why(path)))
+
+    def _line_naming(self, file: Path, target: str) -> int:
+        text = self._files.get(normalized(file))
+        if text is None:
+            text = read_config_text(file) or ""
+        at = text.find(target) if target else -1
+        return line_at(text, at) if at >= 0 else 0
 
     def _why(self, path: Path | None) -> str:
         if path is None:

@@ -53,7 +53,7 @@ def _expand(text: str, page: Path, depth: int, files: IncludedFiles) -> str:
         path = folder / name
         text = files.read(path) if name and depth < MAX_DEPTH else None
         if text is None:
-            files.unresolved(page, line_at(match.string, match.start()), name or written,
+            files.unresolved(page, lambda: line_at(match.string, match.start()), name or written,
                              path if name else None,
                              f"nested more than {MAX_DEPTH} deep" if name and depth >= MAX_DEPTH
                              else None)
