@@ -119,10 +119,11 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
     text = query.text
     unknown = [(token, stem) for token, stem in cur.execute(
         unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()]
-    # a word is read as typed when it is long enough (its stem may be short: "oterator"
-    # stems to "oter"), and compared by stem when its stem is
-    candidates = [(t, s) for t, s in unknown
-                  if correct and (correctable(s) or correctable(t.lower()))][:MAX_WORDS]
+    # a word is read as typed when its stem is long enough, or it is itself longer than
+    # MIN_CHARS ("oterator" stems to "oter"; "worse", to "wors", is a word of its own,
+    # one edit from "words"), and compared by stem when its stem is long enough
+    candidates = [(t, s) for t, s in unknown if correct and (
+        correctable(s) or (len(t) > MIN_CHARS and correctable(t.lower())))][:MAX_WORDS]
     typed = one_edit_corrections(cur, [t for t, _ in candidates], known=known, words=words,
                                  params=params)
     to_correct = [(t, s) for t, s in candidates if correctable(s)]
