@@ -170,6 +170,9 @@ def test_many_added_cases_are_counted_not_listed(cli: Cli, workdir: Path) -> Non
     assert "12 cases (case-00, case-01, case-02 and 9 more" in " ".join(
         people.stdout.split())
     assert "case-11" not in line
+    verbose = cli("eval", str(suite), "--baseline", str(base), "--verbose")
+    assert verbose.exit_code == 0
+    assert f"added: {', '.join(added)}" in " ".join(verbose.stdout.split())
     report = json.loads(cli("eval", str(suite), "--baseline", str(base), "--json").stdout)
     assert [c["id"] for c in report["baseline"]["added"]] == added
 

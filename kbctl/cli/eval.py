@@ -124,6 +124,9 @@ def run(
     github: Annotated[bool, typer.Option(
         "--github", help="Write the GitHub job summary, annotations and step outputs "
         "(automatic when GITHUB_ACTIONS=true).")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Name every case a baseline comparison found added, "
+        "removed, edited or fixed (by default, past five, a count).")] = False,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
@@ -161,7 +164,7 @@ def run(
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)
-    out.show(outcome)
+    out.show(outcome, verbose=verbose)
     hybrid_only_note(out, outcome.report.embedder == "none", vector_weight=vector_weight,
                      fusion=fusion)
     if on_github:
