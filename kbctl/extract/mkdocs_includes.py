@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .includes import IncludedFiles, line_at, normalized
+from .includes import IncludedFiles, normalized
 from .inline_html import code_lines
 from .template_args import named_arguments
 
@@ -45,7 +45,7 @@ def _expand(text: str, file: Path, files: IncludedFiles, within: tuple[Path, ...
             return ""
         content = files.read(path)
         if content is None:
-            files.unresolved(file, lambda: line_at(text, m.start()), m.group(3).strip(), path)
+            files.unresolved(file, None, m.group(3).strip(), path)  # lines as on disk
             return ""
         options = named_arguments(m.group(4))
         if m.group(1):  # include-markdown: a part, its headings moved, expanded in turn
