@@ -98,6 +98,7 @@ class IncludedFiles:
         self.reads = reads
         self.budget = MAX_INCLUDED_CHARS
         self._files: dict[Path, str | None] = {}
+        self._pages: dict[Path, str] = {}  # pages read again to find a failed include's line
 
     def unresolved(self, file: Path, line: int | Callable[[], int] | None, target: str,
                    path: Path | None, reason: str | None = None) -> None:
@@ -122,9 +123,12 @@ class IncludedFiles:
         found.append(Unresolved(file, line, target, reason or self._why(path)))
 
     def _line_naming(self, file: Path, target: str) -> int:
-        text = self._files.get(normalized(file))
-        if text is None:
-            text = read_config_text(file) or ""
+        key = normalized(file)
+        text = self._files.get(key)
+        if text is None:  # the page itself: read once, for its first few failed includes
+            text = self._pages.get(key)
+            if text is None:
+                text = self._pages[key] = read_config_text(file) or ""
         at = text.find(target) if target else -1
         return line_at(text, at) if at >= 0 else 0
 
