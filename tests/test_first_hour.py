@@ -5,11 +5,16 @@ real command line and the real database."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-import tomllib
+
+from kbctl.generators.tomlfile import load_toml
 
 from .conftest import Cli, rows
 
@@ -188,7 +193,7 @@ def test_query_json_names_an_empty_namespace_for_what_it_is(cli: Cli, workdir: P
 def test_the_package_asks_for_lxml_html_clean_itself() -> None:
     """pip before 23.3 warned that lxml 'does not provide the extra html_clean' when a
     requirement spelled it so: kbctl names the package the extra stood for."""
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    project = load_toml((Path(__file__).parents[1] / "pyproject.toml").read_text())
     specs = [*project["project"]["dependencies"],
              *(s for extra in project["project"]["optional-dependencies"].values()
                for s in extra)]
@@ -237,3 +242,21 @@ def test_other_generators_report_their_unresolved_includes(
     assert [(u["file"], u["line"], u["target"], u["reason"].split(" in ")[0])
             for u in out["unresolvedIncludes"]] == [
         (str((workdir / "site" / page).resolve()), line, target, "no such file")]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fastembed") is None,
+                    reason="fastembed (the local extra) is not installed")
+def test_a_local_model_that_cannot_load_is_said_once(db_url: str, workdir: Path) -> None:
+    """fastembed logs its own timestamped ERROR lines (through loguru, straight to the
+    process's stderr) before kbctl's message: seen only in a real process."""
+    write(workdir / "docs" / "a.md", "# A\n\nText.\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+           "FASTEMBED_CACHE_PATH": str(workdir / "empty-cache"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from kbctl.cli import main; main()", "ingest", "files",
+         "docs", "--db", db_url, "--embedder", "local:sentence-transformers/all-MiniLM-L6-v2"],
+        capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 3, proc.stderr  # the environment: the model is not there
+    assert "could not load local model sentence-transformers/all-MiniLM-L6-v2" in proc.stderr
+    assert "| ERROR" not in proc.stderr and "fastembed.common" not in proc.stderr
