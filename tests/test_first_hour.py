@@ -255,8 +255,10 @@ def test_a_local_model_that_cannot_load_is_said_once(db_url: str, workdir: Path)
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.run(
         [sys.executable, "-c", "from kbctl.cli import main; main()", "ingest", "files",
-         "docs", "--db", db_url, "--embedder", "local:sentence-transformers/all-MiniLM-L6-v2"],
-        capture_output=True, text=True, env=env, timeout=300, check=False)
+         "docs", "--db", db_url, "--embedder", "local:sentence-transformers/all-MiniLM-L6-v2",
+         "--json"], capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 3, proc.stderr  # the environment: the model is not there
-    assert "could not load local model sentence-transformers/all-MiniLM-L6-v2" in proc.stderr
+    [error] = json.loads(proc.stdout)["errors"]
+    assert error["error"].startswith(
+        "could not load local model sentence-transformers/all-MiniLM-L6-v2")
     assert "| ERROR" not in proc.stderr and "fastembed.common" not in proc.stderr
