@@ -75,10 +75,18 @@ class MemoryHit:
     text_score: float | None = None
     vector_score: float | None = None
     also_in: tuple[str, ...] = ()
+    # a graph fact's validity interval: since when it holds, and when a later note ended it
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
 
     @property
     def citation(self) -> str:
         return citation(self.path, self.start_line, self.end_line)
+
+    @property
+    def current(self) -> bool:
+        """Whether the entry still holds (no later note ended it)."""
+        return self.invalid_at is None
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,7 @@ class WriteResult:
     reindexed: int
     embedded: int
     content_hash: str
+    notes: tuple[str, ...] = ()  # e.g. a composite side that could not take the write
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,12 @@ class PostgresMemoryBackend:
                 hint="memory uses the knowledge base's own embedder") from None
         self._bound = True
 
+    def bind(self) -> None:
+        """Record the embedder on the KB now: a backend beside this one (the graph) embeds
+        with it, and every later read must resolve the same one."""
+        if not self._bound:
+            self._bind()
+
     @property
     def kind(self) -> str:
         return KIND
