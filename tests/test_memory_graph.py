@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("graphiti_core", reason="the graph extra is not installed")
 pytest.importorskip("kuzu", reason="the graph extra is not installed")
@@ -22,6 +26,7 @@ from kbctl.memory.llm import make_model  # noqa: E402
 from kbctl.memory.model import SearchOptions  # noqa: E402
 from kbctl.memory.paths import MemoryScope  # noqa: E402
 
+from . import test_memory_isolation as iso  # noqa: E402
 from .conftest import Cli, rows  # noqa: E402
 from .embedders import HashingEmbedder  # noqa: E402
 from .graph_model import StandInModel, stand_in_model  # noqa: E402
@@ -295,3 +300,37 @@ def test_tools_run_on_the_graph_with_their_specs_unchanged(project: Cli,
         assert found.data["results"][0]["citation"] == "memory/user/notes.md#L2-L2"
     with AgentTools(Settings(db_url=project.db_url, agent="bot", user="alice")) as tools:
         assert [s.name for s in tools.specs] == graph_specs
+
+
+# --- isolation as a property, as for the vector backend ------------------------------------
+
+
+@pytest.fixture
+def pg_conn(db_url: str) -> Iterator[Any]:
+    from kbctl.store.db import connect
+    c = connect(db_url)
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("kind", ["graph", "composite"])
+@settings(max_examples=5, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(iso.append_op, iso.search_op), min_size=1, max_size=10))
+def test_nobody_sees_another_users_or_agents_facts(pg_conn: Any, tmp_path: Path,
+                                                   model: StandInModel, kind: str,
+                                                   ops: list[tuple]) -> None:
+    from kbctl.memory.composite import CompositeMemoryBackend
+    from kbctl.memory.postgres import PostgresMemoryBackend
+
+    graph = graph_backend(tmp_path / f"iso-{uuid.uuid4().hex}.kuzu", model)
+    backend: Any = graph
+    if kind == "composite":
+        vectors = PostgresMemoryBackend(pg_conn, HashingEmbedder())
+        iso._reset(pg_conn)
+        backend = CompositeMemoryBackend([vectors, graph], names=["postgres", "graph"],
+                                         mirror_writes=True)
+    try:
+        iso.run_isolation(backend, ops, embedded=True)
+    finally:
+        graph.close()
