@@ -49,7 +49,7 @@ def graph_backend(path: Path, model: StandInModel) -> GraphMemoryBackend:
 
 @pytest.fixture
 def graph(tmp_path: Path, model: StandInModel) -> Iterator[GraphMemoryBackend]:
-    backend = graph_backend(tmp_path / "graph.kuzu", model)
+    backend = graph_backend(tmp_path / "graph", model)
     yield backend
     backend.close()
 
@@ -90,13 +90,14 @@ def test_each_scope_is_a_partition_of_its_own(graph: GraphMemoryBackend) -> None
         assert [h.content for h in shared] == ["Falcon owns the Billing service"]
         assert shared[0].tier == "agent"
     assert graph.search(MemoryScope("otherbot"), "Vault key").hits == []
-    # stored in the writer's partition, whatever the text says
-    engine = graph.engine
-    groups = engine.run(engine.rows("MATCH (e:Episodic) RETURN e.group_id AS g, "
+    # stored in the writer's partition, a database of its own, whatever the text says
+    made = {Path(p).name for p in graph.parts.made()}
+    assert made == {f"{group_of(s, t)}.kuzu" for s, t in ((AGENT, "agent"), (ALICE, "user"),
+                                                          (BOB, "user"), (OTHER, "agent"))}
+    engine, _ = graph.parts.get(group_of(BOB, "user"), create=False)
+    stored = engine.run(engine.rows("MATCH (e:Episodic) RETURN e.group_id AS g, "
                                     "e.content AS c"), 30, "test")
-    by_text = {r["c"]: r["g"] for r in groups}
-    assert by_text["Bob keeps the Vault key zqbob."] == group_of(BOB, "user")
-    assert by_text["Falcon owns the Billing service."] == group_of(AGENT, "agent")
+    assert stored == [{"g": group_of(BOB, "user"), "c": "Bob keeps the Vault key zqbob."}]
     assert group_of(OTHER, "agent") != group_of(AGENT, "agent")
     with pytest.raises(Exception) as info:
         graph.get(BOB, "memory/agent/../user/notes.md")
@@ -174,7 +175,7 @@ def project(cli: Cli, workdir: Path, model: StandInModel,
     (workdir / "kbctl.yaml").write_text(
         "allow_private_network: true\nagent: bot\nmemory:\n  backend: graph\n  graph:\n"
         f"    model: openai:stand-in\n    model_base_url: {model.url}\n"
-        f"    path: {workdir / 'g' / 'graph.kuzu'}\n")
+        f"    path: {workdir / 'g'}\n")
     return cli
 
 
@@ -238,7 +239,7 @@ def test_composite_with_an_engine_that_fails_answers_from_vectors(project: Cli,
                  "--backend", "postgres", "--user", "alice", "--embedder", "test@32")
     broken = workdir / "broken.kuzu"
     broken.write_text("this is no graph database")
-    text = (workdir / "kbctl.yaml").read_text().replace(str(workdir / "g" / "graph.kuzu"),
+    text = (workdir / "kbctl.yaml").read_text().replace(str(workdir / "g"),
                                                          str(broken))
     (workdir / "kbctl.yaml").write_text(text)
     found = project.json("memory", "search", "Alice team", "--backend", "composite",
@@ -323,7 +324,7 @@ def test_nobody_sees_another_users_or_agents_facts(pg_conn: Any, tmp_path: Path,
     from kbctl.memory.composite import CompositeMemoryBackend
     from kbctl.memory.postgres import PostgresMemoryBackend
 
-    graph = graph_backend(tmp_path / f"iso-{uuid.uuid4().hex}.kuzu", model)
+    graph = graph_backend(tmp_path / f"iso-{uuid.uuid4().hex}", model)
     backend: Any = graph
     if kind == "composite":
         vectors = PostgresMemoryBackend(pg_conn, HashingEmbedder())

@@ -8,6 +8,11 @@ search asks the graph for the caller's partitions only, so no other user's fact 
 read. Every fact cites the lines of the memory file its episode appended
 (``memory/user/notes.md#L3-L4``); the files themselves are kept in the graph too, per
 partition, so ``get`` shows the source.
+
+Embedded, each partition is a Kùzu database of its own (``<graph dir>/<partition>.kuzu``):
+Kùzu's full-text index answers its top entries before any ``WHERE`` applies, so in one
+shared database another user's facts would crowd a caller's out of a search (and time
+it). On a server (Neo4j), the partition is in every query and index lookup.
 """
 
 from __future__ import annotations
@@ -74,25 +79,61 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
-class GraphMemoryBackend:
-    """Memory as a temporal knowledge graph on ``engine`` (Kùzu embedded, or a server)."""
+class Partitions:
+    """The engines of the partitions one backend has touched, opened on first use."""
 
-    def __init__(self, engine: ge.Engine, model: ChatModel, embedder: Embedder, *,
+    def __init__(self, location: str, *, url: bool, model: ChatModel,
+                 embedder: Embedder) -> None:
+        self.location = location
+        self.url = url
+        self.model = model
+        self.embedder = embedder
+        self._open: dict[str, tuple[ge.Engine, Any]] = {}
+
+    def where(self, group: str) -> str:
+        return self.location if self.url else str(Path(self.location) / f"{group}.kuzu")
+
+    def get(self, group: str, *, create: bool) -> tuple[ge.Engine, Any] | None:
+        """The engine and Graphiti over ``group``; None for an embedded partition that no
+        write has made (a read makes nothing)."""
+        key = self.where(group)
+        if key not in self._open:
+            if not self.url and not create and not Path(key).exists():
+                return None
+            engine = ge.acquire(key, url=self.url)
+            self._open[key] = (engine, engine.graphiti(self.model, self.embedder))
+        return self._open[key]
+
+    def made(self) -> list[str]:
+        """Every partition there is: the embedded ones' files; a server is one."""
+        if self.url:
+            return [self.location]
+        return sorted(str(p) for p in Path(self.location).glob("*.kuzu"))
+
+    def close(self) -> None:
+        opened, self._open = self._open, {}
+        for engine, _ in opened.values():
+            ge.release(engine)
+
+
+class GraphMemoryBackend:
+    """Memory as a temporal knowledge graph (Kùzu embedded, or a server)."""
+
+    def __init__(self, location: str, *, url: bool, model: ChatModel, embedder: Embedder,
                  timeout_s: float = 120.0, name: str | None = None) -> None:
-        self.engine = engine
         self.model = model
         self.embedder = embedder
         self.timeout_s = timeout_s
         self.name = name or KIND
-        self.graph = engine.graphiti(model, embedder)
+        self.parts = Partitions(location, url=url, model=model, embedder=embedder)
 
     @property
     def kind(self) -> str:
         return KIND
 
     def close(self) -> None:
+        self.parts.close()
         self.model.close()
-        ge.release(self.engine)
 
     # --- reads ------------------------------------------------------------------------
 
@@ -108,8 +149,17 @@ class GraphMemoryBackend:
         started = time.perf_counter()
         groups = visible_groups(scope)
         limit = max(opts.max_results * CANDIDATES_FACTOR, MIN_CANDIDATES)
-        edges, scores, episodes = self._run(self._search(list(groups), query, limit),
-                                            "a graph search")
+        edges: list[Any] = []
+        scores: list[float] = []
+        episodes: dict[str, Any] = {}
+        for group in groups:  # each partition asked on its own: the fence is the database
+            part = self.parts.get(group, create=False)
+            if part is None:
+                continue
+            found = self._run(self._search(part, group, query, limit), "a graph search")
+            edges += found[0]
+            scores += found[1]
+            episodes.update(found[2])
         now = datetime.now(timezone.utc)
         current, history = [], []
         for edge, raw in zip(edges, scores, strict=True):
@@ -134,15 +184,16 @@ class GraphMemoryBackend:
             notes=[] if opts.track is False else ["recall tracking is not kept by the "
                                                    "graph backend"])
 
-    async def _search(self, groups: list[str], query: str, limit: int
-                      ) -> tuple[list[Any], list[float], dict[str, Any]]:
+    async def _search(self, part: tuple[ge.Engine, Any], group: str, query: str,
+                      limit: int) -> tuple[list[Any], list[float], dict[str, Any]]:
         from graphiti_core.nodes import EpisodicNode
         from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
+        engine, graph = part
         config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)
         config.limit = limit
-        found = await self.graph.search_(query, config=config, group_ids=groups)
+        found = await graph.search_(query, config=config, group_ids=[group])
         wanted = sorted({e.episodes[0] for e in found.edges if e.episodes})
-        episodes = await EpisodicNode.get_by_uuids(self.engine.driver, wanted) if wanted else []
+        episodes = await EpisodicNode.get_by_uuids(engine.driver, wanted) if wanted else []
         return found.edges, found.edge_reranker_scores, {e.uuid: e for e in episodes}
 
     def _hit(self, edge: Any, score: float, episodes: dict[str, Any],
@@ -188,8 +239,14 @@ class GraphMemoryBackend:
             raise InputError("the user tier needs a user", hint="pass --user ID")
         page = page or ListPage()
         groups = {g: t for g, t in visible_groups(scope).items() if tier in (None, t)}
-        rows = self._run(self._files(list(groups)), "listing the graph's files")
-        episodes = self._run(self._episode_names(list(groups)), "listing the graph's episodes")
+        rows: list[dict[str, Any]] = []
+        episodes: dict[tuple[str, str], int] = {}
+        for group in groups:
+            part = self.parts.get(group, create=False)
+            if part is not None:
+                rows += self._run(self._files(part[0], group), "listing the graph's files")
+                episodes.update(self._run(self._episode_names(part[0], group),
+                                          "listing the graph's episodes"))
         prefix = page.prefix or ""
         rows_all = rows
         rows = sorted((r for r in rows if r["path"].startswith(prefix)
@@ -222,7 +279,7 @@ class GraphMemoryBackend:
         details: dict[str, Any] = {"engine": self._engine_name(), "model": self.model.identity,
                                    "embedder": str(self.embedder.identity)}
         try:
-            details.update(self._run(self._counts(), "counting the graph"))
+            details.update(self._counts())
         except KbctlError as exc:
             return Health(kind=KIND, ok=False, details=details,
                           error=f"the graph engine does not answer: {exc.message}")
@@ -241,14 +298,18 @@ class GraphMemoryBackend:
         return Health(kind=KIND, ok=True, details=details)
 
     def _engine_name(self) -> str:
-        if self.engine.kind == "kuzu":
+        if not self.parts.url:
             import kuzu
-            return f"kuzu {kuzu.__version__} (embedded) at {self.engine.location}"
+            return f"kuzu {kuzu.__version__} (embedded) at {self.parts.location}"
         from ..net.endpoint import public_endpoint
-        return f"{self.engine.kind} at {public_endpoint(self.engine.location)}"
+        return f"neo4j at {public_endpoint(self.parts.location)}"
 
-    async def _counts(self) -> dict[str, int]:
-        facts = ("MATCH (r:RelatesToNode_) " if self.engine.kind == "kuzu"
+    def _counts(self) -> dict[str, int]:
+        """Files, episodes, entities and facts over every partition there is."""
+        if not self.parts.url and Path(self.parts.location).exists() \
+                and not Path(self.parts.location).is_dir():
+            raise DatabaseError(f"{self.parts.location} is not a directory of graphs")
+        facts = ("MATCH (r:RelatesToNode_) " if not self.parts.url
                  else "MATCH ()-[r:RELATES_TO]->() ")
         queries = {
             "files": "MATCH (f:KbctlMemoryFile) RETURN count(f) AS n",
@@ -257,11 +318,17 @@ class GraphMemoryBackend:
             "facts": facts + "RETURN count(r) AS n",
             "currentFacts": facts + "WHERE r.invalid_at IS NULL RETURN count(r) AS n",
         }
-        out = {}
-        for key, query in queries.items():
-            rows = await self.engine.rows(query)
-            out[key] = int(rows[0]["n"]) if rows else 0
-        return out
+        out = dict.fromkeys(queries, 0)
+        made = self.parts.made()
+        for where in made:
+            engine = ge.acquire(where, url=self.parts.url)
+            try:
+                for key, query in queries.items():
+                    rows = self._run(engine.rows(query), "counting the graph")
+                    out[key] += int(rows[0]["n"]) if rows else 0
+            finally:
+                ge.release(engine)
+        return {"partitions": len(made), **out}
 
     # --- writes -----------------------------------------------------------------------
 
@@ -273,15 +340,16 @@ class GraphMemoryBackend:
         if not text.strip():
             raise InputError("nothing to append: the text is empty")
         group = group_of(scope, mp.tier)
-        with self.engine.write_lock:
+        part = self._part(group)
+        with part[0].write_lock:
             row = self._file(group, mp.path)
             old = row["content"] if row else ""
             sep = "" if not old or old.endswith("\n") else "\n"
             content = old + sep + text + ("" if text.endswith("\n") else "\n")
             _check_size(mp, content, appending=bool(row))
             first, last = len(split_lines(old)) + 1, len(split_lines(content))
-            made = self._episode(group, citation(mp.path, first, last), text, mp.path,
-                                 content, row)
+            made = self._episode(part, group, citation(mp.path, first, last), text,
+                                 mp.path, content, row)
         return WriteResult(path=mp.path, tier=mp.tier,
                            status="appended" if row else "created", lines=last,
                            chunks=made[0], reindexed=1, embedded=made[1],
@@ -295,18 +363,20 @@ class GraphMemoryBackend:
         _check_size(mp, content, appending=False)
         group = group_of(scope, mp.tier)
         lines = len(split_lines(content))
-        with self.engine.write_lock:
+        part = self._part(group)
+        with part[0].write_lock:
             row = self._file(group, mp.path)
             if row and row["content_hash"] == _sha256(content):
                 return WriteResult(path=mp.path, tier=mp.tier, status="unchanged",
                                    lines=lines, chunks=0, reindexed=0, embedded=0,
                                    content_hash=row["content_hash"])
             if row:
-                self._run(self._forget(group, mp.path), f"replacing {mp.path}")
+                self._run(self._forget(part, group, mp.path), f"replacing {mp.path}")
             made = (0, 0) if not content.strip() else self._episode(
-                group, citation(mp.path, 1, lines), content, mp.path, content, None)
+                part, group, citation(mp.path, 1, lines), content, mp.path, content, None)
             if not content.strip():
-                self._run(self._save(group, mp.path, content, None), f"writing {mp.path}")
+                self._run(self._save(part[0], group, mp.path, content, None),
+                          f"writing {mp.path}")
         return WriteResult(path=mp.path, tier=mp.tier, status="updated" if row else "created",
                            lines=lines, chunks=made[0], reindexed=made[0], embedded=made[1],
                            content_hash=_sha256(content))
@@ -316,59 +386,63 @@ class GraphMemoryBackend:
         mp = parse_path(path)
         mp.owner(scope)
         group = group_of(scope, mp.tier)
-        with self.engine.write_lock:
-            if self._file(group, mp.path) is None:
-                raise _missing(mp.path)
-            gone = self._run(self._forget(group, mp.path), f"deleting {mp.path}")
+        part = self.parts.get(group, create=False)
+        if part is None or self._file(group, mp.path) is None:
+            raise _missing(mp.path)
+        with part[0].write_lock:
+            gone = self._run(self._forget(part, group, mp.path), f"deleting {mp.path}")
         return DeleteResult(path=mp.path, tier=mp.tier, chunks=gone)
 
-    def _episode(self, group: str, cite: str, body: str, path: str, content: str,
-                 row: dict[str, Any] | None) -> tuple[int, int]:
+    def _episode(self, part: tuple[ge.Engine, Any], group: str, cite: str, body: str,
+                 path: str, content: str, row: dict[str, Any] | None) -> tuple[int, int]:
         """Add one episode and the file's new text, or neither: an episode whose write
         failed part-way is removed again, so no fact cites lines the file lacks."""
         try:
-            return self._run(self._add(group, cite, body, path, content, row),
+            return self._run(self._add(part, group, cite, body, path, content, row),
                              f"reading {cite} into the graph")
         except BaseException as exc:
             try:
-                self._run(self._undo(group, cite), f"undoing {cite}")
+                self._run(self._undo(part, group, cite), f"undoing {cite}")
             except Exception as undo:  # noqa: BLE001 - the first failure is the one to see
                 raise DatabaseError(f"{exc}; removing the half-read episode failed too: "
                                     f"{undo}") from exc
             raise
 
-    async def _add(self, group: str, cite: str, body: str, path: str, content: str,
-                   row: dict[str, Any] | None) -> tuple[int, int]:
+    async def _add(self, part: tuple[ge.Engine, Any], group: str, cite: str, body: str,
+                   path: str, content: str, row: dict[str, Any] | None) -> tuple[int, int]:
         from graphiti_core.nodes import EpisodeType
-        added = await self.graph.add_episode(
+        engine, graph = part
+        added = await graph.add_episode(
             name=cite, episode_body=body, source_description=f"kbctl memory {path}",
             reference_time=datetime.now(timezone.utc), source=EpisodeType.text,
             group_id=group)
-        await self._save(group, path, content, row)
-        names = await self._episode_names([group])
+        await self._save(engine, group, path, content, row)
+        names = await self._episode_names(engine, group)
         return names.get((group, path), 0), len(added.nodes) + len(added.edges)
 
-    async def _undo(self, group: str, cite: str) -> None:
-        rows = await self.engine.rows(
+    async def _undo(self, part: tuple[ge.Engine, Any], group: str, cite: str) -> None:
+        engine, graph = part
+        rows = await engine.rows(
             "MATCH (e:Episodic) WHERE e.group_id = $gid AND e.name = $name "
             "RETURN e.uuid AS uuid", gid=group, name=cite)
         for r in rows:
-            await self.graph.remove_episode(r["uuid"])
+            await graph.remove_episode(r["uuid"])
 
-    async def _forget(self, group: str, path: str) -> int:
-        rows = await self.engine.rows(
+    async def _forget(self, part: tuple[ge.Engine, Any], group: str, path: str) -> int:
+        engine, graph = part
+        rows = await engine.rows(
             "MATCH (e:Episodic) WHERE e.group_id = $gid AND e.name STARTS WITH $prefix "
             "RETURN e.uuid AS uuid", gid=group, prefix=f"{path}#")
         for r in rows:
-            await self.graph.remove_episode(r["uuid"])
-        await self.engine.rows("MATCH (f:KbctlMemoryFile) WHERE f.key = $key DELETE f",
-                               key=_file_key(group, path))
+            await graph.remove_episode(r["uuid"])
+        await engine.rows("MATCH (f:KbctlMemoryFile) WHERE f.key = $key DELETE f",
+                          key=_file_key(group, path))
         return len(rows)
 
-    async def _save(self, group: str, path: str, content: str,
+    async def _save(self, engine: ge.Engine, group: str, path: str, content: str,
                     row: dict[str, Any] | None) -> None:
         now = datetime.now(timezone.utc)
-        await self.engine.rows(
+        await engine.rows(
             "MERGE (f:KbctlMemoryFile {key: $key}) "
             "SET f.group_id = $gid, f.path = $path, f.content = $content, "
             "f.content_hash = $hash, f.created_at = $created, f.updated_at = $now",
@@ -377,35 +451,43 @@ class GraphMemoryBackend:
 
     # --- helpers ----------------------------------------------------------------------
 
+    def _part(self, group: str) -> tuple[ge.Engine, Any]:
+        part = self.parts.get(group, create=True)
+        assert part is not None
+        return part
+
     def _file(self, group: str, path: str) -> dict[str, Any] | None:
-        rows = self._run(self.engine.rows(
+        part = self.parts.get(group, create=False)
+        if part is None:
+            return None
+        rows = self._run(part[0].rows(
             "MATCH (f:KbctlMemoryFile) WHERE f.key = $key RETURN f.content AS content, "
             "f.content_hash AS content_hash, f.created_at AS created_at",
             key=_file_key(group, path)), f"reading {path}")
         return rows[0] if rows else None
 
-    async def _files(self, groups: list[str]) -> list[dict[str, Any]]:
-        return await self.engine.rows(
-            "MATCH (f:KbctlMemoryFile) WHERE f.group_id IN $groups RETURN f.group_id AS "
+    async def _files(self, engine: ge.Engine, group: str) -> list[dict[str, Any]]:
+        return await engine.rows(
+            "MATCH (f:KbctlMemoryFile) WHERE f.group_id = $gid RETURN f.group_id AS "
             "group_id, f.path AS path, f.content AS content, f.content_hash AS "
             "content_hash, f.created_at AS created_at, f.updated_at AS updated_at",
-            groups=groups)
+            gid=group)
 
-    async def _episode_names(self, groups: list[str]) -> dict[tuple[str, str], int]:
-        rows = await self.engine.rows(
-            "MATCH (e:Episodic) WHERE e.group_id IN $groups RETURN e.group_id AS group_id, "
-            "e.name AS name", groups=groups)
+    async def _episode_names(self, engine: ge.Engine, group: str
+                             ) -> dict[tuple[str, str], int]:
+        rows = await engine.rows(
+            "MATCH (e:Episodic) WHERE e.group_id = $gid RETURN e.name AS name", gid=group)
         out: dict[tuple[str, str], int] = {}
         for r in rows:
             cited = _CITED.match(r["name"] or "")
             if cited:
-                key = (r["group_id"], cited[1])
+                key = (group, cited[1])
                 out[key] = out.get(key, 0) + 1
         return out
 
     def _run(self, coro: Any, what: str) -> Any:
         try:
-            return self.engine.run(coro, self.timeout_s, what)
+            return ge.run(coro, self.timeout_s, what)
         except KbctlError:
             raise
         except RuntimeError as exc:  # the engine's own failures
@@ -433,28 +515,25 @@ def _file_key(group: str, path: str) -> str:
 
 
 def default_path(data_dir: Path) -> Path:
-    """Where the embedded graph lives unless configured: beside the embedded database."""
-    return Path(data_dir) / "graph.kuzu"
+    """Where the embedded graphs live unless configured: beside the embedded database."""
+    return Path(data_dir) / "graph"
 
 
 def open_graph(location: str, *, url: bool, model: ChatModel, embedder: Embedder | None,
                timeout_s: float, writing: bool) -> GraphMemoryBackend:
-    """The graph backend on ``location``; only a write may make an embedded graph."""
+    """The graph backend on ``location`` (a directory of partitions, or a server URL);
+    only a write may make the embedded graph's directory."""
     if embedder is None:
         raise InputError("graph memory needs an embedder, and this knowledge base has none",
                          hint="pass --embedder on the first write (the knowledge base "
                          "records it)")
     if not url:
         path = Path(location)
+        if path.exists() and not path.is_dir():
+            raise DatabaseError(f"the graph directory {path} is not a directory")
         if not writing and not path.exists():
             raise NoGraph(f"no graph memory at {path}",
-                             hint="append to memory first, or check memory.graph.path")
-        path.parent.mkdir(parents=True, exist_ok=True)
-    engine = ge.acquire(location, url=url)
-    try:
-        return GraphMemoryBackend(engine, model, embedder, timeout_s=timeout_s)
-    except BaseException:
-        ge.release(engine)
-        raise
-
-
+                          hint="append to memory first, or check memory.graph.path")
+        path.mkdir(parents=True, exist_ok=True)
+    return GraphMemoryBackend(location, url=url, model=model, embedder=embedder,
+                              timeout_s=timeout_s)

@@ -90,26 +90,16 @@ class NoCrossEncoder(CrossEncoderClient):
 
 @dataclass
 class Engine:
-    """One graph database open in this process, its loop thread, and who holds it."""
+    """One graph database open in this process, and who holds it."""
 
     location: str
     kind: str
     driver: GraphDriver
-    loop: asyncio.AbstractEventLoop
-    thread: threading.Thread
     users: int = 0
     write_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float, what: str) -> T:
-        """Run ``coro`` on the engine's loop and wait at most ``timeout_s`` for it."""
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return future.result(timeout_s)
-        except FutureTimeout:
-            future.cancel()
-            raise EnvironmentFailure(f"{what} took longer than {timeout_s:g} s",
-                                     hint="raise memory.graph.timeout_s, or check the "
-                                     "language model") from None
+        return run(coro, timeout_s, what)
 
     def graphiti(self, model: ChatModel, embedder: Embedder) -> Graphiti:
         return Graphiti(graph_driver=self.driver, llm_client=ModelSeam(model),
@@ -124,16 +114,47 @@ class Engine:
 
 _ENGINES: dict[str, Engine] = {}
 _LOCK = threading.Lock()
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """The one event loop every graph call of this process runs on, on a thread of its
+    own (Graphiti is async; kbctl's callers, the MCP server's worker threads included,
+    are not)."""
+    global _LOOP
+    with _LOCK:
+        if _LOOP is None:
+            _LOOP = asyncio.new_event_loop()
+            threading.Thread(target=_LOOP.run_forever, name="kbctl-graph", daemon=True).start()
+        return _LOOP
+
+
+def run(coro: Coroutine[Any, Any, T], timeout_s: float, what: str) -> T:
+    """Run ``coro`` on the graph loop and wait at most ``timeout_s`` for it."""
+    future = asyncio.run_coroutine_threadsafe(coro, _loop())
+    try:
+        return future.result(timeout_s)
+    except FutureTimeout:
+        future.cancel()
+        raise EnvironmentFailure(f"{what} took longer than {timeout_s:g} s",
+                                 hint="raise memory.graph.timeout_s, or check the "
+                                 "language model") from None
 
 
 def acquire(location: str, *, url: bool) -> Engine:
-    """The engine for ``location`` (a Kùzu path, or a server URL), opened on first use."""
+    """The engine for ``location`` (a Kùzu file, or a server URL), opened on first use."""
     with _LOCK:
         engine = _ENGINES.get(location)
-        if engine is None:
-            engine = _ENGINES[location] = _open(location, url=url)
+        if engine is not None:
+            engine.users += 1
+            return engine
+    opened = _open(location, url=url)
+    with _LOCK:
+        engine = _ENGINES.setdefault(location, opened)
         engine.users += 1
-        return engine
+    if engine is not opened:  # another thread opened it meanwhile
+        _close(opened)
+    return engine
 
 
 def release(engine: Engine) -> None:
@@ -143,33 +164,29 @@ def release(engine: Engine) -> None:
         if engine.users > 0:
             return
         _ENGINES.pop(engine.location, None)
+    _close(engine)
+
+
+def _close(engine: Engine) -> None:
     try:
-        engine.run(engine.driver.close(), 30, "closing the graph")
+        run(engine.driver.close(), 30, "closing the graph")
     finally:
         if engine.kind == "kuzu":
             engine.driver.client.close()  # type: ignore[attr-defined]
             engine.driver.db.close()  # type: ignore[attr-defined]
-        engine.loop.call_soon_threadsafe(engine.loop.stop)
-        engine.thread.join(5)
 
 
 def _open(location: str, *, url: bool) -> Engine:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="kbctl-graph", daemon=True)
-    thread.start()
+    if url:  # the Neo4j driver starts a task: it is made on the graph loop
+        engine = Engine(location, "neo4j", run(_server(location), 60, "connecting the graph"))
+    else:
+        engine = Engine(location, "kuzu", _kuzu(location))
     try:
-        if url:  # the Neo4j driver starts a task: it is made on the engine's loop
-            driver, kind = asyncio.run_coroutine_threadsafe(
-                _server(location), loop).result(60), "neo4j"
-        else:
-            driver, kind = _kuzu(location), "kuzu"
-        engine = Engine(location, kind, driver, loop, thread)
-        engine.run(_prepare(engine), 120, "preparing the graph")
-        return engine
+        run(_prepare(engine), 120, "preparing the graph")
     except BaseException:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+        _close(engine)
         raise
+    return engine
 
 
 def _kuzu(path: str) -> GraphDriver:
