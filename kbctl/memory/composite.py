@@ -88,7 +88,7 @@ class CompositeMemoryBackend:
                                                         *kept.also_in))
                 else:
                     merged[key] = replace(kept, also_in=(*kept.also_in, name))
-        hits = sorted(merged.values(), key=lambda h: (-h.score, h.path, h.start_line))
+        hits = sorted(merged.values(), key=_rank)
         if opts.min_score is not None:
             hits = [h for h in hits if h.score >= opts.min_score]
         mode = modes[0] if len(set(modes)) == 1 else "mixed"
@@ -163,6 +163,14 @@ class CompositeMemoryBackend:
         return Health(kind=KIND, ok=not bad, error="; ".join(bad) or None,
                       details={name: {"kind": h.kind, "ok": h.ok, "error": h.error,
                                       **h.details} for name, h in parts.items()})
+
+
+def _rank(hit: MemoryHit) -> tuple[float, int, str, int]:
+    """By score; among equals, a fact known to hold before text of unknown date, and that
+    before a fact a later note ended."""
+    known = hit.valid_at is not None or hit.invalid_at is not None
+    standing = 1 if not known else (0 if hit.current else 2)
+    return (-hit.score, standing, hit.path, hit.start_line)
 
 
 def _left_out(index: int, name: str, exc: BaseException, how: str) -> str:

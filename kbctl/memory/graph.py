@@ -53,9 +53,16 @@ KIND = "graph"
 RRF_BEST = 2.0
 # a fact a later note ended ranks after every current one, and weighs at most this much
 HISTORY_WEIGHT = 0.5
+# A partition holds one scope's facts: a handful to a few thousand short sentences, where
+# BM25's document frequencies say little (a word in half of three facts weighs nothing),
+# so the vector side must not drop a fact below Graphiti's default cosine floor of 0.6.
+MIN_SIMILARITY = 0.3
 CANDIDATES_FACTOR = 3
 MIN_CANDIDATES = 10
 _CITED = re.compile(r"^(memory/.+)#L(\d+)-L(\d+)$")
+# Kùzu's full-text search answers nothing for a query holding some punctuation ("locker
+# code?" finds no fact "locker code" finds): the question is asked in words only
+_PUNCTUATION = re.compile(r"[^\w\s]+")
 
 
 def group_of(scope: MemoryScope, tier: str) -> str:
@@ -191,7 +198,10 @@ class GraphMemoryBackend:
         engine, graph = part
         config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)
         config.limit = limit
-        found = await graph.search_(query, config=config, group_ids=[group])
+        assert config.edge_config is not None
+        config.edge_config.sim_min_score = MIN_SIMILARITY
+        words = " ".join(_PUNCTUATION.sub(" ", query).split()) or query
+        found = await graph.search_(words, config=config, group_ids=[group])
         wanted = sorted({e.episodes[0] for e in found.edges if e.episodes})
         episodes = await EpisodicNode.get_by_uuids(engine.driver, wanted) if wanted else []
         return found.edges, found.edge_reranker_scores, {e.uuid: e for e in episodes}
