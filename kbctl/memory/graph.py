@@ -26,9 +26,8 @@ from typing import Any
 
 from ..embed.base import Embedder
 from ..errors import DatabaseError, InputError, KbctlError
-from ..results import MAX_QUESTION_CHARS
 from . import graph_engine as ge
-from .chunking import line_window, normalise_newlines, split_lines
+from .chunking import normalise_newlines, split_lines
 from .llm import ChatModel
 from .model import (
     DeleteResult,
@@ -43,7 +42,11 @@ from .model import (
     SearchOptions,
     TierCount,
     WriteResult,
+    check_query,
+    check_tier,
+    check_window,
     citation,
+    text_window,
 )
 from .paths import AGENT_TIER, TIERS, USER_TIER, MemoryScope, parse_path
 from .postgres import _check_size, _missing, _sha256
@@ -148,11 +151,7 @@ class GraphMemoryBackend:
                options: SearchOptions | None = None) -> MemorySearchResult:
         """Facts of the caller's partitions: current ones first, each with its interval."""
         opts = options or SearchOptions()
-        if not query.strip():
-            raise InputError("the search query is empty")
-        if len(query) > MAX_QUESTION_CHARS:
-            raise InputError(f"the search query is {len(query):,} characters long; at most "
-                             f"{MAX_QUESTION_CHARS:,}")
+        check_query(query)
         started = time.perf_counter()
         groups = visible_groups(scope)
         limit = max(opts.max_results * CANDIDATES_FACTOR, MIN_CANDIDATES)
@@ -226,27 +225,15 @@ class GraphMemoryBackend:
             lines: int | None = None) -> MemoryText:
         mp = parse_path(path)
         group = group_of(scope, mp.tier)
-        if from_line is not None and from_line < 1:
-            raise InputError(f"--from must be 1 or more, got {from_line}")
-        if lines is not None and lines < 1:
-            raise InputError(f"--lines must be 1 or more, got {lines}")
+        check_window(from_line, lines)
         row = self._file(group, mp.path)
         if row is None:
             raise _missing(mp.path)
-        all_lines = split_lines(row["content"])
-        start = from_line or 1
-        shown = max(0, min(len(all_lines) - start + 1,
-                           lines if lines is not None else len(all_lines)))
-        return MemoryText(path=mp.path, tier=mp.tier, from_line=start, line_count=shown,
-                          total_lines=len(all_lines),
-                          text=line_window(all_lines, start, lines), backend=self.name)
+        return text_window(mp, row["content"], from_line, lines, self.name)
 
     def list_files(self, scope: MemoryScope, tier: str | None = None,
                    page: ListPage | None = None) -> MemoryListing:
-        if tier is not None and tier not in TIERS:
-            raise InputError(f"--tier must be one of {', '.join(TIERS)}, got '{tier}'")
-        if tier == USER_TIER and scope.user_id is None:
-            raise InputError("the user tier needs a user", hint="pass --user ID")
+        check_tier(scope, tier)
         page = page or ListPage()
         groups = {g: t for g, t in visible_groups(scope).items() if tier in (None, t)}
         rows: list[dict[str, Any]] = []

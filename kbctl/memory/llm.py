@@ -98,10 +98,10 @@ class _Http:
             self.client = None
 
 
-class OpenAIChat:
-    """Any OpenAI-compatible ``/chat/completions`` server, structured output on."""
+class _Chat:
+    """What both wire formats share: the model's name, its HTTP side, how it is named."""
 
-    provider = "openai"
+    provider = ""
 
     def __init__(self, model: str, http: _Http) -> None:
         self.model = model
@@ -110,6 +110,19 @@ class OpenAIChat:
     @property
     def identity(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    @property
+    def what(self) -> str:
+        return f"language model {self.identity} at {public_endpoint(self.http.base_url)}"
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class OpenAIChat(_Chat):
+    """Any OpenAI-compatible ``/chat/completions`` server, structured output on."""
+
+    provider = "openai"
 
     def complete_json(self, system: str, user: str, *, name: str, schema: dict[str, Any],
                       max_tokens: int) -> dict[str, Any]:
@@ -119,7 +132,7 @@ class OpenAIChat:
                 "response_format": {"type": "json_schema",
                                     "json_schema": {"name": name, "schema": schema}}}
         headers = {"Authorization": f"Bearer {self.http.key}"} if self.http.key else {}
-        what = f"language model {self.identity} at {public_endpoint(self.http.base_url)}"
+        what = self.what
         payload = self.http.post(f"{self.http.base_url}/chat/completions", body, headers, what)
         try:
             text = payload["choices"][0]["message"]["content"]
@@ -127,22 +140,11 @@ class OpenAIChat:
             raise ModelError(f"{what}: the answer has no choices[0].message.content") from None
         return _object(text, what)
 
-    def close(self) -> None:
-        self.http.close()
 
-
-class GeminiChat:
+class GeminiChat(_Chat):
     """Gemini's ``generateContent`` with a JSON schema for the answer."""
 
     provider = "gemini"
-
-    def __init__(self, model: str, http: _Http) -> None:
-        self.model = model
-        self.http = http
-
-    @property
-    def identity(self) -> str:
-        return f"{self.provider}:{self.model}"
 
     def complete_json(self, system: str, user: str, *, name: str, schema: dict[str, Any],
                       max_tokens: int) -> dict[str, Any]:
@@ -152,7 +154,7 @@ class GeminiChat:
                                      "responseMimeType": "application/json",
                                      "responseJsonSchema": schema}}
         headers = {"x-goog-api-key": self.http.key} if self.http.key else {}
-        what = f"language model {self.identity} at {public_endpoint(self.http.base_url)}"
+        what = self.what
         payload = self.http.post(f"{self.http.base_url}/models/{self.model}:generateContent",
                                  body, headers, what)
         try:
@@ -161,9 +163,6 @@ class GeminiChat:
         except (KeyError, IndexError, TypeError, AttributeError):
             raise ModelError(f"{what}: the answer has no candidates[0].content.parts") from None
         return _object(text, what)
-
-    def close(self) -> None:
-        self.http.close()
 
 
 def _object(text: Any, what: str) -> dict[str, Any]:
