@@ -19,6 +19,8 @@ MIN_HALF_LIFE_DAYS = 0.001  # ~1.4 minutes: anything shorter weighs every note z
 # ~2,700 years: anything longer weighs every note one (and a huge one overflows the SQL)
 MAX_HALF_LIFE_DAYS = 1_000_000
 CITATION_MODES = ("on", "off", "auto")
+BACKENDS = ("postgres", "graph", "composite")
+GRAPH_PROVIDERS = ("openai", "gemini")
 ENV_PREFIX = "KBCTL_MEMORY_"
 _FLAGS = {"max_injected_chars": "--max-chars"}  # where a flag's name differs from its key
 
@@ -36,6 +38,23 @@ class FlushSettings:
 
 
 @dataclass(frozen=True)
+class GraphSettings:
+    """Where the graph lives and which language model reads episodes into it.
+
+    ``path`` is the embedded engine's database (default ``<data dir>/graph``); ``url``
+    names a graph server instead (``bolt://…`` for Neo4j). ``model`` is
+    ``provider:name`` (``openai:…`` for any OpenAI-compatible server, ``gemini:…``);
+    its key comes from the environment only, never from a file.
+    """
+
+    model: str | None = None
+    model_base_url: str | None = None
+    path: str | None = None
+    url: str | None = None
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class MemorySettings:
     """Defaults for ``memory search`` (and the memory tools), and the flush policy."""
 
@@ -48,7 +67,9 @@ class MemorySettings:
     max_injected_chars: int | None = None
     citations: str = "auto"
     track: bool = False
+    backend: str = "postgres"
     flush: FlushSettings = field(default_factory=FlushSettings)
+    graph: GraphSettings = field(default_factory=GraphSettings)
 
     def merged(self, overrides: Mapping[str, Any], *, from_flags: bool = False
                ) -> MemorySettings:
@@ -57,6 +78,7 @@ class MemorySettings:
         flag when the values came from the command line."""
         given = {k: v for k, v in overrides.items() if v is not None}
         flush = given.pop("flush", None) or {}
+        graph = given.pop("graph", None) or {}
         for key, value in given.items():
             if key not in _SEARCH_RULES:
                 raise ConfigError(f"unknown memory setting '{key}'")
@@ -69,7 +91,12 @@ class MemorySettings:
             problem = _problem(key, value, _FLUSH_RULES)
             if problem:
                 raise ConfigError(f"memory.flush.{key} {problem}")
-        return replace(self, **given, flush=replace(self.flush, **flush))
+        for key, value in graph.items():
+            problem = _problem(key, value, _GRAPH_RULES)
+            if problem:
+                raise ConfigError(f"memory.graph.{key} {problem}")
+        return replace(self, **given, flush=replace(self.flush, **flush),
+                       graph=replace(self.graph, **graph))
 
 
 def _finite(v: Any) -> bool:
@@ -95,6 +122,7 @@ _SEARCH_RULES: dict[str, Rule] = {
                            "an integer of at least 200"),
     "citations": (lambda v: v in CITATION_MODES, f"one of {', '.join(CITATION_MODES)}"),
     "track": (lambda v: isinstance(v, bool), "true or false"),
+    "backend": (lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
 }
 
 
@@ -110,6 +138,27 @@ _FLUSH_RULES: dict[str, Rule] = {
     "reserve_floor_tokens": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
     "context_window": (lambda v: v is None or (_int(v) and v > 0), "a positive integer"),
 }
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v.strip()) and "\x00" not in v
+
+
+def _model(v: Any) -> bool:
+    return _text(v) and v.partition(":")[0] in GRAPH_PROVIDERS and bool(v.partition(":")[2])
+
+
+_GRAPH_RULES: dict[str, Rule] = {
+    "model": (lambda v: v is None or _model(v),
+              f"provider:model with a provider of {', '.join(GRAPH_PROVIDERS)}"),
+    "model_base_url": (lambda v: v is None or _text(v), "a URL"),
+    "path": (lambda v: v is None or _text(v), "a path"),
+    "url": (lambda v: v is None or _text(v), "a URL"),
+    "timeout_s": (lambda v: _finite(v) and 1 <= v <= 3600, "a number of seconds within 1..3600"),
+}
+GRAPH_ENV = {"KBCTL_MEMORY_GRAPH_MODEL": "model",
+             "KBCTL_MEMORY_GRAPH_MODEL_BASE_URL": "model_base_url",
+             "KBCTL_MEMORY_GRAPH_PATH": "path", "KBCTL_MEMORY_GRAPH_URL": "url"}
 
 
 def _problem(key: str, value: Any, rules: Mapping[str, Rule]) -> str | None:
@@ -142,23 +191,33 @@ def _section(value: Any, rules: Mapping[str, Rule], name: str, parent: Any,
     return out
 
 
-_FLOATS = ("min_score", "mmr_lambda", "half_life_days")
+_FLOATS = ("min_score", "mmr_lambda", "half_life_days", "timeout_s")
 
 
 def memory_from_file(value: Any, parent: Any, where: Where) -> dict[str, Any]:
     """The fields a config file's ``memory:`` mapping sets (``flush`` as a mapping of its
     own); errors name the file, key and line."""
-    given = _section(value, _SEARCH_RULES, "memory", parent, where, nested=("flush",))
+    given = _section(value, _SEARCH_RULES, "memory", parent, where,
+                     nested=("flush", "graph"))
     if "flush" in value:
         given["flush"] = _section(value["flush"], _FLUSH_RULES, "memory.flush", value, where)
+    if "graph" in value:
+        given["graph"] = _section(value["graph"], _GRAPH_RULES, "memory.graph", value, where)
     return given
 
 
 def memory_from_env(env: Mapping[str, str]) -> dict[str, Any]:
     """``KBCTL_MEMORY_<FIELD>`` for the search defaults, parsed by the field's type."""
     out: dict[str, Any] = {}
+    graph = {key: env[var].strip() for var, key in GRAPH_ENV.items() if env.get(var, "").strip()}
+    for key, value in graph.items():
+        problem = _problem(key, value, _GRAPH_RULES)
+        if problem:
+            raise ConfigError(f"{next(v for v, k in GRAPH_ENV.items() if k == key)} {problem}")
+    if graph:
+        out["graph"] = graph
     for f in fields(MemorySettings):
-        if f.name == "flush":
+        if f.name in ("flush", "graph"):
             continue
         var = ENV_PREFIX + f.name.upper()
         raw = env.get(var)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -71,6 +72,12 @@ def test_nobody_sees_another_users_or_agents_rows(conn: psycopg.Connection, embe
                                                   ops: list[tuple]) -> None:
     backend = PostgresMemoryBackend(conn, HashingEmbedder() if embedded else None)
     _reset(conn)
+    run_isolation(backend, ops, embedded=embedded)
+
+
+def run_isolation(backend: Any, ops: list[tuple], *, embedded: bool) -> None:
+    """Play ``ops`` on any backend and check that every answer stays in its scope: what
+    the vector backend holds to, the graph and the composite hold to as well."""
     model: dict[tuple[str, str | None, str], list[str]] = {}
     for op in ops:
         scope = ACTORS[op[1]]

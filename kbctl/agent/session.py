@@ -22,6 +22,7 @@ from ..config import Settings
 from ..embed.base import Embedder, EmbedderIdentity
 from ..errors import DatabaseError, InputError, KbctlError
 from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
+from ..memory.choice import chosen_backend
 from ..memory.paths import MemoryScope, scope_of
 from ..rerank.base import Reranker
 from ..store.db import database_error, describe, is_lost_connection
@@ -180,9 +181,13 @@ class AgentTools:
         recorded, embedder, reranker = self._resolved.resolve(store, self.settings)
         memory: MemoryBackend | None = None
         if self.scope is not None:
-            memory = PostgresMemoryBackend(store.conn, embedder,
-                                           vector_weight=self.settings.vector_weight,
-                                           window=input_window(self.settings, embedder))
+            vectors = PostgresMemoryBackend(store.conn, embedder,
+                                            vector_weight=self.settings.vector_weight,
+                                            window=input_window(self.settings, embedder))
+            # the configured backend (memory.backend): the graph is opened once a session
+            writes = any(not spec.read_only for spec in self.specs)
+            memory = stack.enter_context(
+                chosen_backend(self.settings, vectors, embedder, writing=writes))
             if self._guard is not None:
                 memory = GuardedBackend(memory, self._guard)
         return _Live(store, embedder, memory, stack, reranker=reranker, recorded=recorded)

@@ -39,15 +39,20 @@ AgentOpt = Annotated[str | None, typer.Option(
     "--agent", help="Agent id (env KBCTL_AGENT).", show_default=False)]
 UserOpt = Annotated[str | None, typer.Option(
     "--user", help="User id for the private tier (env KBCTL_USER).", show_default=False)]
+BackendOpt = Annotated[str | None, typer.Option(
+    "--backend", help="postgres, graph or composite (memory.backend; env "
+    "KBCTL_MEMORY_BACKEND). graph needs `pip install 'kbctl[graph]'`.",
+    show_default=False)]
 PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memory/user/… "
                                              "(private to --user).")]
 
 
 def _settings(db: str | None, data_dir: str | None, config: str | None, agent: str | None,
               user: str | None, embedder: str | None = None,
-              embedder_base_url: str | None = None) -> Settings:
+              embedder_base_url: str | None = None, backend: str | None = None) -> Settings:
     return settings_from(db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
-                         embedder=embedder, embedder_base_url=embedder_base_url)
+                         embedder=embedder, embedder_base_url=embedder_base_url,
+                         memory={"backend": backend})
 
 
 def _emit(result: object, json_output: bool, fmt: str | None = None,
@@ -61,7 +66,8 @@ def append(
     path: PathArg,
     text: Annotated[str | None, typer.Argument(
         help="Text to append; '-' or nothing reads stdin.", show_default=False)] = None,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
@@ -69,7 +75,8 @@ def append(
 
     Example: `kbctl memory append memory/agent/playbook.md "Escalate billing." --agent bot`
     """
-    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
+    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url,
+                         backend)
     body = read_stdin("the text") if text in (None, "-") else text
     out = Output(json_output)
     _emit(api.append(settings, path, body, announce=out.note), json_output)
@@ -108,7 +115,8 @@ def search(
     track: Annotated[bool | None, typer.Option(
         "--track/--no-track", help="Record this search and its hits for `memory stats`.",
         show_default=False)] = None,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Search the agent's shared memory and the user's private memory.
@@ -125,7 +133,8 @@ def search(
         db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
         memory={"max_results": max_results, "min_score": min_score, "mmr": mmr,
                 "mmr_lambda": mmr_lambda, "decay": decay, "half_life_days": half_life_days,
-                "citations": citations, "max_injected_chars": max_chars, "track": track})
+                "citations": citations, "max_injected_chars": max_chars, "track": track,
+                "backend": backend})
     cite = citations_enabled(settings.memory.citations, "json" if as_json else fmt)
     result = api.search(settings, query)
     _emit(result, as_json, fmt, citations=cite,
@@ -140,14 +149,15 @@ def get(
         "--from", help="First line (1-indexed).", show_default=False)] = None,
     lines: Annotated[int | None, typer.Option(
         "--lines", help="Number of lines.", show_default=False)] = None,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Print a memory file, or a window of its lines (what a citation points at).
 
     Example: `kbctl memory get memory/user/prefs.md --from 3 --lines 2 --agent bot --user alice`
     """
-    result = api.get(_settings(db, data_dir, config, agent, user), path,
+    result = api.get(_settings(db, data_dir, config, agent, user, backend=backend), path,
                      from_line=from_line, lines=lines)
     _emit(result, json_output)
 
@@ -166,7 +176,8 @@ def list_(
     after: Annotated[str | None, typer.Option(
         "--after", help="Start after this path: the next page, as the last one says.",
         show_default=False)] = None,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """List the memory files this agent (and user) can see, in path order, a page at a
@@ -175,35 +186,38 @@ def list_(
     Example: `kbctl memory list --tier user --agent bot --user alice`
     """
     page = ListPage(prefix=prefix, after=after, limit=limit)
-    _emit(api.list_files(_settings(db, data_dir, config, agent, user), tier, page=page),
-          json_output)
+    settings = _settings(db, data_dir, config, agent, user, backend=backend)
+    _emit(api.list_files(settings, tier, page=page), json_output)
 
 
 @app.command("delete")
 @guard
 def delete(
     path: PathArg,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Delete a memory file with its index and recall records.
 
     Example: `kbctl memory delete memory/user/old.md --agent bot --user alice`
     """
-    _emit(api.delete(_settings(db, data_dir, config, agent, user), path), json_output)
+    settings = _settings(db, data_dir, config, agent, user, backend=backend)
+    _emit(api.delete(settings, path), json_output)
 
 
 @app.command("health")
 @guard
 def health(
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Check the memory backend; exit 3 when it is not usable (no scope is needed).
 
     Example: `kbctl memory health --json`
     """
-    result = api.health(_settings(db, data_dir, config, agent, user))
+    result = api.health(_settings(db, data_dir, config, agent, user, backend=backend))
     _emit(result, json_output)
     exit_with(0 if result.ok else 3)
 
@@ -212,14 +226,16 @@ def health(
 @guard
 def stats(
     top: Annotated[int, typer.Option("--top", help="Most recalled entries to show.")] = 10,
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """File and chunk counts, tracked searches and the most recalled entries.
 
     Example: `kbctl memory stats --agent bot --user alice`
     """
-    _emit(api.stats(_settings(db, data_dir, config, agent, user), top=top), json_output)
+    settings = _settings(db, data_dir, config, agent, user, backend=backend)
+    _emit(api.stats(settings, top=top), json_output)
 
 
 @app.command("import")
@@ -227,7 +243,8 @@ def stats(
 def import_(
     directory: Annotated[Path, typer.Argument(help="Folder of memory markdown files.")],
     tier: Annotated[str, typer.Option("--tier", help="agent or user.")] = "agent",
-    agent: AgentOpt = None, user: UserOpt = None, db: DbOpt = None,
+    agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
+    db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
 ) -> None:
@@ -235,7 +252,8 @@ def import_(
 
     Example: `kbctl memory import ./notes --tier agent --agent bot`
     """
-    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url)
+    settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url,
+                         backend)
     out = Output(json_output)
     report = api.import_dir(settings, directory, tier=tier, announce=out.note)
     _emit(report, json_output)

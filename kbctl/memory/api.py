@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings
 from ..errors import InputError, KbctlError
@@ -22,6 +23,7 @@ from ..hygiene import describe_bad_char, require_clean
 from ..linefile import LoadError, decode_capped
 from ..projectfiles import open_within
 from ..wiring import input_window, open_store, remember_endpoint, resolve_embedder
+from .choice import MissingExtra, chosen_backend, require_graph
 from .model import (
     MAX_FILE_BYTES,
     DeleteResult,
@@ -38,7 +40,7 @@ from .model import (
 )
 from .paths import AGENT_TIER, MemoryScope, parse_path, scope_of, tier_prefix
 from .policy import FlushPolicy, should_flush
-from .postgres import KIND, PostgresMemoryBackend
+from .postgres import PostgresMemoryBackend
 
 MAX_NOTE_BYTES = MAX_FILE_BYTES  # a note imported may be as large as a memory file holds
 MAX_STATS_TOP = 1000  # most recalled entries ``stats`` lists, at most
@@ -53,17 +55,25 @@ def scope_for(settings: Settings) -> MemoryScope:
 
 @contextmanager
 def open_backend(settings: Settings, *, writing: bool = False,
-                 announce: Announce = lambda _m: None) -> Iterator[PostgresMemoryBackend]:
-    """The Postgres backend on the configured database, with the KB's embedder. Only a
-    write may make the embedded database: a read of a mistyped ``--data-dir`` is refused,
-    not answered with nothing and a new database left behind."""
+                 announce: Announce = lambda _m: None) -> Iterator[Any]:
+    """The configured backend (``memory.backend``) on the configured database, with the
+    KB's embedder. Only a write may make the embedded database: a read of a mistyped
+    ``--data-dir`` is refused, not answered with nothing and a new database left behind."""
+    require_graph(settings)
     with open_store(settings, existing=not writing, writes=writing) as store, (
             store.embedder_lock(waiting=announce) if writing else nullcontext()):
         # a write embeds: its embedder is resolved, and used, while no reembed changes it
-        embedder = resolve_embedder(store, settings, writing=writing, announce=announce)
-        yield PostgresMemoryBackend(store.conn, embedder,
-                                    vector_weight=settings.vector_weight,
-                                    window=input_window(settings, embedder))
+        # the graph's vectors are not rows of this KB: a KB whose memory lives in the graph
+        # "holds nothing", and a write there would choose its embedder afresh
+        rebinds = writing and not (settings.memory.backend == "graph"
+                                   and settings.embedder is None
+                                   and store.embedder_identity() is not None)
+        embedder = resolve_embedder(store, settings, writing=rebinds, announce=announce)
+        vectors = PostgresMemoryBackend(store.conn, embedder,
+                                        vector_weight=settings.vector_weight,
+                                        window=input_window(settings, embedder))
+        with chosen_backend(settings, vectors, embedder, writing=writing) as backend:
+            yield backend
         if writing and embedder is not None:  # the write embedded through it
             remember_endpoint(store, settings, announce)
 
@@ -135,8 +145,11 @@ def health(settings: Settings) -> Health:
     try:
         with open_backend(settings) as backend:
             return replace(backend.health(), settings=settings.memory)
+    except MissingExtra:  # a choice this install cannot serve: bad usage, not a health
+        raise
     except KbctlError as exc:
-        return Health(kind=KIND, ok=False, error=exc.message, settings=settings.memory)
+        return Health(kind=settings.memory.backend, ok=False, error=exc.message,
+                      settings=settings.memory)
 
 
 def flush_due(settings: Settings, used_tokens: int,

@@ -8,8 +8,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory_config import MemorySettings, search_problem
+from ..results import MAX_QUESTION_CHARS
 from ..store.thesaurus import BUILT_IN, Thesaurus
-from .paths import MemoryScope
+from .chunking import line_window, split_lines
+from .paths import TIERS, USER_TIER, MemoryPath, MemoryScope
 
 _DEFAULTS = MemorySettings()
 DEFAULT_MAX_RESULTS = _DEFAULTS.max_results
@@ -27,6 +29,30 @@ MAX_LIST_LIMIT = 100_000
 def citation(path: str, start_line: int, end_line: int) -> str:
     """``path#Lstart-Lend``: what ``get --from start --lines (end-start+1)`` returns."""
     return f"{path}#L{start_line}-L{end_line}"
+
+
+def check_query(query: str) -> None:
+    """A question every backend refuses: empty, or past the length a question may have."""
+    if not query.strip():
+        raise InputError("the search query is empty")
+    if len(query) > MAX_QUESTION_CHARS:
+        raise InputError(f"the search query is {len(query):,} characters long; at most "
+                         f"{MAX_QUESTION_CHARS:,}")
+
+
+def check_tier(scope: MemoryScope, tier: str | None) -> None:
+    """A ``list`` tier filter the caller may use."""
+    if tier is not None and tier not in TIERS:
+        raise InputError(f"--tier must be one of {', '.join(TIERS)}, got '{tier}'")
+    if tier == USER_TIER and scope.user_id is None:
+        raise InputError("the user tier needs a user", hint="pass --user ID")
+
+
+def check_window(from_line: int | None, lines: int | None) -> None:
+    if from_line is not None and from_line < 1:
+        raise InputError(f"--from must be 1 or more, got {from_line}")
+    if lines is not None and lines < 1:
+        raise InputError(f"--lines must be 1 or more, got {lines}")
 
 
 @dataclass(frozen=True)
@@ -75,10 +101,18 @@ class MemoryHit:
     text_score: float | None = None
     vector_score: float | None = None
     also_in: tuple[str, ...] = ()
+    # a graph fact's validity interval: since when it holds, and when a later note ended it
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
 
     @property
     def citation(self) -> str:
         return citation(self.path, self.start_line, self.end_line)
+
+    @property
+    def current(self) -> bool:
+        """Whether the entry still holds (no later note ended it)."""
+        return self.invalid_at is None
 
 
 @dataclass(frozen=True)
@@ -115,6 +149,18 @@ class MemoryText:
     backend: str
 
 
+def text_window(mp: MemoryPath, content: str, from_line: int | None, lines: int | None,
+                backend: str) -> MemoryText:
+    """A file's text, or ``lines`` lines from 1-indexed ``from_line``, as ``get`` shows it."""
+    all_lines = split_lines(content)
+    start = from_line or 1
+    shown = max(0, min(len(all_lines) - start + 1,
+                       lines if lines is not None else len(all_lines)))
+    return MemoryText(path=mp.path, tier=mp.tier, from_line=start, line_count=shown,
+                      total_lines=len(all_lines), text=line_window(all_lines, start, lines),
+                      backend=backend)
+
+
 @dataclass(frozen=True)
 class WriteResult:
     """The outcome of writing one file: ``created``, ``appended``, ``updated``,
@@ -128,6 +174,7 @@ class WriteResult:
     reindexed: int
     embedded: int
     content_hash: str
+    notes: tuple[str, ...] = ()  # e.g. a composite side that could not take the write
 
 
 @dataclass(frozen=True)

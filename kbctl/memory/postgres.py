@@ -23,7 +23,6 @@ from psycopg.rows import dict_row
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..embed.windows import embed_read_whole
 from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
-from ..results import MAX_QUESTION_CHARS
 from ..store import lexical, spelling, thesaurus
 from ..store import ranking as kb_ranking
 from ..store.db import bounded_read
@@ -31,7 +30,7 @@ from ..store.knowledge import KnowledgeStore
 from ..store.migrations import migrate
 from ..store.vectors import as_floats, vector_text
 from . import search_sql
-from .chunking import LineChunk, chunk_lines, line_window, normalise_newlines, split_lines
+from .chunking import LineChunk, chunk_lines, normalise_newlines, split_lines
 from .model import (
     MAX_FILE_BYTES,
     DeleteResult,
@@ -47,6 +46,10 @@ from .model import (
     SearchOptions,
     TierCount,
     WriteResult,
+    check_query,
+    check_tier,
+    check_window,
+    text_window,
 )
 from .paths import (
     AGENT_TIER,
@@ -93,6 +96,12 @@ class PostgresMemoryBackend:
                 hint="memory uses the knowledge base's own embedder") from None
         self._bound = True
 
+    def bind(self) -> None:
+        """Record the embedder on the KB now: a backend beside this one (the graph) embeds
+        with it, and every later read must resolve the same one."""
+        if not self._bound:
+            self._bind()
+
     @property
     def kind(self) -> str:
         return KIND
@@ -107,11 +116,7 @@ class PostgresMemoryBackend:
                options: SearchOptions | None = None) -> MemorySearchResult:
         """Rank the caller's visible chunks; keyword-only (and saying so) with no embedder."""
         opts = options or SearchOptions()
-        if not query.strip():
-            raise InputError("the search query is empty")
-        if len(query) > MAX_QUESTION_CHARS:
-            raise InputError(f"the search query is {len(query):,} characters long; at most "
-                             f"{MAX_QUESTION_CHARS:,}")
+        check_query(query)
         started = time.perf_counter()
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
@@ -182,28 +187,16 @@ class PostgresMemoryBackend:
         """A file's text, or ``lines`` lines from 1-indexed ``from_line``."""
         mp = parse_path(path)
         owner = mp.owner(scope)
-        if from_line is not None and from_line < 1:
-            raise InputError(f"--from must be 1 or more, got {from_line}")
-        if lines is not None and lines < 1:
-            raise InputError(f"--lines must be 1 or more, got {lines}")
+        check_window(from_line, lines)
         row = self._file_row(scope, owner, mp.path, "content")
         if row is None:
             raise _missing(mp.path)
-        all_lines = split_lines(row["content"])
-        start = from_line or 1
-        window = line_window(all_lines, start, lines)
-        shown = max(0, min(len(all_lines) - start + 1,
-                           lines if lines is not None else len(all_lines)))
-        return MemoryText(path=mp.path, tier=mp.tier, from_line=start, line_count=shown,
-                          total_lines=len(all_lines), text=window, backend=self.name)
+        return text_window(mp, row["content"], from_line, lines, self.name)
 
     def list_files(self, scope: MemoryScope, tier: str | None = None,
                    page: ListPage | None = None) -> MemoryListing:
         """The visible files, optionally of one tier, one page in path order."""
-        if tier is not None and tier not in TIERS:
-            raise InputError(f"--tier must be one of {', '.join(TIERS)}, got '{tier}'")
-        if tier == USER_TIER and scope.user_id is None:
-            raise InputError("the user tier needs a user", hint="pass --user ID")
+        check_tier(scope, tier)
         page = page or ListPage()
         p = {"agent": scope.agent_id, "user": scope.user_id, "tier": tier,
              "prefix": page.prefix or "", "after": page.after, "more": page.limit + 1}

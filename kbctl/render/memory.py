@@ -53,6 +53,10 @@ def _hit_json(h: MemoryHit, cite: bool) -> dict[str, Any]:
     }
     if h.also_in:
         out["alsoIn"] = list(h.also_in)
+    if h.valid_at is not None or h.invalid_at is not None:  # a graph fact and its interval
+        out["current"] = h.current
+        out["validAt"] = h.valid_at.isoformat() if h.valid_at else None
+        out["invalidAt"] = h.invalid_at.isoformat() if h.invalid_at else None
     if cite:
         out["citation"] = h.citation
     return out
@@ -74,7 +78,7 @@ def text_json(r: MemoryText, **options: Any) -> dict[str, Any]:
 def write_json(r: WriteResult, **options: Any) -> dict[str, Any]:
     return {"path": r.path, "tier": r.tier, "status": r.status, "lines": r.lines,
             "chunks": r.chunks, "reindexed": r.reindexed, "embedded": r.embedded,
-            "contentHash": r.content_hash}
+            "contentHash": r.content_hash, **({"notes": list(r.notes)} if r.notes else {})}
 
 
 def listing_json(r: MemoryListing, **options: Any) -> dict[str, Any]:
@@ -174,7 +178,8 @@ def text_view(r: MemoryText, **options: Any) -> Rendered:
 def write_summary(r: WriteResult, **options: Any) -> Rendered:
     return Rendered.stderr(styled(
         f"[green]{shown(r.path)}[/green] ({r.tier}): {r.status}, {r.lines} lines, "
-        f"{r.chunks} chunks ({r.reindexed} re-indexed)"))
+        f"{r.chunks} chunks ({r.reindexed} re-indexed)"
+        + "".join(f"\n[yellow]note[/yellow]: {shown(n)}" for n in r.notes)))
 
 
 def listing_table(r: MemoryListing, **options: Any) -> Rendered:
