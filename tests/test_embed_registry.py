@@ -5,16 +5,11 @@ import json
 import httpx
 import pytest
 
-from kbctl.embed import (
-    Embedder,
-    EmbedderSpec,
-    GeminiEmbedder,
-    OpenAIEmbedder,
-    create_embedder,
-    default_spec,
-    parse_spec,
-)
 from kbctl.embed import local as local_module
+from kbctl.embed.base import Embedder
+from kbctl.embed.gemini import GeminiEmbedder
+from kbctl.embed.openai import OpenAIEmbedder
+from kbctl.embed.registry import EmbedderSpec, create_embedder, default_spec, parse_spec
 from kbctl.errors import ConfigError, EmbedderError
 from tests.embed_fakes import Recorder
 

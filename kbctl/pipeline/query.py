@@ -6,16 +6,26 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ..config import Settings
 from ..embed.base import Embedder
 from ..errors import InputError
 from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
-from ..results import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
+from ..results import (
+    EMPTY_NAMESPACE_HINT,
+    FUSIONS,
+    MAX_K,
+    MAX_QUESTION_CHARS,
+    MIN_K,
+    Hit,
+    QueryResult,
+)
 from ..sources.weburl import NOT_IN_FRAGMENT, NOT_IN_QUERY, escaped
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from ..store.thesaurus import BUILT_IN, Thesaurus
 from ..store.thesaurus import NONE as NO_SYNONYMS
+from ..wiring import open_store, resolve_embedder, resolve_reranker
 from .embedding_text import embedding_text
 
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
@@ -195,3 +205,42 @@ def source_parts(hits: Sequence[Hit]) -> list[SourceCitation]:
             entry = by_citation[hit.citation] = SourceCitation(hit.citation, hit.title)
         entry.passages.append(i)
     return list(by_citation.values())
+
+
+def query(
+    settings: Settings,
+    question: str,
+    *,
+    k: int = 5,
+    min_score: float | None = None,
+    filters: dict[str, str] | None = None,
+    vector_weight: float | None = None,
+    fusion: str | None = None,
+) -> QueryResult:
+    """Retrieve the best chunks for ``question`` from the configured namespace;
+    ``vector_weight`` and ``fusion`` override the settings'."""
+    with open_store(settings, existing=True) as store:
+        embedder = resolve_embedder(store, settings, writing=False)
+        reranker = resolve_reranker(store, settings)
+        require_chunks(store, settings.namespace)
+        return retrieve(
+            store, question, namespace=settings.namespace, k=k, min_score=min_score,
+            filters=filters, embedder=embedder,
+            vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
+            fusion=settings.fusion if fusion is None else fusion, reranker=reranker,
+            rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
+            thesaurus=settings.thesaurus,
+        )
+
+
+def require_chunks(store: KnowledgeStore, namespace: str) -> None:
+    """Refuse to read a namespace that holds no chunks (bad input, exit 2): a mistyped
+    ``--namespace`` answered nothing with exit 0 from query and failed every case of a
+    suite with exit 1, which reads as a retrieval regression."""
+    if not store.has_chunks(namespace):
+        raise InputError(f"namespace '{namespace}' holds no chunks (namespaces: "
+                         f"{known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
+
+
+def known_namespaces(store: KnowledgeStore) -> str:
+    return ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"
