@@ -1,9 +1,10 @@
 """The operations behind each command: settings in, a result dataclass out.
 
-These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")`` does what
-``kbctl query`` does, minus the rendering. The read side lives beside what it uses
-(``query``, ``evals``, ``status``) and is named here too; a command imports its own module,
-not this one, so that it loads only what it runs.
+These are the library surface too: ``kbctl.pipeline.api.ingest_sources(settings, specs)``
+does what ``kbctl ingest`` does, minus the rendering. The reading operations sit beside
+what they use, so that a reading command loads no ingest machinery:
+``kbctl.pipeline.query.query``, ``kbctl.pipeline.evals.evaluate`` and ``eval_init``,
+``kbctl.pipeline.status.status`` and ``doctor``.
 """
 
 from __future__ import annotations
@@ -24,17 +25,11 @@ from ..wiring import (
     resolve_embedder,
 )
 from .cached_embedder import with_cache
-from .evals import SuiteScaffold, eval_init, evaluate
 from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
-from .query import query
 from .reembed import ReembedReport, reembed
 from .resync import ResyncOptions, ResyncReport, require_recorded, resync
-from .status import doctor, status
-
-__all__ = ["SuiteScaffold", "doctor", "eval_init", "evaluate", "forget_source", "ingest_sources",
-           "query", "reembed_kb", "resync_kb", "status"]
 
 
 def ingest_sources(
