@@ -95,25 +95,27 @@ def retrieve(
         raise InputError(f"--rerank-top must be within {MIN_K}..{MAX_K}, got {rerank_top}")
     started = time.perf_counter()
     qv = embedder.embed_query(question) if embedder is not None else None
-    found = store.spelling(namespace, question, correct=typo_tolerance)
-    related = store.related_words(question, thesaurus, found.lexemes)
-    # a section's further passages give way to other sections: spare rows, same ranking
-    wanted = max(k, rerank_top) if reranker else k
-    ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
-    while True:
-        fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
-                               ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
-                               vector_weight=vector_weight, fusion=fusion,
-                               also_match=found.lexemes, missing=len(found.unmatched),
-                               # no rule applied: the plain search, its plan cached
-                               thesaurus=thesaurus if related else NO_SYNONYMS)
-        rows = distinct_sections(fetched)[:wanted]
-        # copies of one page under many URLs (versions, mirrors) can fill every spare row:
-        # look deeper, a bounded number of times, rather than answer short
-        if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
-                or ranked_for >= deepest):
-            break
-        ranked_for = min(ranked_for * DEEPENING_STEP, deepest)
+    with store.reading():  # the question's reads share one bounded transaction
+        found = store.spelling(namespace, question, correct=typo_tolerance)
+        related = store.related_words(question, thesaurus, found.lexemes)
+        # a section's further passages give way to other sections: spare rows, same ranking
+        wanted = max(k, rerank_top) if reranker else k
+        ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
+        while True:
+            fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
+                                   ranked_for=ranked_for, filters=filters or {},
+                                   query_vector=qv, vector_weight=vector_weight,
+                                   fusion=fusion, also_match=found.lexemes,
+                                   missing=len(found.unmatched),
+                                   # no rule applied: the plain search, its plan cached
+                                   thesaurus=thesaurus if related else NO_SYNONYMS)
+            rows = distinct_sections(fetched)[:wanted]
+            # copies of one page under many URLs (versions, mirrors) can fill every spare
+            # row: look deeper, a bounded number of times, rather than answer short
+            if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
+                    or ranked_for >= deepest):
+                break
+            ranked_for = min(ranked_for * DEEPENING_STEP, deepest)
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     kept = [r for r in rows if min_score is None or r.score >= min_score]
