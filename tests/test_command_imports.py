@@ -40,6 +40,7 @@ EVALS = ("kbctl.evals",)
 # the agent's session and server, and the SDKs only `serve mcp` and `tools` use
 AGENT = ("kbctl.agent.session", "kbctl.agent.handlers", "kbctl.agent.mcp_server", "mcp",
          "jsonschema")
+HTTP = ("httpx", "kbctl.net.client", "kbctl.embed.gemini", "kbctl.embed.openai")
 # what only a running command needs: the database driver, the output layer, the config
 RUNNING = ("psycopg", "rich", "yaml", "kbctl.config", "kbctl.render", "kbctl.store",
            "kbctl.pipeline", "kbctl.cli.common")
@@ -139,11 +140,12 @@ def test_commands_on_a_knowledge_base_load_only_what_they_use(tmp_path: Path,
     db = ("--db", db_url)
     runs = [
         (("ingest", "files", str(docs), *db), MEMORY + EVALS + AGENT),
-        (("query", "who owns a value", *db), EXTRACTION + MEMORY + EVALS + AGENT),
+        # a lexical knowledge base: its embedder is none, and no HTTP client is loaded
+        (("query", "who owns a value", *db), EXTRACTION + MEMORY + EVALS + AGENT + HTTP),
         (("query", "who owns a value", "--format", "context", *db),
-         EXTRACTION + MEMORY + EVALS + AGENT),
-        (("eval", str(suite), *db), EXTRACTION + MEMORY + AGENT),
-        (("status", *db), EXTRACTION + MEMORY + EVALS + AGENT),
+         EXTRACTION + MEMORY + EVALS + AGENT + HTTP),
+        (("eval", str(suite), *db), EXTRACTION + MEMORY + AGENT + HTTP),
+        (("status", *db), EXTRACTION + MEMORY + EVALS + AGENT + HTTP),
         (("doctor", "--check", "--data-dir", str(tmp_path / "none")),
          EXTRACTION + MEMORY + EVALS + AGENT),
         (("memory", "list", "--agent", "bot", *db), READING + EVALS + ("mcp",)),

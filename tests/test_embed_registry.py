@@ -176,3 +176,18 @@ def test_a_new_provider_is_one_module_and_one_registry_line(
     result = cli.json("query", "how do closures capture values")
     assert result["mode"] == "hybrid"
     assert result["results"][0]["vectorScore"] is not None
+
+
+def test_the_registry_names_each_provider_and_its_default_model_as_its_module_does() -> None:
+    """Providers are named, not imported (a lexical query loads no HTTP client): the name
+    must lead to the class, and the default model be the module's own."""
+    import importlib
+
+    from kbctl.embed.registry import PROVIDERS
+
+    for name, provider in PROVIDERS.items():
+        assert isinstance(provider.factory, str), name
+        module_name, _, attribute = provider.factory.partition(":")
+        module = importlib.import_module(module_name)
+        assert provider.build() is getattr(module, attribute)
+        assert provider.default_model == module.DEFAULT_MODEL, name
