@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# beside the checkout (a worktree one level deeper finds it too)
+SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared").is_dir()),
+              ROOT.parent / "shared")
 RUST_BOOK = SHARED / "corpora" / "rust-book" / "src"
 KBCTL = [str(Path(sys.executable).parent / "kbctl")]
 

@@ -40,7 +40,7 @@ from _common import KBCTL, RUST_BOOK, embedded_server, median, run_timed, temp_d
 from bench_ranking import DEVSET, load_devset  # noqa: E402
 
 from kbctl.config import Settings  # noqa: E402
-from kbctl.pipeline import api  # noqa: E402
+from kbctl.pipeline.query import query  # noqa: E402
 from tests.sitebuild import (  # noqa: E402
     build_docusaurus,
     build_hugo,
@@ -266,7 +266,7 @@ def docs_site(repeat: int, retrieval: bool) -> None:
             hits = anchored = 0
             rr = 0.0
             for case in cases:
-                top = api.query(settings, case.question, k=5).hits
+                top = query(settings, case.question, k=5).hits
                 pages = [next((p for p in case.pages if h.url.endswith("/" + p)), None)
                          for h in top]
                 rank = next((i for i, page in enumerate(pages, 1) if page), None)

@@ -37,7 +37,7 @@ from _common import (  # noqa: E402
     temp_dir,
 )
 
-from kbctl.agent import AgentTools  # noqa: E402
+from kbctl.agent.session import AgentTools  # noqa: E402
 from kbctl.config import Settings  # noqa: E402
 from kbctl.evals.suite import load_suite  # noqa: E402
 

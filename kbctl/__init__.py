@@ -1,10 +1,8 @@
 """kbctl: docs-as-code knowledge bases on Postgres + pgvector."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("kbctl")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+# The one place the version is written: pyproject.toml reads it from here
+# (``[tool.setuptools.dynamic]``), so `kbctl --version` needs no package metadata lookup,
+# which alone costs more than the rest of that command.
+__version__ = "0.1.0"
 
 USER_AGENT = f"kbctl/{__version__}"

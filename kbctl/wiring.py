@@ -16,7 +16,6 @@ from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
 from .errors import DatabaseError, InputError
 from .net.endpoint import public_endpoint
-from .net.retry import RetryPolicy
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore, embedder_mismatch
@@ -139,9 +138,11 @@ def resolve_embedder(
             and parse_spec(spec).provider == recorded.provider:
         base_url = known
     embedder = create_embedder(spec, base_url=base_url)
-    if writing and isinstance(policy := getattr(embedder, "retry", None), RetryPolicy):
-        # a write's batches wait long for a stalled provider: each retry is said
-        embedder.retry = replace(policy, on_retry=announce)  # type: ignore[union-attr]
+    if writing and hasattr(policy := getattr(embedder, "retry", None), "on_retry"):
+        # a provider's ``kbctl.net.retry.RetryPolicy`` (named, not imported: a lexical KB's
+        # query loads no HTTP client): a write's batches wait long for a stalled provider,
+        # so each retry is said
+        embedder.retry = replace(policy, on_retry=announce)  # type: ignore[union-attr,type-var]
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     if fresh and writing:
         store.bind_embedder(identity)

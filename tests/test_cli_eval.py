@@ -286,13 +286,13 @@ def test_a_stopped_run_says_so_to_the_steps_after_it(small_kb: Cli, workdir: Pat
     """SIGTERM (a step's timeout) ended the run with exit 143 and an empty
     $GITHUB_OUTPUT: a later ``if: always()`` step read no verdict."""
     from kbctl.errors import TerminateSignal
-    from kbctl.pipeline import api
+    from kbctl.pipeline import evals as eval_pipeline
 
     def stopped(*args: object, **kwargs: object) -> None:
         raise TerminateSignal()
 
     paths = github_env(monkeypatch, workdir, actions=True)
-    monkeypatch.setattr(api, "evaluate", stopped)
+    monkeypatch.setattr(eval_pipeline, "evaluate", stopped)
     result = small_kb("eval", str(write(workdir / "passing.yaml", PASSING)))
     assert result.exit_code == 143
     outputs = read_outputs(paths["output"])

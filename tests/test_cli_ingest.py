@@ -363,7 +363,8 @@ def test_importing_the_cli_changes_nothing() -> None:
     import sys
 
     code = ("import kbctl.sources.extractpool as pool; import kbctl.cli as cli; "
-            "names = [c.name for c in cli.ingest.app.registered_commands]; "
+            "from kbctl.cli.root import load; "
+            "names = list(load('ingest', cli.COMMANDS['ingest']).commands); "
             "print(pool._processes_allowed, names)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout

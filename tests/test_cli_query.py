@@ -260,6 +260,7 @@ def test_a_usage_error_under_json_is_a_json_document(workdir: Path, argv: list[s
 def test_an_interrupt_before_the_command_began_is_a_json_document_too(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import kbctl.cli as cli_module
+    import kbctl.cli.root as root
 
     class Abort(RuntimeError):  # what click raises for Ctrl-C outside a command
         pass
@@ -267,7 +268,8 @@ def test_an_interrupt_before_the_command_began_is_a_json_document_too(
     def interrupted(**_kwargs: object) -> None:
         raise Abort()
 
-    monkeypatch.setattr(cli_module, "app", interrupted)
+    monkeypatch.setattr(root, "app", interrupted)
+    monkeypatch.setattr(cli_module, "STOP_AT_ONCE", False)  # main sets it: undone after
     monkeypatch.setattr(cli_module.signal, "signal", lambda *_args: None)  # pytest keeps its
     monkeypatch.setattr("sys.argv", ["kbctl", "status", "--json"])
     with pytest.raises(SystemExit) as exit_info:

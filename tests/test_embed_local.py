@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.embed import create_embedder
 from kbctl.embed import local as local_module
 from kbctl.embed.local import INSTALL_HINT, LocalEmbedder
+from kbctl.embed.registry import create_embedder
 from kbctl.errors import ConfigError, EmbedderError
 
 VOCAB = ["[PAD]", "[UNK]", "alpha", "beta", "gamma", "delta"]

@@ -5,16 +5,11 @@ import json
 import httpx
 import pytest
 
-from kbctl.embed import (
-    Embedder,
-    EmbedderSpec,
-    GeminiEmbedder,
-    OpenAIEmbedder,
-    create_embedder,
-    default_spec,
-    parse_spec,
-)
 from kbctl.embed import local as local_module
+from kbctl.embed.base import Embedder
+from kbctl.embed.gemini import GeminiEmbedder
+from kbctl.embed.openai import OpenAIEmbedder
+from kbctl.embed.registry import EmbedderSpec, create_embedder, default_spec, parse_spec
 from kbctl.errors import ConfigError, EmbedderError
 from tests.embed_fakes import Recorder
 
@@ -181,3 +176,18 @@ def test_a_new_provider_is_one_module_and_one_registry_line(
     result = cli.json("query", "how do closures capture values")
     assert result["mode"] == "hybrid"
     assert result["results"][0]["vectorScore"] is not None
+
+
+def test_the_registry_names_each_provider_and_its_default_model_as_its_module_does() -> None:
+    """Providers are named, not imported (a lexical query loads no HTTP client): the name
+    must lead to the class, and the default model be the module's own."""
+    import importlib
+
+    from kbctl.embed.registry import PROVIDERS
+
+    for name, provider in PROVIDERS.items():
+        assert isinstance(provider.factory, str), name
+        module_name, _, attribute = provider.factory.partition(":")
+        module = importlib.import_module(module_name)
+        assert provider.build() is getattr(module, attribute)
+        assert provider.default_model == module.DEFAULT_MODEL, name

@@ -308,7 +308,7 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
 
 def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbctl.agent import AgentTools
+    from kbctl.agent.session import AgentTools
     from kbctl.config import Settings
 
     old_server, _seen = _openai_server()
@@ -383,8 +383,8 @@ def test_new_kb_without_key_is_lexical_and_says_so(cli: Cli, workdir: Path) -> N
 
 
 def test_reembed_covers_agent_memory(store: KnowledgeStore, db_url: str) -> None:
-    from kbctl.memory import PostgresMemoryBackend
     from kbctl.memory.paths import scope_of
+    from kbctl.memory.postgres import PostgresMemoryBackend
 
     old = HashingEmbedder(dimensions=16, model="old")
     store.bind_embedder(old.identity)

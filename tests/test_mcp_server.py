@@ -21,8 +21,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from kbctl.agent import tool_specs
 from kbctl.agent.context import PREAMBLE
+from kbctl.agent.specs import tool_specs
 
 from .conftest import Cli, rows
 

@@ -10,7 +10,8 @@ import pytest
 
 from kbctl.config import resolve_settings
 from kbctl.errors import ConfigError, InputError
-from kbctl.memory import MemoryBackend, MemoryStore, api
+from kbctl.memory import api
+from kbctl.memory.backend import MemoryBackend, MemoryStore
 from kbctl.memory_config import FlushSettings, MemorySettings
 
 from .conftest import Cli

@@ -17,7 +17,9 @@ import pytest
 
 import kbctl
 from kbctl.errors import BlockedURL, ExtractError, FetchError
-from kbctl.net import FetchResult, GuardedClient, NetPolicy, fetch, gunzip
+from kbctl.net.client import GuardedClient, fetch
+from kbctl.net.decode import gunzip
+from kbctl.net.policy import FetchResult, NetPolicy
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect
 
 from .allocations import AllocationPeak

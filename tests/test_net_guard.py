@@ -7,8 +7,8 @@ import ipaddress
 import pytest
 
 from kbctl.errors import BlockedURL, FetchError
-from kbctl.net import NetPolicy, blocked_reason, check_url
-from kbctl.net.guard import CLOUD_ENDPOINTS
+from kbctl.net.guard import CLOUD_ENDPOINTS, blocked_reason, check_url
+from kbctl.net.policy import NetPolicy
 
 OPEN = NetPolicy(allow_private_network=True)
 

@@ -44,9 +44,14 @@ def test_renderers_are_pure_and_ordered() -> None:
 
 
 def test_every_result_type_offers_json_the_same_way() -> None:
-    from kbctl.render.registry import FORMATS
+    import importlib
 
-    for kind, formats in FORMATS.items():
+    from kbctl.render.registry import FORMATS, formats_named
+
+    for kind, where in FORMATS.items():
+        module, _, name = kind.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), name), type), kind
+        formats = formats_named(where)
         assert "json" in formats and "table" in formats, kind
     doc = query_formats.FORMATS["json"](result("https://a/x")).text()
     assert doc == json_text(query_formats.query_json(result("https://a/x")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbctl.net import FetchResult
+from kbctl.net.policy import FetchResult
 from kbctl.sources.directives import read_directives
 
 URL = "https://docs.test/a/page.html"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.net import FetchResult
+from kbctl.net.policy import FetchResult
 from kbctl.sources import extractpool
 from kbctl.sources.extractpool import ExtractExecutor, ExtractJob, run_job
 from kbctl.sources.registry import source_spec

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kbctl.net import GuardedClient, NetPolicy
+from kbctl.net.client import GuardedClient
+from kbctl.net.policy import NetPolicy
 from kbctl.sources.llms import Probe, parse_llms_txt, probe_llms
 from tests.http_server import LocalServer, html, ok
 

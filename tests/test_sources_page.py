@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbctl.errors import ExtractError
-from kbctl.net import FetchResult
+from kbctl.net.policy import FetchResult
 from kbctl.sources.page import route, to_document
 
 HTML = """<!doctype html><html><head><title>Install — Widget docs</title></head><body>

@@ -7,7 +7,8 @@ import random
 import re
 import socket
 
-from kbctl.net import GuardedClient, NetPolicy
+from kbctl.net.client import GuardedClient
+from kbctl.net.policy import NetPolicy
 from kbctl.sources.robots import (
     MAX_PATTERN_CHARS,
     MAX_RULES,

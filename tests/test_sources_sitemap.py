@@ -8,7 +8,8 @@ import gzip
 import pytest
 
 from kbctl.errors import ExtractError
-from kbctl.net import GuardedClient, NetPolicy
+from kbctl.net.client import GuardedClient
+from kbctl.net.policy import NetPolicy
 from kbctl.sources.sitemap import (
     SITEMAP_BATCH,
     SitemapListing,

@@ -25,7 +25,7 @@ from kbctl.errors import (
     SourceError,
 )
 from kbctl.extract import HTML_READER
-from kbctl.net import NetPolicy
+from kbctl.net.policy import NetPolicy
 from kbctl.sources.base import READER, Expansion, Loaded, SourceSpec
 from kbctl.sources.fetchpage import LASTMOD_TRUST, unchanged_since
 from kbctl.sources.registry import source_spec

@@ -13,17 +13,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from kbctl.agent import (
-    MEMORY_APPEND,
-    AgentTools,
-    ToolArgumentError,
-    ToolLimits,
-    ToolSpec,
-    check_arguments,
-    phase_file,
-    tool_specs,
-)
+from kbctl.agent.arguments import ToolArgumentError, check_arguments
 from kbctl.agent.context import MEMORY_PREAMBLE, PREAMBLE
+from kbctl.agent.session import AgentTools, phase_file
+from kbctl.agent.specs import MEMORY_APPEND, ToolLimits, ToolSpec, tool_specs
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
 from kbctl.render.tools import SPEC_FORMATS, format_specs

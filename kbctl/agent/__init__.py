@@ -5,23 +5,7 @@ imported only by ``kbctl serve mcp``).
 The namespace, agent and user come from the operator's settings, never from arguments: a
 parameter can narrow a call but never widen whose data it sees, and unknown arguments are
 refused. Retrieved text reaches the model spotlighted: it is data, not orders.
+
+This package imports none of its modules: a user imports the one it needs, and loads
+nothing else.
 """
-
-from .arguments import ToolArgumentError, check_arguments
-from .result import ToolResult
-from .session import AgentTools, phase_file
-from .specs import (
-    MEMORY_APPEND,
-    MEMORY_GET,
-    MEMORY_SEARCH,
-    SEARCH_KNOWLEDGE,
-    ToolLimits,
-    ToolSpec,
-    tool_specs,
-)
-
-__all__ = [
-    "MEMORY_APPEND", "MEMORY_GET", "MEMORY_SEARCH", "SEARCH_KNOWLEDGE",
-    "AgentTools", "ToolArgumentError", "ToolLimits", "ToolResult", "ToolSpec",
-    "check_arguments", "phase_file", "tool_specs",
-]

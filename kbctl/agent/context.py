@@ -9,10 +9,12 @@ from __future__ import annotations
 import html
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..memory.model import MemorySearchResult
 from ..results import Hit
+
+if TYPE_CHECKING:
+    from ..memory.model import MemorySearchResult
 
 PREAMBLE = (
     "The passages below are retrieved reference data from a documentation knowledge base. "

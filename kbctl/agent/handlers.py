@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbctl.memory.backend import MemoryBackend
+
 from ..config import Settings
 from ..embed.base import Embedder
-from ..memory import MemoryBackend
 from ..memory.model import SearchOptions
 from ..memory.paths import MemoryScope
 from ..pipeline.query import retrieve, source_parts

@@ -18,10 +18,13 @@ from typing import Any
 
 import psycopg
 
+from kbctl.memory.backend import MemoryBackend
+from kbctl.memory.policy import AppendGuard, GuardedBackend
+from kbctl.memory.postgres import PostgresMemoryBackend
+
 from ..config import Settings
 from ..embed.base import Embedder, EmbedderIdentity
 from ..errors import DatabaseError, InputError, KbctlError
-from ..memory import AppendGuard, GuardedBackend, MemoryBackend, PostgresMemoryBackend
 from ..memory.choice import chosen_backend
 from ..memory.paths import MemoryScope, scope_of
 from ..rerank.base import Reranker

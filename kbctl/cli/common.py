@@ -17,6 +17,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperCommand
 
+from .. import cli as package
 from ..config import Settings, resolve_settings
 from ..errors import (
     HangupSignal,
@@ -30,14 +31,10 @@ from ..errors import (
 from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
 from ..render import Output
-from ..sources.files import MAX_FILE_BYTES
+from ..sources.base import MAX_FILE_BYTES
 from ..wiring import leave_databases
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Help is click's plain text: it wraps to any width (Typer's panels cut option names at 80
-# columns, a CI log's width), reads the same in a pipe, and shows no value for a flag.
-HELP_MARKUP = None
 
 DbOpt = Annotated[str | None, typer.Option(
     "--db", help="PostgreSQL URL (default: embedded server in --data-dir; env "
@@ -189,16 +186,11 @@ def guard(fn: F) -> F:
             stopped = kind(said, hint="what was written before is kept whole; run the "
                                       "command again to finish")
             out.error(stopped)
-            if STOP_AT_ONCE:
+            if package.STOP_AT_ONCE:
                 stop_now(stopped.exit_code)
             raise typer.Exit(stopped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-# Set by the console script: a signal ends the process at once (``stop_now``). In a
-# process that embeds kbctl (tests, a library caller) it ends the command only.
-STOP_AT_ONCE = False
 
 
 def stop_now(code: int) -> NoReturn:

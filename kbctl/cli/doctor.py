@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..pipeline import api
+from ..pipeline.status import doctor as diagnose
 from ..render import Output
 from .common import ConfigOpt, DataDirOpt, JsonOpt, exit_with, guard, settings_from
 
@@ -28,6 +28,6 @@ def doctor(
     """
     settings = settings_from(data_dir=data_dir, config=config)
     out = Output(json_output)
-    report = api.doctor(settings, fix=not check)
+    report = diagnose(settings, fix=not check)
     out.show(report)
     exit_with(0 if report.ok else 1)

@@ -20,12 +20,12 @@ from typer.core import TyperGroup
 from ..errors import InputError, KbctlError
 from ..evals import CaseResult
 from ..hygiene import first_few
-from ..pipeline import api
+from ..pipeline import evals as eval_pipeline
 from ..render import Output, Rendered
 from ..render.writes import emit_github, emit_github_error, write_eval_reports, write_report_file
 from ..results import MAX_K, MIN_K
+from . import HELP_MARKUP
 from .common import (
-    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -152,7 +152,7 @@ def run(
                                  rerank_base_url=rerank_base_url, rerank_top=rerank_top,
                                  vector_weight=vector_weight, fusion=fusion)
         with _case_progress(out) as on_result:
-            outcome = api.evaluate(settings, suites, baseline=baseline,
+            outcome = eval_pipeline.evaluate(settings, suites, baseline=baseline,
                                    rank_tolerance=rank_tolerance,
                                    score_tolerance=score_tolerance, fail_on=fail_on,
                                    on_result=on_result, reports={
@@ -207,7 +207,7 @@ def init(
                                      and output.suffix.lower() == ".json") else "yaml"
     out = Output()
     with _case_progress(out) as on_result:
-        scaffold = api.eval_init(settings, top_k=top_k, fmt=fmt, on_result=on_result)
+        scaffold = eval_pipeline.eval_init(settings, top_k=top_k, fmt=fmt, on_result=on_result)
     if scaffold.failing:
         out.note(f"left out {len(scaffold.failing)} section(s) whose heading does not find "
                  f"them in the top {top_k} today (rephrase and add them by hand): "

@@ -13,8 +13,8 @@ from ..render import Output
 from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
 from ..sources.registry import flag_spec
+from . import HELP_MARKUP
 from .common import (
-    HELP_MARKUP,
     JSON_META,
     ConfigOpt,
     DataDirOpt,

@@ -13,8 +13,8 @@ from ..memory import api
 from ..memory.model import DEFAULT_LIST_LIMIT, ListPage
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
+from . import HELP_MARKUP
 from .common import (
-    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError
-from ..pipeline import api
+from ..pipeline.query import query as run_query
 from ..render import Output, check_format
 from ..render.query import FORMATS
 from .common import (
@@ -72,7 +72,7 @@ def query(
                              rerank=rerank, rerank_base_url=rerank_base_url,
                              rerank_top=rerank_top, vector_weight=vector_weight,
                              fusion=fusion)
-    result = api.query(settings, question, k=k, min_score=min_score,
+    result = run_query(settings, question, k=k, min_score=min_score,
                        filters=parse_filters(filter_))
     out = Output(json_output)
     out.show(result, fmt)

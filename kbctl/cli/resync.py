@@ -1,4 +1,4 @@
-"""`kbctl resync`, `kbctl status` and `kbctl forget`: the cron side of a knowledge base."""
+"""`kbctl resync` and `kbctl forget`: the cron side of a knowledge base."""
 
 from __future__ import annotations
 
@@ -68,22 +68,6 @@ def resync(
                                progress=progress, announce=out.note)
     out.show(report)
     exit_with(report.exit_code)
-
-
-@guard
-def status(
-    db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
-    config: ConfigOpt = None, json_output: JsonOpt = False,
-) -> None:
-    """Sources, chunks, embedder and last sync of each namespace.
-
-    Example: `kbctl status --json | jq '.namespaces[] | {namespace, lastOkAt}'`
-    """
-    # -n is checked as everywhere ('docs ' is refused), and only narrows what is shown
-    settings = settings_from(db_url=db, data_dir=data_dir, config=config, namespace=namespace)
-    report = api.status(settings, namespace)
-    out = Output(json_output)
-    out.show(report)
 
 
 @guard

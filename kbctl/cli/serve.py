@@ -9,13 +9,14 @@ import sys
 
 import typer
 
-from ..agent import ToolLimits
+from kbctl.agent.specs import ToolLimits
+
 from ..errors import EnvironmentFailure
 from ..render import Output
 from ..render.output import stdout_failed
 from ..wiring import leave_databases
+from . import HELP_MARKUP
 from .common import (
-    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,

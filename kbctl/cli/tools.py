@@ -9,21 +9,18 @@ from typing import Annotated, Any
 
 import typer
 
-from ..agent import (
-    AgentTools,
-    ToolLimits,
-    ToolResult,
-    phase_file,
-    tool_specs,
-)
+from kbctl.agent.result import ToolResult
+from kbctl.agent.session import AgentTools, phase_file
+from kbctl.agent.specs import ToolLimits, tool_specs
+
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import require_clean
 from ..linefile import first_clause
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
+from . import HELP_MARKUP
 from .common import (
-    HELP_MARKUP,
     ConfigOpt,
     DataDirOpt,
     DbOpt,

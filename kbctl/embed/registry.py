@@ -5,38 +5,50 @@ Examples: ``gemini``, ``gemini:gemini-embedding-001@768``,
 ``http://127.0.0.1:11434/v1``), ``local:BAAI/bge-small-en-v1.5``, ``local:/path/to/dir``.
 One string is what a user writes in kbctl.yaml, on the command line and in an env var.
 
-A provider is one module with an ``Embedder`` class plus one line in ``PROVIDERS``.
+A provider is one module with an ``Embedder`` class plus one line in ``PROVIDERS``, which
+names the class rather than importing it: a provider's module (an HTTP client, a model
+runtime) is imported when that provider is built, so a lexical knowledge base's query
+loads none.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbctl.embed import gemini, local, openai
 from kbctl.embed.base import Embedder
 from kbctl.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class Provider:
-    """How to build a provider's embedder: ``factory(model, dimensions=…, **options)``.
+    """How to build a provider's embedder: ``factory(model, dimensions=…, **options)``, or
+    its ``"module:attribute"``. ``default_model`` is the module's ``DEFAULT_MODEL``.
 
     ``remote`` providers also take ``base_url`` and ``api_key``; a local one refuses them.
     """
 
-    factory: Callable[..., Embedder]
+    factory: Callable[..., Embedder] | str
     default_model: str
     remote: bool = True
 
+    def build(self) -> Callable[..., Embedder]:
+        """The factory, its module imported now when it is named."""
+        if not isinstance(self.factory, str):
+            return self.factory
+        module, _, attribute = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
+
 
 PROVIDERS: dict[str, Provider] = {
-    "gemini": Provider(gemini.GeminiEmbedder, gemini.DEFAULT_MODEL),
-    "openai": Provider(openai.OpenAIEmbedder, openai.DEFAULT_MODEL),
-    "local": Provider(local.LocalEmbedder, local.DEFAULT_MODEL, remote=False),
+    "gemini": Provider("kbctl.embed.gemini:GeminiEmbedder", "gemini-embedding-2"),
+    "openai": Provider("kbctl.embed.openai:OpenAIEmbedder", "text-embedding-3-small"),
+    "local": Provider("kbctl.embed.local:LocalEmbedder", "BAAI/bge-small-en-v1.5",
+                      remote=False),
 }
 _PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 _DIMENSIONS_RE = re.compile(r"^(?P<head>.*)@(?P<dims>[^@/]*)$")
@@ -122,7 +134,7 @@ def create_embedder(
     if parsed.provider == "none":
         return None
     provider = PROVIDERS[parsed.provider]
-    factory = provider.factory
+    factory = provider.build()
     kwargs: dict[str, Any] = {}
     if provider.remote:
         kwargs = {"base_url": base_url, "api_key": api_key}
@@ -143,8 +155,11 @@ def create_embedder(
 
 
 def default_spec(env: Mapping[str, str]) -> str:
-    """``gemini`` when a Gemini key is in the environment, otherwise ``none``."""
-    if any(env.get(name, "").strip() for name in gemini.KEY_VARIABLES):
+    """``gemini`` when a Gemini key is in the environment, otherwise ``none`` (asked on a
+    new knowledge base's first write, which embeds through it)."""
+    from kbctl.embed.gemini import KEY_VARIABLES
+
+    if any(env.get(name, "").strip() for name in KEY_VARIABLES):
         return "gemini"
     return "none"
 

@@ -1,48 +1,35 @@
 """The operations behind each command: settings in, a result dataclass out.
 
-These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")`` does what
-``kbctl query`` does, minus the rendering.
+These are the library surface too: ``kbctl.pipeline.api.ingest_sources(settings, specs)``
+does what ``kbctl ingest`` does, minus the rendering. The reading operations sit beside
+what they use, so that a reading command loads no ingest machinery:
+``kbctl.pipeline.query.query``, ``kbctl.pipeline.evals.evaluate`` and ``eval_init``,
+``kbctl.pipeline.status.status`` and ``doctor``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from ..config import Settings
-from ..embed.base import Embedder
-from ..errors import EnvironmentFailure, InputError, KbctlError
-from ..evals import CaseResult, Retriever, parse_suite, run_suites
-from ..evals.model import DEFAULT_TOP_K
-from ..evals.retriever import MeasuredRetriever
+from ..errors import InputError
 from ..net.endpoint import public_endpoint
-from ..rerank.base import Reranker
-from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.db import describe
-from ..store.knowledge import KnowledgeStore
-from ..store.server import DoctorReport
-from ..store.server import doctor as diagnose
 from ..wiring import (
     input_window,
     open_store,
     open_writers,
     remember_endpoint,
     resolve_embedder,
-    resolve_reranker,
 )
-from . import pinning
 from .cached_embedder import with_cache
-from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
-from .query import retrieve
 from .reembed import ReembedReport, reembed
 from .resync import ResyncOptions, ResyncReport, require_recorded, resync
-from .status import DefinitionStatus, StatusReport
 
 
 def ingest_sources(
@@ -87,154 +74,6 @@ def ingest_sources(
                 remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
         return report
-
-
-def query(
-    settings: Settings,
-    question: str,
-    *,
-    k: int = 5,
-    min_score: float | None = None,
-    filters: dict[str, str] | None = None,
-    vector_weight: float | None = None,
-    fusion: str | None = None,
-) -> QueryResult:
-    """Retrieve the best chunks for ``question`` from the configured namespace;
-    ``vector_weight`` and ``fusion`` override the settings'."""
-    with open_store(settings, existing=True) as store:
-        embedder = resolve_embedder(store, settings, writing=False)
-        reranker = resolve_reranker(store, settings)
-        _require_chunks(store, settings.namespace)
-        return retrieve(
-            store, question, namespace=settings.namespace, k=k, min_score=min_score,
-            filters=filters, embedder=embedder,
-            vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
-            fusion=settings.fusion if fusion is None else fusion, reranker=reranker,
-            rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
-            thesaurus=settings.thesaurus,
-        )
-
-
-class _BrokenFromStart(BaseException):
-    """Carries an environment failure out of the eval runner, which keeps ordinary
-    exceptions to the failing case (so it must not be an ``Exception``)."""
-
-    def __init__(self, error: EnvironmentFailure) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
-def evaluate(
-    settings: Settings,
-    suites: Sequence[str | Path],
-    *,
-    baseline: str | Path | None = None,
-    rank_tolerance: int = 0,
-    score_tolerance: float | None = None,
-    fail_on: str = "any",
-    on_result: Callable[[CaseResult], None] | None = None,
-    reports: Mapping[str, str | Path | None] | None = None,
-    retriever: str | None = None,
-) -> EvalOutcome:
-    """Run eval suites against the configured namespace and judge them.
-
-    Suites, baseline and policy are checked before the database is opened, so a bad file is
-    a usage error (exit 2) even where no database is reachable. An environment failure
-    (no API key, embedder or database unreachable) before any retrieval has succeeded ends
-    the run with that error (exit 3): it says nothing about retrieval quality. Once a
-    retrieval has worked, a failure fails its case only.
-
-    The retriever the gate was written for (the suites' ``defaults.retriever``, kbctl.yaml's
-    ``eval.retriever``, ``retriever`` as ``--retriever`` spells it) must be the one measured:
-    another, or one that cannot run here, is refused (exit 2) before any case runs.
-    """
-    plan = plan_eval(suites, baseline=baseline, rank_tolerance=rank_tolerance,
-                     score_tolerance=score_tolerance, fail_on=fail_on, reports=reports)
-    pins = pinning.collect(plan.pins, settings.eval_retriever, retriever)
-    with open_store(settings, existing=True) as store:
-        try:
-            embedder = resolve_embedder(store, settings, writing=False)
-            reranker = resolve_reranker(store, settings)
-        except KbctlError as exc:
-            raise pinning.unavailable(pins, exc) from None
-        _require_chunks(store, settings.namespace)
-        measured = MeasuredRetriever(
-            embedder=str(embedder.identity) if embedder is not None else "none",
-            fusion=settings.fusion, vector_weight=settings.vector_weight,
-            reranker=str(reranker.identity) if reranker is not None else "none")
-        pinning.require(pins, measured)
-        worked = False
-
-        plain = _retriever(store, settings, embedder, reranker)
-
-        def retriever(question: str, top_k: int, min_score: float | None,
-                      filters: dict[str, str]) -> QueryResult:
-            nonlocal worked
-            try:
-                found = plain(question, top_k, min_score, filters)
-            except EnvironmentFailure as exc:
-                if not worked:
-                    raise _BrokenFromStart(exc) from exc
-                raise
-            worked = True
-            return found
-
-        try:
-            return run_plan(
-                plan, retriever, namespace=settings.namespace,
-                embedder=embedder.identity if embedder is not None else "none",
-                reranker=reranker.identity if reranker is not None else "none",
-                measured=measured, on_result=on_result,
-            )
-        except _BrokenFromStart as broken:
-            raise pinning.unavailable(pins, broken.error) from None
-
-
-@dataclass(frozen=True)
-class SuiteScaffold:
-    """A starter suite's text, and the cases left out because they fail today."""
-
-    text: str
-    failing: tuple[str, ...]
-
-
-def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yaml",
-              on_result: Callable[[CaseResult], None] | None = None) -> SuiteScaffold:
-    """A starter suite (``yaml`` or ``json`` text) with one case per top-level section of
-    the namespace, each run once against the KB: a case the KB fails today is left out,
-    so the suite passes on the KB it was made from (a committed scaffold failed the first
-    build)."""
-    with open_store(settings, existing=True) as store:
-        sections = store.top_sections(settings.namespace)
-        if not sections:
-            raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds "
-                             "no documents", hint="ingest your docs first (kbctl ingest files "
-                             "docs/), or pick the namespace with -n")
-        draft = parse_suite(scaffold_suite(sections, top_k=top_k, fmt="json"), "scaffold.json")
-        embedder = resolve_embedder(store, settings, writing=False)
-        reranker = resolve_reranker(store, settings)
-        report = run_suites([draft], _retriever(store, settings, embedder, reranker),
-                            namespace=settings.namespace, embedder="-", on_result=on_result)
-    failing = tuple(r.case.id for r in report.results if not r.passed)
-    if len(failing) == len(report.results):
-        raise InputError("nothing to scaffold: no section is found by its own heading",
-                         hint="write the suite's questions by hand")
-    return SuiteScaffold(scaffold_suite(sections, top_k=top_k, fmt=fmt, without=failing),
-                         failing)
-
-
-def _retriever(store: KnowledgeStore, settings: Settings, embedder: Embedder | None,
-               reranker: Reranker | None) -> Retriever:
-    """Eval's retrieval: the namespace's, with the settings' fusion and reranking."""
-    def retriever(question: str, top_k: int, min_score: float | None,
-                  filters: dict[str, str]) -> QueryResult:
-        return retrieve(store, question, namespace=settings.namespace, k=top_k,
-                        min_score=min_score, filters=filters, embedder=embedder,
-                        vector_weight=settings.vector_weight, fusion=settings.fusion,
-                        reranker=reranker, rerank_top=settings.rerank_top,
-                        typo_tolerance=settings.typo_tolerance,
-                        thesaurus=settings.thesaurus)
-    return retriever
 
 
 def reembed_kb(
@@ -321,38 +160,3 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
         return forget(store, settings.namespace, target, keep_pages=keep_pages)
 
 
-def _require_chunks(store: KnowledgeStore, namespace: str) -> None:
-    """Refuse to read a namespace that holds no chunks (bad input, exit 2): a mistyped
-    ``--namespace`` answered nothing with exit 0 from query and failed every case of a
-    suite with exit 1, which reads as a retrieval regression."""
-    if not store.has_chunks(namespace):
-        raise InputError(f"namespace '{namespace}' holds no chunks (namespaces: "
-                         f"{_known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
-
-
-def _known_namespaces(store: KnowledgeStore) -> str:
-    return ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"
-
-
-def status(settings: Settings, namespace: str | None = None) -> StatusReport:
-    """Per-namespace sources, chunks, embedder and sync history. A ``namespace`` that
-    holds nothing and records nothing is bad input naming those that do (a typo must not
-    read as an empty table)."""
-    with open_store(settings, existing=True) as store:
-        ident, endpoint = store.embedder_state()
-        if namespace is not None and not store.namespace_status(namespace) \
-                and not store.list_defs(namespace):
-            raise InputError(f"namespace '{namespace}' holds nothing (namespaces: "
-                             f"{_known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
-        return StatusReport(embedder=str(ident) if ident else "none",
-                            namespaces=store.namespace_status(namespace),
-                            source_definitions=[DefinitionStatus.of(d)
-                                                for d in store.list_defs(namespace)],
-                            embedder_endpoint=endpoint,
-                            database=describe(settings.db_url, settings.data_dir),
-                            config=str(settings.config_path) if settings.config_path else None)
-
-
-def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:
-    """The embedded server's data directory: its state, and with ``fix`` its repairs."""
-    return diagnose(settings.data_dir, fix=fix)

@@ -6,16 +6,26 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ..config import Settings
 from ..embed.base import Embedder
 from ..errors import InputError
 from ..hygiene import require_clean
 from ..rerank.base import DEFAULT_TOP_N, Reranker
-from ..results import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MIN_K, Hit, QueryResult
+from ..results import (
+    EMPTY_NAMESPACE_HINT,
+    FUSIONS,
+    MAX_K,
+    MAX_QUESTION_CHARS,
+    MIN_K,
+    Hit,
+    QueryResult,
+)
 from ..sources.weburl import NOT_IN_FRAGMENT, NOT_IN_QUERY, escaped
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ScoredChunk
 from ..store.thesaurus import BUILT_IN, Thesaurus
 from ..store.thesaurus import NONE as NO_SYNONYMS
+from ..wiring import open_store, resolve_embedder, resolve_reranker
 from .embedding_text import embedding_text
 
 #: Passages asked of the store per result wanted, so that results stay distinct sections.
@@ -85,25 +95,27 @@ def retrieve(
         raise InputError(f"--rerank-top must be within {MIN_K}..{MAX_K}, got {rerank_top}")
     started = time.perf_counter()
     qv = embedder.embed_query(question) if embedder is not None else None
-    found = store.spelling(namespace, question, correct=typo_tolerance)
-    related = store.related_words(question, thesaurus, found.lexemes)
-    # a section's further passages give way to other sections: spare rows, same ranking
-    wanted = max(k, rerank_top) if reranker else k
-    ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
-    while True:
-        fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
-                               ranked_for=ranked_for, filters=filters or {}, query_vector=qv,
-                               vector_weight=vector_weight, fusion=fusion,
-                               also_match=found.lexemes, missing=len(found.unmatched),
-                               # no rule applied: the plain search, its plan cached
-                               thesaurus=thesaurus if related else NO_SYNONYMS)
-        rows = distinct_sections(fetched)[:wanted]
-        # copies of one page under many URLs (versions, mirrors) can fill every spare row:
-        # look deeper, a bounded number of times, rather than answer short
-        if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
-                or ranked_for >= deepest):
-            break
-        ranked_for = min(ranked_for * DEEPENING_STEP, deepest)
+    with store.reading():  # the question's reads share one bounded transaction
+        found = store.spelling(namespace, question, correct=typo_tolerance)
+        related = store.related_words(question, thesaurus, found.lexemes)
+        # a section's further passages give way to other sections: spare rows, same ranking
+        wanted = max(k, rerank_top) if reranker else k
+        ranked_for, deepest = wanted, max(wanted, min(wanted * MAX_DEEPENING, DEEPEST_RANK))
+        while True:
+            fetched = store.search(namespace, question, k=ranked_for * SECTIONS_OVERFETCH,
+                                   ranked_for=ranked_for, filters=filters or {},
+                                   query_vector=qv, vector_weight=vector_weight,
+                                   fusion=fusion, also_match=found.lexemes,
+                                   missing=len(found.unmatched),
+                                   # no rule applied: the plain search, its plan cached
+                                   thesaurus=thesaurus if related else NO_SYNONYMS)
+            rows = distinct_sections(fetched)[:wanted]
+            # copies of one page under many URLs (versions, mirrors) can fill every spare
+            # row: look deeper, a bounded number of times, rather than answer short
+            if (len(rows) >= wanted or len(fetched) < ranked_for * SECTIONS_OVERFETCH
+                    or ranked_for >= deepest):
+                break
+            ranked_for = min(ranked_for * DEEPENING_STEP, deepest)
     if reranker is not None:
         rows = rerank(reranker, question, rows)[:k]
     kept = [r for r in rows if min_score is None or r.score >= min_score]
@@ -195,3 +207,42 @@ def source_parts(hits: Sequence[Hit]) -> list[SourceCitation]:
             entry = by_citation[hit.citation] = SourceCitation(hit.citation, hit.title)
         entry.passages.append(i)
     return list(by_citation.values())
+
+
+def query(
+    settings: Settings,
+    question: str,
+    *,
+    k: int = 5,
+    min_score: float | None = None,
+    filters: dict[str, str] | None = None,
+    vector_weight: float | None = None,
+    fusion: str | None = None,
+) -> QueryResult:
+    """Retrieve the best chunks for ``question`` from the configured namespace;
+    ``vector_weight`` and ``fusion`` override the settings'."""
+    with open_store(settings, existing=True) as store:
+        embedder = resolve_embedder(store, settings, writing=False)
+        reranker = resolve_reranker(store, settings)
+        require_chunks(store, settings.namespace)
+        return retrieve(
+            store, question, namespace=settings.namespace, k=k, min_score=min_score,
+            filters=filters, embedder=embedder,
+            vector_weight=settings.vector_weight if vector_weight is None else vector_weight,
+            fusion=settings.fusion if fusion is None else fusion, reranker=reranker,
+            rerank_top=settings.rerank_top, typo_tolerance=settings.typo_tolerance,
+            thesaurus=settings.thesaurus,
+        )
+
+
+def require_chunks(store: KnowledgeStore, namespace: str) -> None:
+    """Refuse to read a namespace that holds no chunks (bad input, exit 2): a mistyped
+    ``--namespace`` answered nothing with exit 0 from query and failed every case of a
+    suite with exit 1, which reads as a retrieval regression."""
+    if not store.has_chunks(namespace):
+        raise InputError(f"namespace '{namespace}' holds no chunks (namespaces: "
+                         f"{known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
+
+
+def known_namespaces(store: KnowledgeStore) -> str:
+    return ", ".join(f"'{n}'" for n in store.namespaces()[:20]) or "none"

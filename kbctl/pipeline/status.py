@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..config import Settings
+from ..errors import InputError
+from ..results import EMPTY_NAMESPACE_HINT
+from ..store.db import describe
 from ..store.records import NamespaceStatus, SourceDef
+from ..store.server import DoctorReport
+from ..store.server import doctor as diagnose
+from ..wiring import open_store
+from .query import known_namespaces
 
 # A recorded option longer than this shows its length (a text source's body travels there)
 MAX_SHOWN_OPTION = 200
@@ -53,3 +61,27 @@ class StatusReport:
     # kbctl.yaml combine: an operator sees which won), the URL without its password
     database: str = ""
     config: str | None = None
+
+
+def status(settings: Settings, namespace: str | None = None) -> StatusReport:
+    """Per-namespace sources, chunks, embedder and sync history. A ``namespace`` that
+    holds nothing and records nothing is bad input naming those that do (a typo must not
+    read as an empty table)."""
+    with open_store(settings, existing=True) as store:
+        ident, endpoint = store.embedder_state()
+        if namespace is not None and not store.namespace_status(namespace) \
+                and not store.list_defs(namespace):
+            raise InputError(f"namespace '{namespace}' holds nothing (namespaces: "
+                             f"{known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
+        return StatusReport(embedder=str(ident) if ident else "none",
+                            namespaces=store.namespace_status(namespace),
+                            source_definitions=[DefinitionStatus.of(d)
+                                                for d in store.list_defs(namespace)],
+                            embedder_endpoint=endpoint,
+                            database=describe(settings.db_url, settings.data_dir),
+                            config=str(settings.config_path) if settings.config_path else None)
+
+
+def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:
+    """The embedded server's data directory: its state, and with ``fix`` its repairs."""
+    return diagnose(settings.data_dir, fix=fix)

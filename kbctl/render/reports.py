@@ -6,19 +6,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Column, Table
 
 from ..hygiene import counted
-from ..pipeline.forget import ForgetReport
-from ..pipeline.ingest import IngestReport, SourceFailure
-from ..pipeline.reembed import ReembedReport
-from ..pipeline.resync import ResyncReport
-from ..pipeline.status import StatusReport
-from ..store.server import DoctorReport
 from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
+
+if TYPE_CHECKING:  # named for their shape only: `kbctl status` loads no ingest pipeline
+    from ..pipeline.forget import ForgetReport
+    from ..pipeline.ingest import IngestReport, SourceFailure
+    from ..pipeline.reembed import ReembedReport
+    from ..pipeline.resync import ResyncReport
+    from ..pipeline.status import StatusReport
+    from ..store.server import DoctorReport
 
 
 def _columns(*headers: str) -> list[Column]:

@@ -24,6 +24,8 @@ READER = "reader"
 #: Meta that has a stored page read whole on the next run, whatever its validators say: no
 #: reader has this version.
 READ_AGAIN = {READER: 0}
+#: The largest file a source reads (standard input too): past it, the file is refused.
+MAX_FILE_BYTES = 5 * 1024 * 1024
 #: Fetch statuses that mean a page is gone for good: a resync deletes it (and says so).
 GONE_STATUSES = (404, 410)
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from ..net import FetchResult
+from kbctl.net.policy import FetchResult
+
 from .weburl import normalize_url
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")

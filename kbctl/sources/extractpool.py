@@ -20,9 +20,10 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kbctl.net.policy import FetchResult
+
 from ..errors import KbctlError
 from ..extract.html_select import ContentSelectors
-from ..net import FetchResult
 from .base import Document
 from .page import HTML_TYPES, route, to_document
 

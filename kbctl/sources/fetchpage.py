@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from kbctl.net.client import GuardedClient
+from kbctl.net.policy import FetchResult
+
 from ..errors import BlockedURL, ExtractError, KbctlError, SourceError
 from ..extract import HTML_READER
 from ..extract.html_select import ContentSelectors
-from ..net import FetchResult, GuardedClient
 from .base import READER, Leaf, Loaded
 from .directives import read_directives
 from .extractpool import ExtractJob, ExtractOutcome, run_job

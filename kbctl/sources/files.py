@@ -65,6 +65,7 @@ from ..projectfiles import (
 )
 from . import versions
 from .base import (
+    MAX_FILE_BYTES,
     READER,
     Document,
     Expansion,
@@ -81,7 +82,6 @@ EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst":
               ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook",
               ".qmd": "markdown"}
 _READ = ", ".join([*EXTENSIONS, ".rst.txt"])
-MAX_FILE_BYTES = 5 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
 # The stored time (ISO 8601) after which a page's generator stops publishing it.
 UNTIL = "until"

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from kbctl.net.client import GuardedClient
+
 from ..errors import FetchError, KbctlError, Unreachable
-from ..net import GuardedClient
 from .base import SourceKind
 from .options import boolean, integer, option, version_name
 from .sitemap import MAX_URLS

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from kbctl.net.policy import FetchResult
+
 from ..errors import ExtractError, KbctlError
 from ..extract.dialects import page_markdown
 from ..extract.html_select import ContentSelectors
 from ..extract.markdown import parse_markdown_document
 from ..frontmatter import filterable
-from ..net import FetchResult
 from .base import Document
 from .weburl import is_markdown_url
 

@@ -12,8 +12,9 @@ import functools
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from kbctl.net.client import GuardedClient
+
 from ..errors import BlockedURL, FetchError, KbctlError, Unreachable
-from ..net import GuardedClient
 
 #: The product token kbctl answers to in ``User-agent`` lines.
 AGENT_TOKEN = "kbctl"

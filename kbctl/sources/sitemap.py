@@ -16,8 +16,10 @@ from typing import ClassVar
 
 from lxml import etree
 
+from kbctl.net.client import GuardedClient
+from kbctl.net.decode import gunzip
+
 from ..errors import ExtractError, KbctlError, SourceError
-from ..net import GuardedClient, gunzip
 from .base import SourceKind
 from .options import boolean, integer, option, version_name
 from .robots import fetch_robots

@@ -35,9 +35,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from kbctl.net.client import GuardedClient
+from kbctl.net.guard import check_url
+from kbctl.net.policy import NetPolicy, Resolver
+
 from ..errors import BlockedURL, FetchError, InputError, KbctlError, SourceError
 from ..hygiene import counted, first_few
-from ..net import GuardedClient, NetPolicy, Resolver, check_url
 from . import versions
 from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
 from .crawl import Crawler, CrawlExpansion, CrawlOptions, CrawlState

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from kbctl.net.policy import NetPolicy
+
 from ..errors import InputError
 from ..extract.html_select import ContentSelectors, compile_selector
-from ..net import NetPolicy
 from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
 from .urlrules import UrlRule, UrlRules
 from .weburl import MAX_URL_CHARS, normalize_url

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
 
 from ..errors import ConfigError, DatabaseError, InputError
 from . import unanswered
-from .migrations import has_schema, migrate
+from .migrations import applied_versions, migrate
 from .server import (
     ensure_running,
     failure_since_join,
@@ -39,11 +41,20 @@ READ_TIMEOUT_S = 60
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
+# Connections inside a ``bounded_read`` now: one nested in it adds no round trips.
+_BOUNDED: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
+
+
 @contextmanager
 def bounded_read(conn: psycopg.Connection) -> Iterator[None]:
     """A transaction whose statements fail after ``READ_TIMEOUT_S`` (a lock wait included),
     for the reads an answer is waited for; writes and lock waits meant to wait (a resync
-    behind another) are not bounded."""
+    behind another) are not bounded. Inside another bounded read it is that one: the reads
+    of one question (its spelling, synonyms and search) share a transaction and its bound,
+    three round trips (begin, bound, commit) rather than nine."""
+    if conn in _BOUNDED:
+        yield
+        return
     with conn.transaction():
         # a lower limit the server or the URL sets (a DBA's statement_timeout) is kept;
         # read as an interval ('1500ms', '2s', '0'): the pg_settings view doubled the cost
@@ -51,7 +62,11 @@ def bounded_read(conn: psycopg.Connection) -> Iterator[None]:
                         WHERE current_setting('statement_timeout')::interval
                               NOT BETWEEN interval '1 ms' AND make_interval(secs => %(s)s)""",
                      {"ms": str(READ_TIMEOUT_S * 1000), "s": READ_TIMEOUT_S})
-        yield
+        _BOUNDED.add(conn)
+        try:
+            yield
+        finally:
+            _BOUNDED.discard(conn)
 
 
 def embedded_url(data_dir: str | Path) -> str:
@@ -115,11 +130,12 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
     shown = describe(url, data_dir)
     conn = _open(target, shown, None if url else pgdata_of(data_dir))
     try:
-        if not create and not has_schema(conn):
+        applied = applied_versions(conn)
+        if not create and applied is None:
             raise InputError(f"no knowledge base in {shown}: no kbctl command has written "
                              f"there", hint="ingest first, or pass the --db (or --data-dir) "
                                             "the ingest used")
-        migrate(conn)
+        migrate(conn, applied=applied or set())
         register_vector(conn)
         # Each source is replaced in its own transaction; waiting for the WAL flush of every
         # commit buys nothing here: after a crash the last few sources are simply at their
@@ -136,6 +152,15 @@ def connect(url: str | None, data_dir: str | Path = DEFAULT_DATA_DIR, *,
         raise DatabaseError(f"cannot prepare the schema on {shown}: {exc}",
                             hint=hint) from exc
     return conn
+
+
+def register_vector(conn: psycopg.Connection) -> None:
+    """Read and write pgvector's ``vector`` values as such, its type looked up in one
+    statement: pgvector's own ``register_vector`` looks up three more types kbctl does not
+    use, each in a transaction of its own, twelve round trips on every connection."""
+    row = conn.execute("SELECT oid, typarray FROM pg_type "
+                       "WHERE oid = to_regtype('vector')").fetchone()
+    register_vector_info(conn, TypeInfo("vector", row[0], row[1]) if row else None)
 
 
 def _vector_off_path(conn: psycopg.Connection) -> str | None:

@@ -718,6 +718,11 @@ class KnowledgeStore:
         row = self.conn.execute("SELECT count(*) FROM chunks").fetchone()
         return int(row[0]) if row else 0
 
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        """One bounded transaction for several reads (``db.bounded_read``): those of one
+        question share it, rather than each opening its own."""
+        return bounded_read(self.conn)
+
     def has_chunks(self, namespace: str) -> bool:
         """Whether the namespace holds any chunk (one index probe, not a count)."""
         row = self.conn.execute(

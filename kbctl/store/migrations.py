@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import psycopg
+from psycopg import pq
 
 from ..errors import DatabaseError
 from . import lexical
@@ -277,15 +278,18 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
-def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None) -> None:
+def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None, *,
+            applied: set[int] | None = None) -> None:
     """Apply the given migrations (default: the core KB schema) that are not yet recorded.
 
     Other parts of kbctl (memory) keep their own lists in their own version range and call
-    this with them; all share one ``kbctl_migrations`` table. A no-op costs one query.
+    this with them; all share one ``kbctl_migrations`` table. A no-op costs one query, or
+    none when the caller read the ``applied`` versions already (``applied_versions``).
     """
     wanted = MIGRATIONS if migrations is None else migrations
     try:
-        applied = _applied_or_empty(conn)
+        if applied is None:
+            applied = applied_versions(conn) or set()
         _refuse_newer(applied, wanted)
         if {v for v, _, _ in wanted} <= applied:
             return
@@ -343,8 +347,16 @@ def has_schema(conn: psycopg.Connection) -> bool:
     return bool(exists and exists[0])
 
 
-def _applied_or_empty(conn: psycopg.Connection) -> set[int]:
-    return _applied(conn) if has_schema(conn) else set()
+def applied_versions(conn: psycopg.Connection) -> set[int] | None:
+    """The schema versions recorded in this database; None when kbctl never made its
+    tables here. One statement: every command's connection asks."""
+    if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+        # inside the caller's transaction a missing table would abort it: look first
+        return _applied(conn) if has_schema(conn) else None
+    try:
+        return _applied(conn)
+    except psycopg.errors.UndefinedTable:
+        return None
 
 
 def _applied(conn: psycopg.Connection) -> set[int]:
