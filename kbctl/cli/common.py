@@ -239,3 +239,9 @@ def exit_with(code: int) -> None:
     """End the command with ``code`` (0 returns normally)."""
     if code:
         raise typer.Exit(code)
+
+
+BackendOpt = Annotated[str | None, typer.Option(
+    "--backend", help="postgres, graph or composite (memory.backend; env "
+    "KBCTL_MEMORY_BACKEND). graph needs `pip install 'kbctl[graph]'`.",
+    show_default=False)]

@@ -15,6 +15,7 @@ from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
 from . import HELP_MARKUP
 from .common import (
+    BackendOpt,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -39,10 +40,6 @@ AgentOpt = Annotated[str | None, typer.Option(
     "--agent", help="Agent id (env KBCTL_AGENT).", show_default=False)]
 UserOpt = Annotated[str | None, typer.Option(
     "--user", help="User id for the private tier (env KBCTL_USER).", show_default=False)]
-BackendOpt = Annotated[str | None, typer.Option(
-    "--backend", help="postgres, graph or composite (memory.backend; env "
-    "KBCTL_MEMORY_BACKEND). graph needs `pip install 'kbctl[graph]'`.",
-    show_default=False)]
 PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memory/user/… "
                                              "(private to --user).")]
 

@@ -17,6 +17,7 @@ from ..render.output import stdout_failed
 from ..wiring import leave_databases
 from . import HELP_MARKUP
 from .common import (
+    BackendOpt,
     ConfigOpt,
     DataDirOpt,
     DbOpt,
@@ -26,7 +27,6 @@ from .common import (
     guard,
     settings_from,
 )
-from .memory import BackendOpt
 from .tools import (
     AgentOpt,
     MaxCharsOpt,
