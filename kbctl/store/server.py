@@ -50,6 +50,7 @@ import psutil
 
 from ..atomic import write_replacing
 from ..errors import DatabaseError, InputError
+from ..paths import path_error, resolved, shown_path
 from ..projectfiles import read_config_text
 from . import initmark, leases, liveness
 from .liveness import PID_FILE, Holder, PidFile
@@ -98,7 +99,24 @@ def free_space_hint(pgdata: Path, then: str = "run the command again") -> str:
 
 def pgdata_of(data_dir: str | Path) -> Path:
     """The PostgreSQL data directory inside a kbctl data directory (absolute)."""
-    return Path(data_dir).expanduser().resolve() / PG_DIR
+    return resolved(data_dir) / PG_DIR
+
+
+def usable_pgdata(data_dir: str | Path) -> Path:
+    """``pgdata_of``, refusing as bad input (naming the path) a data directory that cannot
+    be one: in a loop of links, too long a name, a file, or holding a file named ``pg``."""
+    pgdata = pgdata_of(data_dir)
+    try:
+        if pgdata.parent.exists() and not pgdata.parent.is_dir():
+            raise not_a_directory(data_dir)
+        if os.path.lexists(pgdata) and not pgdata.is_dir():
+            raise InputError(f"{shown_path(pgdata)} is a file, not a directory: kbctl keeps "
+                             "its database there",
+                             hint="move it aside, or point --data-dir (or KBCTL_DATA_DIR) "
+                                  "at another directory")
+    except OSError as exc:
+        raise path_error(exc, data_dir) or _unusable(pgdata.parent, exc) from None
+    return pgdata
 
 
 def linger_problem(raw: str) -> str | None:
@@ -196,7 +214,7 @@ _thread_lock = threading.RLock()
 
 def not_a_directory(data_dir: str | Path) -> InputError:
     """The error for a data directory that is a file: bad input, whichever command met it."""
-    return InputError(f"the data directory {data_dir} is a file, not a directory",
+    return InputError(f"the data directory {shown_path(data_dir)} is a file, not a directory",
                       hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
 
 
@@ -216,7 +234,7 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
         try:
             fd = _open_lock_file(data_dir, create)
         except OSError as exc:
-            raise _unusable(data_dir, exc) from exc
+            raise path_error(exc) or _unusable(data_dir, exc) from exc
         try:
             _flock_within(fd, data_dir, LOCK_WAIT_S)
             yield
@@ -767,7 +785,7 @@ _joined: dict[Path, _Joined] = {}
 def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
     """Start (or join) the embedded server of ``data_dir``, repairing what a crash left
     first, and return its URL. Cheap when this process already uses a live server."""
-    pgdata = pgdata_of(data_dir)
+    pgdata = usable_pgdata(data_dir)
     known = _joined.get(pgdata)
     if known is not None and known.alive():
         return known.uri
@@ -785,6 +803,8 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             else:
                 joined = _join_or_start(pgserver, pgdata)
         except OSError as exc:  # its bookkeeping files: a full disk, a read-only directory
+            if path_error(exc) is not None:
+                raise path_error(exc) from exc
             raise DatabaseError(
                 f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
                 + (f": {exc.filename}" if exc.filename else ""),
@@ -1094,7 +1114,7 @@ def doctor(data_dir: str | Path, *, fix: bool = True, say: Say = lambda _m: None
            ) -> DoctorReport:
     """Inspect the embedded server of ``data_dir`` and, with ``fix``, repair it. Never
     starts a server: a stopped one with nothing left over is healthy."""
-    pgdata = pgdata_of(data_dir)
+    pgdata = usable_pgdata(data_dir)
     if not pgdata.parent.is_dir():
         return DoctorReport(
             data_dir=pgdata.parent, pgdata=pgdata, initialized=False, running=False,
