@@ -5,7 +5,8 @@ refuses to use again; kbctl clears it and starts over. A folder a person keeps a
 path (a ``pg/`` holding their own ``log/`` and ``postgresql.conf``) can look the same, and
 must never be removed. So before it runs ``initdb``, kbctl records the identity (device and
 inode) of the directory it is about to fill in ``DATA_DIR/MARK_FILE``; a half-made
-directory is removed only when it is that very directory.
+directory is removed only when it is that very directory. (A folder made at once in the
+place of a deleted one may be given its inode again, and is then taken for it.)
 
 A data directory made by a kbctl from before the mark has none; what proves it there is
 what ``initdb`` makes before anything else: ``PG_VERSION`` is written only after every
