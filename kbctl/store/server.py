@@ -16,7 +16,9 @@ around it:
 - a process whose server died under it starts it again on its next connection.
 
 Only processes whose working directory is this data directory (PostgreSQL chdirs into it)
-and whose name is ``postgres`` are ever signalled.
+and whose name is ``postgres`` are ever signalled. Whether the server a pid file names is
+alive is ``liveness``'s to say (its socket, its shared memory): in another PID namespace
+its pid means nothing.
 """
 
 from __future__ import annotations
