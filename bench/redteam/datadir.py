@@ -115,16 +115,27 @@ def _seeded(kb: _Kb) -> str | None:
     return None if first.returncode == 0 else f"could not set up: {_said(first)}"
 
 
+def _kept_up(kb: _Kb) -> str | None:
+    """Seed the knowledge base and keep its server up for a minute (None: done)."""
+    return _seeded(kb) or (None if kb.run("status", linger=60).returncode == 0
+                           else "could not keep a server up")
+
+
+def _namespaced(kb: _Kb) -> tuple[list[str] | None, str]:
+    """The ``unshare`` command line, with the server kept up; or None and why not."""
+    unshare = _unshare()
+    if unshare is None:
+        return None, "not run: unshare -p is not permitted here"
+    problem = _kept_up(kb)
+    return (None, problem) if problem else (unshare, "")
+
+
 # --- one owner per data directory ----------------------------------------------------------
 
 
 def _second_namespace_joins(kb: _Kb) -> tuple[bool, str]:
-    unshare = _unshare()
+    unshare, problem = _namespaced(kb)
     if unshare is None:
-        return False, "not run: unshare -p is not permitted here"
-    problem = _seeded(kb) or (None if kb.run("status", linger=60).returncode == 0
-                              else "could not keep a server up")
-    if problem:
         return False, problem
     pid_file = (kb.pgdata / "postmaster.pid").read_text()
     before = kb.starts()
@@ -137,12 +148,8 @@ def _second_namespace_joins(kb: _Kb) -> tuple[bool, str]:
 
 
 def _unreachable_holder_named(kb: _Kb) -> tuple[bool, str]:
-    unshare = _unshare()
+    unshare, problem = _namespaced(kb)
     if unshare is None:
-        return False, "not run: unshare -p is not permitted here"
-    problem = _seeded(kb) or (None if kb.run("status", linger=60).returncode == 0
-                              else "could not keep a server up")
-    if problem:
         return False, problem
     pid_file = kb.pgdata / "postmaster.pid"
     lines = pid_file.read_text().splitlines()
@@ -160,8 +167,7 @@ def _unreachable_holder_named(kb: _Kb) -> tuple[bool, str]:
 
 
 def _sigkill_heals(kb: _Kb) -> tuple[bool, str]:
-    problem = _seeded(kb) or (None if kb.run("status", linger=60).returncode == 0
-                              else "could not keep a server up")
+    problem = _kept_up(kb)
     if problem:
         return False, problem
     for pid in kb.postmasters():
