@@ -110,10 +110,13 @@ def _unix_answers(path: Path) -> bool:
     return True
 
 
-def _tcp_answers(listen: str, port: int) -> bool:
+def _tcp_host(listen: str) -> str:
+    """The address to reach a server listening on ``listen`` (its first entry) from here."""
     host = listen.split(",")[0].strip()
-    if host in ("", "*", "0.0.0.0", "::"):
-        host = "127.0.0.1"
+    return "127.0.0.1" if host in ("", "*", "0.0.0.0", "::") else host
+
+
+def _tcp_answers(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
             return True
@@ -131,8 +134,8 @@ def answering_socket(pid_file: PidFile | None, pgdata: Path) -> Path | str | Non
         if path.exists() and _unix_answers(path):
             return path
     if (pid_file is not None and pid_file.listen and pid_file.port
-            and _tcp_answers(pid_file.listen, pid_file.port)):
-        return f"{pid_file.listen}:{pid_file.port}"
+            and _tcp_answers(_tcp_host(pid_file.listen), pid_file.port)):
+        return f"{_tcp_host(pid_file.listen)}:{pid_file.port}"
     return None
 
 
