@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, InputError
 from .hygiene import id_problem, require_clean
@@ -22,6 +22,9 @@ from .rerank.base import DEFAULT_TOP_N
 from .results import FUSIONS, MAX_K, MIN_K
 from .sources.base import SourceSpec
 from .store.thesaurus import BUILT_IN, MAX_RULES, NONE, Rule, Thesaurus, parse_rule
+
+if TYPE_CHECKING:
+    from .evals.retriever import RetrieverPin
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"
@@ -58,6 +61,8 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings)
     sources: tuple[SourceSpec, ...] = field(default_factory=tuple)
     config_path: Path | None = None
+    # kbctl.yaml ``eval.retriever``: the retriever every eval run here must measure
+    eval_retriever: RetrieverPin | None = None
 
     @property
     def memory_track(self) -> bool:
@@ -247,6 +252,8 @@ def _from_file(path: Path) -> dict[str, Any]:
             out["synonyms"] = _synonyms(path, data, value)
         elif key == "memory":
             out["memory"] = _memory(path, data, value)
+        elif key == "eval":
+            out["eval_retriever"] = _eval(path, data, value)
         elif key == "memory_track":  # kept from before the memory section; memory.track
             if not isinstance(value, bool):
                 raise ConfigError(f"{_at(path, data, key)}: 'memory_track' must be true or "
@@ -261,8 +268,8 @@ def _from_file(path: Path) -> dict[str, Any]:
             _check_value(name, value, f"{_at(path, data, key)}: '{key}'")
             out[name] = value
         else:
-            known = ", ".join(sorted([*_FIELDS, "chunking", "sources", "synonyms", "memory",
-                                      "memory_track"]))
+            known = ", ".join(sorted([*_FIELDS, "chunking", "eval", "sources", "synonyms",
+                                      "memory", "memory_track"]))
             raise ConfigError(f"{_at(path, data, key)}: unknown key '{key}' "
                               f"(known keys: {known})")
     if "vector_weight" in out:
@@ -310,6 +317,33 @@ def _synonyms(path: Path, parent: LineDict, value: Any) -> tuple[Rule, ...]:
         except ValueError as exc:
             raise ConfigError(f"{where}: synonyms[{i}] {item[:60]!r} {exc}") from None
     return tuple(rules)
+
+
+def _eval(path: Path, parent: LineDict, value: Any) -> RetrieverPin | None:
+    """``eval:``, holding ``retriever:``, the retriever the project's gates measure."""
+    from .evals.retriever import pin_from_mapping, pin_problems  # here: evals' own module
+
+    if value is None:
+        return None
+    if not isinstance(value, LineDict):
+        raise ConfigError(f"{_at(path, parent, 'eval')}: 'eval' must be a mapping holding "
+                          f"retriever, got {value_kind(value)}")
+    _no_duplicates(path, value)
+    for key in value:
+        if key != "retriever":
+            raise ConfigError(f"{_at(path, value, key)}: unknown key 'eval.{key}' "
+                              f"(known: retriever)")
+    raw = value.get("retriever")
+    if raw is None:
+        return None
+    if not isinstance(raw, LineDict):
+        raise ConfigError(f"{_at(path, value, 'retriever')}: 'eval.retriever' must be a "
+                          f"mapping of embedder, fusion and rerank, got {value_kind(raw)}")
+    _no_duplicates(path, raw)
+    for key, message in pin_problems(raw):
+        where = _at(path, raw, key) if key in raw else _at(path, value, "retriever")
+        raise ConfigError(f"{where}: 'eval.retriever{'.' + key if key else ''}' {message}")
+    return pin_from_mapping(raw, _at(path, value, "retriever"))
 
 
 def _memory(path: Path, parent: LineDict, value: Any) -> dict[str, Any]:

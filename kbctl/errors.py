@@ -107,6 +107,12 @@ class EmbedderMismatch(InputError):
     """The KB was built with another embedder than the one asked for."""
 
 
+class RetrieverMismatch(InputError):
+    """An eval gate names the retriever it was written for, and this run cannot measure
+    it (another embedder, fusion or reranker, or one that cannot run here): the gate
+    refuses rather than judge a retriever nobody ships."""
+
+
 # --- exit 3: the environment failed ----------------------------------------------------
 
 

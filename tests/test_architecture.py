@@ -140,3 +140,15 @@ def test_typer_and_rich_stay_in_the_command_line_and_output_layer() -> None:
             if target.split(".")[0] in TERMINAL_LIBRARIES:
                 offenders.append(f"{path.relative_to(PACKAGE_ROOT.parent)}:{line} imports {target}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_map_names_every_part_of_the_package() -> None:
+    """ARCHITECTURE.md is the map a newcomer opens first: a part it does not name is a
+    room nobody can find."""
+    text = (PACKAGE_ROOT.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    parts = {path.name if path.is_dir() else path.stem for path in PACKAGE_ROOT.iterdir()
+             if (path.is_dir() and (path / "__init__.py").is_file())
+             or (path.suffix == ".py" and path.stem != "__init__")}
+    named = {part for part in parts
+             if f"`{part}/`" in text or f"`{part}.py`" in text}
+    assert parts - named == set(), f"ARCHITECTURE.md does not name {sorted(parts - named)}"

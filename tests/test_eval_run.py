@@ -27,6 +27,7 @@ from kbctl.evals import (
     verdict,
 )
 from kbctl.evals.model import Defaults
+from kbctl.evals.retriever import MeasuredRetriever
 from kbctl.evals.run import RETRIEVAL_CHECK, format_pair
 from kbctl.pipeline.evals import run_eval
 from kbctl.results import Hit, QueryResult
@@ -503,13 +504,15 @@ def test_single_suite_matches_by_id_after_a_rename_several_match_by_path() -> No
     base = baseline_from([c], {c.question: ranked(1)})
     moved = Case(**{**c.__dict__, "suite": "evals/renamed.yaml"})
     renamed = run_suites([suite_of(moved, path="evals/renamed.yaml")],
-                         FakeRetriever({c.question: ranked(2)}), namespace="docs", embedder="e")
+                         FakeRetriever({c.question: ranked(2)}), namespace="docs",
+                         embedder="fake/model@8")
     diff = compare_with_baseline(renamed, base)
     assert [r.ref.id for r in diff.regressions] == ["c"] and diff.added == ()
 
     other = Case(**{**c.__dict__, "suite": "evals/other.yaml"})
     two = run_suites([suite_of(c), suite_of(other, path="evals/other.yaml")],
-                     FakeRetriever({c.question: ranked(2)}), namespace="docs", embedder="e")
+                     FakeRetriever({c.question: ranked(2)}), namespace="docs",
+                         embedder="fake/model@8")
     diff = compare_with_baseline(two, base)
     assert [(r.ref.suite, r.ref.id) for r in diff.regressions] == [("evals/docs.yaml", "c")]
     assert [(r.suite, r.id) for r in diff.added] == [("evals/other.yaml", "c")]
@@ -528,7 +531,7 @@ def test_several_suites_match_however_their_paths_are_spelled(spelled: str) -> N
     now = run_suites([suite_of(here, path=spelled),
                       suite_of(there, path=spelled.replace("docs", "other"))],
                      FakeRetriever({c.question: ranked(3), d.question: ranked(1)}),
-                     namespace="docs", embedder="e")
+                     namespace="docs", embedder="fake/model@8")
     diff = compare_with_baseline(now, base)
     assert [(r.ref.suite, r.ref.id) for r in diff.regressions] == [(spelled, "c")]
     assert diff.added == () and diff.removed == ()
@@ -541,7 +544,7 @@ def test_two_suites_of_one_name_are_not_guessed_between() -> None:
     now = run_suites([suite_of(Case(**{**c.__dict__, "suite": p, "id": i}), path=p)
                       for p, i in (("a/docs.yaml", "c"), ("b/docs.yaml", "c"),
                                    ("kept.yaml", "x"))],
-                     FakeRetriever({}), namespace="docs", embedder="e")
+                     FakeRetriever({}), namespace="docs", embedder="fake/model@8")
     diff = compare_with_baseline(now, base)
     assert {(r.suite, r.id) for r in diff.removed} == {("docs.yaml", "c")}
 
@@ -554,26 +557,54 @@ def test_a_baseline_that_shares_no_case_is_refused() -> None:
     assert info.value.exit_code == 2 and "shares no case with this run" in str(info.value)
 
 
-def test_identity_mismatch_is_warned() -> None:
+def test_a_baseline_of_another_embedder_is_refused_not_compared() -> None:
+    """A change of embedder moves every rank: compared, it would read as regressions and
+    fixes of the docs."""
     c = case()
     base = baseline_from([c], {})
     base["embedder"] = "other/model@3"
-    diff = compare_with_baseline(run([c], {}), base)
-    assert diff.warnings == (
-        "the baseline was run with embedder 'other/model@3', this run with 'fake/model@8'",)
+    with pytest.raises(InputError) as info:
+        compare_with_baseline(run([c], {}), base)
+    assert info.value.exit_code == 2
+    assert "measured another retriever (embedder other/model@3; this run: embedder " \
+           "fake/model@8)" in info.value.message
 
 
-def test_a_reranker_change_is_warned_and_an_older_baseline_is_not() -> None:
+def test_a_reranker_change_is_refused_and_an_older_baseline_is_not() -> None:
     c = case()
     base = baseline_from([c], {})
     assert base["reranker"] == "none"
     reranked = run_suites([suite_of(c)], FakeRetriever({}), namespace="docs",
                           embedder="fake/model@8", reranker="tei/bge-reranker")
-    diff = compare_with_baseline(reranked, base)
-    assert diff.warnings == (
-        "the baseline was run with reranker 'none', this run with 'tei/bge-reranker'",)
+    with pytest.raises(InputError, match="reranker none; this run: reranker tei/bge-reranker"):
+        compare_with_baseline(reranked, base)
     del base["reranker"]  # a report written before reports named the reranker
     assert compare_with_baseline(reranked, base).warnings == ()
+
+
+def test_a_fusion_change_is_refused_when_both_reports_name_the_retriever() -> None:
+    c = case()
+    weighted = MeasuredRetriever("fake/model@8", "weighted", 0.7)
+    then = run_suites([suite_of(c)], FakeRetriever({}), namespace="docs",
+                      embedder="fake/model@8", measured=weighted)
+    base = json.loads(json.dumps(judged(then).to_json()))
+    same = run_suites([suite_of(c)], FakeRetriever({}), namespace="docs",
+                      embedder="fake/model@8", measured=weighted)
+    assert compare_with_baseline(same, base).regressions == ()
+    rrf = run_suites([suite_of(c)], FakeRetriever({}), namespace="docs",
+                     embedder="fake/model@8",
+                     measured=MeasuredRetriever("fake/model@8", "rrf", 0.7))
+    with pytest.raises(InputError, match="fusion weighted, vectorWeight 0.7; this run: "
+                                         "fusion rrf, vectorWeight None"):
+        compare_with_baseline(rrf, base)
+
+
+def test_a_namespace_change_is_warned() -> None:
+    c = case()
+    base = baseline_from([c], {})
+    base["namespace"] = "docs-v1"
+    assert compare_with_baseline(run([c], {}), base).warnings == (
+        "the baseline was run with namespace 'docs-v1', this run with 'docs'",)
 
 
 def test_baseline_metrics_and_counts_are_kept() -> None:

@@ -69,11 +69,16 @@ def test_what_a_page_named_outside_its_project_is_said(
         f"{project / 'docs' / 'changes.rst'}: left out what it includes from outside the "
         f"project ({project / 'CHANGES.rst'}): a project's files are those of its git "
         f"repository, or of its own folder outside one (a tarball, a git archive); ingest "
-        f"from a git checkout to take them in")  # a missing file is not named
+        f"from a git checkout to take them in; {project / 'docs' / 'changes.rst'}: left "
+        f"out 1 include(s) that could not be resolved: line 5 ../missing.rst (no such "
+        f"file)")  # a missing file is named as such, not as one outside
     assert pages["index"][1] == ""
     (project / ".git").mkdir()  # the repository: the changelog is the project's
     pages = read()
-    assert "Released." in pages["changes"][0] and pages["changes"][1] == ""
+    assert "Released." in pages["changes"][0]
+    assert pages["changes"][1] == (
+        f"{project / 'docs' / 'changes.rst'}: left out 1 include(s) that could not be "
+        f"resolved: line 5 ../missing.rst (no such file)")
     with outside_project() as outside:  # at most a hundred named
         files = IncludedFiles(project / "docs", [])
         for i in range(150):

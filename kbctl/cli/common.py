@@ -4,6 +4,7 @@ maps errors to exit codes (``guard``)."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import os
 import shlex
@@ -96,7 +97,7 @@ PrivateOpt = Annotated[bool | None, typer.Option(
 class QuestionCommand(TyperCommand):
     """A command whose argument is free text: a question that starts with '-' (an option
     looked up by name, ``--max-depth``) reads as an unknown option, so that error says how
-    to pass it."""
+    to pass it; a mistyped option gets the option it most likely meant instead."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         original = list(args)  # the parser consumes args
@@ -111,10 +112,32 @@ class QuestionCommand(TyperCommand):
                 raise
             if type(exc).__name__ != "NoSuchOption" or not isinstance(name, str):
                 raise
-            given = next((a for a in original if a.startswith(name)), name)
-            exc.message += (f" (a question that starts with '-' goes after `--`, the options "  # type: ignore[attr-defined]
-                            f"before it: {ctx.command_path} [OPTIONS] -- {shlex.quote(given)})")
+            options = self._option_names(ctx)
+            # "-how do I" fails on its "-o": the token the user wrote is the one to quote
+            given = next((a for a in original if a.startswith(name)), None) or next(
+                (a for a in original if a.startswith("-") and a.split("=")[0] not in options),
+                name)
+            exc.message = unknown_option_message(  # type: ignore[attr-defined]
+                given, options, ctx.command_path)
+            exc.possibilities = None  # type: ignore[attr-defined]  # said in the message
             raise
+
+    def _option_names(self, ctx: Any) -> list[str]:
+        return [name for param in self.get_params(ctx)
+                for name in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+                if name.startswith("-")]
+
+
+def unknown_option_message(given: str, options: list[str], command: str) -> str:
+    """What to say of ``given``, an unknown option of a command taking a question: the
+    option it most likely meant (``--fitler``: ``--filter``), else, when it reads like a
+    question (words, or no option near it), how to pass one that starts with '-'."""
+    flag = given.split("=", 1)[0]
+    near = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+    if near and " " not in given:
+        return f"No such option: {flag}. Did you mean {near[0]}?"
+    return (f"No such option: {given.split()[0]} (a question that starts with '-' goes after `--`, "
+            f"the options before it: {command} [OPTIONS] -- {shlex.quote(given)})")
 
 
 def hybrid_only_note(out: Output, lexical: bool, **flags: Any) -> None:

@@ -52,9 +52,17 @@ class _RunByDefault(TyperGroup):
     `kbctl eval docs.yaml --json` means `kbctl eval run docs.yaml --json`."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+        if all(a.startswith("-") and a not in ctx.help_option_names for a in args):
+            # no suite named: the usage of `kbctl eval` itself, not of the `run` it means
+            ctx.fail("Missing argument 'SUITE_OR_GLOB...': name the suite files to run, "
+                     "or scaffold one with `kbctl eval init`")
+        if args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = [RUN, *args]
         return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "SUITE_OR_GLOB... [OPTIONS]")
+        formatter.write_usage(ctx.command_path, "init [OPTIONS]", prefix="   or: ")
 
 
 app = typer.Typer(
@@ -116,11 +124,19 @@ def run(
     github: Annotated[bool, typer.Option(
         "--github", help="Write the GitHub job summary, annotations and step outputs "
         "(automatic when GITHUB_ACTIONS=true).")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Name every case a baseline comparison found added, "
+        "removed, edited or fixed (by default, past five, a count).")] = False,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
     rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
     vector_weight: VectorWeightOpt = None, fusion: FusionOpt = None,
+    retriever: Annotated[str | None, typer.Option(
+        "--retriever", help="The retriever the suites were written for: an embedder spec, "
+        "or embedder=…,fusion=…,rerank=…. Another one, or one that cannot run here (no "
+        "key, no server), is refused with exit 2 instead of measured. Suites pin it with "
+        "defaults.retriever, kbctl.yaml with eval.retriever.", show_default=False)] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
@@ -140,7 +156,8 @@ def run(
                                    rank_tolerance=rank_tolerance,
                                    score_tolerance=score_tolerance, fail_on=fail_on,
                                    on_result=on_result, reports={
-                                       "--save-baseline": save_baseline, "--junit": junit})
+                                       "--save-baseline": save_baseline, "--junit": junit},
+                                   retriever=retriever)
     except KbctlError as exc:
         if on_github:  # the pull request shows why, not only the log
             emit_github_error(exc.message, out, json_output=json_output)
@@ -153,7 +170,7 @@ def run(
     for warning in outcome.diff.warnings if outcome.diff is not None else ():
         out.note(f"warning: {warning}")
     write_eval_reports(outcome, save_baseline=save_baseline, junit=junit)
-    out.show(outcome)
+    out.show(outcome, verbose=verbose)
     hybrid_only_note(out, outcome.report.embedder == "none", vector_weight=vector_weight,
                      fusion=fusion)
     if on_github:

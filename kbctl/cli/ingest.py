@@ -78,10 +78,23 @@ def ingest_from_config(
         return
     settings = settings_from(**flags)
     if not settings.sources:
-        raise InputError("nothing to ingest: kbctl.yaml lists no sources",
-                         hint="use a subcommand such as `kbctl ingest files docs/`, or add "
-                              "`sources:` to kbctl.yaml")
+        raise nothing_to_ingest(settings)
     run_ingest(settings, list(settings.sources), json_output)
+
+
+def nothing_to_ingest(settings: Settings) -> InputError:
+    """``kbctl ingest`` with no source: say whether there is a config file at all, and the
+    two ways to start."""
+    example = "`kbctl ingest files docs/ --base-url https://docs.example.com/`"
+    if settings.config_path is None:
+        return InputError("nothing to ingest: there is no kbctl.yaml here, and no "
+                          "subcommand names a source",
+                          hint=f"start with a source on the command line, e.g. {example} "
+                               "(resync then repeats it), or list them under `sources:` in "
+                               "a kbctl.yaml and run `kbctl ingest`")
+    return InputError(f"nothing to ingest: {settings.config_path} lists no sources",
+                      hint=f"add `sources:` to it, or name a source on the command line, "
+                           f"e.g. {example}")
 
 
 def merged_settings(ctx: typer.Context, **flags: Any) -> Settings:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,28 @@ _REGISTER_LOCK = threading.Lock()
 
 def fastembed_available() -> bool:
     return importlib.util.find_spec("fastembed") is not None
+
+
+@contextmanager
+def quiet_fastembed() -> Iterator[None]:
+    r"""fastembed's own log lines (timestamped ``ERROR``\s through loguru, the Hugging Face
+    hub's through ``logging``) silenced while a model loads: a load that fails is said
+    once, by kbctl's error with its hint, not first in a library's words."""
+    try:
+        from loguru import logger
+    except ImportError:  # fastembed without loguru: nothing of its own to silence
+        logger = None
+    hub = logging.getLogger("huggingface_hub")
+    level = hub.level
+    if logger is not None:
+        logger.disable("fastembed")
+    hub.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        hub.setLevel(level)
+        if logger is not None:
+            logger.enable("fastembed")
 
 
 def looks_like_path(model: str) -> bool:
@@ -133,7 +157,9 @@ class LocalEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._engine is None:
-                engine = self._load_folder() if self.folder is not None else self._load_named()
+                with quiet_fastembed():
+                    engine = (self._load_folder() if self.folder is not None
+                              else self._load_named())
                 width = len(_first(engine.passage_embed([_PROBE_TEXT])))
                 if self._dimensions is not None and width != self._dimensions:
                     raise EmbedderError(

@@ -100,6 +100,7 @@ class Baseline:
     namespace: Any = None  # as recorded; compared only when a string
     embedder: Any = None
     reranker: Any = None  # absent from reports of earlier versions: then not compared
+    retriever: Any = None  # the whole retriever measured; absent from earlier reports
 
 
 # A baseline is a report kbctl wrote itself (about 5 KB per case at topK 10), so it may be
@@ -193,7 +194,7 @@ def parse_baseline(data: Any, source: str) -> Baseline:
         if not _optional_number(metrics.get(key)):
             raise _bad(source, f"metrics.{key}", "expected a number or null")
     return Baseline(source, tuple(past), metrics, data.get("namespace"), data.get("embedder"),
-                    data.get("reranker"))
+                    data.get("reranker"), data.get("retriever"))
 
 
 # --- comparison ------------------------------------------------------------------------
@@ -224,6 +225,7 @@ def compare_with_baseline(
     if not isinstance(baseline, Baseline):
         baseline = parse_baseline(baseline, source)
     past, metrics, source = baseline.cases, baseline.metrics, baseline.source
+    _require_same_retriever(report, baseline)
 
     baseline_suites = {item.suite for item in past}
     by_id_only = len(report.suites) == 1 and len(baseline_suites) <= 1
@@ -262,11 +264,9 @@ def compare_with_baseline(
             "writes one), or check the suite paths and case ids")
 
     warnings = []
-    for key, now in (("namespace", report.namespace), ("embedder", report.embedder),
-                     ("reranker", report.reranker)):
-        then = getattr(baseline, key)
-        if isinstance(then, str) and then != now:
-            warnings.append(f"the baseline was run with {key} '{then}', this run with '{now}'")
+    if isinstance(baseline.namespace, str) and baseline.namespace != report.namespace:
+        warnings.append(f"the baseline was run with namespace '{baseline.namespace}', this "
+                        f"run with '{report.namespace}'")
     return BaselineDiff(
         source=source,
         rank_tolerance=rank_tolerance,
@@ -282,6 +282,35 @@ def compare_with_baseline(
         baseline_hit_rate=metrics.get("hitRate"),
         baseline_mrr=metrics.get("mrr"),
     )
+
+
+_RETRIEVER_KEYS = ("embedder", "fusion", "vectorWeight", "reranker")
+
+
+def _require_same_retriever(report: EvalReport, baseline: Baseline) -> None:
+    """Refuse to compare runs of two retrievers: a change of embedder, fusion or reranker
+    moves every rank, and would read as regressions and fixes of the docs. A baseline
+    from before reports named the whole retriever is compared on what it names."""
+    now = report.retriever.to_json() if report.retriever is not None else None
+    then = baseline.retriever if isinstance(baseline.retriever, dict) else None
+    if now is not None and then is not None:
+        differs = [key for key in _RETRIEVER_KEYS if key in then and then[key] != now[key]]
+    else:
+        differs = [key for key, old, new in (("embedder", baseline.embedder, report.embedder),
+                                             ("reranker", baseline.reranker, report.reranker))
+                   if isinstance(old, str) and old != new]
+    if not differs:
+        return
+    def shown(values: Mapping[str, Any] | None, fallback: Baseline | EvalReport) -> str:
+        if values is None:
+            values = {"embedder": fallback.embedder, "reranker": fallback.reranker}
+        return ", ".join(f"{key} {values.get(key)}" for key in differs)
+
+    raise InputError(
+        f"{baseline.source}: the baseline measured another retriever ({shown(then, baseline)}"
+        f"; this run: {shown(now, report)}), so its ranks and scores do not compare",
+        hint="save a baseline with this retriever (--save-baseline), or run with the "
+             "baseline's")
 
 
 def _same_suites(theirs: set[str], ours: Sequence[str]) -> dict[str, str]:

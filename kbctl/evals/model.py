@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbctl.evals.retriever import RetrieverPin
 from kbctl.results import MAX_K, MIN_K
 
 __all__ = ["DEFAULT_TOP_K", "MAX_K", "MIN_K", "Case", "Defaults", "Expect", "Suite"]
@@ -108,6 +109,7 @@ class Defaults:
     top_k: int = DEFAULT_TOP_K
     min_score: float | None = None
     filter: dict[str, str] = field(default_factory=dict)
+    retriever: RetrieverPin | None = None  # the retriever the suite was written for
 
 
 @dataclass(frozen=True)

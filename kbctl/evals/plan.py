@@ -13,6 +13,7 @@ from kbctl.errors import InputError
 from kbctl.evals.baseline import Baseline, check_tolerances, compare_with_baseline, load_baseline
 from kbctl.evals.model import Suite
 from kbctl.evals.outcome import EvalOutcome, judged
+from kbctl.evals.retriever import MeasuredRetriever, RetrieverPin
 from kbctl.evals.run import CaseResult, Retriever, run_suites
 from kbctl.evals.suite import load_suites
 from kbctl.evals.verdict import check_fail_on
@@ -25,6 +26,12 @@ class EvalPlan:
     rank_tolerance: int
     score_tolerance: float | None
     fail_on: str
+
+    @property
+    def pins(self) -> tuple[RetrieverPin, ...]:
+        """The retrievers the suites were written for (``defaults.retriever``)."""
+        return tuple(suite.defaults.retriever for suite in self.suites
+                     if suite.defaults.retriever is not None)
 
 
 def plan_eval(paths: Sequence[str | Path], *, baseline: str | Path | None = None,
@@ -72,11 +79,13 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def run_plan(plan: EvalPlan, retriever: Retriever, *, namespace: str, embedder: object,
-             reranker: object = "none", clock: Callable[[], float] = time.perf_counter,
+             reranker: object = "none", measured: MeasuredRetriever | None = None,
+             clock: Callable[[], float] = time.perf_counter,
              on_result: Callable[[CaseResult], None] | None = None) -> EvalOutcome:
     """Run the planned suites, compare with the baseline, judge once."""
     report = run_suites(plan.suites, retriever, namespace=namespace, embedder=embedder,
-                        reranker=reranker, clock=clock, on_result=on_result)
+                        reranker=reranker, measured=measured, clock=clock,
+                        on_result=on_result)
     diff = None
     if plan.baseline is not None:
         diff = compare_with_baseline(report, plan.baseline, rank_tolerance=plan.rank_tolerance,

@@ -8,6 +8,9 @@ the suite files, numbers are plain JSON numbers, absent values are ``null``::
     startedAt, durationMs       ISO-8601 UTC start, wall time of the whole run
     namespace, embedder         the KB namespace and the embedder identity string
     reranker                    the reranker identity string, "none" without one
+    retriever                   what was measured: {embedder, mode ("lexical" or
+                                "hybrid"), fusion, vectorWeight, reranker}; null from
+                                a caller that named only the embedder and reranker
     suites                      [{path, name, cases}] in run order (name = file stem)
     totals                      {total, passed, failed}; passed + failed == total
     metrics                     {hitRate, mrr, ndcg, recall, scoredCases, hits, byTag}:
@@ -144,6 +147,7 @@ def report_to_json(report: EvalReport, diff: BaselineDiff | None,
         "namespace": report.namespace,
         "embedder": report.embedder,
         "reranker": report.reranker,
+        "retriever": report.retriever.to_json() if report.retriever is not None else None,
         "suites": [{"path": path, "name": PurePosixPath(path).stem, "cases": counts.get(path, 0)}
                    for path in report.suites],
         "totals": {"total": report.total, "passed": report.passed, "failed": report.failed},

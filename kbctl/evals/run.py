@@ -18,6 +18,7 @@ from kbctl.evals.checks.min_score import format_pair
 from kbctl.evals.checks.source_includes import first_match_rank
 from kbctl.evals.metrics import Metrics, compute_metrics
 from kbctl.evals.model import Case, Suite
+from kbctl.evals.retriever import MeasuredRetriever
 from kbctl.results import Hit, QueryResult
 
 Retriever = Callable[[str, int, float | None, dict[str, str]], QueryResult]
@@ -80,6 +81,8 @@ class EvalReport:
     results: tuple[CaseResult, ...]
     metrics: Metrics
     reranker: str = "none"
+    # the whole retriever measured (fusion too); None from a caller that knows only names
+    retriever: MeasuredRetriever | None = None
 
     @property
     def total(self) -> int:
@@ -109,6 +112,7 @@ def run_suites(
     namespace: str,
     embedder: object,
     reranker: object = "none",
+    measured: MeasuredRetriever | None = None,
     clock: Callable[[], float] = time.perf_counter,
     now: Callable[[], datetime] = _utcnow,
     on_result: Callable[[CaseResult], None] | None = None,
@@ -116,8 +120,9 @@ def run_suites(
     """Run every case of every suite, one after another, in input order.
 
     ``embedder`` and ``reranker`` are recorded by their ``str()`` (an identity string or
-    object): a score means something else under another of either; ``on_result``
-    is called after each case (progress display).
+    object): a score means something else under another of either; ``measured`` is the
+    whole retriever, fusion included, for the report; ``on_result`` is called after each
+    case (progress display).
     """
     started_at = now().isoformat(timespec="seconds")
     run_start = clock()
@@ -145,6 +150,7 @@ def run_suites(
         results=tuple(results),
         metrics=compute_metrics(results),
         reranker=str(reranker),
+        retriever=measured,
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from kbctl.errors import SuiteError
 from kbctl.evals.checks import CHECKS
 from kbctl.evals.model import DEFAULT_TOP_K, MAX_K, MIN_K, Case, Defaults, Expect, Suite
+from kbctl.evals.retriever import RetrieverPin, pin_from_mapping, pin_problems
 from kbctl.linefile import LineDict, LoadError, load_json, load_yaml, read_capped, value_kind
 from kbctl.results import MAX_QUESTION_CHARS
 
@@ -34,7 +35,7 @@ SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 SUITE_VERSION = 1
 
 _TOP_KEYS = ("version", "defaults", "cases")
-_DEFAULT_KEYS = ("topK", "minScore", "filter")
+_DEFAULT_KEYS = ("topK", "minScore", "filter", "retriever")
 _CASE_KEYS = ("id", "question", "topK", "minScore", "filter", "tags", "expect")
 _MAX_REPORTED = 20
 
@@ -305,9 +306,28 @@ class _Validator:
         min_score = self.score(raw, "minScore", "", "defaults.minScore") \
             if "minScore" in raw else None
         filt = self.filter(raw, "", "defaults.filter")
-        if top_k is None or filt is None or ("minScore" in raw and min_score is None):
+        pin = self.retriever(raw) if "retriever" in raw else None
+        if top_k is None or filt is None or ("minScore" in raw and min_score is None) \
+                or ("retriever" in raw and pin is None):
             return None
-        return Defaults(top_k=top_k, min_score=min_score, filter=filt)
+        return Defaults(top_k=top_k, min_score=min_score, filter=filt, retriever=pin)
+
+    def retriever(self, raw: dict[Any, Any]) -> RetrieverPin | None:
+        """``defaults.retriever``: the retriever the suite was written for."""
+        value = raw["retriever"]
+        line = _line(raw, "retriever")
+        if not isinstance(value, dict):
+            self.add(line, "", "defaults.retriever",
+                     f"expected a mapping of {', '.join(('embedder', 'fusion', 'rerank'))}, "
+                     f"got {value_kind(value)}")
+            return None
+        problems = pin_problems(value)
+        for key, message in problems:
+            field = f"defaults.retriever.{key}" if key else "defaults.retriever"
+            self.add(_line(value, key) if key in value else line, "", field, message)
+        if problems:
+            return None
+        return pin_from_mapping(value, f"{self.path}:{line}" if line else self.path)
 
     def case(self, item: Any, index: int, defaults: Defaults | None, list_line: int | None,
              first_seen: dict[str, int | None]) -> Case | None:

@@ -56,18 +56,19 @@ class BraceIncludes:
 
 
 def expand_brace_includes(text: str, *, project: Path, settings: BraceIncludes,
-                          reads: list[Path] | None = None) -> str:
-    """The page ``text`` with its ``{! … !}`` includes in place; each file read is
-    appended to ``reads``, once."""
+                          reads: list[Path] | None = None, page: Path | None = None) -> str:
+    """The page ``text`` (of the file ``page``, which names the includes it cannot
+    resolve) with its ``{! … !}`` includes in place; each file read is appended to
+    ``reads``, once."""
     if "{!" not in text:
         return text
     files = IncludedFiles(project, [] if reads is None else reads)
-    expander = _Braces(files, project / settings.base_path, settings)
+    expander = _Braces(files, project / settings.base_path, settings, page)
     return "\n".join(expander.lines(text.split("\n"), None, ()))
 
 
 def expand_include_variants(text: str, *, project: Path,
-                            reads: list[Path] | None = None) -> str:
+                            reads: list[Path] | None = None, page: Path | None = None) -> str:
     """The page ``text`` with each ``{* … *}`` line shown as its listing."""
     if "{*" not in text:
         return text
@@ -80,6 +81,8 @@ def expand_include_variants(text: str, *, project: Path,
             out.append(line)
             continue
         content = files.read(normalized(project / tag[0]))
+        if content is None and page is not None:
+            files.unresolved(page, None, tag[0], normalized(project / tag[0]))
         if content is not None:
             ln = dict(_VARIANT_OPTION.findall(tag[-1] if len(tag) > 1 else "")).get("ln", "")
             out.extend(_listing(content, ln))
@@ -112,8 +115,10 @@ def _listing(content: str, ln: str) -> list[str]:
 
 
 class _Braces:
-    def __init__(self, files: IncludedFiles, base: Path, settings: BraceIncludes) -> None:
+    def __init__(self, files: IncludedFiles, base: Path, settings: BraceIncludes,
+                 page: Path | None = None) -> None:
         self.files = files
+        self.page = page
         self.base = base
         self.settings = settings
         self.mdx = settings.extension == MDX_INCLUDE
@@ -194,6 +199,11 @@ class _Braces:
         file = self._resolve(path, parent)
         lines = self._read(path, file, within)
         if lines is None:
+            including = parent or self.page
+            if including is not None and "://" not in path and file not in within:
+                self.files.unresolved(including, None, path, file,
+                                      None if len(within) < MAX_DEPTH
+                                      else f"nested more than {MAX_DEPTH} deep")
             return [], indent
         if rows is not None:
             lines = _mdx_rows(lines, rows)

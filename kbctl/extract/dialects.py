@@ -128,12 +128,14 @@ def _mkdocs(text: str, page: PageFile | None) -> str:
     if settings.get("macros"):
         text = liquid_to_markdown(text)
     if page is not None and settings.get("include_variants"):
-        text = expand_include_variants(text, project=page.project, reads=page.reads)
+        text = expand_include_variants(text, project=page.project, reads=page.reads,
+                                       page=page.path)
     if page is not None and (braces := settings.get("brace_includes")):
         text = expand_brace_includes(text, project=page.project, reads=page.reads,
-                                     settings=BraceIncludes(**braces))
+                                     settings=BraceIncludes(**braces), page=page.path)
     if page is not None and (snippets := settings.get("snippets")):
-        text = expand_snippets(text, project=page.project, reads=page.reads, **snippets)
+        text = expand_snippets(text, project=page.project, reads=page.reads,
+                               page=page.path, **snippets)
     if settings.get("math"):
         text = math_fenced(text, amsmath=True)
     if settings.get("abbr"):

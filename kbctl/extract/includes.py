@@ -17,15 +17,18 @@ named a hundred thousand times for one line of it read as often.
 A file outside the project that a page names is left out without a word from the dialect;
 ``outside_project`` collects them for whoever reads the page (the files source says so in
 its report: a docs folder copied out of its repository loses what it takes in from
-above).
+above). An include that names a file the project does not have (or one it may not read)
+is left out too, never shown as its directive; ``unresolved_includes`` collects each one,
+with the file and line that wrote it, for the ingest report.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -33,6 +36,46 @@ from ..projectfiles import is_regular, read_config_text, repository_top
 
 MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 _OUTSIDE: ContextVar[set[Path] | None] = ContextVar("kbctl_outside_includes", default=None)
+# Unresolved includes kept per page, at most: a generated page of 10,000 broken includes
+# reports the first ones and a count.
+MAX_UNRESOLVED = 100
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """An include left out of a page: the file and line (1-based) that wrote it, the
+    target as written, and why it was not read."""
+
+    file: Path
+    line: int
+    target: str
+    reason: str
+
+
+class _Unresolved(list):  # type: ignore[type-arg]
+    """The unresolved includes of the pages read in one block, and how many past the cap."""
+
+    more = 0
+
+
+_UNRESOLVED: ContextVar[_Unresolved | None] = ContextVar("kbctl_unresolved_includes",
+                                                         default=None)
+
+
+@contextmanager
+def unresolved_includes() -> Iterator[_Unresolved]:
+    """The includes the pages read in this block could not resolve (``Unresolved``)."""
+    found = _Unresolved()
+    token = _UNRESOLVED.set(found)
+    try:
+        yield found
+    finally:
+        _UNRESOLVED.reset(token)
+
+
+def line_at(text: str, offset: int) -> int:
+    """The 1-based line of ``text`` that holds the character at ``offset``."""
+    return text.count("\n", 0, offset) + 1
 
 
 @contextmanager
@@ -55,6 +98,53 @@ class IncludedFiles:
         self.reads = reads
         self.budget = MAX_INCLUDED_CHARS
         self._files: dict[Path, str | None] = {}
+        self._pages: dict[Path, str] = {}  # pages read again to find a failed include's line
+
+    def unresolved(self, file: Path, line: int | Callable[[], int] | None, target: str,
+                   path: Path | None, reason: str | None = None) -> None:
+        """Record that the include of ``target`` at ``file``:``line`` was left out;
+        ``path`` is the file it names (None: a target that names no file). ``line`` may be
+        a function, called only when the include is recorded (a page of 100,000 failed
+        includes counts no lines past the cap); None: the first line of ``file`` that
+        names ``target`` (0 when none does). A file outside the project is not recorded
+        here: ``outside_project`` names those."""
+        found = _UNRESOLVED.get()
+        if found is None:
+            return
+        if path is not None and _outside_known(path):
+            return
+        if len(found) >= MAX_UNRESOLVED:
+            found.more += 1
+            return
+        if line is None:
+            line = self._line_naming(file, target)
+        elif callable(line):
+            line = line()
+        found.append(Unresolved(file, line, target, reason or self._why(path)))
+
+    def _line_naming(self, file: Path, target: str) -> int:
+        key = normalized(file)
+        text = self._files.get(key)
+        if text is None:  # the page itself: read once, for its first few failed includes
+            text = self._pages.get(key)
+            if text is None:
+                text = self._pages[key] = read_config_text(file) or ""
+        at = text.find(target) if target else -1
+        return line_at(text, at) if at >= 0 else 0
+
+    def _why(self, path: Path | None) -> str:
+        if path is None:
+            return "names no file"
+        key = normalized(path)
+        if key in self._files and self._files[key] is not None:
+            return "over the size a page may take in"
+        try:
+            exists = path.exists()
+        except (OSError, ValueError):
+            exists = False
+        if not exists:
+            return "no such file"
+        return "not a file of the project kbctl may read (hidden, or unreadable)"
 
     def read(self, path: Path) -> str | None:
         """The file's text, taken from the page's budget; None when it is not the
@@ -93,6 +183,11 @@ class IncludedFiles:
             return False
         self.budget -= len(text)
         return True
+
+
+def _outside_known(path: Path) -> bool:
+    outside = _OUTSIDE.get()
+    return outside is not None and path in outside
 
 
 def normalized(path: Path) -> Path:

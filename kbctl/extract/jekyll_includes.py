@@ -45,6 +45,8 @@ class _Includes:
             path = normalized((self.folder if name == "include" else file.parent) / written)
             content = self.files.read(path) if path not in within else None
             if content is None:
+                if path not in within:
+                    self.files.unresolved(file, None, written, path)
                 return None
             given = named_values(rest)
             content = _PARAMETER.sub(lambda m: given.get(m.group(1), ""), content)

@@ -10,8 +10,9 @@ a ``rust`` fence (``rust,editable``). ``{{#title …}}`` shows nothing;
 ``\\{{#include x}}`` shows as written.
 
 Files are read under ``includes``' rules (the project's own only, each once, a budget
-per page); a link to a file that cannot be read is left as it is, as mdBook leaves a link
-it cannot follow. Included files are expanded in turn, ten levels deep at most.
+per page); a link to a file that cannot be read shows nothing and is reported
+(``includes.unresolved_includes``): mdBook would stop the build, and the directive's text
+is no passage of the book. Included files are expanded in turn, ten levels deep at most.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .includes import IncludedFiles
+from .includes import IncludedFiles, line_at
 
 _LINK = re.compile(r"\\\{\{#[^{}]*\}\}|\{\{\s*#([A-Za-z0-9_]+)\s*([^{}]*)\}\}")
 _INCLUDES = frozenset({"include", "rustdoc_include", "playground", "playpen"})
@@ -33,10 +34,12 @@ def expand_links(text: str, *, page: Path, project: Path, reads: list[Path] | No
     file read is appended to ``reads``, once."""
     if "{{" not in text:
         return text
-    return _expand(text, page.parent, 0, IncludedFiles(project, [] if reads is None else reads))
+    return _expand(text, page, 0, IncludedFiles(project, [] if reads is None else reads))
 
 
-def _expand(text: str, folder: Path, depth: int, files: IncludedFiles) -> str:
+def _expand(text: str, page: Path, depth: int, files: IncludedFiles) -> str:
+    folder = page.parent
+
     def replace(match: re.Match[str]) -> str:
         written = match.group(0)
         if written.startswith("\\"):
@@ -44,14 +47,18 @@ def _expand(text: str, folder: Path, depth: int, files: IncludedFiles) -> str:
         kind, args = match.group(1), match.group(2).strip()
         if kind == "title":
             return ""
-        if kind not in _INCLUDES or depth >= MAX_DEPTH or not args:
+        if kind not in _INCLUDES:
             return written
-        name, _, selector = args.split()[0].partition(":")
+        name, _, selector = args.split()[0].partition(":") if args else ("", "", "")
         path = folder / name
-        text = files.read(path) if name else None
+        text = files.read(path) if name and depth < MAX_DEPTH else None
         if text is None:
-            return written
-        content = _expand(_part(text, selector), path.parent, depth + 1, files)
+            files.unresolved(page, lambda: line_at(match.string, match.start()), name or written,
+                             path if name else None,
+                             f"nested more than {MAX_DEPTH} deep" if name and depth >= MAX_DEPTH
+                             else None)
+            return ""
+        content = _expand(_part(text, selector), path, depth + 1, files)
         if kind in ("playground", "playpen"):  # a listing of its own, as mdBook writes it
             info = ",".join(["rust", *args.split()[1:]])
             return f"```{info}\n{content.rstrip(chr(10))}\n```\n"

@@ -73,6 +73,8 @@ class _Partials:
         """The partial at the end of ``chain`` (the files that led to it), expanded."""
         if chain not in self.expanded:
             text = self.files.read(chain[-1]) if len(chain) <= MAX_DEPTH + 1 else None
+            if text is None and len(chain) > 1:
+                self.files.unresolved(chain[-2], None, chain[-1].name, chain[-1])
             if text is not None:
                 text = without_front_matter(text)
                 text = self.expand(text, chain[-1], chain)

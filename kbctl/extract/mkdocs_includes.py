@@ -45,6 +45,7 @@ def _expand(text: str, file: Path, files: IncludedFiles, within: tuple[Path, ...
             return ""
         content = files.read(path)
         if content is None:
+            files.unresolved(file, None, m.group(3).strip(), path)  # lines as on disk
             return ""
         options = named_arguments(m.group(4))
         if m.group(1):  # include-markdown: a part, its headings moved, expanded in turn

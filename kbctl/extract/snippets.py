@@ -38,9 +38,10 @@ MAX_DEPTH = 10
 
 def expand_snippets(text: str, *, project: Path, base_path: Sequence[str] = (".",),
                     auto_append: Sequence[str] = (), restrict_base_path: bool = True,
-                    reads: list[Path] | None = None) -> str:
-    """The page ``text`` with its snippets expanded (see above), with the extension's
-    settings of those names; each file read is appended to ``reads``, once."""
+                    reads: list[Path] | None = None, page: Path | None = None) -> str:
+    """The page ``text`` (of the file ``page``, which names the snippets it cannot
+    find) with its snippets expanded (see above), with the extension's settings of those
+    names; each file read is appended to ``reads``, once."""
     lines = text.split("\n")
     if auto_append:
         lines += ["", "", "-8<-", *"\n\n".join(auto_append).split("\n"), "-8<-", ""]
@@ -48,13 +49,15 @@ def expand_snippets(text: str, *, project: Path, base_path: Sequence[str] = ("."
         return text
     files = IncludedFiles(project, [] if reads is None else reads)
     bases = [project / base for base in base_path]
-    return "\n".join(_Snippets(files, bases, restrict_base_path).expand(lines, (),
-                                                                       section=False))
+    return "\n".join(_Snippets(files, bases, restrict_base_path, page).expand(
+        lines, (), section=False))
 
 
 class _Snippets:
-    def __init__(self, files: IncludedFiles, bases: Sequence[Path], restrict: bool) -> None:
+    def __init__(self, files: IncludedFiles, bases: Sequence[Path], restrict: bool,
+                 page: Path | None = None) -> None:
         self.files = files
+        self.page = page
         self.bases = bases
         self.restrict = restrict
         self.found: dict[str, Path | None] = {}
@@ -92,6 +95,13 @@ class _Snippets:
     def _included(self, name: str, indent: str, within: tuple[Path, ...]) -> list[str]:
         path, ranges, section = _target(name)
         found = self._find(path) if path and len(within) < MAX_DEPTH else None
+        if found is None and path and "://" not in path:
+            including = within[-1] if within else self.page
+            if including is not None:
+                self.files.unresolved(including, None, path, None,
+                                      "no such file in the snippets' base_path"
+                                      if len(within) < MAX_DEPTH
+                                      else f"nested more than {MAX_DEPTH} deep")
         if found is None or found[0] in within:
             return []
         file, text = found

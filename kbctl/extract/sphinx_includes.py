@@ -83,6 +83,7 @@ class SphinxIncludes:
             return None
         text = self.files.read(path)
         if text is None:
+            self.files.unresolved(including, None, written, path)
             return None
         self._parent[path] = chain[0]
         return path, text

@@ -113,6 +113,8 @@ class _Includes:
             return comment  # a file inside itself: left as written
         text = self.files.read(path) if len(within) <= MAX_DEPTH else None
         if text is None:
+            self.files.unresolved(file, None, written, path, None if len(within) <= MAX_DEPTH
+                                  else f"nested more than {MAX_DEPTH} deep")
             return ""
         if path.suffix == ".md" and (region or not range_):
             text = without_front_matter(text)
@@ -166,6 +168,7 @@ class _Includes:
         path = self._path(written.strip(), page)
         text = self.files.read(path)
         if text is None:
+            self.files.unresolved(page, None, written.strip(), path)
             return []
         lines = text.split("\n")
         if region:

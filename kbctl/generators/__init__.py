@@ -61,8 +61,14 @@ _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096
 _NOT_PROJECTS = frozenset({"node_modules", "__pycache__", "site-packages"})
 AUTO = "auto"
+# Layouts read without their marker file. mdBook's is applied: a SUMMARY.md linking its
+# chapters is the book's own table of contents. The others are only named, with what they
+# would cite: a docs/ folder, a conf.py or a sidebars file one level down say less.
+_GUESSED = ("mdbook",)
+_HINTED = ("sphinx", "docusaurus", "mkdocs")
 
-__all__ = ["AUTO", "GENERATORS", "HeadingIds", "Site", "detect_site", "resolve_site"]
+__all__ = ["AUTO", "GENERATORS", "HeadingIds", "Site", "detect_site", "likely_site",
+           "resolve_site"]
 
 
 def check_name(name: str) -> str:
@@ -150,15 +156,34 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
     gives, if one is found) or the detected one; the plain rule when nothing matches."""
     name = check_name(name or AUTO)
     if name == AUTO:
-        return detect_site(root) or GENERATORS["plain"].default_site(root.resolve())
+        return (detect_site(root) or _guess(root.resolve(), _GUESSED)
+                or GENERATORS["plain"].default_site(root.resolve()))
     generator = GENERATORS[name]
     for folder in _folders_up(root):
         site = _detect(name, folder)
         if site is not None:
             return replace(site, generator=name, named=True)
     site = _beside(root, (name,))
-    return (replace(site, generator=name, named=True) if site
-            else generator.default_site(root.resolve()))
+    if site is not None:
+        return replace(site, generator=name, named=True)
+    return _guess(root.resolve(), (name,)) or generator.default_site(root.resolve())
+
+
+def _guess(root: Path, names: tuple[str, ...]) -> Site | None:
+    """The site of the first of ``names`` whose layout ``root`` has without its marker."""
+    for name in names:
+        guess = getattr(GENERATORS[name], "guess", None)
+        site = guess(root) if guess is not None else None
+        if site is not None:
+            return site
+    return None
+
+
+def likely_site(root: Path) -> Site | None:
+    """The generator ``root`` looks like it is built with although no marker says so (a
+    Sphinx ``conf.py`` one level down, Docusaurus' ``docs/`` and ``sidebars.js``,
+    MkDocs' ``docs/``): named to whoever reads it with the plain rule, never applied."""
+    return _guess(root.resolve(), _HINTED)
 
 
 def page_path(site: Site, path: Path, front_matter: Mapping[str, Any] | None = None

@@ -55,7 +55,9 @@ class Site:
 
     def describe(self) -> str:
         if self.marker is None:
-            how = "chosen"
+            guessed = self.settings.get("guessed")
+            how = (f"assumed with no {self.generator} config file: {guessed}" if guessed
+                   else "chosen")
         else:
             how = f"as asked, with the settings of {self.marker}" if self.named else (
                 f"detected from {self.marker}")

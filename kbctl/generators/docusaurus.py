@@ -151,6 +151,16 @@ class Docusaurus:
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"routeBasePath": "docs", "trailingSlash": None})
 
+    def guess(self, folder: Path) -> Site | None:
+        """A ``docs/`` folder beside a ``sidebars`` file, without the site's config."""
+        sidebars = next((folder / f"sidebars{ext}" for ext in (".js", ".ts", ".json")
+                         if (folder / f"sidebars{ext}").is_file()), None)
+        if sidebars is None or not (folder / "docs").is_dir():
+            return None
+        site = self.default_site(folder)
+        return Site(self.name, site.content, None, {
+            **site.settings, "guessed": f"{folder / 'docs'} beside {sidebars.name}"})
+
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         settings = site.settings
         locale, route, version = "", settings.get("routeBasePath", "docs"), ""

@@ -49,7 +49,21 @@ class MdBook:
         return Site(self.name, content, marker, {"src": src, **_summary(content)})
 
     def default_site(self, root: Path) -> Site:
-        return Site(self.name, root, None, _summary(root))
+        """No ``book.toml``: the book's default layout, chapters in ``src/`` when ``root``
+        holds that folder and no ``SUMMARY.md`` of its own."""
+        content = root / "src" if _is_book_folder(root / "src") and not (
+            root / "SUMMARY.md").is_file() else root
+        return Site(self.name, content, None, _summary(content))
+
+    def guess(self, folder: Path) -> Site | None:
+        """A book without its ``book.toml`` (a checkout of its sources alone): a
+        ``SUMMARY.md`` linking chapters, in ``folder`` or in its ``src/``."""
+        for content in (folder, folder / "src"):
+            settings = _summary(content)
+            if settings["chapters"]:
+                return Site(self.name, content, None, {
+                    **settings, "guessed": f"{content / 'SUMMARY.md'} links its chapters"})
+        return None
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         chapters = site.settings.get("chapters")
@@ -68,6 +82,10 @@ class MdBook:
 
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(id_from_content, empty="section", reserve_explicit=False)
+
+
+def _is_book_folder(folder: Path) -> bool:
+    return (folder / "SUMMARY.md").is_file()
 
 
 def _summary(content: Path) -> dict[str, Any]:

@@ -216,6 +216,14 @@ class MkDocs:
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"use_directory_urls": True})
 
+    def guess(self, folder: Path) -> Site | None:
+        """MkDocs' default ``docs/`` with its home page, without ``mkdocs.yml``."""
+        docs = folder / "docs"
+        if not (docs / "index.md").is_file():
+            return None
+        return Site(self.name, docs, None, {"use_directory_urls": True,
+                                            "guessed": f"{docs / 'index.md'}"})
+
     def _site(self, folder: Path, marker: Path, config: Mapping[str, Any]) -> Site:
         docs_dir = config.get("docs_dir") if isinstance(config.get("docs_dir"), str) else "docs"
         extensions = _extensions(config)

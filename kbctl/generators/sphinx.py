@@ -160,6 +160,14 @@ class Sphinx:
     def default_site(self, root: Path) -> Site:
         return Site(self.name, root, None, {"html_file_suffix": ".html"})
 
+    def guess(self, folder: Path) -> Site | None:
+        """The project whose ``conf.py`` lies one level down, in ``docs/`` or ``doc/``."""
+        for child in ("docs", "doc"):
+            site = self.detect(folder / child) if (folder / child).is_dir() else None
+            if site is not None:
+                return site
+        return None
+
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         if site.marker is not None and any(p.startswith(("_", ".")) for p in rel.parts[:-1]):
             return None  # _build, _static, _templates: not sources

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from ..config import Settings
 from ..embed.base import Embedder
-from ..errors import EnvironmentFailure, InputError
+from ..errors import EnvironmentFailure, InputError, KbctlError
 from ..evals import CaseResult, Retriever, parse_suite, run_suites
 from ..evals.model import DEFAULT_TOP_K
+from ..evals.retriever import MeasuredRetriever
 from ..net.endpoint import public_endpoint
 from ..rerank.base import Reranker
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
@@ -32,6 +33,7 @@ from ..wiring import (
     resolve_embedder,
     resolve_reranker,
 )
+from . import pinning
 from .cached_embedder import with_cache
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .forget import ForgetReport, forget
@@ -132,6 +134,7 @@ def evaluate(
     fail_on: str = "any",
     on_result: Callable[[CaseResult], None] | None = None,
     reports: Mapping[str, str | Path | None] | None = None,
+    retriever: str | None = None,
 ) -> EvalOutcome:
     """Run eval suites against the configured namespace and judge them.
 
@@ -140,13 +143,26 @@ def evaluate(
     (no API key, embedder or database unreachable) before any retrieval has succeeded ends
     the run with that error (exit 3): it says nothing about retrieval quality. Once a
     retrieval has worked, a failure fails its case only.
+
+    The retriever the gate was written for (the suites' ``defaults.retriever``, kbctl.yaml's
+    ``eval.retriever``, ``retriever`` as ``--retriever`` spells it) must be the one measured:
+    another, or one that cannot run here, is refused (exit 2) before any case runs.
     """
     plan = plan_eval(suites, baseline=baseline, rank_tolerance=rank_tolerance,
                      score_tolerance=score_tolerance, fail_on=fail_on, reports=reports)
+    pins = pinning.collect(plan.pins, settings.eval_retriever, retriever)
     with open_store(settings, existing=True) as store:
-        embedder = resolve_embedder(store, settings, writing=False)
-        reranker = resolve_reranker(store, settings)
+        try:
+            embedder = resolve_embedder(store, settings, writing=False)
+            reranker = resolve_reranker(store, settings)
+        except KbctlError as exc:
+            raise pinning.unavailable(pins, exc) from None
         _require_chunks(store, settings.namespace)
+        measured = MeasuredRetriever(
+            embedder=str(embedder.identity) if embedder is not None else "none",
+            fusion=settings.fusion, vector_weight=settings.vector_weight,
+            reranker=str(reranker.identity) if reranker is not None else "none")
+        pinning.require(pins, measured)
         worked = False
 
         plain = _retriever(store, settings, embedder, reranker)
@@ -168,10 +184,10 @@ def evaluate(
                 plan, retriever, namespace=settings.namespace,
                 embedder=embedder.identity if embedder is not None else "none",
                 reranker=reranker.identity if reranker is not None else "none",
-                on_result=on_result,
+                measured=measured, on_result=on_result,
             )
         except _BrokenFromStart as broken:
-            raise broken.error from None
+            raise pinning.unavailable(pins, broken.error) from None
 
 
 @dataclass(frozen=True)

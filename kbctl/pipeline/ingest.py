@@ -88,6 +88,8 @@ class SourceFailure:
 
 
 GUARD_NOTE = "mass-delete guard"
+# Unresolved includes listed in a report, at most (each page's note counts them all).
+MAX_UNRESOLVED_REPORTED = 1000
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,9 @@ class IngestReport:
         default_factory=lambda: {"added": [], "updated": [], "deleted": []})
     errors: list[SourceFailure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # each include a page names that could not be resolved: its page, file, line, target
+    # and why (at most MAX_UNRESOLVED_REPORTED; the notes say how many in all)
+    unresolved_includes: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     __json_properties__ = ("ok",)
@@ -647,6 +652,8 @@ class _Writer:
             self.progress(ProgressEvent("skipped", ref=ref))
             return
         assert loaded.document is not None
+        room = MAX_UNRESOLVED_REPORTED - len(self.report.unresolved_includes)
+        self.report.unresolved_includes += [{"page": ref, **u} for u in loaded.unresolved[:room]]
         if loaded.note:  # something the page holds was left out of it
             self.report.notes.append(loaded.note)
             self.progress(ProgressEvent("note", message=loaded.note))

@@ -5,6 +5,7 @@ share. Pure functions of the report; the files a CI runner reads are written by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -64,8 +65,9 @@ def eval_table(report: EvalReport, diff: BaselineDiff | None = None) -> Table:
     return table
 
 
-def eval_console(outcome: EvalOutcome) -> RenderableType:
-    """The table plus totals, metrics, baseline changes and the verdict."""
+def eval_console(outcome: EvalOutcome, *, verbose: bool = False) -> RenderableType:
+    """The table plus totals, metrics, baseline changes and the verdict; ``verbose``
+    names every case a baseline change holds, not only the first few."""
     report, diff, verdict = outcome.report, outcome.diff, outcome.verdict
     metrics = report.metrics
     parts: list[RenderableType] = [eval_table(report, diff)]
@@ -74,6 +76,8 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         f"{metrics_text(metrics)} · {report.duration_ms / 1000:.2f} s"
     )
     parts.append(summary)
+    if report.retriever is not None:
+        parts.append(Text(plain(f"retriever: {report.retriever.describe()}"), style="dim"))
     parts += [Text(plain(f"  tag {tag} ({m.scored} case{'' if m.scored == 1 else 's'}): "
                          f"{metrics_text(m)}"), style="dim") for tag, m in metrics.by_tag]
     unchecked = [case_label(report, r.case.suite, r.case.id)
@@ -89,8 +93,7 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
         for word, refs in (("fixed", diff.fixed), ("added", diff.added),
                            ("removed", diff.removed), ("edited", diff.changed)):
             if refs:
-                names = ", ".join(case_label(report, r.suite, r.id) for r in refs)
-                changes.append(f"{word}: {names}")
+                changes.append(f"{word}: {_named(report, refs, verbose)}")
         parts.append(Text(plain(f"vs {diff.source}: " + " · ".join(changes))))
         parts += [Text(plain(f"warning: {w}"), style="yellow") for w in diff.warnings]
     parts.append(Text(plain(("PASS: " if verdict.passed else "FAIL: ") + verdict.reason),
@@ -98,8 +101,24 @@ def eval_console(outcome: EvalOutcome) -> RenderableType:
     return Group(*parts)
 
 
-def _table(outcome: EvalOutcome, **options: Any) -> Rendered:
-    return Rendered.stdout(eval_console(outcome))
+# Cases a baseline comparison names per kind of change; past it, a count (the JSON
+# report's ``diff`` lists every one).
+MAX_NAMED_CHANGES = 5
+
+
+def _named(report: EvalReport, refs: Sequence[Any], verbose: bool = False) -> str:
+    """The cases of one kind of change, the first few by name: a suite that grew by a
+    hundred cases printed a hundred ids on one line."""
+    labels = [case_label(report, r.suite, r.id) for r in refs]
+    if len(labels) <= MAX_NAMED_CHANGES or verbose:
+        return ", ".join(labels)
+    return (f"{len(labels)} cases ({', '.join(labels[:MAX_NAMED_CHANGES - 2])} and "
+            f"{len(labels) - MAX_NAMED_CHANGES + 2} more; --verbose or --json lists them "
+            f"all)")
+
+
+def _table(outcome: EvalOutcome, *, verbose: bool = False, **options: Any) -> Rendered:
+    return Rendered.stdout(eval_console(outcome, verbose=verbose))
 
 
 def _junit(outcome: EvalOutcome, **options: Any) -> Rendered:

@@ -26,7 +26,9 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "unmatched": list(result.unmatched),
         "synonyms": {used: list(added) for used, added in result.related.items()},
         "searchable": result.searchable,
-        "empty": result.empty,
+        # the namespace holds no chunk at all (not: this query found nothing)
+        "namespaceEmpty": result.empty,
+        "empty": result.empty,  # the same, under its former name (deprecated)
         "filters": result.filters,
         "minScore": result.min_score,
         # the best score --min-score cut (None when it cut nothing, or nothing was found)

@@ -20,6 +20,7 @@ from kbctl.embed.local import (
     find_onnx,
     load_options,
     looks_like_path,
+    quiet_fastembed,
 )
 from kbctl.errors import ConfigError, RerankerError
 from kbctl.rerank.base import RerankerIdentity, sigmoid
@@ -90,8 +91,9 @@ class LocalReranker:
     def _load(self) -> Any:
         with self._lock:
             if self._engine is None:
-                self._engine = (self._load_folder() if self.folder is not None
-                                else self._load_named())
+                with quiet_fastembed():
+                    self._engine = (self._load_folder() if self.folder is not None
+                                    else self._load_named())
             return self._engine
 
     def _load_named(self) -> Any:

@@ -107,6 +107,9 @@ class Loaded:
     meta: dict[str, Any] = field(default_factory=dict)
     dropped: str | None = None
     note: str = ""
+    # includes the page names that could not be resolved and were left out of its text:
+    # {"file", "line", "target", "reason"} each, for the report
+    unresolved: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

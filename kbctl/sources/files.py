@@ -14,9 +14,11 @@ each other, instead of one silently replacing the other.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import errno
 import fnmatch
 import glob
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,7 +32,7 @@ from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
 from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_html, page_markdown
-from ..extract.includes import outside_project
+from ..extract.includes import Unresolved, outside_project, unresolved_includes
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
 from ..extract.sphinx_includes import SphinxIncludes
@@ -42,6 +44,7 @@ from ..generators import (
     Site,
     expiry,
     heading_ids,
+    likely_site,
     page_path,
     page_title,
     resolve_site,
@@ -107,8 +110,9 @@ class FilesOptions(SourceOptions):
 
     @classmethod
     def check_present(cls, target: str) -> None:
+        """Asked before a first ingest: a missing folder there is a mistyped path."""
         if not is_folder(split_root(target)[0]):
-            raise _missing_root(target)
+            raise _missing_root(target, recorded=False)
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,8 @@ class FilesSource:
                          f"{_printable(root)}, e.g. 'drafts/*')")
         if site.generator != "plain":
             notes.insert(0, f"files {spec.target}: generator {site.describe()}")
+        elif options.generator == AUTO and leaves:
+            notes[:0] = _likely_note(spec.target, leaves, real_root, options)
         if unpublished:
             notes.append(f"files {spec.target}: {unpublished} file(s) that {site.generator} "
                          f"does not publish as pages were skipped")
@@ -262,7 +268,7 @@ class FilesSource:
                                    "--ignore-noindex keeps such pages)")
         # dropped here, and said: the markdown reader would make a NUL U+FFFD, unsaid
         text, removed = drop_bad_chars(decode_text(data, source=str(path)))
-        with outside_project() as outside:
+        with outside_project() as outside, unresolved_includes() as missing:
             doc = _document(leaf, file, text, stamp)
         if doc is None:
             return Loaded(leaf=leaf, dropped="not a page",
@@ -270,9 +276,37 @@ class FilesSource:
                                "(its front matter or the site's config leaves it out), "
                                "skipped")
         bad = dropped_note(_printable(path), removed) if removed else ""
-        notes = [n for n in (bad, _left_out(path, outside), _stub_note(path, file.site, text))
-                 if n]
-        return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes))
+        notes = [n for n in (bad, _left_out(path, outside), _unresolved_note(path, missing),
+                             _stub_note(path, file.site, text)) if n]
+        return Loaded(leaf=leaf, document=doc, meta=stamp, note="; ".join(notes),
+                      unresolved=tuple({"file": _printable(m.file), "line": m.line,
+                                        "target": m.target, "reason": m.reason}
+                                       for m in missing))
+
+
+def _likely_note(target: str, leaves: Sequence[Leaf], real_root: Path,
+                 options: FilesOptions) -> list[str]:
+    """The warning for a folder read with the plain rule that looks like a generator's
+    project (``likely_site``): what it cites now and what that generator would cite, said
+    as the run starts, before a knowledge base fills with addresses the site never had."""
+    likely = likely_site(real_root)
+    if likely is None:
+        return []
+    for leaf in leaves:
+        file: _File = leaf.hint
+        try:
+            page = page_path(likely, file.published)
+        except SourceError:
+            continue
+        if page is None:
+            continue
+        base = options.base_url.rstrip("/") + "/" if options.base_url else ""
+        evidence = likely.settings.get("guessed") or str(likely.marker)
+        return [f"files {target}: warning: no docs generator's config found, so pages are "
+                f"cited by their paths (plain rule: {leaf.url}); this looks like a "
+                f"{likely.generator} project ({evidence}): `--generator {likely.generator}` "
+                f"would cite {base}{page}"]
+    return []
 
 
 def _published_elsewhere(site: Site, real_root: Path) -> list[Path]:
@@ -316,6 +350,19 @@ def _left_out(path: Path, outside: set[Path]) -> str:
             f"checkout to take them in")
 
 
+def _unresolved_note(path: Path, missing: Sequence[Unresolved]) -> str:
+    """The note for a page whose includes could not all be resolved, or none: each was
+    left out of its text (listed whole in the report's ``unresolved_includes``)."""
+    if not missing:
+        return ""
+    count = len(missing) + getattr(missing, "more", 0)
+    named = first_few([f"{_printable(m.file) if m.file != path else 'line'}"
+                       f"{':' if m.file != path else ' '}{m.line} {m.target} ({m.reason})"
+                       for m in missing])
+    return (f"{_printable(path)}: left out {count} include(s) that could not be resolved: "
+            f"{named}")
+
+
 def _not_a_regular_file(path: Path) -> str | None:
     """Why ``path`` is skipped (a symlink loop, a broken link, a FIFO...), or None."""
     try:
@@ -331,20 +378,39 @@ def _not_a_regular_file(path: Path) -> str | None:
     return None
 
 
-def _missing_root(target: str) -> InputError:
-    """A target whose folder is not there; a relative one says where it was looked for,
-    since a recorded definition is read from wherever resync runs (a cron job's home)."""
+def _missing_root(target: str, *, recorded: bool = True) -> InputError:
+    """A target whose folder is not there; a relative one says where it was looked for.
+    A ``recorded`` definition (resync) is read from wherever it runs (a cron job's home),
+    so its hint is about that; a first ingest's is about the path as typed."""
     message = f"files source: {target} is not a file, a directory or a glob whose folder exists"
     if Path(target).is_absolute():
-        return InputError(message)
+        return InputError(message, hint=None if recorded else "check the path")
     try:
-        where = f"looked for in {_printable(Path.cwd())}"
+        cwd = Path.cwd()
+        where = f"looked for in {_printable(cwd)}"
     except OSError:
-        where = "the current directory no longer exists"
+        cwd, where = None, "the current directory no longer exists"
+    if not recorded:
+        near = _near_name(cwd, target) if cwd is not None else None
+        return InputError(f"{message} ({where})",
+                          hint=f"did you mean {near}?" if near else
+                          "check the path: a relative path is read from the current directory")
     return InputError(f"{message} ({where})",
                       hint="a relative path is read from the current directory: run from "
                            "the folder it was ingested in (cron: `cd` there first), or "
                            "ingest it with an absolute path")
+
+
+def _near_name(cwd: Path, target: str) -> str | None:
+    """A folder of ``cwd`` whose name is close to the first part of ``target``."""
+    first = PurePosixPath(target).parts[0] if PurePosixPath(target).parts else ""
+    try:
+        with os.scandir(cwd) as entries:
+            names = [e.name for e in itertools.islice(entries, 1000) if e.is_dir()]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(first, names, n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def _printable(path: Path | str) -> str:

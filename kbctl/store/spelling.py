@@ -17,6 +17,14 @@ The rules are the usual ones of typo-tolerant search (Lucene's fuzzy query, Meil
 - the first letter is taken as typed, which keeps the candidates to one range of the
   vocabulary's index (Lucene's ``prefix_length`` of 1);
 - the nearest candidate wins, and among equally near ones the most widely used.
+
+Stems alone miss a one-letter slip that changes how a word stems: ``iterater`` stems to
+``iterat``, two edits from ``iter`` (``iterator``). So a word is first read as typed: each
+spelling one edit away from it (a letter deleted, inserted, replaced, or two neighbours
+swapped, anywhere in the word) is stemmed as the index stems it, and a stem the corpus
+uses is the correction; among several, the most widely used wins, then the nearest to
+the typed stem. Every one-edit misspelling of a word the corpus uses is corrected that way; the
+stem comparison above then catches what is further off.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ MAX_UNMATCHED = 20
 MAX_UNKNOWN = 200
 # What a correction may be: a plain word (not an identifier, option or number).
 _WORD = re.compile(r"[^\W\d_]+")
+# Words longer than this are not read as typed (their variants grow with their length);
+# the stem comparison still corrects them.
+MAX_VARIANT_CHARS = 24
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 # The query's word tokens and their stems, first seen first (PostgreSQL's own parser and
 # dictionaries, so they are the lexemes ``to_tsvector`` indexes); stop words have no stem
@@ -107,7 +119,14 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
     text = query.text
     unknown = [(token, stem) for token, stem in cur.execute(
         unknown_sql(known), {**params, "config": TEXT_CONFIG, "text": text}).fetchall()]
-    to_correct = [(t, s) for t, s in unknown if correct and correctable(s)][:MAX_WORDS]
+    # a word is read as typed when its stem is long enough, or it is itself longer than
+    # MIN_CHARS ("oterator" stems to "oter"; "worse", to "wors", is a word of its own,
+    # one edit from "words"), and compared by stem when its stem is long enough
+    candidates = [(t, s) for t, s in unknown if correct and (
+        correctable(s) or (len(t) > MIN_CHARS and correctable(t.lower())))][:MAX_WORDS]
+    typed = one_edit_corrections(cur, [t for t, _ in candidates], known=known, words=words,
+                                 params=params)
+    to_correct = [(t, s) for t, s in candidates if correctable(s)]
     meant: dict[str, str | None] = {}
     if to_correct:
         stems = sorted({stem for _, stem in to_correct})
@@ -116,10 +135,66 @@ def check(cur: Cursor[Any], query: Analysed, *, known: str, words: str,
         vocabulary = {stem: list(zip(lexemes or (), dfs or (), strict=True))
                       for stem, lexemes, dfs in rows}
         meant = {stem: nearest(stem, vocabulary.get(stem, ())) for stem in stems}
-    corrected = {token: m for token, stem in to_correct if (m := meant.get(stem))}
+    corrected = {token: m for token, stem in candidates
+                 if (m := typed.get(token) or meant.get(stem))}
     unmatched = dict.fromkeys([*(token.lower() for token, _ in unknown if token not in corrected),
                                *unknown_names(cur, query, known=known, params=params)])
     return Spelling(corrected, tuple(unmatched)[:MAX_UNMATCHED])
+
+
+def variants(word: str) -> list[str]:
+    """Every spelling one edit away from ``word`` (lowercased): a letter deleted,
+    inserted or replaced, or two neighbours swapped; the word's own letters join a-z."""
+    word = word.lower()
+    letters = sorted(set(_LETTERS) | set(word))
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1:] for a, b in splits if b}
+    out |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    out |= {a + c + b[1:] for a, b in splits if b for c in letters}
+    out |= {a + c + b for a, b in splits for c in letters}
+    out.discard(word)
+    return sorted(out)
+
+
+def one_edit_corrections(cur: Cursor[Any], tokens: Sequence[str], *, known: str, words: str,
+                         params: Mapping[str, Any]) -> dict[str, str]:
+    """For each of ``tokens`` (words the corpus never uses), the corpus's stem that one of
+    its one-edit spellings stems to (see the module docstring; ``known`` and ``words`` as
+    for ``check``); tokens with none are left out."""
+    typed = [t for t in dict.fromkeys(tokens) if len(t) <= MAX_VARIANT_CHARS]
+    pairs = [(token, v) for token in typed for v in variants(token)]
+    if not pairs:
+        return {}
+    rows = cur.execute(f"""
+        SELECT DISTINCT s.token, s.lexeme FROM (
+            SELECT v.token, (ts_lexize('{TEXT_CONFIG}_stem', v.word))[1] AS lexeme
+            FROM unnest(%(tokens)s::text[], %(words)s::text[]) AS v(token, word)) s
+        WHERE s.lexeme IS NOT NULL AND ({known})""",
+                       {**params, "tokens": [t for t, _ in pairs],
+                        "words": [v for _, v in pairs]}).fetchall()
+    found: dict[str, list[str]] = {}
+    for token, lexeme in rows:
+        if _WORD.fullmatch(lexeme):
+            found.setdefault(token, []).append(lexeme)
+    usage = _usage(cur, sorted({x for options in found.values() if len(options) > 1
+                                for x in options}), words, params)
+    return {token: min(options, key=lambda o: (-usage.get(o, 0),
+                                               OSA.distance(token.lower(), o), o))
+            for token, options in found.items()}
+
+
+def _usage(cur: Cursor[Any], lexemes: Sequence[str], words: str,
+           params: Mapping[str, Any]) -> dict[str, int]:
+    """How many chunks use each of ``lexemes`` (all of them words of the corpus), read
+    through the same vocabulary ranges as the stem comparison's candidates."""
+    if not lexemes:
+        return {}
+    ranges = candidate_params(lexemes)
+    ranges["shortest"] = ranges["longest"] = [len(x) for x in lexemes]
+    usage: dict[str, int] = {}
+    for stem, found, dfs in cur.execute(candidates_sql(words), {**params, **ranges}):
+        usage.update((w, n) for w, n in zip(found or (), dfs or (), strict=True) if w == stem)
+    return usage
 
 
 def unknown_names(cur: Cursor[Any], query: Analysed, *, known: str,
