@@ -110,6 +110,12 @@ def test_a_second_namespace_joins_the_running_server(kb: Box) -> None:
     ok(kb.run("status", linger=60))
     pid_file = (kb.pgdata / "postmaster.pid").read_text()
     before = starts(kb)
+    # a user of this namespace (this test's own process), whose pid the other one cannot
+    # judge: it must not be dropped as the handle of an exited process
+    from kbctl.store.server import change_handles, server_lock
+
+    with server_lock(kb.data_dir):
+        change_handles(kb.pgdata, add=[os.getpid()])
     with Sampler(kb) as sampler:
         done = subprocess.run(
             in_namespace(kb, "ingest", "text", "Gears mesh at ninety degrees.", "--ref",
@@ -121,6 +127,9 @@ def test_a_second_namespace_joins_the_running_server(kb: Box) -> None:
     assert "removed the stale" not in done.stderr
     assert (kb.pgdata / "postmaster.pid").read_text() == pid_file
     assert starts(kb) == before and sampler.most == 1
+    assert os.getpid() in kb.handles()
+    with server_lock(kb.data_dir):
+        change_handles(kb.pgdata, drop=[os.getpid()])
     # and the other way round: this namespace joins a server the other one started
     subprocess.run(kb.argv("doctor"), env=kb.env, capture_output=True, timeout=60,
                    check=False)

@@ -620,11 +620,16 @@ def read_split(state: ServerState, *, prune_leases: bool = False) -> None:
     """Fill ``state``'s live and dead handles and its live leases, or mark its handle list
     unreadable; with ``prune_leases`` (under ``server_lock``), drop leases of the dead."""
     pids = read_handles(state.pgdata)
+    state.leases = leases.live(state.data_dir, prune=prune_leases)
+    if state.running and not state.seen:
+        # the list's pids are of the server's own namespace, which this one is not: they
+        # cannot be judged from here, nor dropped, nor the list rewritten
+        state.handles = pids or []
+        return
     state.unreadable_handles = pids is None
     written = handles_written(state.pgdata)
     state.handles = [p for p in pids or [] if _alive_since(p, written)]
     state.dead_handles = [p for p in pids or [] if p not in state.handles]
-    state.leases = leases.live(state.data_dir, prune=prune_leases)
 
 
 def _alive_since(pid: int, written: float) -> bool:
@@ -1044,8 +1049,10 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
         leases.release(pgdata.parent)
         return  # its data deleted since, or on its way out: nothing to leave
     with server_lock(pgdata.parent, create=False):
+        listed = not leases.holds(pgdata.parent)  # a lease stands for this process instead
         leases.release(pgdata.parent)
-        if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
+        # an unreadable list is repair's to rewrite
+        if listed and read_handles(pgdata) is not None:
             change_handles(pgdata, drop=[os.getpid()])
         state = inspect(pgdata.parent, thorough=False)
         if state.seen and not state.in_use and (stop or state.watchdog is None):

@@ -80,7 +80,7 @@ def _light_state(data_dir: Path) -> server.ServerState:
     watch over days costs next to nothing."""
     pgdata = data_dir / server.PG_DIR
     state = server.ServerState(data_dir=data_dir, pgdata=pgdata)
-    pid = server.pid_file_pid(pgdata)
+    pid = state.pid_file_pid = server.pid_file_pid(pgdata)
     if pid is not None and server.serving_process(pid, pgdata) is not None:
         state.postmaster = pid
     server.read_split(state, prune_leases=True)
