@@ -19,7 +19,7 @@ from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore, embedder_mismatch
-from .store.server import leave_all, not_a_directory, pgdata_of
+from .store.server import leave_all, usable_pgdata
 
 
 @contextmanager
@@ -56,9 +56,7 @@ def open_store(settings: Settings, *, existing: bool = False, writes: bool = Fal
 def require_embedded(data_dir: str | Path) -> None:
     """Refuse a data directory where no embedded database was ever begun (InputError).
     One that holds something else is left to the server's start, whose error says why."""
-    pgdata = pgdata_of(data_dir)
-    if Path(data_dir).exists() and not Path(data_dir).is_dir():
-        raise not_a_directory(data_dir)
+    pgdata = usable_pgdata(data_dir)
     try:
         begun = pgdata.is_dir() and next(pgdata.iterdir(), None) is not None
     except OSError:

@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
+from ..paths import path_error
 from ..render import Output
 from ..sources.base import MAX_FILE_BYTES
 from ..wiring import leave_databases
@@ -178,6 +179,12 @@ def guard(fn: F) -> F:
         except KbctlError as exc:
             out.error(exc)
             raise typer.Exit(exc.exit_code) from None
+        except (OSError, RuntimeError) as exc:
+            refused = path_error(exc)  # a typed path the file system refuses: bad input
+            if refused is None:
+                raise
+            out.error(refused)
+            raise typer.Exit(refused.exit_code) from None
         except KeyboardInterrupt as exc:
             kind, said = ((HungUp, "hung up (SIGHUP: its terminal closed)")
                           if isinstance(exc, HangupSignal)

@@ -169,6 +169,7 @@ def reembed_summary(report: ReembedReport, **options: Any) -> Rendered:
 
 def doctor_summary(report: DoctorReport, **options: Any) -> Rendered:
     state = "not created yet" if not report.initialized else (
+        f"running: {report.holder}" if report.holder else
         f"running (pid {report.postmaster})" if report.running else "stopped")
     lines = [f"data directory: {report.data_dir}\n", f"server: {state}\n"]
     if report.running:

@@ -16,7 +16,9 @@ around it:
 - a process whose server died under it starts it again on its next connection.
 
 Only processes whose working directory is this data directory (PostgreSQL chdirs into it)
-and whose name is ``postgres`` are ever signalled.
+and whose name is ``postgres`` are ever signalled. Whether the server a pid file names is
+alive is ``liveness``'s to say (its socket, its shared memory): in another PID namespace
+its pid means nothing.
 """
 
 from __future__ import annotations
@@ -50,10 +52,12 @@ import psutil
 
 from ..atomic import write_replacing
 from ..errors import DatabaseError, InputError
+from ..paths import path_error, resolved, shown_path
 from ..projectfiles import read_config_text
+from . import initmark, leases, liveness
+from .liveness import PID_FILE, Holder, PidFile
 
 PG_DIR = "pg"
-PID_FILE = "postmaster.pid"
 # The lock file of the server's Unix socket (the embedded server listens on port 5432 there).
 SOCKET_LOCK = ".s.PGSQL.5432.lock"
 HANDLES_FILE = ".handle_pids.json"
@@ -97,7 +101,24 @@ def free_space_hint(pgdata: Path, then: str = "run the command again") -> str:
 
 def pgdata_of(data_dir: str | Path) -> Path:
     """The PostgreSQL data directory inside a kbctl data directory (absolute)."""
-    return Path(data_dir).expanduser().resolve() / PG_DIR
+    return resolved(data_dir) / PG_DIR
+
+
+def usable_pgdata(data_dir: str | Path) -> Path:
+    """``pgdata_of``, refusing as bad input (naming the path) a data directory that cannot
+    be one: in a loop of links, too long a name, a file, or holding a file named ``pg``."""
+    pgdata = pgdata_of(data_dir)
+    try:
+        if pgdata.parent.exists() and not pgdata.parent.is_dir():
+            raise not_a_directory(data_dir)
+        if os.path.lexists(pgdata) and not pgdata.is_dir():
+            raise InputError(f"{shown_path(pgdata)} is a file, not a directory: kbctl keeps "
+                             "its database there",
+                             hint="move it aside, or point --data-dir (or KBCTL_DATA_DIR) "
+                                  "at another directory")
+    except OSError as exc:
+        raise path_error(exc, data_dir) or _unusable(pgdata.parent, exc) from None
+    return pgdata
 
 
 def linger_problem(raw: str) -> str | None:
@@ -195,7 +216,7 @@ _thread_lock = threading.RLock()
 
 def not_a_directory(data_dir: str | Path) -> InputError:
     """The error for a data directory that is a file: bad input, whichever command met it."""
-    return InputError(f"the data directory {data_dir} is a file, not a directory",
+    return InputError(f"the data directory {shown_path(data_dir)} is a file, not a directory",
                       hint="point --data-dir (or KBCTL_DATA_DIR) at a directory")
 
 
@@ -215,7 +236,7 @@ def server_lock(data_dir: Path, *, create: bool = True) -> Iterator[None]:
         try:
             fd = _open_lock_file(data_dir, create)
         except OSError as exc:
-            raise _unusable(data_dir, exc) from exc
+            raise path_error(exc) or _unusable(data_dir, exc) from exc
         try:
             _flock_within(fd, data_dir, LOCK_WAIT_S)
             yield
@@ -278,20 +299,35 @@ class ServerState:
     pgdata: Path
     initialized: bool = False
     pid_file_pid: int | None = None
-    postmaster: int | None = None
+    pid_file: PidFile | None = None
+    postmaster: int | None = None  # this namespace's pid of the live postmaster
+    holder: Holder | None = None  # a live server this namespace cannot see as a process
     stale_pid_file: bool = False
     stale_socket_lock: bool = False  # without the pid file: what deleting it leaves
     orphans: list[int] = field(default_factory=list)
     leftovers: list[int] = field(default_factory=list)
     handles: list[int] = field(default_factory=list)
     dead_handles: list[int] = field(default_factory=list)
+    leases: int = 0  # users in other namespaces (``leases``)
     unreadable_handles: bool = False  # its users are unknown: never stop for want of them
     watchdog: int | None = None
     incomplete: bool = False
+    foreign: bool = False  # files kbctl did not make, and no database: left alone
 
     @property
     def running(self) -> bool:
-        return self.postmaster is not None
+        return self.postmaster is not None or self.holder is not None
+
+    @property
+    def seen(self) -> bool:
+        """Whether the live postmaster runs in this PID namespace (its pid file's pid is
+        its pid here): only then is it this namespace's to list users of and to stop."""
+        return self.postmaster is not None and self.postmaster == self.pid_file_pid
+
+    @property
+    def in_use(self) -> bool:
+        """Whether anyone (a listed pid, a lease, an unreadable list) may use the server."""
+        return bool(self.handles or self.leases or self.unreadable_handles)
 
     @property
     def problems(self) -> list[str]:
@@ -299,6 +335,9 @@ class ServerState:
         out = []
         if self.incomplete:
             out.append("an interrupted initdb left a data directory that never held data")
+        if self.foreign:
+            out.append(f"{self.pgdata} holds no database and files kbctl did not make; "
+                       "left as it is: move it aside, or point --data-dir elsewhere")
         if self.stale_pid_file:
             out.append(f"{PID_FILE} names a server that is gone (pid {self.pid_file_pid})")
         elif self.stale_socket_lock:
@@ -315,7 +354,7 @@ class ServerState:
         if self.unreadable_handles:
             out.append(f"{HANDLES_FILE} is not a list of pids (a write cut short?): the "
                        f"server's users are unknown")
-        if self.running and self.watchdog is None:
+        if self.seen and self.watchdog is None:
             out.append("no watchdog: the server would not stop once its users are gone")
         return out
 
@@ -329,10 +368,16 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
 
     Not ``thorough``: when the pid file names this directory's live postmaster, skip the
     process scan (no orphan can run beside it: it holds the directory's locks).
+
+    Whether the pid file's server lives is decided as PostgreSQL decides it (``liveness``:
+    its socket answers, or its shared memory is in use), never by looking its pid up
+    here: in another PID namespace that pid is nobody, or a stranger. The process scan
+    only finds what this namespace can end: orphans and leftovers of a dead postmaster.
     """
     pgdata = pgdata_of(data_dir)
     state = ServerState(data_dir=pgdata.parent, pgdata=pgdata,
                         initialized=(pgdata / "PG_VERSION").exists())
+    state.pid_file = liveness.read_pid_file(pgdata)
     state.pid_file_pid = pid_file_pid(pgdata)
     named = (serving_process(state.pid_file_pid, pgdata)
              if state.pid_file_pid is not None else None)
@@ -341,24 +386,66 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
     else:
         procs = _server_processes(pgdata)
         postmasters = {p.pid for p in procs if _is_postmaster(p, pgdata)}
-        if state.pid_file_pid in postmasters:
-            state.postmaster = state.pid_file_pid
+        state.postmaster = _pid_file_postmaster(postmasters, state.pid_file)
         state.orphans = sorted(postmasters - {state.postmaster})
         state.leftovers = sorted(p.pid for p in procs
                                  if p.pid not in postmasters and _ppid(p) not in postmasters)
-    state.stale_pid_file = (pgdata / PID_FILE).exists() and state.postmaster is None
-    state.stale_socket_lock = (state.postmaster is None and not state.orphans
+    if state.postmaster is None and not state.orphans:
+        state.holder = liveness.holder(pgdata, state.pid_file,
+                                       local_users=bool(state.leftovers))
+    gone = state.postmaster is None and state.holder is None
+    state.stale_pid_file = gone and (pgdata / PID_FILE).exists()
+    state.stale_socket_lock = (gone and not state.orphans
                                and (pgdata / SOCKET_LOCK).exists())
-    state.incomplete = state.postmaster is None and not state.orphans and _incomplete(pgdata)
-    read_split(state)
+    if gone and not state.orphans and initmark.holds_no_cluster(pgdata):
+        state.incomplete = _incomplete(pgdata) and initmark.made_by_kbctl(pgdata)
+        state.foreign = not state.incomplete
+    read_split(state, prune_leases=True)
     state.watchdog = watchdog_pid(state.data_dir)
     return state
 
 
-def _holds_nothing(pgdata: Path) -> bool:
-    """No data directory, an empty one, or what an interrupted initdb left."""
+def _pid_file_postmaster(postmasters: set[int], pid_file: PidFile | None) -> int | None:
+    """Which of this namespace's postmasters of the directory the pid file names: its pid
+    here, or (a server started in a nested PID namespace, seen from outside it) the
+    process whose pid in its own namespace is the pid file's, started when it says."""
+    if pid_file is None or pid_file.pid <= 0:
+        return None
+    if pid_file.pid in postmasters:
+        return pid_file.pid
+    for pid in postmasters:
+        if _innermost_pid(pid) == pid_file.pid and _started_as(pid, pid_file):
+            return pid
+    return None
+
+
+def _innermost_pid(pid: int) -> int | None:
+    """A process's pid in its own (innermost) PID namespace (Linux's ``NSpid``)."""
     try:
-        return not pgdata.exists() or not any(pgdata.iterdir()) or _incomplete(pgdata)
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    pids = line.split()[1:]
+                    return int(pids[-1]) if len(pids) > 1 else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _started_as(pid: int, pid_file: PidFile) -> bool:
+    if pid_file.start_time is None:
+        return False
+    try:
+        return abs(psutil.Process(pid).create_time() - pid_file.start_time) <= 2.0
+    except psutil.Error:
+        return False
+
+
+def _holds_nothing(pgdata: Path) -> bool:
+    """No data directory, an empty one, or what an interrupted initdb of kbctl's left."""
+    try:
+        return not pgdata.exists() or not any(pgdata.iterdir()) or (
+            _incomplete(pgdata) and initmark.made_by_kbctl(pgdata))
     except OSError:
         return False
 
@@ -529,9 +616,16 @@ def handles_written(pgdata: Path) -> float:
     return max(recorded, mtime)
 
 
-def read_split(state: ServerState) -> None:
-    """Fill ``state``'s live and dead handles, or mark its handle list unreadable."""
+def read_split(state: ServerState, *, prune_leases: bool = False) -> None:
+    """Fill ``state``'s live and dead handles and its live leases, or mark its handle list
+    unreadable; with ``prune_leases`` (under ``server_lock``), drop leases of the dead."""
     pids = read_handles(state.pgdata)
+    state.leases = leases.live(state.data_dir, prune=prune_leases)
+    if state.running and not state.seen:
+        # the list's pids are of the server's own namespace, which this one is not: they
+        # cannot be judged from here, nor dropped, nor the list rewritten
+        state.handles = pids or []
+        return
     state.unreadable_handles = pids is None
     written = handles_written(state.pgdata)
     state.handles = [p for p in pids or [] if _alive_since(p, written)]
@@ -581,7 +675,7 @@ def repair(state: ServerState, say: Say = say_on_stderr) -> list[str]:
         note("removed the data directory an interrupted initdb left (it never held data); "
              "creating it again")
         return done
-    if state.postmaster is None:
+    if state.postmaster is None and state.holder is None:
         removed = _remove_stale_lock_files(state.pgdata)
         if removed:
             note(f"removed the stale {' and '.join(removed)} of a server that is gone"
@@ -598,8 +692,8 @@ def repair(state: ServerState, say: Say = say_on_stderr) -> list[str]:
 
 
 def _remove_stale_lock_files(pgdata: Path) -> list[str]:
-    """With no postmaster of this directory alive, its lock files only mislead: PostgreSQL
-    refuses to start when a pid they name was reused by another process."""
+    """With no server of this directory alive (``liveness``), its lock files only mislead:
+    PostgreSQL refuses to start when a pid they name was reused by another process."""
     removed = []
     for name in (PID_FILE, SOCKET_LOCK):
         path = pgdata / name
@@ -684,6 +778,12 @@ class _Joined:
     uri: str
     postmaster: psutil.Process | None
     log_offset: int = 0  # the server log's size when this process joined it
+    holder: Holder | None = None  # a server of another namespace, joined by its socket
+
+    def alive(self) -> bool:
+        if self.holder is not None:
+            return liveness.answering_socket(self.holder.pid_file, self.pgdata) is not None
+        return self.postmaster is not None and _alive(self.postmaster)
 
 
 _joined: dict[Path, _Joined] = {}
@@ -692,37 +792,67 @@ _joined: dict[Path, _Joined] = {}
 def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
     """Start (or join) the embedded server of ``data_dir``, repairing what a crash left
     first, and return its URL. Cheap when this process already uses a live server."""
-    pgdata = pgdata_of(data_dir)
+    pgdata = usable_pgdata(data_dir)
     known = _joined.get(pgdata)
-    if known is not None and known.postmaster is not None and _alive(known.postmaster):
+    if known is not None and known.alive():
         return known.uri
     _refuse_another_users(pgdata)
     pgserver = _pgserver()
     with server_lock(pgdata.parent):
         try:
             state = inspect(pgdata.parent, thorough=False)
-            if known is not None and state.postmaster is None:
+            if known is not None and not state.running:
                 say(f"repaired {state.data_dir}: the server had stopped under this process; "
                     "starting it again")
             repair(state, say)
-            log_offset = _log_size(pgdata / "log")
-            server = _start(pgserver, pgdata)
-            change_handles(pgdata, add=[os.getpid()])
-            if watchdog_pid(pgdata.parent) is None:
-                with contextlib.suppress(OSError):  # without one, the last user stops it
-                    spawn_watchdog(pgdata.parent)
+            if state.running and not state.seen:
+                joined = _join_unseen(state)
+            else:
+                joined = _join_or_start(pgserver, pgdata)
         except OSError as exc:  # its bookkeeping files: a full disk, a read-only directory
+            if path_error(exc) is not None:
+                raise path_error(exc) from exc
             raise DatabaseError(
                 f"cannot use the embedded PostgreSQL in {pgdata}: {exc.strerror or exc}"
                 + (f": {exc.filename}" if exc.filename else ""),
                 hint=free_space_hint(pgdata) if exc.errno == errno.ENOSPC
                 else f"check that {pgdata.parent} is writable") from exc
-        info = server.get_postmaster_info()
-        joined = _Joined(pgdata, server.get_uri(), info.process, log_offset)
     if pgdata not in _joined:
         atexit.register(_leave, pgdata)
     _joined[pgdata] = joined
     return joined.uri
+
+
+def _join_or_start(pgserver: Any, pgdata: Path) -> _Joined:
+    """Start the server (or join the one this namespace sees), listed in the handle list
+    and watched by a watchdog (under ``server_lock``)."""
+    log_offset = _log_size(pgdata / "log")
+    server = _start(pgserver, pgdata)
+    change_handles(pgdata, add=[os.getpid()])
+    if watchdog_pid(pgdata.parent) is None:
+        with contextlib.suppress(OSError):  # without one, the last user stops it
+            spawn_watchdog(pgdata.parent)
+    info = server.get_postmaster_info()
+    return _Joined(pgdata, server.get_uri(), info.process, log_offset)
+
+
+def _join_unseen(state: ServerState) -> _Joined:
+    """Join a live server this process cannot see as a process (it runs in another PID
+    namespace: a container on the same checkout, or the host of this one) through its
+    socket, holding a lease its own watchdog counts; or, when it cannot be reached from
+    here, stop and name it. Its lock files are never touched."""
+    holder = state.holder or liveness.holder(state.pgdata, state.pid_file) or Holder(
+        state.pid_file, None)
+    if holder.socket is None:
+        raise DatabaseError(
+            f"the data directory {state.data_dir} is in use by {holder.describe()}, which "
+            "this process cannot reach; kbctl never starts a second server on the same data",
+            hint="run kbctl where that server runs (the same container or host), wait until "
+                 f"it stops (it stops {linger_seconds():g}s after its last user), or pass "
+                 "--db postgresql://…")
+    leases.take(state.data_dir)
+    return _Joined(state.pgdata, liveness.uri(holder), None, _log_size(state.pgdata / "log"),
+                   holder)
 
 
 # As root, pgserver runs PostgreSQL as this user, and hands it the data directory.
@@ -761,6 +891,8 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
     seen = _log_size(log)
     with _pgserver_errors() as said:
         try:
+            if not (pgdata / "PG_VERSION").exists():
+                initmark.mark_before_initdb(pgdata)
             server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
             try:
                 server.ensure_pgdata_inited()
@@ -771,6 +903,7 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
                 # machine) leaves at most its skeleton: clear it and try once more
                 shutil.rmtree(pgdata, ignore_errors=True)
                 time.sleep(INITDB_RETRY_PAUSE)
+                initmark.mark_before_initdb(pgdata)
                 server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
                 server.ensure_pgdata_inited()
             _write_settings(pgdata)
@@ -913,13 +1046,16 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
     pgdata = pgdata_of(data_dir)
     _joined.pop(pgdata, None)
     if not pgdata.is_dir():
+        leases.release(pgdata.parent)
         return  # its data deleted since, or on its way out: nothing to leave
     with server_lock(pgdata.parent, create=False):
-        if read_handles(pgdata) is not None:  # an unreadable list is repair's to rewrite
+        listed = not leases.holds(pgdata.parent)  # a lease stands for this process instead
+        leases.release(pgdata.parent)
+        # an unreadable list is repair's to rewrite
+        if listed and read_handles(pgdata) is not None:
             change_handles(pgdata, drop=[os.getpid()])
         state = inspect(pgdata.parent, thorough=False)
-        if (state.running and not state.handles and not state.unreadable_handles
-                and (stop or state.watchdog is None)):
+        if state.seen and not state.in_use and (stop or state.watchdog is None):
             stop_server(state)
             if stop:
                 _end_watchdog(pgdata.parent)
@@ -973,6 +1109,8 @@ class DoctorReport:
     problems: list[str]
     repaired: list[str]
     remaining: list[str]
+    # a live server this process cannot see as a process (another PID namespace or host)
+    holder: str | None = None
 
     __json_properties__ = ("ok",)
 
@@ -985,7 +1123,7 @@ def doctor(data_dir: str | Path, *, fix: bool = True, say: Say = lambda _m: None
            ) -> DoctorReport:
     """Inspect the embedded server of ``data_dir`` and, with ``fix``, repair it. Never
     starts a server: a stopped one with nothing left over is healthy."""
-    pgdata = pgdata_of(data_dir)
+    pgdata = usable_pgdata(data_dir)
     if not pgdata.parent.is_dir():
         return DoctorReport(
             data_dir=pgdata.parent, pgdata=pgdata, initialized=False, running=False,
@@ -997,7 +1135,7 @@ def doctor(data_dir: str | Path, *, fix: bool = True, say: Say = lambda _m: None
         if fix and before.problems:
             repaired = repair(before, say)
             after = inspect(pgdata.parent)
-            if after.running and after.watchdog is None:
+            if after.seen and after.watchdog is None:
                 spawn_watchdog(after.data_dir)
                 repaired.append(f"repaired {after.data_dir}: started a watchdog for the "
                                 f"running server (pid {after.postmaster})")
@@ -1009,4 +1147,6 @@ def doctor(data_dir: str | Path, *, fix: bool = True, say: Say = lambda _m: None
         data_dir=after.data_dir, pgdata=after.pgdata, initialized=after.initialized,
         running=after.running, postmaster=after.postmaster, users=after.handles,
         watchdog=after.watchdog, linger_seconds=linger_seconds(),
-        problems=before.problems, repaired=repaired, remaining=after.problems)
+        problems=before.problems, repaired=repaired, remaining=after.problems,
+        holder=after.holder.describe() if after.running and not after.seen and after.holder
+        else None)

@@ -45,7 +45,7 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
                     return "server gone"
                 if watched is None or watched.pid != state.postmaster:
                     watched = server.serving_process(state.postmaster, state.pgdata)
-                if state.handles or state.unreadable_handles:
+                if state.in_use:
                     idle_since = None
                 elif idle_since is None:
                     idle_since = time.monotonic()
@@ -80,10 +80,10 @@ def _light_state(data_dir: Path) -> server.ServerState:
     watch over days costs next to nothing."""
     pgdata = data_dir / server.PG_DIR
     state = server.ServerState(data_dir=data_dir, pgdata=pgdata)
-    pid = server.pid_file_pid(pgdata)
+    pid = state.pid_file_pid = server.pid_file_pid(pgdata)
     if pid is not None and server.serving_process(pid, pgdata) is not None:
         state.postmaster = pid
-    server.read_split(state)
+    server.read_split(state, prune_leases=True)
     return state
 
 
