@@ -74,7 +74,7 @@ def test_a_page_whose_canonical_url_gives_no_page_is_kept_in_every_kind(
     for path in ("/a.html", "/b.html", "/c.html", "/d.html"):
         assert site.url(path) in stored, (path, stored, report)
     assert site.url("/d-print.html") not in stored  # a working canonical still dedupes
-    notes = "\n".join(report["notes"] if "notes" in report else [])
+    notes = "\n".join(report.get("notes", []))
     for path, canonical in (("/a.html", "/gone.html"), ("/b.html", "/moved.html"),
                             ("/c.html", "/listed.html")):
         assert f"{site.url(path)}: its canonical URL {site.url(canonical)} {KEPT}" in notes

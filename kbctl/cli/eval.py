@@ -34,6 +34,7 @@ from .common import (
     FusionOpt,
     JsonOpt,
     NamespaceOpt,
+    PrivateOpt,
     RerankOpt,
     RerankTopOpt,
     RerankUrlOpt,
@@ -121,7 +122,7 @@ def run(
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
     rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
     vector_weight: VectorWeightOpt = None, fusion: FusionOpt = None,
-    json_output: JsonOpt = False,
+    allow_private_network: PrivateOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
 
@@ -134,7 +135,8 @@ def run(
                                  config=config, embedder=embedder,
                                  embedder_base_url=embedder_base_url, rerank=rerank,
                                  rerank_base_url=rerank_base_url, rerank_top=rerank_top,
-                                 vector_weight=vector_weight, fusion=fusion)
+                                 vector_weight=vector_weight, fusion=fusion,
+                                 allow_private_network=allow_private_network)
         with _case_progress(out) as on_result:
             outcome = api.evaluate(settings, suites, baseline=baseline,
                                    rank_tolerance=rank_tolerance,

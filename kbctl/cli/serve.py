@@ -22,6 +22,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     NamespaceOpt,
+    PrivateOpt,
     guard,
     settings_from,
 )
@@ -64,7 +65,7 @@ def mcp(
     max_top_k: MaxTopKOpt = ToolLimits.max_top_k, max_chars: MaxCharsOpt = ToolLimits.max_chars,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
 ) -> None:
     """Run an MCP server on stdin/stdout with search_knowledge and the memory tools.
 
@@ -75,7 +76,8 @@ def mcp(
     """
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,
-                             agent=agent, user=user)
+                             agent=agent, user=user,
+                             allow_private_network=allow_private_network)
     limits = limits_from(max_top_k, max_chars)
     if sys.stdin is None or sys.stdout is None:  # started with <&- or >&-
         raise EnvironmentFailure("serve mcp talks over stdin and stdout, and one of them is "
