@@ -6,6 +6,7 @@ These are the library surface too: ``kbctl.pipeline.api.query(settings, "…")``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from .cached_embedder import with_cache
 from .evals import EvalOutcome, plan_eval, run_plan, scaffold_suite
 from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
+from .keys import key_routes
 from .progress import Progress, ProgressEvent, no_progress
 from .query import retrieve
 from .reembed import ReembedReport, reembed
@@ -338,7 +340,8 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
                                                 for d in store.list_defs(namespace)],
                             embedder_endpoint=endpoint,
                             database=describe(settings.db_url, settings.data_dir),
-                            config=str(settings.config_path) if settings.config_path else None)
+                            config=str(settings.config_path) if settings.config_path else None,
+                            keys=key_routes(settings, ident, endpoint, os.environ))
 
 
 def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:

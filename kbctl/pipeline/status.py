@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ..store.records import NamespaceStatus, SourceDef
+from .keys import KeyRoute
 
 # A recorded option longer than this shows its length (a text source's body travels there)
 MAX_SHOWN_OPTION = 200
@@ -53,3 +54,5 @@ class StatusReport:
     # kbctl.yaml combine: an operator sees which won), the URL without its password
     database: str = ""
     config: str | None = None
+    # the host each provider's API key is sent to (``kbctl.pipeline.keys``)
+    keys: list[KeyRoute] = field(default_factory=list)
