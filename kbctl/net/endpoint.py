@@ -13,7 +13,7 @@ before any connection; a name is resolved and vetted once per connection by
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from kbctl.errors import BlockedURL, ConfigError
 
@@ -21,7 +21,7 @@ PRIVATE_HINT = ("pass --allow-private-network (or set allow_private_network: tru
                 "kbctl.yaml) to use a provider on this machine or a private network")
 
 
-def _parts(base_url: str, what: str):  # noqa: ANN202 - a SplitResult
+def _parts(base_url: str, what: str) -> SplitResult:
     try:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 - a malformed port raises here
