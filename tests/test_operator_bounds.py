@@ -118,13 +118,21 @@ def _deep_page(depth: int, width: int) -> html.HtmlElement:
 def test_matching_work_is_counted_and_a_costly_selector_fails_the_page() -> None:
     root = _deep_page(200, 200)  # ~40,000 elements, 200 deep
     elements = sum(1 for _ in root.iter())
-    assert match_work(root, 0) == elements
-    assert match_work(root, 2) > MAX_MATCH_WORK
+    assert match_work(root, ((0, 0, 0),)) == elements
+    assert match_work(root, ((1, 0, 0),)) == elements * 203  # html, body, section, 200 divs
+    assert match_work(root, ((2, 0, 0),)) > MAX_MATCH_WORK
     with pytest.raises(ExtractError) as info:
         compile_selector("* * *")(root)
     assert "'* * *'" in info.value.message and "element visits" in info.value.message
     assert len(compile_selector("section > div")(root)) == 200  # a bounded one still runs
     assert len(compile_selector("section div")(root)) == 200 * 200
+
+
+def test_a_long_run_of_siblings_does_not_make_an_ancestor_step_costly() -> None:
+    root = html.fromstring("<html><body><main>" + "<p>x</p>" * 40_000 + "</main></body></html>")
+    assert len(compile_selector("main p")(root)) == 40_000
+    with pytest.raises(ExtractError, match="element visits"):
+        compile_selector("p ~ p")(root)  # each paragraph's 40,000 siblings: quadratic
 
 
 def test_a_costly_exclude_selector_fails_one_page_with_its_name() -> None:

@@ -8,9 +8,10 @@ step). Combinators are translated right to left, as a test on each element
 (``b[ancestor::a]`` for ``a b``), because libxml2 merges the node sets of a left-to-right
 path (``a/descendant-or-self::*/b``) in quadratic time: ``div div`` on a page of 20,000
 elements took 38 s that way and takes 0.02 s this way. What is left grows with the
-page's elements times its depth (or widest sibling run) per unbounded step, and is
-counted (``match_work``) before the XPath runs: a page past ``MAX_MATCH_WORK`` fails
-with a message naming the selector instead of holding the run.
+page's elements times, per step, the length of the axis it walks (an element's
+ancestors: the page's depth; its siblings: the longest run of siblings; its descendants:
+the page), and is counted (``match_work``) before the XPath runs: a page past
+``MAX_MATCH_WORK`` fails with a message naming the selector instead of holding the run.
 """
 
 from __future__ import annotations
@@ -34,19 +35,24 @@ MAX_SELECTOR_STEPS = 32  # compound selectors joined by combinators, over the wh
 MAX_MATCH_WORK = 300_000_000
 # Axes whose length grows with the page (an element's ancestors, its siblings, its
 # descendants) rather than staying at one node.
-_UNBOUNDED = ("ancestor::", "descendant", "preceding-sibling::", "following-sibling::")
+_ANCESTORS = ("ancestor::",)
+_SIBLINGS = ("preceding-sibling::", "following-sibling::")
+_DESCENDANTS = ("descendant",)
+#: Per alternative of a selector (``a, b c``): the ancestor, sibling and descendant axes
+#: it walks per element.
+Axes = tuple[tuple[int, int, int], ...]
 
 
 @dataclass(frozen=True)
 class CompiledSelector:
-    """One selector as an XPath, with the number of unbounded axes it walks per element."""
+    """One selector as an XPath, with the unbounded axes it walks per element."""
 
     selector: str
     xpath: etree.XPath
-    unbounded: int
+    axes: Axes
 
     def __call__(self, scope: etree._Element) -> list[object]:
-        work = match_work(scope, self.unbounded)
+        work = match_work(scope, self.axes)
         if work > MAX_MATCH_WORK:
             raise ExtractError(
                 f"CSS selector {self.selector!r} would cost about {work:,} element visits "
@@ -56,9 +62,10 @@ class CompiledSelector:
         return self.xpath(scope)
 
 
-def match_work(scope: etree._Element, unbounded: int) -> int:
-    """Element visits matching costs on ``scope``: its elements, times its reach (the
-    deepest nesting or the longest run of siblings) for each unbounded axis."""
+def match_work(scope: etree._Element, axes: Axes) -> int:
+    """Element visits matching costs on ``scope``: for each alternative, its elements
+    times the page's depth per ancestor axis, its longest run of siblings per sibling
+    axis, and its elements per descendant axis."""
     elements = depth = reach = 0
     stack = [(scope, 1)]
     while stack:
@@ -68,7 +75,8 @@ def match_work(scope: etree._Element, unbounded: int) -> int:
         children = [c for c in node if isinstance(c.tag, str)]
         reach = max(reach, len(children))
         stack.extend((child, level + 1) for child in children)
-    return elements * max(depth, reach, 1) ** unbounded
+    return sum(elements * depth ** up * max(reach, 1) ** side * elements ** down
+               for up, side, down in axes)
 
 
 def _translator() -> object:
@@ -175,14 +183,16 @@ def compile_selector(selector: str) -> CompiledSelector:
         raise InputError(f"CSS selector {shown!r} is not supported: {exc}") from None
     except RecursionError:
         raise InputError(f"CSS selector {shown!r} nests too deeply") from None
-    return CompiledSelector(selector, compiled, _unbounded(xpath))
+    return CompiledSelector(selector, compiled, _axes(xpath))
 
 
-def _unbounded(xpath: str) -> int:
-    """Unbounded axes per element of the costliest alternative (``a, b c``), the scan of
-    every element each alternative starts with left out."""
-    return max(sum(part.count(axis) for axis in _UNBOUNDED) - 1
-               for part in xpath.split(" | "))
+def _axes(xpath: str) -> Axes:
+    """The unbounded axes of each alternative (``a, b c``), the scan of every element
+    each alternative starts with left out."""
+    def count(part: str, axes: tuple[str, ...]) -> int:
+        return sum(part.count(axis) for axis in axes)
+    return tuple((count(part, _ANCESTORS), count(part, _SIBLINGS),
+                  count(part, _DESCENDANTS) - 1) for part in xpath.split(" | "))
 
 
 def select_content(root: etree._Element, selector: str) -> etree._Element | None:
