@@ -74,7 +74,8 @@ def make_handler(counter: Counter, latency: float, dims: int) -> type[BaseHTTPRe
 
 def run_once(base_url: str, chunks: list[str], concurrency: int, dims: int) -> float:
     with GeminiEmbedder(
-        dimensions=dims, api_key=KEY, base_url=base_url, concurrency=concurrency
+        dimensions=dims, api_key=KEY, base_url=base_url, concurrency=concurrency,
+        allow_private_network=True,
     ) as embedder:
         start = time.perf_counter()
         vectors = embedder.embed(chunks, titles=[f"Page {i // 10}" for i in range(len(chunks))])
@@ -142,7 +143,8 @@ def ingest_twice(base_url: str, chunks: list[str], counter: Counter, dims: int) 
             (docs / f"page{i:04d}.txt").write_text(text)
         specs = [source_spec("files", str(docs))]
         store = KnowledgeStore(connect(url))
-        embedder = GeminiEmbedder(base_url=base_url, api_key="bench-key", dimensions=dims)
+        embedder = GeminiEmbedder(base_url=base_url, api_key="bench-key", dimensions=dims,
+                                  allow_private_network=True)
         store.bind_embedder(embedder.identity)
         for label, namespace in (("first ingest", "one"), ("second ingest (new namespace)",
                                                           "two")):

@@ -273,7 +273,8 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
         cached = None
         if embed_urls:
             emb = RoundRobinEmbedder([OpenAIEmbedder(EMBEDDER_MODEL, base_url=url,
-                                                     concurrency=1, timeout=900.0)
+                                                     concurrency=1, timeout=900.0,
+                                                     allow_private_network=True)
                                       for url in embed_urls])
             store.bind_embedder(emb.identity)
             # long chunks in windows MiniLM reads whole, as `kbctl ingest` embeds them
@@ -410,7 +411,8 @@ def main() -> None:
                 calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
             return
         dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
-        inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url), writing=False)
+        inner = resolve_embedder(dense, Settings(embedder_base_url=embed_url,
+                                                 allow_private_network=True), writing=False)
         assert inner is not None, "the dense KB has no embedder"
         emb = MemoEmbedder(inner)
         for case in cases:  # one embedding request per question, shared by every mode

@@ -71,7 +71,8 @@ def main() -> None:
         if not (data / "built").exists():
             proc = subprocess.run(
                 [*KBCTL, "ingest", "files", str(RUST_BOOK), "--data-dir", str(data),
-                 "--embedder", f"openai:{MODEL}", "--embedder-base-url", base_url, "--json"],
+                 "--embedder", f"openai:{MODEL}", "--embedder-base-url", base_url,
+                 "--allow-private-network", "--json"],
                 capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise SystemExit(f"ingest failed ({proc.returncode}): {proc.stderr}")
@@ -80,7 +81,8 @@ def main() -> None:
                   f"{report['embedded']} embedded")
             (data / "built").write_text("ok\n")
         store = stack.enter_context(open_store(Settings(data_dir=data)))
-        embedder = resolve_embedder(store, Settings(embedder_base_url=base_url), writing=False)
+        embedder = resolve_embedder(store, Settings(embedder_base_url=base_url,
+                                                    allow_private_network=True), writing=False)
         assert embedder is not None, "the KB has no embedder"
         rng = random.Random(SEED)
         typed = {c["question"]: mistyped(c["question"], rng, every_word=False) for c in cases}

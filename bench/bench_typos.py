@@ -131,7 +131,8 @@ def main() -> None:
         if args.dense:
             dense = stack.enter_context(open_store(Settings(data_dir=args.dense, namespace=ns)))
             url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", DEFAULT_EMBED_URL)
-            inner = resolve_embedder(dense, Settings(embedder_base_url=url), writing=False)
+            inner = resolve_embedder(dense, Settings(embedder_base_url=url,
+                                                     allow_private_network=True), writing=False)
             assert inner is not None, "the dense KB has no embedder"
             emb = MemoEmbedder(inner)
             for _, cases in sets:  # embedded before timing: every row asks them again

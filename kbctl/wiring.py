@@ -135,7 +135,8 @@ def resolve_embedder(
     if base_url is None and known and recorded is not None \
             and parse_spec(spec).provider == recorded.provider:
         base_url = known
-    embedder = create_embedder(spec, base_url=base_url)
+    embedder = create_embedder(spec, base_url=base_url,
+                               allow_private_network=private_opt_in(store, settings, base_url))
     if writing and hasattr(policy := getattr(embedder, "retry", None), "on_retry"):
         # a provider's ``kbctl.net.retry.RetryPolicy`` (named, not imported: a lexical KB's
         # query loads no HTTP client): a write's batches wait long for a stalled provider,
@@ -157,6 +158,17 @@ def resolve_embedder(
     return embedder
 
 
+def private_opt_in(store: KnowledgeStore, settings: Settings, base_url: str | None) -> bool:
+    """Whether the embedder at ``base_url`` may be on this machine or a private network:
+    ``--allow-private-network`` given now, or recorded by the write that reached that
+    same endpoint (as a web source's definition remembers it for a resync)."""
+    if settings.allow_private_network:
+        return True
+    _identity, known = store.embedder_state()
+    return bool(base_url and known and public_endpoint(base_url) == known
+                and store.endpoint_opt_in())
+
+
 def remember_endpoint(store: KnowledgeStore, settings: Settings,
                       announce: Callable[[str], None] = lambda _msg: None) -> None:
     """Record the base URL a write reached its embedder at, for the commands that follow
@@ -169,8 +181,10 @@ def remember_endpoint(store: KnowledgeStore, settings: Settings,
     if identity in (None, NO_EMBEDDER):
         return
     endpoint = public_endpoint(settings.embedder_base_url)
+    opt_in = settings.allow_private_network
+    if endpoint != known or (opt_in and not store.endpoint_opt_in()):
+        store.record_embedder_endpoint(endpoint, allow_private_network=opt_in)
     if endpoint != known:
-        store.record_embedder_endpoint(endpoint)
         announce(f"the knowledge base now reaches its embedder at {endpoint}")
 
 
@@ -192,8 +206,9 @@ def resolve_reranker(store: KnowledgeStore, settings: Settings) -> Reranker | No
     from .rerank.cache import CachedReranker
     from .rerank.registry import create_reranker
 
-    return CachedReranker(create_reranker(settings.rerank,
-                                          base_url=settings.rerank_base_url), store)
+    return CachedReranker(create_reranker(
+        settings.rerank, base_url=settings.rerank_base_url,
+        allow_private_network=settings.allow_private_network), store)
 
 
 def leave_databases() -> None:

@@ -22,6 +22,24 @@ class FakeClock:
         self.sleeps.append(seconds)
 
 
+#: A resolver for provider tests on an injected transport: every host name is a public
+#: address (the guard vets it; nothing is connected to).
+PUBLIC_ADDRESS = "93.184.215.14"
+
+
+def public_dns(host: str) -> list[str]:
+    return [PUBLIC_ADDRESS]
+
+
+def as_named(request: httpx.Request) -> httpx.Request:
+    """``request`` with the host it is for (its Host header) in its URL: the guard sends
+    it to the vetted address, and tests check what was asked of which host."""
+    host = request.headers.get("host", request.url.netloc.decode())
+    return httpx.Request(request.method, request.url.copy_with(netloc=host.encode()),
+                         headers=request.headers, content=request.read(),
+                         extensions=request.extensions)
+
+
 class Recorder:
     """An ``httpx.MockTransport`` that keeps every request and counts concurrent calls.
 
@@ -39,6 +57,7 @@ class Recorder:
     ) -> None:
         self.respond = respond
         self.requests: list[httpx.Request] = []
+        self.connected: list[str] = []  # the URLs as sent: the vetted address, not the name
         self.active = 0
         self.max_active = 0
         self._gate = gate
@@ -49,6 +68,8 @@ class Recorder:
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         with self._lock:
+            self.connected.append(str(request.url))
+            request = as_named(request)
             self.requests.append(request)
             self.active += 1
             self.max_active = max(self.max_active, self.active)

@@ -822,7 +822,8 @@ def test_a_run_stalled_on_its_embedder_stops_at_once(box: Box, sig: int) -> None
     try:  # a KB of its own: the box's was built without an embedder
         ingest = subprocess.Popen(
             [sys.executable, "-c", ENTRY, "ingest", "files", str(docs), "--embedder",
-             "openai:m@8", "--embedder-base-url", url, "--json", "--data-dir",
+             "openai:m@8", "--embedder-base-url", url, "--allow-private-network", "--json",
+             "--data-dir",
              str(box.root / "embedded-kb")], cwd=box.root, env=box.env | {"OPENAI_API_KEY": "x"},
             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         box.started.append(ingest)

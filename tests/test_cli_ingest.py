@@ -458,7 +458,7 @@ def test_an_ingest_says_when_its_embedder_does_not_answer(cli: Cli, docs: Path) 
     """A stalled provider costs each batch minutes of retries; stderr is what a cron log
     keeps, and it said nothing until the run gave up."""
     failed = cli("ingest", "files", str(docs), "--embedder", "openai:m@8",
-                 "--embedder-base-url", "http://127.0.0.1:1/v1")
+                 "--embedder-base-url", "http://127.0.0.1:1/v1", "--allow-private-network")
     # its one batch failed to embed: the environment's failure (3), as when a second
     # batch in a row fails and stops the run, not the docs' (1)
     assert failed.exit_code == 3

@@ -13,7 +13,7 @@ from kbctl.embed.base import Embedder
 from kbctl.embed.gemini import DEFAULT_BASE_URL, GeminiEmbedder
 from kbctl.errors import AuthError, EmbedderError
 from kbctl.net.retry import RetryPolicy
-from tests.embed_fakes import FakeClock, Recorder, sequence
+from tests.embed_fakes import FakeClock, Recorder, public_dns, sequence
 
 BASE = "https://gemini.test/v1beta"
 KEY_ENV = {"GEMINI_API_KEY": "env-key"}
@@ -49,7 +49,7 @@ def echo(dims: int, shape: str = "single"):
 def make(recorder: Recorder, **kwargs) -> GeminiEmbedder:
     kwargs.setdefault("base_url", BASE)
     kwargs.setdefault("env", dict(KEY_ENV))
-    return GeminiEmbedder(transport=recorder.transport, **kwargs)
+    return GeminiEmbedder(transport=recorder.transport, resolver=public_dns, **kwargs)
 
 
 # --- request shapes ------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_embedding_001_uses_task_type_title_and_output_dimensionality() -> None:
 
 def test_default_base_url_and_identity() -> None:
     rec = Recorder(echo(1536))
-    emb = GeminiEmbedder(transport=rec.transport, env=KEY_ENV)
+    emb = GeminiEmbedder(transport=rec.transport, env=KEY_ENV, resolver=public_dns)
     emb.embed_query("q")
     assert str(rec.requests[0].url) == (
         f"{DEFAULT_BASE_URL}/models/gemini-embedding-2:embedContent"
@@ -388,7 +388,8 @@ def test_key_is_read_at_first_use_not_at_construction(monkeypatch: pytest.Monkey
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_GENERATIVE_AI_API_KEY", raising=False)
     rec = Recorder(echo(8))
-    emb = GeminiEmbedder(dimensions=8, base_url=BASE, transport=rec.transport)
+    emb = GeminiEmbedder(dimensions=8, base_url=BASE, transport=rec.transport,
+                         resolver=public_dns)
     monkeypatch.setenv("GEMINI_API_KEY", "late-key")
     emb.embed_query("q")
     assert rec.requests[0].headers["x-goog-api-key"] == "late-key"

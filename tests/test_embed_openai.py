@@ -11,7 +11,7 @@ from kbctl.embed.base import Embedder
 from kbctl.embed.openai import DEFAULT_BASE_URL, OpenAIEmbedder
 from kbctl.errors import AuthError, EmbedderError
 from kbctl.net.retry import RetryPolicy
-from tests.embed_fakes import FakeClock, Recorder, sequence
+from tests.embed_fakes import FakeClock, Recorder, public_dns, sequence
 
 OLLAMA = "http://127.0.0.1:11434/v1"
 
@@ -44,6 +44,8 @@ def echo(dims: int, *, reverse: bool = False):
 
 def make(rec: Recorder, **kwargs) -> OpenAIEmbedder:
     kwargs.setdefault("env", {})
+    kwargs.setdefault("resolver", public_dns)
+    kwargs.setdefault("allow_private_network", True)  # some tests name a loopback server
     return OpenAIEmbedder(transport=rec.transport, **kwargs)
 
 

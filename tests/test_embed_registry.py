@@ -84,7 +84,7 @@ def test_create_passes_model_dimensions_url_key_and_options_through() -> None:
     rec = Recorder(lambda r: httpx.Response(200, json={"embedding": {"values": [1.0] * 768}}))
     emb = create_embedder(
         "gemini:gemini-embedding-001@768", base_url="http://127.0.0.1:9/v1beta",
-        api_key="k", transport=rec.transport, concurrency=2,
+        api_key="k", transport=rec.transport, concurrency=2, allow_private_network=True,
     )
     assert isinstance(emb, GeminiEmbedder)
     assert emb.concurrency == 2
@@ -102,7 +102,7 @@ def test_create_openai_compatible_local_server() -> None:
     rec = Recorder(respond)
     emb = create_embedder(
         "openai:nomic-embed-text", base_url="http://127.0.0.1:11434/v1",
-        transport=rec.transport, batch_size=16, env={},
+        transport=rec.transport, batch_size=16, env={}, allow_private_network=True,
     )
     assert isinstance(emb, OpenAIEmbedder)
     assert emb.batch_size == 16

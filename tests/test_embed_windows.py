@@ -172,7 +172,7 @@ def test_the_cli_embeds_in_the_configured_window_and_reembeds_again(
     base, seen = openai_server
     (workdir / "kbctl.yaml").write_text("embedder_window: 40\n")
     body = f"# Notes\n\n{FILLER[:600]}\n"
-    report = cli.json("ingest", "text", body, "--ref", "notes",
+    report = cli.json("ingest", "text", body, "--ref", "notes", "--allow-private-network",
                       "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
     sent = [text for request in seen for text in request["input"]]
     assert report["embedded"] == len(sent) > 1

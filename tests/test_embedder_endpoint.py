@@ -13,6 +13,7 @@ from kbctl.errors import ConfigError, EmbedderError
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
 
 from .conftest import Cli, rows
+from .embed_fakes import public_dns
 from .test_hybrid import openai_server  # noqa: F401 (a fixture)
 
 
@@ -39,7 +40,8 @@ def test_a_failing_provider_is_named_without_the_credentials_in_its_url() -> Non
         return httpx.Response(500, text="down")
 
     embedder = OpenAIEmbedder("m", base_url="http://ops:s3cret@embed.internal/v1",
-                              transport=httpx.MockTransport(refuse), max_retries=0)
+                              transport=httpx.MockTransport(refuse), max_retries=0,
+                              resolver=public_dns)
     with pytest.raises(EmbedderError) as info:
         embedder.embed(["text"])
     assert "at http://embed.internal/v1" in str(info.value) and "s3cret" not in str(info.value)
@@ -53,7 +55,7 @@ def test_later_commands_reach_the_recorded_endpoint(
     docs.mkdir()
     (docs / "a.md").write_text("# Install\n\n## With pnpm\n\npnpm add widget\n")
     report = cli.json("ingest", "files", str(docs), "--embedder", "openai:fake-model@24",
-                      "--embedder-base-url", with_secret)
+                      "--embedder-base-url", with_secret, "--allow-private-network")
     assert report["embedded"] == 1 and len(seen) == 1
     assert rows(cli.db_url, "SELECT value ->> 'baseUrl' FROM kb_meta") == [(base,)]
     assert not rows(cli.db_url, "SELECT 1 FROM kb_meta WHERE value::text LIKE %s", "%s3cret%")
@@ -67,7 +69,8 @@ def test_later_commands_reach_the_recorded_endpoint(
     assert cli.json("resync")["totals"]["updated"] == 1 and len(seen) == 3
 
     # an explicit base URL wins over the recorded one (here: nothing listens there)
-    moved = cli("query", "install", "--embedder-base-url", "http://127.0.0.1:9/v1")
+    moved = cli("query", "install", "--embedder-base-url", "http://127.0.0.1:9/v1",
+                "--allow-private-network")
     assert moved.exit_code == 3 and len(seen) == 3
     # a read does not record it; the KB still reaches its own endpoint
     assert cli.json("status")["embedderEndpoint"] == base
@@ -77,17 +80,19 @@ def test_a_write_with_a_new_endpoint_records_it(
         cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]],  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
     base, seen = openai_server
-    cli.json("ingest", "text", "pnpm add widget", "--ref", "a",
+    cli.json("ingest", "text", "pnpm add widget", "--ref", "a", "--allow-private-network",
              "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
     other = base.replace("127.0.0.1", "localhost")
     monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", other)
-    result = cli("ingest", "text", "widget upgrade", "--ref", "b")
+    # another loopback endpoint: the opt-in is given again for it
+    result = cli("ingest", "text", "widget upgrade", "--ref", "b", "--allow-private-network")
     assert result.exit_code == 0, result.output
     assert f"reaches its embedder at {other}" in result.stderr
     monkeypatch.delenv("KBCTL_EMBEDDER_BASE_URL")
     assert cli.json("status")["embedderEndpoint"] == other
     # a re-embed to another embedder forgets the old endpoint unless it is given again
-    cli.json("reembed", "--embedder", "openai:fake-model-2@24", "--embedder-base-url", base)
+    cli.json("reembed", "--embedder", "openai:fake-model-2@24", "--embedder-base-url", base,
+             "--allow-private-network")
     assert cli.json("status")["embedderEndpoint"] == base
     cli.json("reembed", "--embedder", "none")
     assert cli.json("status")["embedderEndpoint"] is None
@@ -99,6 +104,7 @@ def test_a_failed_write_does_not_record_its_endpoint(
     """A mistyped KBCTL_EMBEDDER_BASE_URL in one failed job was recorded before the first
     request, and every later command of the KB (cron, MCP) reached it, and failed."""
     base, seen = openai_server
+    (workdir / "kbctl.yaml").write_text("allow_private_network: true\n")  # loopback servers
     cli.json("ingest", "text", "pnpm add widget", "--ref", "a",
              "--embedder", "openai:fake-model@24", "--embedder-base-url", base)
     monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:9/v1")  # nothing there

@@ -266,7 +266,8 @@ def test_cli_kb_remembers_its_embedder(cli: Cli, workdir: Path, openai_server,
     docs.mkdir()
     (docs / "a.md").write_text("# Install\n\n## With pnpm\n\npnpm add widget\n")
     (docs / "b.md").write_text("# Upgrade\n\nUpgrade with the upgrade command.\n")
-    report = cli.json("ingest", "files", str(docs), "--embedder", "openai:fake-model@24")
+    report = cli.json("ingest", "files", str(docs), "--embedder", "openai:fake-model@24",
+                      "--allow-private-network")  # recorded: later commands reach it too
     assert report["embedder"] == "openai/fake-model@24" and report["embedded"] == 2
     assert len(seen) == 1 and seen[0]["dimensions"] == 24
     # later commands use the recorded embedder without being told
@@ -317,7 +318,8 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
     docs = workdir / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Install\n\nInstall the widget with pnpm.\n")
-    assert cli("ingest", "files", str(docs), "--embedder", "openai:fake-model@24").exit_code == 0
+    assert cli("ingest", "files", str(docs), "--embedder", "openai:fake-model@24",
+               "--allow-private-network").exit_code == 0
     settings = Settings(db_url=cli.db_url, agent="bot")  # type: ignore[call-arg]
     with AgentTools(settings) as tools:  # as `serve mcp` keeps one for days
         first = tools.call("search_knowledge", {"query": "install widget"})
@@ -354,7 +356,8 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
         try:
             new_base = f"http://127.0.0.1:{moved.server_address[1]}/v1"
             monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", new_base)
-            assert cli("reembed", "--embedder", "openai:fake-model-2@24").exit_code == 0
+            assert cli("reembed", "--embedder", "openai:fake-model-2@24",
+                       "--allow-private-network").exit_code == 0
             assert store.embedder_state()[1] == new_base
             old_server.shutdown()
             old_server.server_close()

@@ -534,7 +534,7 @@ def test_a_read_is_not_held_up_by_a_search_stalled_on_its_embedder(
     docs.mkdir()
     (docs / "install.md").write_text("# Install\n\nRun `pnpm add widget` to install it.\n")
     assert cli("ingest", "files", str(docs), "-n", "docs", "--embedder",
-               "openai:fake@24").exit_code == 0
+               "openai:fake@24", "--allow-private-network").exit_code == 0
     assert cli("memory", "append", "memory/user/prefs.md", "alice prefers pnpm",
                *ALICE).exit_code == 0
     stalled.set()

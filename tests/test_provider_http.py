@@ -88,7 +88,8 @@ def test_an_embedder_behind_a_trickling_server_fails_within_bounds(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(api, "DEADLINE_S", 0.5)
     with LocalServer({"/v1/embeddings": trickle(_embeddings(20), 0.05)}) as server:
-        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={}, retry=NO_RETRY)
+        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={},
+                                   allow_private_network=True, retry=NO_RETRY)
         started = time.monotonic()
         with pytest.raises(EmbedderError, match="request failed after 1 attempts"):
             embedder.embed(["hello"])
@@ -100,7 +101,8 @@ def test_a_reranker_refuses_an_oversized_answer(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(api, "MAX_BYTES", 10_000)
     huge = json.dumps({"results": [{"index": 0, "relevance_score": 0.5}] * 2000})
     with LocalServer({"/rerank": ok(huge, "application/json")}) as server:
-        reranker = create_reranker("tei:m", base_url=server.url(), env={}, retry=NO_RETRY)
+        reranker = create_reranker("tei:m", base_url=server.url(), env={},
+                                   allow_private_network=True, retry=NO_RETRY)
         with pytest.raises(RerankerError, match="larger than 10000 bytes"):
             reranker.score("q", ["a"])
 
@@ -125,11 +127,13 @@ def test_a_question_to_a_stalled_provider_times_out_twice_at_most(
     stalled = {"/v1/embeddings": ok(_embeddings(), "application/json", delay=1.0),
                "/rerank": ok("[]", "application/json", delay=1.0)}
     with LocalServer(stalled) as server:
-        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={}, retry=patient)
+        embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={},
+                                   allow_private_network=True, retry=patient)
         with pytest.raises(EmbedderError, match="request failed after 2 attempts"):
             embedder.embed_query("hello")
         embedder.close()
-        reranker = create_reranker("tei:m", base_url=server.url(), env={}, retry=patient)
+        reranker = create_reranker("tei:m", base_url=server.url(), env={},
+                                   allow_private_network=True, retry=patient)
         with pytest.raises(RerankerError, match="request failed after 2 attempts"):
             reranker.score("q", ["a"])
         assert server.hits("/v1/embeddings") == 2 and server.hits("/rerank") == 2
@@ -145,6 +149,7 @@ def test_a_question_still_rides_out_quick_failures() -> None:
 
     with LocalServer({"/v1/embeddings": flaky}) as server:
         embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={},
+                                  allow_private_network=True,
                                   retry=RetryPolicy(max_retries=4, sleep=lambda s: None))
         assert embedder.embed_query("hello") == [1.0, 0.0]
         embedder.close()

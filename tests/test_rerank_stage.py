@@ -4,6 +4,7 @@ served on loopback, its scores cached in the KB, and a provider failure an exit-
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -12,7 +13,7 @@ from kbctl.net.retry import RetryPolicy
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
 from kbctl.rerank.cache import CachedReranker
-from kbctl.rerank.registry import create_reranker
+from kbctl.rerank.registry import create_reranker as create_guarded
 from kbctl.sources.registry import source_spec
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.thesaurus import NONE
@@ -26,6 +27,9 @@ PAGES = {
     "glob": "# glob\n\n## glob\n\nFind path names matching a pattern, such as *.txt in a path.",
     "pathlib": "# pathlib\n\n## suffix\n\nThe final component's extension, e.g. '.txt'.",
 }
+
+# the servers here listen on loopback: the opt-in a local reranker needs
+create_reranker = partial(create_guarded, allow_private_network=True)
 
 
 def tei_server(favourite: str, requests: list[dict]):
@@ -144,10 +148,10 @@ def test_rerank_top_is_bounded(kb: KnowledgeStore) -> None:
 def test_query_command_takes_a_reranker(kb: KnowledgeStore, cli) -> None:
     with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
         out = cli.json("query", "path extension", "-n", "ns", "-k", "2", "--rerank", "tei:m",
-                       "--rerank-base-url", server.url(), "--rerank-top", "5")
+                       "--rerank-base-url", server.url(), "--rerank-top", "5",
+                       "--allow-private-network")
         down = cli("query", "path extension", "-n", "ns", "--rerank", "tei:uncached",
-                   "--rerank-base-url",
-                   server.url("/nowhere"))
+                   "--rerank-base-url", server.url("/nowhere"), "--allow-private-network")
     assert out["reranker"] == "tei/m"
     top = out["results"][0]
     assert top["sourceRef"] == "kb://text/pathlib" and top["score"] == 0.95

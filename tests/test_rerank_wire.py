@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 
 from kbctl.errors import ConfigError, RerankerError
 from kbctl.net.retry import RetryPolicy
-from kbctl.rerank.registry import create_reranker, parse_rerank_spec
+from kbctl.rerank.registry import create_reranker as create_guarded
+from kbctl.rerank.registry import parse_rerank_spec
 from tests.embed_fakes import FakeClock
 from tests.http_server import LocalServer, Request, Response, ok
+
+# the servers here listen on loopback: the opt-in a local reranker needs
+create_reranker = partial(create_guarded, allow_private_network=True)
 
 DOCS = ["pigs fly", "python subprocess run", "os.path.splitext splits the extension"]
 QUERY = "file extension"

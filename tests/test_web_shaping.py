@@ -365,10 +365,10 @@ def test_a_canonical_url_that_gives_no_page_keeps_the_page_that_named_it(cli: Cl
         server.routes["/docs/"] = html(doc_page(
             "Start", "<a href='/docs/alpha.html'>a</a>",
             "<link rel='canonical' href='/missing/start'>"))
-        again = cli.json("resync", "-n", "crawl")  # the canonical URL's 404: noted
+        again = cli.json("resync", "-n", "crawl")  # the canonical URL's 404: kept, noted
         assert again["totals"]["deleted"] == 0
-        assert (f"1 page it names gone (HTTP 404/410), none stored: "
-                f"{server.url('/missing/start')}" in "\n".join(again["namespaces"][0]["notes"]))
+        assert (f"{server.url('/docs/')}: its canonical URL {server.url('/missing/start')} "
+                "gives no page; kept here" in "\n".join(again["namespaces"][0]["notes"]))
         assert server.url("/docs/") in dict(rows(
             cli.db_url, "SELECT ref, 1 FROM sources WHERE namespace = 'crawl'"))
 

@@ -87,7 +87,8 @@ LangOpt = Annotated[str | None, typer.Option(
     show_default=False)]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
-    help="Allow fetching from loopback and private addresses (local sites, tests).",
+    help="Allow loopback and private addresses for fetches and for embedder and reranker "
+    "endpoints (local sites and models, tests); cloud metadata stays refused.",
     show_default=False)]
 
 

@@ -34,6 +34,7 @@ from .common import (
     FusionOpt,
     JsonOpt,
     NamespaceOpt,
+    PrivateOpt,
     RerankOpt,
     RerankTopOpt,
     RerankUrlOpt,
@@ -137,7 +138,7 @@ def run(
         "or embedder=…,fusion=…,rerank=…. Another one, or one that cannot run here (no "
         "key, no server), is refused with exit 2 instead of measured. Suites pin it with "
         "defaults.retriever, kbctl.yaml with eval.retriever.", show_default=False)] = None,
-    json_output: JsonOpt = False,
+    allow_private_network: PrivateOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Run eval suites against the knowledge base; exit 1 when the run fails.
 
@@ -150,7 +151,8 @@ def run(
                                  config=config, embedder=embedder,
                                  embedder_base_url=embedder_base_url, rerank=rerank,
                                  rerank_base_url=rerank_base_url, rerank_top=rerank_top,
-                                 vector_weight=vector_weight, fusion=fusion)
+                                 vector_weight=vector_weight, fusion=fusion,
+                                 allow_private_network=allow_private_network)
         with _case_progress(out) as on_result:
             outcome = eval_pipeline.evaluate(settings, suites, baseline=baseline,
                                    rank_tolerance=rank_tolerance,

@@ -128,7 +128,8 @@ def ingest_files(
     version: VersionOpt = None, lang: LangOpt = None,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Ingest a folder of .md/.mdx/.markdown/.rst/.html/.htm/.txt/.qmd files (and .ipynb
     notebooks where the docs generator renders them).
@@ -142,7 +143,8 @@ def ingest_files(
                      ignore_noindex=ignore_noindex, version=version, lang=lang)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
-                               embedder_base_url=embedder_base_url)
+                               embedder_base_url=embedder_base_url,
+                               allow_private_network=allow_private_network)
     run_ingest(settings, [spec], json_output, ctx)
 
 
@@ -159,7 +161,8 @@ def ingest_text(
     fmt: Annotated[str, typer.Option("--format", help="markdown or text.")] = "markdown",
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Ingest one text from an argument or stdin.
 
@@ -173,5 +176,6 @@ def ingest_text(
     spec = flag_spec("text", ref, title=title or ref, format=fmt, body=body)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,
-                               embedder_base_url=embedder_base_url)
+                               embedder_base_url=embedder_base_url,
+                               allow_private_network=allow_private_network)
     run_ingest(settings, [spec], json_output, ctx)

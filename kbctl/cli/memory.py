@@ -22,6 +22,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     JsonOpt,
+    PrivateOpt,
     QuestionCommand,
     exit_with,
     guard,
@@ -46,10 +47,12 @@ PathArg = Annotated[str, typer.Argument(help="memory/agent/… (shared) or memor
 
 def _settings(db: str | None, data_dir: str | None, config: str | None, agent: str | None,
               user: str | None, embedder: str | None = None,
-              embedder_base_url: str | None = None, backend: str | None = None) -> Settings:
+              embedder_base_url: str | None = None, backend: str | None = None,
+              allow_private_network: bool | None = None) -> Settings:
     return settings_from(db_url=db, data_dir=data_dir, config=config, agent=agent, user=user,
                          embedder=embedder, embedder_base_url=embedder_base_url,
-                         memory={"backend": backend})
+                         memory={"backend": backend},
+                         allow_private_network=allow_private_network)
 
 
 def _emit(result: object, json_output: bool, fmt: str | None = None,
@@ -66,14 +69,15 @@ def append(
     agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
     db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Append text to a memory file (creating it) and re-index that file.
 
     Example: `kbctl memory append memory/agent/playbook.md "Escalate billing." --agent bot`
     """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url,
-                         backend)
+                         backend=backend, allow_private_network=allow_private_network)
     body = read_stdin("the text") if text in (None, "-") else text
     out = Output(json_output)
     _emit(api.append(settings, path, body, announce=out.note), json_output)
@@ -243,14 +247,15 @@ def import_(
     agent: AgentOpt = None, user: UserOpt = None, backend: BackendOpt = None,
     db: DbOpt = None,
     data_dir: DataDirOpt = None, config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Index a folder (MEMORY.md, YYYY-MM-DD.md daily files, …) into a tier, idempotently.
 
     Example: `kbctl memory import ./notes --tier agent --agent bot`
     """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url,
-                         backend)
+                         backend=backend, allow_private_network=allow_private_network)
     out = Output(json_output)
     report = api.import_dir(settings, directory, tier=tier, announce=out.note)
     _emit(report, json_output)

@@ -19,6 +19,7 @@ from .common import (
     FusionOpt,
     JsonOpt,
     NamespaceOpt,
+    PrivateOpt,
     RerankOpt,
     RerankTopOpt,
     RerankUrlOpt,
@@ -60,7 +61,7 @@ def query(
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, rerank: RerankOpt = None,
     rerank_base_url: RerankUrlOpt = None, rerank_top: RerankTopOpt = None,
-    json_output: JsonOpt = False,
+    allow_private_network: PrivateOpt = None, json_output: JsonOpt = False,
 ) -> None:
     """Retrieve the passages that best answer a question, with citations.
 
@@ -71,7 +72,7 @@ def query(
                              embedder=embedder, embedder_base_url=embedder_base_url,
                              rerank=rerank, rerank_base_url=rerank_base_url,
                              rerank_top=rerank_top, vector_weight=vector_weight,
-                             fusion=fusion)
+                             fusion=fusion, allow_private_network=allow_private_network)
     result = run_query(settings, question, k=k, min_score=min_score,
                        filters=parse_filters(filter_))
     out = Output(json_output)

@@ -24,6 +24,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     NamespaceOpt,
+    PrivateOpt,
     guard,
     settings_from,
 )
@@ -67,6 +68,7 @@ def mcp(
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, backend: BackendOpt = None,
+    allow_private_network: PrivateOpt = None,
 ) -> None:
     """Run an MCP server on stdin/stdout with search_knowledge and the memory tools.
 
@@ -77,7 +79,8 @@ def mcp(
     """
     settings = settings_from(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                              embedder=embedder, embedder_base_url=embedder_base_url,
-                             agent=agent, user=user, memory={"backend": backend})
+                             agent=agent, user=user, memory={"backend": backend},
+                             allow_private_network=allow_private_network)
     limits = limits_from(max_top_k, max_chars)
     if sys.stdin is None or sys.stdout is None:  # started with <&- or >&-
         raise EnvironmentFailure("serve mcp talks over stdin and stdout, and one of them is "

@@ -27,6 +27,7 @@ from .common import (
     EmbedderOpt,
     EmbedderUrlOpt,
     NamespaceOpt,
+    PrivateOpt,
     guard,
     read_stdin,
     settings_from,
@@ -113,7 +114,8 @@ def call(
     max_top_k: MaxTopKOpt = ToolLimits.max_top_k, max_chars: MaxCharsOpt = ToolLimits.max_chars,
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
-    embedder_base_url: EmbedderUrlOpt = None, json_output: JsonAlreadyOpt = False,
+    embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    json_output: JsonAlreadyOpt = False,
 ) -> None:
     """Run one tool and print its result as JSON: `{tool, isError, text, result}` (on
     failure `error` and `exitCode` in place of `result`).
@@ -130,7 +132,7 @@ def call(
             db_url=db, data_dir=data_dir, namespace=namespace,
             config=config or parent.get("config"), embedder=embedder,
             embedder_base_url=embedder_base_url, agent=agent or parent.get("agent"),
-            user=user or parent.get("user"))
+            user=user or parent.get("user"), allow_private_network=allow_private_network)
         tools = open_tools(settings, read_only=read_only or bool(parent.get("read_only")),
                            phase=phase, limits=limits_from(max_top_k, max_chars))
         with tools:

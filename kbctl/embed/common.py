@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import httpx
 
 from kbctl.errors import ConfigError, EmbedderError
+from kbctl.net.policy import Resolver
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -81,24 +82,36 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int) -> l
 
 
 class LazyClient:
-    """One pooled httpx client per embedder, made on first use (so building an embedder, or
-    ``--help``, opens nothing) and sized so ``concurrency`` requests never queue."""
+    """One pooled httpx client per provider, made on first use (so building a provider, or
+    ``--help``, opens nothing) and sized so ``concurrency`` requests never queue. Every
+    request passes the SSRF guard (``kbctl.net.provider``), an injected ``transport``'s
+    too; the environment's proxies are not used, as they would bypass it."""
 
     def __init__(self, *, transport: httpx.BaseTransport | None, timeout: float,
-                 concurrency: int) -> None:
+                 concurrency: int, allow_private_network: bool = False,
+                 resolver: Resolver | None = None, what: str = "provider") -> None:
         self._transport = transport
         self._timeout = timeout
         self._concurrency = concurrency
+        self._allow_private_network = allow_private_network
+        self._resolver = resolver
+        self._what = what
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
     def get(self) -> httpx.Client:
+        from kbctl.net.provider import GuardedTransport
+
         with self._lock:
             if self._client is None:
                 limits = httpx.Limits(max_connections=self._concurrency,
                                       max_keepalive_connections=self._concurrency)
-                self._client = httpx.Client(transport=self._transport, timeout=self._timeout,
-                                            limits=limits)
+                inner = self._transport or httpx.HTTPTransport(limits=limits)
+                guarded = GuardedTransport(inner, resolver=self._resolver, what=self._what,
+                                           allow_private_network=self._allow_private_network)
+                self._client = httpx.Client(transport=guarded, timeout=self._timeout,
+                                            limits=limits, trust_env=False,
+                                            follow_redirects=False)
             return self._client
 
     def close(self) -> None:

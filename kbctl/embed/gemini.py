@@ -32,6 +32,7 @@ from kbctl.embed.common import (
 from kbctl.errors import AuthError, ConfigError, EmbedderError
 from kbctl.net.api import read_json, send_json
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
+from kbctl.net.policy import Resolver
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "gemini-embedding-2"
@@ -62,6 +63,8 @@ class GeminiEmbedder:
     """Embedder for the Gemini API; see the module docstring for the request shapes."""
 
     provider = "gemini"
+    key_variables = KEY_VARIABLES
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -76,6 +79,8 @@ class GeminiEmbedder:
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
+        allow_private_network: bool = False,
+        resolver: Resolver | None = None,
     ) -> None:
         model = model.removeprefix("models/").strip()
         if not model:
@@ -86,11 +91,14 @@ class GeminiEmbedder:
         self._dimensions = dimensions or DEFAULT_DIMENSIONS
         self._api_key = api_key
         self._env = env
-        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL")
+        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL",
+                                         allow_private_network=allow_private_network)
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self._clients = LazyClient(transport=transport, timeout=timeout,
-                                   concurrency=concurrency)
+                                   concurrency=concurrency, resolver=resolver,
+                                   allow_private_network=allow_private_network,
+                                   what="embedder base URL")
 
     # --- the Embedder protocol ---------------------------------------------------------
 

@@ -31,6 +31,7 @@ from kbctl.embed.common import (
 from kbctl.errors import AuthError, ConfigError, EmbedderError
 from kbctl.net.api import read_json, send_json
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
+from kbctl.net.policy import Resolver
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -52,6 +53,8 @@ class OpenAIEmbedder:
     """Embedder for any server speaking OpenAI's ``/embeddings`` API."""
 
     provider = "openai"
+    key_variables = (KEY_VARIABLE,)
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -67,6 +70,8 @@ class OpenAIEmbedder:
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
+        allow_private_network: bool = False,
+        resolver: Resolver | None = None,
     ) -> None:
         model = model.strip()
         if not model:
@@ -76,7 +81,8 @@ class OpenAIEmbedder:
         require_positive("concurrency", concurrency)
         self.model = model
         self.custom_server = base_url is not None
-        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL")
+        self.base_url = checked_endpoint(base_url or DEFAULT_BASE_URL, "embedder base URL",
+                                         allow_private_network=allow_private_network)
         self.requested_dimensions = dimensions
         self._dimensions = dimensions
         if self._dimensions is None and not self.custom_server:
@@ -87,7 +93,9 @@ class OpenAIEmbedder:
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self._clients = LazyClient(transport=transport, timeout=timeout,
-                                   concurrency=concurrency)
+                                   concurrency=concurrency, resolver=resolver,
+                                   allow_private_network=allow_private_network,
+                                   what="embedder base URL")
         self._lock = threading.Lock()
 
     # --- the Embedder protocol ---------------------------------------------------------

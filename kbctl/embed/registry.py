@@ -122,13 +122,15 @@ def create_embedder(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    allow_private_network: bool = False,
     **options: Any,
 ) -> Embedder | None:
     """Build the embedder a spec names; ``none`` gives None (a lexical-only KB).
 
     ``options`` go to the provider's constructor (``concurrency``, ``batch_size``,
     ``max_retries``, ``timeout``, ``transport``, ``retry``, ``cache_dir`` …); one it does not
-    take is a ConfigError naming it.
+    take is a ConfigError naming it. ``allow_private_network`` lets a remote provider's
+    endpoint be on this machine or a private network (``kbctl.net.provider``).
     """
     parsed = parse_spec(spec)
     if parsed.provider == "none":
@@ -137,7 +139,8 @@ def create_embedder(
     factory = provider.build()
     kwargs: dict[str, Any] = {}
     if provider.remote:
-        kwargs = {"base_url": base_url, "api_key": api_key}
+        kwargs = {"base_url": base_url, "api_key": api_key,
+                  "allow_private_network": allow_private_network}
     else:
         for name, value in (("base_url", base_url), ("api_key", api_key)):
             if value is not None:

@@ -18,6 +18,7 @@ import httpx
 
 from kbctl.errors import KbctlError
 from kbctl.net.decode import ACCEPT_ENCODING, BoundedDecoder, TooLarge
+from kbctl.net.endpoint import public_endpoint
 
 if TYPE_CHECKING:
     from kbctl.net.retry import RetryPolicy
@@ -75,6 +76,13 @@ def post_json(client: httpx.Client, url: str, *, body: Any, headers: dict[str, s
                                    headers={"Accept-Encoding": ACCEPT_ENCODING, **headers},
                                    timeout=_within(client.timeout, deadline))
     response = client.send(request, stream=True)
+    if response.is_redirect:
+        # not followed: a key sent on would reach wherever the answer points
+        response.close()
+        moved = public_endpoint(response.headers.get("location", "")) or "(nowhere)"
+        raise error(f"{what}: HTTP {response.status_code} redirects to {moved}; kbctl "
+                    "does not follow a provider's redirects, so its key goes nowhere else",
+                    hint="set the base URL to where the provider now answers")
     try:
         try:
             decoder = BoundedDecoder(response.headers.get("content-encoding", ""), limit)

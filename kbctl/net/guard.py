@@ -256,7 +256,7 @@ def _rule(ip: IPAddress) -> str | None:
     return None
 
 
-def _verdict(ip: IPAddress, allow_private_network: bool) -> tuple[str, bool] | None:
+def opt_in_verdict(ip: IPAddress, allow_private_network: bool) -> tuple[str, bool] | None:
     """(why ``ip`` is refused, whether the opt-in could lift it), or None when it passes."""
     if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
         ip = ipaddress.IPv6Address(str(ip).split("%")[0])
@@ -283,7 +283,7 @@ def _verdict(ip: IPAddress, allow_private_network: bool) -> tuple[str, bool] | N
 
 def blocked_reason(ip: IPAddress, *, allow_private_network: bool = False) -> str | None:
     """Why ``ip`` may not be fetched (e.g. "127.0.0.1 is loopback (127.0.0.0/8)"), or None."""
-    verdict = _verdict(ip, allow_private_network)
+    verdict = opt_in_verdict(ip, allow_private_network)
     return verdict[0] if verdict else None
 
 
@@ -316,7 +316,7 @@ def vet(url: str, addresses: Iterable[IPAddress], policy: NetPolicy) -> list[IPA
     """Refuse the URL if ANY address is blocked; otherwise return them all, in order."""
     vetted = list(addresses)
     for ip in vetted:
-        verdict = _verdict(ip, policy.allow_private_network)
+        verdict = opt_in_verdict(ip, policy.allow_private_network)
         if verdict:
             reason, liftable = verdict
             if liftable:

@@ -21,6 +21,7 @@ from ..wiring import (
     input_window,
     open_store,
     open_writers,
+    private_opt_in,
     remember_endpoint,
     resolve_embedder,
 )
@@ -87,8 +88,10 @@ def reembed_kb(
     (``again``: even when it already is)."""
     from ..embed.registry import create_embedder
 
-    embedder = create_embedder(spec, base_url=settings.embedder_base_url)
     with open_store(settings, existing=True, writes=True) as store:
+        private = private_opt_in(store, settings, settings.embedder_base_url)
+        embedder = create_embedder(spec, base_url=settings.embedder_base_url,
+                                   allow_private_network=private)
         namespaces = store.namespaces()
         def said(message: str) -> None:
             progress(ProgressEvent("note", message=message))
@@ -97,8 +100,9 @@ def reembed_kb(
                     if settings.embedder_base_url and embedder is not None else None)
         with store.embedder_lock(exclusive=True, waiting=said), \
                 store.all_namespace_locks(namespaces):
-            report = reembed(store, embedder, endpoint=endpoint, progress=progress,
-                             window=input_window(settings, embedder), again=again)
+            report = reembed(store, embedder, endpoint=endpoint, private_network=private,
+                             progress=progress, window=input_window(settings, embedder),
+                             again=again)
             remember_endpoint(store, settings, said)  # an unchanged embedder's new address
         return report
 

@@ -34,10 +34,12 @@ class ReembedReport:
 
 
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
-            endpoint: str | None = None, window: int | None = None, again: bool = False,
+            endpoint: str | None = None, private_network: bool = False,
+            window: int | None = None, again: bool = False,
             progress: Progress = no_progress) -> ReembedReport:
     """``again``: re-embed even with the KB's own embedder (its vectors came from another
-    ``window``, or from a version that sent long chunks whole)."""
+    ``window``, or from a version that sent long chunks whole); ``private_network``: the
+    ``endpoint`` was reached with the private-network opt-in, recorded with it."""
     started = time.perf_counter()
     previous = store.embedder_identity() or NO_EMBEDDER
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
@@ -50,7 +52,8 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
         progress(ProgressEvent("total", total=store.chunk_count()))
         report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
-        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint)
+        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint,
+                              private_network=private_network)
     finally:
         for table in (_STAGE, _MEMORY_STAGE):
             store.drop_stage(table)

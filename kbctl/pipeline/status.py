@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,7 @@ from ..store.records import NamespaceStatus, SourceDef
 from ..store.server import DoctorReport
 from ..store.server import doctor as diagnose
 from ..wiring import open_store
+from .keys import KeyRoute, key_routes
 from .query import known_namespaces
 
 # A recorded option longer than this shows its length (a text source's body travels there)
@@ -61,6 +63,8 @@ class StatusReport:
     # kbctl.yaml combine: an operator sees which won), the URL without its password
     database: str = ""
     config: str | None = None
+    # the host each provider's API key is sent to (``kbctl.pipeline.keys``)
+    keys: list[KeyRoute] = field(default_factory=list)
 
 
 def status(settings: Settings, namespace: str | None = None) -> StatusReport:
@@ -79,7 +83,8 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
                                                 for d in store.list_defs(namespace)],
                             embedder_endpoint=endpoint,
                             database=describe(settings.db_url, settings.data_dir),
-                            config=str(settings.config_path) if settings.config_path else None)
+                            config=str(settings.config_path) if settings.config_path else None,
+                            keys=key_routes(settings, ident, endpoint, os.environ))
 
 
 def doctor(settings: Settings, *, fix: bool = True) -> DoctorReport:

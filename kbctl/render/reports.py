@@ -124,6 +124,10 @@ def status_table(report: StatusReport, **options: Any) -> Rendered:
     config = f" (config {shown(report.config)})" if report.config else ""
     out = Rendered.stdout(styled(f"[dim]database: {shown(report.database)}{config}[/dim]"),
                           table)
+    for route in report.keys:  # where a key set in the environment would be sent
+        keys = ", ".join(route.variables) if route.variables else "no key set"
+        out += Rendered.stdout(styled(f"[dim]{shown(route.provider)}: {shown(keys)} → "
+                                      f"{shown(route.host)}[/dim]"))
     if report.source_definitions:
         defs = Table(*_columns("namespace", "kind", "target", "private net", "last ok sync",
                                "failures"),

@@ -17,6 +17,7 @@ from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
 from kbctl.net.api import read_json, send_json, snippet
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
+from kbctl.net.policy import Resolver
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from kbctl.rerank.base import RerankerIdentity
 
@@ -44,6 +45,8 @@ class HttpReranker:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         env: Mapping[str, str] | None = None,
+        allow_private_network: bool = False,
+        resolver: Resolver | None = None,
     ) -> None:
         model = model.strip()
         if not model:
@@ -54,11 +57,14 @@ class HttpReranker:
         self.model = model
         self.custom_server = base_url is not None
         self.base_url = checked_endpoint(base_url or self.default_base_url or "",
-                                         "reranker base URL")
+                                         "reranker base URL",
+                                         allow_private_network=allow_private_network)
         self._api_key = api_key
         self._env = env
         self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self._clients = LazyClient(transport=transport, timeout=timeout, concurrency=1)
+        self._clients = LazyClient(transport=transport, timeout=timeout, concurrency=1,
+                                   resolver=resolver, what="reranker base URL",
+                                   allow_private_network=allow_private_network)
 
     @property
     def identity(self) -> RerankerIdentity:

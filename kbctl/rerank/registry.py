@@ -42,13 +42,17 @@ def parse_rerank_spec(spec: str) -> tuple[str, str]:
     return provider, model.strip()
 
 
-def create_reranker(spec: str, *, base_url: str | None = None, **options: Any) -> Reranker:
+def create_reranker(spec: str, *, base_url: str | None = None,
+                    allow_private_network: bool = False, **options: Any) -> Reranker:
     """Build the reranker a spec names. ``options`` go to the provider's constructor
     (``api_key``, ``timeout``, ``transport``, ``retry``, ``cache_dir`` …); one it does not
-    take is a ConfigError naming it."""
+    take is a ConfigError naming it. ``allow_private_network`` lets an HTTP reranker's
+    endpoint be on this machine or a private network (``kbctl.net.provider``)."""
     provider, model = parse_rerank_spec(spec)
     factory = PROVIDERS[provider]
     accepted = inspect.signature(factory).parameters
+    if "allow_private_network" in accepted:
+        options["allow_private_network"] = allow_private_network
     if base_url is not None:
         if "base_url" not in accepted:
             raise ConfigError(f"reranker {spec!r}: the {provider} provider takes no base URL")

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from ..errors import NotAPage, SourceError
 from .base import GONE_STATUSES, Expansion, Leaf, Loaded, SourceKind
-from .fetchpage import Fetched, PageLoader, WebHint, internal_error
+from .fetchpage import Fetched, LoadOnce, PageLoader, WebHint, internal_error
 from .links import MAX_LINKS_PER_PAGE
 from .options import Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
@@ -110,8 +110,7 @@ class Crawler:
     _robots: dict[str, asyncio.Task[Robots]] = field(default_factory=dict)
     _emitted: set[str] = field(default_factory=set)
     _copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
-    _claimed: set[str] = field(default_factory=set)  # the canonical URLs of ``_copies``
-    _no_page: set[str] = field(default_factory=set)  # canonical URLs that gave no page
+    _targets: LoadOnce = field(default_factory=LoadOnce)  # every page, fetched once
 
     async def run(self, start: Leaf, outbox: Outbox[Any]) -> None:
         opts = self.options
@@ -184,6 +183,7 @@ class Crawler:
             frontier = [Leaf(ref=u, url=u, hint=WebHint()) for u in allowed]
             if self.on_discovered and frontier:
                 await self.on_discovered(min(len(frontier), budget))
+        await self._store_targets(outbox)
         if self.state.unread:  # a crawl that stops short says so, or 499 pages look whole
             self.state.notes.append(
                 f"crawl {start.url}: stopped at --max-pages {opts.max_pages:,}; "
@@ -211,8 +211,10 @@ class Crawler:
         async with outbox.slot() as slot:
             prev = await outbox.call(self.previous, leaf.ref)  # a database failure ends the run
             try:
-                fetched = await self.loader.load(leaf, prev, want_links=follow)
-                fetched = await self._canonical(leaf, prev, follow, fetched)
+                fetched = await self._targets.get(
+                    leaf.ref, lambda: self.loader.load(leaf, prev, want_links=follow))
+                self._targets.consumed(leaf.ref)
+                fetched = await self._canonical(leaf, prev, follow, fetched, outbox)
             except Exception as exc:
                 slot.put(internal_error(leaf, exc))
                 return Fetched(internal_error(leaf, exc))
@@ -238,24 +240,56 @@ class Crawler:
             return fetched
 
     async def _canonical(self, leaf: Leaf, prev: dict[str, Any] | None, follow: bool,
-                         fetched: Fetched) -> Fetched:
-        """A page left out for its canonical URL (fetched later, as a link) is read as
-        itself when that URL named it canonical in turn, or gave no page; a canonical URL
-        that gives no page makes the crawl incomplete, as the pages dropped for it were
-        stored nowhere this run."""
+                         fetched: Fetched, outbox: Outbox[Any]) -> Fetched:
+        """A page that names another URL of its origin canonical is dropped for it once
+        that URL is known to give a page (fetched now, once: its visit as a link, or the
+        end of the crawl, stores it); when it gives none (404, refused, noindex…), or
+        names this page back, the page is read as itself and kept under its own URL."""
         ref, canonical = fetched.loaded.leaf.ref, fetched.canonical
-        if canonical is not None:
-            if self._copies.get(canonical) == ref or canonical in self._no_page:
-                kept = await self.loader.load(leaf, prev, want_links=follow,
-                                              honor_canonical=False)
-                return dataclasses.replace(kept, links=kept.links or fetched.links)
-            self._copies[ref] = canonical
-            self._claimed.add(canonical)
-        elif (fetched.loaded.error is not None or fetched.loaded.dropped) and (
-                leaf.ref in self._claimed or ref in self._claimed):
-            self._no_page.update((leaf.ref, ref))
-            self.state.hidden_links = True
+        if canonical is None:
+            return fetched
+        if self._copies.get(canonical) == ref:  # the pair's other page was dropped first
+            return await self._as_itself(leaf, prev, follow, fetched)
+        self._copies[ref] = canonical
+        target = await self._target(canonical, follow, outbox)
+        loaded = target.loaded
+        if target.canonical != ref and (loaded.error is not None or loaded.dropped):
+            return await self._as_itself(leaf, prev, follow, fetched, gone=canonical)
         return fetched
+
+    async def _target(self, url: str, follow: bool, outbox: Outbox[Any]) -> Fetched:
+        """A canonical URL's page, fetched once whoever asks (``_load`` too), its own
+        canonical link set aside (one hop)."""
+        async def load() -> Fetched:
+            prev = await outbox.call(self.previous, url)
+            return await self.loader.load(Leaf(ref=url, url=url, hint=WebHint()), prev,
+                                          want_links=follow, honor_canonical=False)
+        return await self._targets.get(url, load)
+
+    async def _as_itself(self, leaf: Leaf, prev: dict[str, Any] | None, follow: bool,
+                         fetched: Fetched, *, gone: str | None = None) -> Fetched:
+        kept = await self.loader.load(leaf, prev, want_links=follow, honor_canonical=False)
+        kept = dataclasses.replace(kept, links=kept.links or fetched.links)
+        if gone is None:
+            return kept
+        note = f"{kept.loaded.leaf.ref}: its canonical URL {gone} gives no page; kept here"
+        loaded = kept.loaded
+        return dataclasses.replace(kept, loaded=dataclasses.replace(
+            loaded, note=f"{loaded.note}; {note}" if loaded.note else note))
+
+    async def _store_targets(self, outbox: Outbox[Any]) -> None:
+        """Canonical URLs the crawl fetched for a copy but never reached as links (past
+        the depth or the page budget): stored now, since their copies were dropped."""
+        for fetched in self._targets.unclaimed():
+            loaded = fetched.loaded
+            ref = loaded.leaf.ref
+            if ref in self._emitted or loaded.error is not None or loaded.dropped \
+                    or not self._in_site(fetched.final_url or ref):
+                continue
+            self._emitted.add(ref)
+            self.state.unread.discard(ref)
+            async with outbox.slot() as slot:
+                slot.put(loaded)
 
     def _in_scope(self, url: str) -> bool:
         return is_page_link(url) and self._in_site(url)
@@ -280,3 +314,4 @@ class Crawler:
             task = asyncio.ensure_future(fetch_robots(self.loader.client, site))
             self._robots[site] = task
         return task
+

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -328,3 +329,38 @@ def _meta(**values: Any) -> dict[str, Any]:
 def internal_error(leaf: Leaf, exc: Exception) -> Loaded:
     """A bug while loading one page is that page's failure, not the run's."""
     return Loaded(leaf=leaf, error=SourceError(f"{leaf.url}: internal error: {exc!r}"))
+
+
+@dataclass
+class LoadOnce:
+    """Pages fetched once whoever asks first: a canonical URL a copy needs to know about
+    and the same URL's own visit share one fetch. Once its owner has handed a page on
+    (``consumed``), only its outline (no text, no links) is kept for later questions, so
+    a listing's documents are not all held until it ends."""
+
+    loads: dict[str, asyncio.Future[Fetched]] = field(default_factory=dict)
+    handed: set[str] = field(default_factory=set)
+
+    async def get(self, ref: str, load: Callable[[], Awaitable[Fetched]]) -> Fetched:
+        future = self.loads.get(ref)
+        if future is None:
+            future = self.loads[ref] = asyncio.ensure_future(load())
+        return await asyncio.shield(future)
+
+    def unclaimed(self) -> list[Fetched]:
+        """Pages loaded and never handed on."""
+        return [future.result() for ref, future in self.loads.items()
+                if ref not in self.handed and future.done() and not future.cancelled()
+                and future.exception() is None]
+
+    def consumed(self, ref: str) -> None:
+        self.handed.add(ref)
+        future = self.loads.get(ref)
+        if future is None or not future.done() or future.cancelled() \
+                or future.exception() is not None:
+            return
+        fetched = future.result()
+        outline: asyncio.Future[Fetched] = asyncio.get_running_loop().create_future()
+        outline.set_result(dataclasses.replace(
+            fetched, links=[], loaded=dataclasses.replace(fetched.loaded, document=None)))
+        self.loads[ref] = outline

@@ -5,8 +5,12 @@ expression after ``re:`` (``re:^/v[0-9]+/``); both see the path with its query s
 (``/search?q=x``). Globs know two wildcards: ``*`` (any run of characters, ``/``
 included) and ``?`` (one character). They are matched without backtracking: the pieces
 between stars have a fixed length, so each is found leftmost in one pass, and a hostile
-sitemap full of long URLs cannot make a rule slow. Regular expressions are compiled once,
-when the definition is read.
+sitemap full of long URLs cannot make a rule slow. Regular expressions run on RE2, in
+time linear in the URL whatever the pattern (``re:^/(a+)+$`` included); they are compiled
+once, when the definition is read, and refused there when RE2 cannot run them
+(backreferences, lookarounds), when they nest groups past ``MAX_GROUP_DEPTH`` or repeat
+past RE2's 1,000. A source takes at most ``MAX_RULES`` rules of each action and
+``MAX_RULES_CHARS`` characters of them, so every URL's verdict costs a bounded amount.
 
 A URL is kept when it matches at least one include rule (or there are none) and no
 exclude rule. Every drop is put down to one rule, so a report can say what each rule did.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError
@@ -25,6 +30,15 @@ REGEX_PREFIX = "re:"
 #: What a URL that matches none of the include rules is put down to.
 NOT_INCLUDED = "include (matched none)"
 MAX_PATTERN = 1000
+#: Rules of one action (include or exclude) a source may have, and their characters.
+MAX_RULES = 1_000
+MAX_RULES_CHARS = 64_000
+MAX_GROUP_DEPTH = 32
+#: RE2's own limit on a counted repetition (``{n}``, ``{m,n}``).
+MAX_REPEAT = 1_000
+#: Memory RE2 may use for one compiled rule.
+RE2_MAX_MEM = 8 << 20
+_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,7 @@ class UrlRule:
     action: str  # "include" or "exclude"
     pattern: str
     _glob: _Glob | None = field(default=None, compare=False, repr=False)
-    _regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _regex: Any = field(default=None, compare=False, repr=False)  # an RE2 pattern
 
     @classmethod
     def parse(cls, action: str, pattern: object, *, where: str = "") -> UrlRule:
@@ -86,11 +100,12 @@ class UrlRule:
             raise InputError(f"{prefix}--{action} pattern is longer than {MAX_PATTERN} "
                              f"characters: {pattern[:60]!r}…")
         if pattern.startswith(REGEX_PREFIX):
-            try:
-                regex = re.compile(pattern[len(REGEX_PREFIX):])
-            except re.error as exc:
-                raise InputError(f"{prefix}--{action} {pattern!r}: not a valid regular "
-                                 f"expression ({exc})") from None
+            problem, regex = compile_regex(pattern[len(REGEX_PREFIX):])
+            if regex is None:
+                shown = pattern if len(pattern) <= 80 else f"{pattern[:60]}…"
+                raise InputError(f"{prefix}--{action} {shown!r}: {problem}",
+                                 hint="rules are RE2 expressions: no backreferences or "
+                                      "lookarounds")
             return cls(action, pattern, _regex=regex)
         if not pattern.startswith(("/", "*")):
             raise InputError(
@@ -112,6 +127,55 @@ class UrlRule:
         return f"{self.action} {self.pattern}"
 
 
+def rules_problem(patterns: Sequence[object]) -> str | None:
+    """Why a list of rules is too large to check every URL against, or None."""
+    if len(patterns) > MAX_RULES:
+        return f"has {len(patterns):,} rules (at most {MAX_RULES:,})"
+    size = sum(len(p) for p in patterns if isinstance(p, str))
+    if size > MAX_RULES_CHARS:
+        return f"rules hold {size:,} characters (at most {MAX_RULES_CHARS:,})"
+    return None
+
+
+def compile_regex(body: str) -> tuple[str, Any]:
+    """("", the RE2 pattern) for ``body``, or (why it is refused, None). Its shape is
+    checked first in one pass: a pattern RE2 would take must still be small to run."""
+    import re2  # here: loaded only by sources that have a regular-expression rule
+
+    depth = deepest = 0
+    escaped = in_class = False
+    for char in body:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    if deepest > MAX_GROUP_DEPTH:
+        return f"nests groups {deepest} deep (at most {MAX_GROUP_DEPTH})", None
+    for match in _REPEAT.finditer(body):
+        counts = [int(n) for n in match.groups() if n]
+        if max(counts) > MAX_REPEAT:
+            return (f"repeats {match.group(0)} times (at most {MAX_REPEAT:,})", None)
+    options = re2.Options()
+    options.log_errors = False  # the message is ours, once, on stderr's error line
+    options.max_mem = RE2_MAX_MEM
+    try:
+        return "", re2.compile(body, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        return f"not a valid regular expression ({reason})", None
+
+
 def rule_target(url: str) -> str:
     """What rules see of a URL: its path, and ``?query`` when it has one."""
     parts = urlsplit(url)
@@ -129,6 +193,12 @@ class UrlRules:
     @classmethod
     def parse(cls, include: Iterable[object] = (), exclude: Iterable[object] = (), *,
               where: str = "") -> UrlRules:
+        include, exclude = list(include), list(exclude)
+        for action, patterns in (("include", include), ("exclude", exclude)):
+            problem = rules_problem(patterns)
+            if problem:
+                raise InputError(f"{where}: --{action} {problem}" if where
+                                 else f"--{action} {problem}")
         return cls(tuple(UrlRule.parse("include", p, where=where) for p in include),
                    tuple(UrlRule.parse("exclude", p, where=where) for p in exclude))
 

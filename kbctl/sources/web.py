@@ -46,7 +46,7 @@ from .base import Expansion, Leaf, Loaded, PreviousMeta, SourceSpec
 from .crawl import Crawler, CrawlExpansion, CrawlOptions, CrawlState
 from .directives import read_directives
 from .extractpool import ExtractExecutor
-from .fetchpage import PageLoader, PageOptions, WebHint, internal_error
+from .fetchpage import Fetched, LoadOnce, PageLoader, PageOptions, WebHint, internal_error
 from .llms import LlmsOptions, LlmsTxt, fetch_llms, probe_llms
 from .page import PAGE_CONTENT_TYPES
 from .robots import ROBOTS_DROP, Robots, fetch_robots
@@ -329,7 +329,8 @@ class WebSource:
             prev = None if isinstance(leaf.hint, WebHint) and leaf.hint.error else (
                 await outbox.call(previous, leaf.ref))
             try:
-                fetched = await loader.load(leaf, prev)
+                fetched = await state.loads.get(leaf.ref, lambda: loader.load(leaf, prev))
+                state.loads.consumed(leaf.ref)
                 loaded = fetched.loaded
                 if fetched.canonical is not None:
                     loaded = await self._canonical(loader, loaded, fetched.canonical, prev,
@@ -346,7 +347,9 @@ class WebSource:
                          own_prev: dict[str, Any] | None, previous: PreviousMeta,
                          outbox: Outbox[Loaded], state: _Loading) -> Loaded:
         """A page names another URL of its origin canonical: that URL is stored instead,
-        fetched (through the same guarded client) unless the source lists it anyway."""
+        fetched (through the same guarded client, once) unless the source lists it
+        anyway. Whenever that URL gives no page (404, refused, noindex…), the page is kept
+        under its own URL, listed or not: dropped, it was stored nowhere."""
         ref = copy.leaf.ref
         why = self.options.rules.verdict(canonical)
         if why is not None:
@@ -361,18 +364,25 @@ class WebSource:
         state.copies[ref] = canonical
         if canonical in state.unusable:
             return await self._keep_copy(loader, copy, own_prev, canonical)
-        if canonical in state.planned:
-            return copy
-        state.planned.add(canonical)  # claimed: later copies of it are dropped, not fetched
-        prev = await outbox.call(previous, canonical)
-        fetched = await loader.load(Leaf(ref=canonical, url=canonical, hint=WebHint()), prev,
-                                    honor_canonical=False)
+        stored_elsewhere = canonical in state.planned  # its own load, or a copy's, stores it
+        state.planned.add(canonical)  # claimed: later copies of it wait for this fetch
+
+        async def fetch_canonical() -> Fetched:
+            prev = await outbox.call(previous, canonical)
+            return await loader.load(Leaf(ref=canonical, url=canonical, hint=WebHint()),
+                                     prev, honor_canonical=False)
+
+        fetched = await state.loads.get(canonical, fetch_canonical)
+        if fetched.canonical == ref:
+            return copy  # it names this page back: the pair's own rule keeps one of them
         if fetched.loaded.error is not None or fetched.loaded.dropped:
-            # nothing stands for the page there (404, noindex…): it is kept where it is
+            # nothing stands for the page there (404, refused, noindex…): kept where it is
             state.unusable.add(canonical)
             return await self._keep_copy(loader, copy, own_prev, canonical)
-        if fetched.loaded.leaf.ref != canonical and fetched.loaded.leaf.ref in state.emitted:
-            return copy  # the canonical URL redirects to a page stored already
+        if stored_elsewhere or (fetched.loaded.leaf.ref != canonical
+                                and fetched.loaded.leaf.ref in state.emitted):
+            return copy  # stored by its own load, or the page it redirects to is stored
+        state.loads.consumed(canonical)
         return fetched.loaded
 
     @staticmethod
@@ -409,6 +419,7 @@ class _Loading:
     emitted: set[str] = field(default_factory=set)
     copies: dict[str, str] = field(default_factory=dict)  # dropped page -> its canonical
     unusable: set[str] = field(default_factory=set)  # canonical URLs that gave no page
+    loads: LoadOnce = field(default_factory=LoadOnce)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from kbctl.net.policy import NetPolicy
 from ..errors import InputError
 from ..extract.html_select import ContentSelectors, compile_selector
 from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
-from .urlrules import UrlRule, UrlRules
+from .urlrules import UrlRule, UrlRules, rules_problem
 from .weburl import MAX_URL_CHARS, normalize_url
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ _PATTERNS = strings("a list of URL patterns")
 def _patterns(action: str) -> Any:
     def check(value: Any) -> tuple[str, ...]:
         patterns = _PATTERNS(value)
+        problem = rules_problem(patterns)
+        if problem:
+            raise Bad(f"a list of URL patterns (this one {problem})")
         for pattern in patterns:
             try:
                 UrlRule.parse(action, pattern)

@@ -109,14 +109,31 @@ class KnowledgeStore:
         return (EmbedderIdentity(v["provider"], v["model"], int(v["dimensions"])),
                 v.get("baseUrl"))
 
-    def record_embedder_endpoint(self, base_url: str | None) -> None:
-        """Remember (or, with None, forget) the embedder's base URL beside its identity."""
+    def record_embedder_endpoint(self, base_url: str | None, *,
+                                 allow_private_network: bool = False) -> None:
+        """Remember (or, with None, forget) the embedder's base URL beside its identity,
+        and whether it was reached with ``--allow-private-network`` (as a web source's
+        definition remembers it), so later commands may reach it again without the flag."""
         self.conn.execute(
-            """UPDATE kb_meta SET value = CASE WHEN %(url)s::text IS NULL THEN value - 'baseUrl'
-                                         ELSE value || jsonb_build_object('baseUrl', %(url)s::text)
+            """UPDATE kb_meta SET value = CASE WHEN %(url)s::text IS NULL
+                                              THEN value - 'baseUrl' - 'privateNetwork'
+                                         WHEN %(private)s
+                                              THEN value || jsonb_build_object(
+                                                  'baseUrl', %(url)s::text,
+                                                  'privateNetwork', true)
+                                         ELSE (value - 'privateNetwork')
+                                              || jsonb_build_object('baseUrl', %(url)s::text)
                                          END
                WHERE key = %(key)s""",
-            {"url": base_url, "key": _EMBEDDER_KEY})
+            {"url": base_url, "key": _EMBEDDER_KEY, "private": allow_private_network})
+
+    def endpoint_opt_in(self) -> bool:
+        """Whether the recorded embedder endpoint was reached with the private-network
+        opt-in."""
+        row = self.conn.execute(
+            "SELECT value -> 'privateNetwork' FROM kb_meta WHERE key = %s",
+            (_EMBEDDER_KEY,)).fetchone()
+        return bool(row and row[0] is True)
 
     # --- source definitions (what resync re-runs) ---------------------------------------
 
@@ -480,11 +497,12 @@ class KnowledgeStore:
 
     def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
                         staged_memory: str | None = None, *,
-                        endpoint: str | None = None) -> None:
+                        endpoint: str | None = None, private_network: bool = False) -> None:
         """Replace every vector (KB chunks and, when staged, memory chunks) and the recorded
         identity, with the base URL the new embedder was reached at (``endpoint``), in one
         transaction: recorded later, a long-lived reader that looked in between resolved the
-        new model at its provider's default address and kept it."""
+        new model at its provider's default address and kept it. ``private_network``: the
+        endpoint was reached with the private-network opt-in (``record_embedder_endpoint``)."""
         with self.conn.transaction():
             if staged_memory is not None and self._table_exists("memory_chunks"):
                 self.conn.execute(
@@ -506,7 +524,8 @@ class KnowledgeStore:
                 self.conn.execute(
                     "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector USING NULL")
             self._set_page_vectors()
-            recorded = _identity_json(identity) | ({"baseUrl": endpoint} if endpoint else {})
+            recorded = _identity_json(identity) | ({"baseUrl": endpoint} if endpoint else {}) \
+                | ({"privateNetwork": True} if endpoint and private_network else {})
             self.conn.execute(
                 "UPDATE kb_meta SET value = %s WHERE key = %s",
                 (Jsonb(recorded), _EMBEDDER_KEY))
