@@ -136,7 +136,8 @@ def resolve_embedder(
             and parse_spec(spec).provider == recorded.provider:
         base_url = known
     embedder = create_embedder(spec, base_url=base_url,
-                               allow_private_network=private_opt_in(store, settings, base_url))
+                               allow_private_network=private_opt_in(store, settings, base_url,
+                                                                    known))
     if writing and hasattr(policy := getattr(embedder, "retry", None), "on_retry"):
         # a provider's ``kbctl.net.retry.RetryPolicy`` (named, not imported: a lexical KB's
         # query loads no HTTP client): a write's batches wait long for a stalled provider,
@@ -158,15 +159,19 @@ def resolve_embedder(
     return embedder
 
 
-def private_opt_in(store: KnowledgeStore, settings: Settings, base_url: str | None) -> bool:
+def private_opt_in(store: KnowledgeStore, settings: Settings, base_url: str | None,
+                   known: str | None = None) -> bool:
     """Whether the embedder at ``base_url`` may be on this machine or a private network:
     ``--allow-private-network`` given now, or recorded by the write that reached that
-    same endpoint (as a web source's definition remembers it for a resync)."""
+    same endpoint (as a web source's definition remembers it for a resync). ``known``:
+    the recorded endpoint, when the caller has read it already."""
     if settings.allow_private_network:
         return True
-    _identity, known = store.embedder_state()
-    return bool(base_url and known and public_endpoint(base_url) == known
-                and store.endpoint_opt_in())
+    if not base_url:
+        return False
+    if known is None:
+        _identity, known = store.embedder_state()
+    return bool(known and public_endpoint(base_url) == known and store.endpoint_opt_in())
 
 
 def remember_endpoint(store: KnowledgeStore, settings: Settings,

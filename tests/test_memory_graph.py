@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 pytest.importorskip("graphiti_core", reason="the graph extra is not installed")
 pytest.importorskip("kuzu", reason="the graph extra is not installed")
 
-from kbctl.agent import AgentTools  # noqa: E402
+from kbctl.agent.session import AgentTools  # noqa: E402
 from kbctl.config import Settings, resolve_settings  # noqa: E402
 from kbctl.errors import ConfigError, EnvironmentFailure  # noqa: E402
 from kbctl.memory.graph import GraphMemoryBackend, group_of, open_graph  # noqa: E402

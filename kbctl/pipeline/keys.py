@@ -26,15 +26,17 @@ def key_routes(settings: Settings, embedder: EmbedderIdentity | None, endpoint: 
     """The KB's embedder (at ``endpoint``, its recorded base URL, unless the settings name
     another) and the configured reranker, each with where its key goes."""
     from ..embed.registry import PROVIDERS as EMBEDDERS
-    from ..rerank.registry import PROVIDERS as RERANKERS
-    from ..rerank.registry import parse_rerank_spec
 
     routes = []
     if embedder is not None and embedder != NO_EMBEDDER and embedder.provider in EMBEDDERS:
-        factory = EMBEDDERS[embedder.provider].factory
+        factory = EMBEDDERS[embedder.provider].build()  # that provider's module only
         base = settings.embedder_base_url or endpoint
         routes.append(_route(f"embedder {embedder}", factory, base, env))
     if settings.rerank:
+        # here: the reranker registry loads every reranker's HTTP client
+        from ..rerank.registry import PROVIDERS as RERANKERS
+        from ..rerank.registry import parse_rerank_spec
+
         name, model = parse_rerank_spec(settings.rerank)
         routes.append(_route(f"reranker {name}/{model}", RERANKERS[name],
                              settings.rerank_base_url, env))
