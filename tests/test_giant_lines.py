@@ -4,8 +4,9 @@ and before, one such file failed a whole ingest, and every nightly resync after 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+import pytest
 
 from kbctl.chunk import chunk_markdown
 from kbctl.chunk.markdown import LONE_LINE_BUDGETS
@@ -53,12 +54,11 @@ def test_a_memory_line_of_megabytes_is_written_and_found(cli: Cli) -> None:
     assert found["results"], found
 
 
+@pytest.mark.timeout(120)
 def test_an_error_quoting_a_giant_key_is_clipped_and_quick(cli: Cli, tmp_path: Path) -> None:
     suite = tmp_path / "suite.yaml"
     suite.write_text("version: 1\ncases: []\n? " + "a" * 3_000_000 + "\n: 1\n")
-    started = time.perf_counter()
-    result = cli("eval", str(suite))
-    assert time.perf_counter() - started < 30  # rich's highlighter took hours at 3 MB
+    result = cli("eval", str(suite))  # rich's highlighter took hours at 3 MB
     assert result.exit_code == 2
     assert "suite.yaml:3: " + "a" * 100 in result.stderr
     assert "characters)…" in result.stderr and len(result.stderr) < 5_000

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -446,10 +445,9 @@ def test_a_request_the_client_cancelled_does_not_hold_the_exit(kb: Cli, workdir:
                 {"jsonrpc": "2.0", "method": "notifications/cancelled",
                  "params": {"requestId": 2}}):
             peer.send(json.dumps(message))
-        started = time.monotonic()
     finally:
-        peer.close()
-    assert peer.proc.returncode == 0 and time.monotonic() - started < 30
+        peer.close()  # waits a minute at most (the server waited two) and kills
+    assert peer.proc.returncode == 0
 
 
 def test_a_long_queue_is_drained_while_it_moves_and_read_in_bounded_steps() -> None:
@@ -470,9 +468,9 @@ def test_a_long_queue_is_drained_while_it_moves_and_read_in_bounded_steps() -> N
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer_slowly)
-            started = time.monotonic()
-            await pending.drained(seconds=0.2)  # no answer for 0.2 s would give up
-            assert not pending.ids and time.monotonic() - started >= 0.4
+            # no answer for 0.2 s would give up; ten answers, one each 0.05 s, take longer
+            await pending.drained(seconds=0.2)
+            assert not pending.ids
         pending.ids[1] = 100
         with anyio.move_on_after(0.3) as waited:
             await pending.drained(seconds=0.1)  # a stalled call: given up on
