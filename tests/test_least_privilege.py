@@ -96,6 +96,7 @@ def test_a_server_whose_transactions_are_read_only_answers_reads(cli: Cli, db_ur
     assert found["results"][0]["sourceRef"].endswith("/widgets")
 
 
+@pytest.mark.empty_db
 @pytest.mark.parametrize("command", [("status",), ("query", "widget"), ("eval", "suite.yaml")])
 def test_a_read_of_a_database_kbctl_never_wrote_to_leaves_it_as_it_was(
         cli: Cli, db_url: str, workdir: Path, command: tuple[str, ...]) -> None:
@@ -192,6 +193,7 @@ def test_serve_mcp_whose_first_look_times_out_says_so(cli: Cli, db_url: str,
     assert "statement timeout" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.empty_db
 def test_vector_in_a_schema_off_the_search_path_is_named_with_the_fix(db_url: str) -> None:
     """A DBA's ``CREATE EXTENSION vector SCHEMA extensions``: the type is there but not on
     the role's search_path, which CREATE EXTENSION IF NOT EXISTS cannot mend. The failure

@@ -53,6 +53,7 @@ def _consistent(url: str) -> None:
                         WHERE p.df IS DISTINCT FROM s.df""") == []
 
 
+@pytest.mark.empty_db
 def test_migrations_are_recorded_and_idempotent(db_url: str) -> None:
     connect(db_url).close()
     connect(db_url).close()
