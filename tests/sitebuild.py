@@ -8,6 +8,7 @@ skip when it is absent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -43,13 +44,84 @@ def tool(name: str) -> str | None:
     return shutil.which(name)
 
 
-def run(args: list[str], cwd: Path, timeout: float = 300) -> None:
-    """Run a build; a failure shows the generator's own output."""
+def run(args: list[str], cwd: Path, timeout: float = 300, *, root: Path | None = None,
+        env: dict[str, str] | None = None) -> None:
+    """Run a build; a failure shows the generator's own output.
+
+    With ``root`` (the folder holding the build's inputs and outputs) and a cache folder
+    named by ``KBCTL_TEST_BUILD_CACHE``, a build is run once for its inputs: the files it
+    wrote under ``root`` are kept under a key of the command, every file under ``root``
+    and the generator's and Node's executables, and a later build of the same inputs is
+    those files laid down again (a Docusaurus build takes a minute, the same site built by
+    the same generator comes out the same)."""
+    cache = os.environ.get("KBCTL_TEST_BUILD_CACHE")
+    kept = _kept_build(Path(cache), args, cwd, root, env) if cache and root else None
+    if kept is not None and (kept / "done").is_file():
+        shutil.copytree(kept / "files", root, symlinks=True, dirs_exist_ok=True)
+        os.utime(kept)  # used: the cache's pruning keeps it
+        return
+    before = _tree(root) if kept is not None and root is not None else {}
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+                          check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}):\n"
                            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    if kept is not None and root is not None:
+        _keep_build(kept, root, before)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """{path under ``root``: digest of its bytes, or where a symlink leads} (links to
+    folders are not followed: a site's ``node_modules`` is the installed tools)."""
+    found: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root)
+            found[rel] = ("-> " + os.readlink(path) if os.path.islink(path)
+                          else hashlib.sha256(Path(path).read_bytes()).hexdigest())
+    return found
+
+
+def _kept_build(cache: Path, args: list[str], cwd: Path, root: Path,
+                env: dict[str, str] | None) -> Path:
+    """The cache entry of this build: its command (``root`` written as such), its inputs,
+    and the executables of the generator and of Node (their paths and stat)."""
+    def shown(arg: str) -> str:
+        return arg.replace(str(root), "<root>")
+
+    def identity(exe: str | None) -> list[object]:
+        real = os.path.realpath(exe) if exe else ""
+        stat = os.stat(real) if real and os.path.exists(real) else None
+        return [real, stat.st_size if stat else 0, stat.st_mtime_ns if stat else 0]
+
+    key = json.dumps({
+        "args": [shown(a) for a in args], "cwd": shown(str(cwd)),
+        "env": {k: v for k, v in (env or {}).items() if k.startswith("NODE")},
+        "tools": [identity(shutil.which(args[0]) or args[0]), identity(shutil.which("node"))],
+        "inputs": sorted(_tree(root).items())}, sort_keys=True)
+    return cache / hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _keep_build(entry: Path, root: Path, before: dict[str, str]) -> None:
+    """Keep the files the build wrote (new or changed) under ``entry``, whole or not at all."""
+    partial = entry.with_name(entry.name + f".{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    for rel, digest in _tree(root).items():
+        if before.get(rel) == digest:
+            continue
+        source, target = root / rel, partial / "files" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, target)
+    (partial / "files").mkdir(parents=True, exist_ok=True)
+    (partial / "done").touch()
+    try:
+        partial.rename(entry)
+    except OSError:  # another worker kept the same build first
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def citations(target: Path, *, base_url: str = BASE_URL, generator: str | None = None,
@@ -348,7 +420,7 @@ def build_docusaurus(project: Path) -> Path:
     if (project / "node_modules" / "@docusaurus" / "faster").is_dir():
         (project / "faster.config.js").write_text(_FASTER_CONFIG, encoding="utf-8")
         args += ["--config", "faster.config.js"]
-    run(args, cwd=project, timeout=900)
+    run(args, cwd=project, timeout=900, root=project.parent)
     return out
 
 
@@ -358,12 +430,10 @@ def build_vuepress(project: Path, source: str = "docs") -> Path:
     exe = Path(tool("vuepress") or "vuepress")
     _link_node_modules(exe, project)
     out = project / "dist"
-    proc = subprocess.run([str(exe), "build", source, "--dest", str(out)], cwd=project,
-                          capture_output=True, text=True, timeout=900, check=False,
-                          env={**os.environ, "NODE_OPTIONS": "--openssl-legacy-provider"})
-    if proc.returncode != 0 or not out.is_dir():
-        raise RuntimeError(f"vuepress build failed ({proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    run([str(exe), "build", source, "--dest", str(out)], cwd=project, timeout=900,
+        root=project, env={**os.environ, "NODE_OPTIONS": "--openssl-legacy-provider"})
+    if not out.is_dir():
+        raise RuntimeError(f"vuepress build wrote no {out}")
     return out
 
 
@@ -392,7 +462,7 @@ def build_starlight(project: Path) -> Path:
         (project / "package.json").write_text(json.dumps({"type": "module", "dependencies": {
             "astro": astro_version(), "@astrojs/starlight": "*"}}))
     _link_node_modules(exe, project)
-    run([str(exe), "build", "--silent"], cwd=project, timeout=600)
+    run([str(exe), "build", "--silent"], cwd=project, timeout=600, root=project)
     return project / "dist"
 
 
@@ -400,7 +470,8 @@ def build_vitepress(project: Path) -> Path:
     """``vitepress build`` of ``project`` (the folder holding ``.vitepress/``)."""
     exe = Path(tool("vitepress") or "vitepress")
     _link_node_modules(exe, project.parent)  # the build runs from the parent folder
-    run([str(exe), "build", project.name], cwd=project.parent, timeout=600)
+    run([str(exe), "build", project.name], cwd=project.parent, timeout=600,
+        root=project.parent)
     return project / ".vitepress" / "dist"
 
 

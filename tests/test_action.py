@@ -285,6 +285,7 @@ def test_example_workflow_uses_the_action_as_declared() -> None:
         assert "${{" not in other.get("run", ""), "expressions reach scripts through env:"
 
 
+@pytest.mark.empty_db
 @pytest.mark.parametrize(("inputs", "why"), [
     ({"docs-path": "docs", "db-url": "DB"}, "db-url names an existing one: give one of them"),
     ({"docs-path": "docs", "generator": "mkdoc"}, "building the knowledge base from docs-path "

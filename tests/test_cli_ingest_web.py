@@ -247,7 +247,8 @@ BAD_INPUTS: dict[str, tuple[Callable[[LocalServer], None], str, str]] = {
                        "", "PNG image"),
     "http-404": (_config(Response(404, b"")), "", "HTTP 404"),
     "http-500": (_config(Response(500, b"")), "", "HTTP 500"),
-    "timeout": (_config(html(page("Config"), delay=3)), "timeout: 0.5", "timed out"),
+    # the page never comes in time; the others come well within it, however busy the machine
+    "timeout": (_config(html(page("Config"), delay=600)), "timeout: 3", "timed out"),
     "redirect-to-metadata": (_config(redirect("http://169.254.169.254/latest/")), "",
                              "cloud metadata endpoint"),
     "redirect-loop": (_config(redirect("/guide/config.html")), "", "redirect loop"),

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from email.utils import formatdate
 
 import httpx
@@ -21,7 +20,7 @@ def test_is_retryable(status: int, retry: bool) -> None:
 
 
 def test_parse_retry_after_seconds_and_dates() -> None:
-    now = time.time()
+    now = 1_700_000_000.0  # a fixed instant: the dates are read against it
     assert parse_retry_after("12") == 12.0
     assert parse_retry_after(" 1.5 ") == 1.5
     assert parse_retry_after("-3") == 0.0
@@ -75,7 +74,7 @@ def test_a_retry_after_beyond_the_limit_fails_at_once() -> None:
 
 
 def test_one_wait_function_for_seconds_dates_and_backoff() -> None:
-    now = time.time()
+    now = 1_700_000_000.0  # a fixed instant: the dates are read against it
     policy = RetryPolicy(base_delay=1.0, jitter=False, max_retry_after=30, give_up_after=None)
     assert policy.wait(0, "7") == 7.0
     assert policy.wait(0, formatdate(now + 20, usegmt=True), now=now) == pytest.approx(20, abs=1)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+import pytest
 
 from kbctl.chunk import chunk_markdown
 from kbctl.extract.hero import starlight_hero, vitepress_home
@@ -33,11 +34,11 @@ def test_a_starlight_hero_gives_its_tagline() -> None:
     assert starlight_hero({"hero": {"tagline": True}}) == starlight_hero({}) == ""
 
 
+@pytest.mark.timeout(60)
 def test_a_hostile_front_matter_gives_a_bounded_text() -> None:
-    started = time.perf_counter()
     text = vitepress_home({"layout": "home", "hero": {"name": "x " * 1_000_000},
                            "features": [{"title": "t"}] * 1_000_000})
-    assert time.perf_counter() - started < 2 and len(text) < 10_000
+    assert len(text) < 10_000
 
 
 def _bodies(root: Path) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+import pytest
 
 from kbctl.extract.mdx_imports import expand_partials
 from tests.sitebuild import write_tree
@@ -47,10 +48,9 @@ def test_what_cannot_be_read_shows_nothing_and_a_loop_stays_as_written(tmp_path:
     assert looped.count("<Loop />") == 1  # the file inside itself
 
 
+@pytest.mark.timeout(60)
 def test_hostile_pages_cost_linear_time(tmp_path: Path) -> None:
     root = project(tmp_path)
-    started = time.perf_counter()
     expand(root, "import A from '" + "x" * 500_000 + "\n<A " + "x " * 200_000)
     many = "import S from './_steps.mdx';\n" + "<S />\n" * 20_000
     assert expand(root, many).count("Run **it**.") == 20_000  # one read, a budget of text
-    assert time.perf_counter() - started < 5

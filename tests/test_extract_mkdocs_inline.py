@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import pytest
 
 from kbctl.extract.abbreviations import abbreviations_removed
 from kbctl.extract.mkdocs_inline import inline_marks_removed
@@ -41,11 +41,10 @@ def test_only_what_the_settings_render() -> None:
     assert ":octicons-file-code-16:" not in icons_only
 
 
+@pytest.mark.timeout(60)
 def test_hostile_lines_cost_linear_time() -> None:
-    started = time.perf_counter()
     line = "{ " + "#a " * 100_000 + "x" * 10 + "\n"
     assert inline_marks_removed(line * 5, icons=True, attr_lists=True) == line * 5
-    assert time.perf_counter() - started < 5
 
 
 def test_abbreviation_definitions_show_nothing() -> None:

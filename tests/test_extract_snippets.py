@@ -4,7 +4,6 @@ them, within bounds."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -113,6 +112,7 @@ def test_a_base_path_entry_that_is_a_file_is_that_snippet(tmp_path: Path) -> Non
     assert "\n".join(md.preprocessors["snippet"].run(page.split("\n"))) == ours
 
 
+@pytest.mark.timeout(60)
 def test_hostile_pages_stay_bounded(tmp_path: Path) -> None:
     root = project(tmp_path)
     big = "x" * 600_000 + "\n"
@@ -120,10 +120,8 @@ def test_hostile_pages_stay_bounded(tmp_path: Path) -> None:
     (root / "big2.md").write_text(big + '--8<-- "big.md"\n--8<-- "big2.md"\n')
     grown = expand_snippets('--8<-- "big.md"\n' * 20, project=root)
     assert len(grown) <= MAX_INCLUDED_CHARS + len(big) + 100
-    started = time.perf_counter()
     dashes = "-" * 200_000 + "8<- [start:x" + "\n"
-    assert expand_snippets(dashes * 5, project=root) == dashes * 5
-    assert time.perf_counter() - started < 5  # linear: a backtracking scan takes minutes
+    assert expand_snippets(dashes * 5, project=root) == dashes * 5  # a backtracking scan: minutes
     if hasattr(os, "mkfifo"):
         os.mkfifo(root / "pipe.md")
         assert expand_snippets('--8<-- "pipe.md"\n', project=root) == ""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -324,6 +323,7 @@ def test_a_config_folder_that_is_not_hugo_s_is_not_hugo(tmp_path: Path) -> None:
     assert resolve_site(tmp_path / "up").settings["uglyURLs"] is False  # never read outside
 
 
+@pytest.mark.timeout(60)
 def test_a_hostile_hugo_config_folder_is_read_within_bounds(tmp_path: Path) -> None:
     folder = tmp_path / "config" / "_default"
     write_tree(tmp_path, {"content/a.md": "", **{
@@ -331,9 +331,7 @@ def test_a_hostile_hugo_config_folder_is_read_within_bounds(tmp_path: Path) -> N
     os.mkfifo(folder / "hugo.toml")  # would block a plain open() for ever
     (folder / "loop").symlink_to(folder, target_is_directory=True)
     (tmp_path / "config" / "production").symlink_to(tmp_path / "config")
-    started = time.monotonic()
-    site = resolve_site(tmp_path / "content")
-    assert time.monotonic() - started < 10  # a guard against a hang, not a speed test
+    site = resolve_site(tmp_path / "content")  # the FIFO would hang it, the loop too
     assert site.generator == "hugo" and _page(site, "a.md") == "a/"
 
 
@@ -393,6 +391,7 @@ def test_hugo_reads_yaml_as_yaml_1_2(tmp_path: Path) -> None:
     assert _page(site, "no/a.md") == "no/a/"
 
 
+@pytest.mark.timeout(60)
 def test_hugo_permalink_patterns(tmp_path: Path) -> None:
     site = resolve_site(write_tree(tmp_path, {
         "hugo.toml": "[permalinks]\nblog = '/:year/:monthname/:weekdayname/:yearday/:slug'\n"
@@ -410,9 +409,8 @@ def test_hugo_permalink_patterns(tmp_path: Path) -> None:
     hostile = resolve_site(write_tree(tmp_path / "hostile", {
         "hugo.toml": "[permalinks]\nblog = '" + "/:year" * 100_000 + "'\n",
         "content/x.md": ""}))
-    started = time.monotonic()  # expanded, a fifth of this length took 1.2 s a page
+    # expanded, a fifth of this length took 1.2 s a page
     assert _page(hostile, "blog/x.md", {"date": "2024-01-01"}) == "blog/x/"  # not read
-    assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize(("heading", "expected"), [

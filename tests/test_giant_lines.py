@@ -4,8 +4,9 @@ and before, one such file failed a whole ingest, and every nightly resync after 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+import pytest
 
 from kbctl.chunk import chunk_markdown
 from kbctl.chunk.markdown import LONE_LINE_BUDGETS
@@ -16,7 +17,8 @@ from kbctl.store.lexical import MAX_ANALYSED_CHARS, analyse
 
 from .conftest import Cli, rows
 
-DISTINCT_WORDS = "".join(f"w{i} " for i in range(600_000))  # ~4.6 MB, every word new
+# ~1.5 MB, every word new: as one text, its tsvector (~3 MB) is past PostgreSQL's 1 MB
+DISTINCT_WORDS = "".join(f"w{i} " for i in range(200_000))
 
 
 def test_a_fence_of_one_giant_line_is_cut_within_the_budget() -> None:
@@ -53,12 +55,11 @@ def test_a_memory_line_of_megabytes_is_written_and_found(cli: Cli) -> None:
     assert found["results"], found
 
 
+@pytest.mark.timeout(120)
 def test_an_error_quoting_a_giant_key_is_clipped_and_quick(cli: Cli, tmp_path: Path) -> None:
     suite = tmp_path / "suite.yaml"
     suite.write_text("version: 1\ncases: []\n? " + "a" * 3_000_000 + "\n: 1\n")
-    started = time.perf_counter()
-    result = cli("eval", str(suite))
-    assert time.perf_counter() - started < 30  # rich's highlighter took hours at 3 MB
+    result = cli("eval", str(suite))  # rich's highlighter took hours at 3 MB
     assert result.exit_code == 2
     assert "suite.yaml:3: " + "a" * 100 in result.stderr
     assert "characters)…" in result.stderr and len(result.stderr) < 5_000

@@ -1,13 +1,13 @@
 """Text a hostile page, header or file can put in front of kbctl's parsers: each must be
 answered in linear time (each of these took from seconds to minutes before), and still
-parse what is well-formed. The bound is generous; a regression costs far more."""
+parse what is well-formed. No clock is read: the sizes are such that a quadratic or
+backtracking scan takes minutes to hours, and a test that hangs fails at a generous
+timeout."""
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,14 +22,7 @@ from kbctl.linefile import LoadError, load_json, load_yaml
 from kbctl.net.policy import FetchResult
 from kbctl.sources.directives import read_directives
 
-BOUND_S = 5.0
-
-
-@contextmanager
-def quickly() -> Iterator[None]:
-    started = time.perf_counter()
-    yield
-    assert time.perf_counter() - started < BOUND_S
+pytestmark = pytest.mark.timeout(60)
 
 
 def _response(link: str) -> FetchResult:
@@ -40,29 +33,26 @@ def _response(link: str) -> FetchResult:
 
 def test_a_link_header_full_of_blanks_or_brackets() -> None:
     for header in ("canonical <" + " " * 50_000, "canonical " + "<" * 50_000):
-        with quickly():
-            assert read_directives(_response(header)).canonical is None
+        assert read_directives(_response(header)).canonical is None
     ok = read_directives(_response('< https://docs.example/b >; rel="canonical"'))
     assert ok.canonical == "https://docs.example/b"
 
 
 def test_a_python_signature_with_an_unclosed_bracket() -> None:
-    with quickly():
-        assert api_fullname("py:function", "f[" + " " * 20_000 + "x", module=None,
-                            enclosing=None) is None
+    assert api_fullname("py:function", "f[" + " " * 20_000 + "x", module=None,
+                        enclosing=None) is None
     assert api_fullname("py:function", "join(a, *p) -> str", module="os.path",
                         enclosing=None) == "os.path.join"
     assert api_display("Box[T](x: T)", "pkg.Box") == "pkg.Box[T](x: T)"
 
 
 def test_an_mdx_tag_that_never_closes() -> None:
-    with quickly():
-        assert mdx_to_markdown("<a" + " " * 200_000).startswith("<a")
+    assert mdx_to_markdown("<a" + " " * 200_000).startswith("<a")
     assert mdx_to_markdown('x <Tabs groupId="a" {...p}>y</Tabs> <br/>').strip() == "x y"
 
 
 def test_malformed_json_of_escaped_quotes() -> None:
-    with quickly(), pytest.raises(LoadError, match="Unterminated string"):
+    with pytest.raises(LoadError, match="Unterminated string"):
         load_json('"' + '\\"' * 500_000)
     data = load_json('{\n "a": 1,\n "b": {"c": 2}}')
     assert data.key_lines == {"a": 2, "b": 3} and data["b"].line == 3
@@ -75,8 +65,7 @@ def test_malformed_json_of_escaped_quotes() -> None:
 def test_thousands_of_equal_headings(make: Callable[[], Callable[[str], str]],
                                      last: str) -> None:
     ids = make()
-    with quickly():
-        got = [ids("x") for _ in range(20_000)]
+    got = [ids("x") for _ in range(20_000)]
     assert got[:2] == ["x", last.replace("19999", "1")] and got[-1] == last
 
 
@@ -95,16 +84,14 @@ def test_a_generator_config_bomb_counts_as_empty_settings(tmp_path: Path, marker
                                                           text: str) -> None:
     (tmp_path / marker).write_text(text)
     (tmp_path / "content").mkdir()
-    with quickly():
-        site = detect_site(tmp_path)
+    site = detect_site(tmp_path)
     assert site is not None and site.marker == tmp_path / marker
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_named_like_a_summary_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "SUMMARY.md")
-    with quickly():
-        assert _summary(tmp_path)["chapters"] is None
+    assert _summary(tmp_path)["chapters"] is None
 
 
 @pytest.mark.parametrize("text", [
@@ -129,8 +116,7 @@ def test_thousands_of_sibling_hugo_pages_are_placed_in_linear_time(tmp_path: Pat
     for i in range(5000):
         (docs / f"p{i}.md").write_text("# P\n")
     site = resolve_site(tmp_path)
-    with quickly():
-        placed = [page_path(site, docs / f"p{i}.md", {}) for i in range(5000)]
+    placed = [page_path(site, docs / f"p{i}.md", {}) for i in range(5000)]
     assert placed[7] == "docs/p7/"
     (docs / "index.md").write_text("# A leaf bundle now\n")  # its files become resources
     assert page_path(site, docs / "p7.md", {}) is None

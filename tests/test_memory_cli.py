@@ -231,6 +231,7 @@ def test_reading_a_mistyped_data_dir_makes_no_database(cli: Cli, workdir: Path) 
     assert health.exit_code == 3 and not missing.exists()
 
 
+@pytest.mark.empty_db
 def test_health(cli: Cli) -> None:
     fresh = cli("memory", "health", "--json")  # a read: it makes nothing in the database
     assert fresh.exit_code == 3 and "no knowledge base in" in json.loads(fresh.stdout)["error"]

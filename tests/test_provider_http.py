@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 
 import httpx
 import pytest
@@ -53,12 +52,12 @@ def test_a_gzipped_answer_is_decoded() -> None:
     assert [d["index"] for d in response.json()["data"]] == [0, 1, 2]
 
 
+@pytest.mark.timeout(60)
 def test_a_trickling_answer_stops_at_the_deadline() -> None:
-    with LocalServer({"/v1/embeddings": trickle(_embeddings(20), 0.05)}) as server:
-        started = time.monotonic()
-        with pytest.raises(httpx.ReadTimeout, match="still arriving after 0.5 s"):
-            _post(server, deadline=0.5)
-    assert time.monotonic() - started < 3.0
+    # whole, the answer takes minutes: only the deadline ends it
+    with LocalServer({"/v1/embeddings": trickle(_embeddings(2000), 0.05)}) as server, \
+            pytest.raises(httpx.ReadTimeout, match="still arriving after 0.5 s"):
+        _post(server, deadline=0.5)
 
 
 def test_an_oversized_answer_is_refused_at_the_cap() -> None:
@@ -84,17 +83,17 @@ def test_a_truncated_gzip_answer_is_an_error() -> None:
         _post(server)
 
 
+@pytest.mark.timeout(60)
 def test_an_embedder_behind_a_trickling_server_fails_within_bounds(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(api, "DEADLINE_S", 0.5)
-    with LocalServer({"/v1/embeddings": trickle(_embeddings(20), 0.05)}) as server:
+    with LocalServer({"/v1/embeddings": trickle(_embeddings(2000), 0.05)}) as server:
         embedder = OpenAIEmbedder("m", base_url=server.url("/v1"), env={},
                                    allow_private_network=True, retry=NO_RETRY)
-        started = time.monotonic()
-        with pytest.raises(EmbedderError, match="request failed after 1 attempts"):
-            embedder.embed(["hello"])
+        with pytest.raises(EmbedderError, match="request failed after 1 attempts") as failed:
+            embedder.embed(["hello"])  # whole, the answer takes minutes
         embedder.close()
-    assert time.monotonic() - started < 3.0
+    assert "still arriving after 0.5 s" in str(failed.value.__cause__ or failed.value)
 
 
 def test_a_reranker_refuses_an_oversized_answer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,15 +106,14 @@ def test_a_reranker_refuses_an_oversized_answer(monkeypatch: pytest.MonkeyPatch)
             reranker.score("q", ["a"])
 
 
+@pytest.mark.timeout(60)
 def test_a_silent_server_times_out_at_the_deadline_not_the_clients_read_timeout() -> None:
-    # the client would wait 60 s for a read; the deadline holds each read to 0.5 s
+    # the client would wait 600 s for a read; the deadline holds each read to 0.5 s
     with LocalServer({"/v1/embeddings": ok(_embeddings(), "application/json",
-                                           delay=1.5)}) as server:
-        started = time.monotonic()
-        with httpx.Client(timeout=60.0) as client, pytest.raises(httpx.ReadTimeout):
-            post_json(client, server.url("/v1/embeddings"), body={"input": ["x"]},
-                      headers={}, what="test provider", error=EmbedderError, deadline=0.5)
-        assert time.monotonic() - started < 1.4
+                                           delay=300)}) as server, \
+            httpx.Client(timeout=600.0) as client, pytest.raises(httpx.ReadTimeout):
+        post_json(client, server.url("/v1/embeddings"), body={"input": ["x"]},
+                  headers={}, what="test provider", error=EmbedderError, deadline=0.5)
 
 
 def test_a_question_to_a_stalled_provider_times_out_twice_at_most(

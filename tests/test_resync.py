@@ -161,6 +161,7 @@ def test_resync_all_covers_every_namespace(cli: Cli, workdir: Path) -> None:
     assert cli("resync", "--all", "-n", "one").exit_code == 2
 
 
+@pytest.mark.timeout(300)
 def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
     site = _site(workdir / "site", 2)
     cli.json("ingest", "files", str(site))
@@ -178,7 +179,12 @@ def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
                     "for it to finish (at most 0 s)") in timed_out.stderr
             assert cli.json("resync", "-n", "elsewhere")["ok"] is True  # other namespaces run
             waiter = ThreadPoolExecutor(1).submit(cli, "ingest", "files", str(site), "--json")
-            time.sleep(1.0)
+            waits = ("SELECT count(*) FROM pg_locks JOIN pg_database d ON d.oid = database "
+                     "WHERE NOT granted AND locktype = 'advisory' "
+                     "AND d.datname = current_database()")
+            while not rows(cli.db_url, waits)[0][0]:  # until it waits on the lock
+                assert not waiter.done(), waiter.result().stderr
+                time.sleep(0.05)
             assert not waiter.done()
     finally:
         holder.conn.close()
@@ -187,6 +193,7 @@ def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
     assert "is being written by another kbctl run; waiting" in ingest.stderr
 
 
+@pytest.mark.empty_db
 def test_nothing_recorded_to_resync_is_an_error_not_a_clean_sync(cli: Cli,
                                                                    workdir: Path) -> None:
     """A cron line pointed at the wrong namespace or data directory must not report a clean
@@ -286,20 +293,33 @@ def test_sigkill_at_any_moment_leaves_a_consistent_kb(cli: Cli, workdir: Path,
 
 
 def test_a_hugo_page_past_its_expiry_date_leaves_on_the_next_resync(
-        cli: Cli, workdir: Path) -> None:
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The file does not change; the site stops publishing it once expiryDate passes.
+    from kbctl.generators import hugo
+    from kbctl.sources import files
+
+    expires = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=30)
+
+    class Clock(datetime):  # kbctl's clock, a day before the expiry date, then after it
+        at = expires - timedelta(days=1)
+
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return cls.at
+
+    monkeypatch.setattr(hugo, "datetime", Clock)
+    monkeypatch.setattr(files, "datetime", Clock)
     site = workdir / "hugo"
     (site / "content").mkdir(parents=True)
     (site / "hugo.toml").write_text("baseURL = 'https://docs.test/'\n")
-    expires = time.time() + 4
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+    stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
     (site / "content" / "sale.md").write_text(
         f"---\ntitle: Sale\nexpiryDate: {stamp}\n---\n\n## Offer\n\nHalf price.\n")
     (site / "content" / "about.md").write_text("---\ntitle: About\n---\n\n## Us\n\nHi.\n")
     assert cli.json("ingest", "files", str(site), "--base-url", "https://docs.test/")[
         "added"] == 2
     assert cli.json("resync")["totals"]["notModified"] == 2  # not expired yet: not read
-    time.sleep(max(0.0, expires - time.time()) + 1.5)
+    Clock.at = expires + timedelta(seconds=1)
     report = cli.json("resync", "--force")  # one of two pages is past --max-delete
     assert report["totals"]["deleted"] == 1 and report["totals"]["notModified"] == 1
     assert rows(cli.db_url, "SELECT url FROM sources") == [("https://docs.test/about/",)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -378,6 +377,7 @@ def test_phase_guard_gates_appends(memory: Cli, tmp_path: Path) -> None:
                                "'memory/user/flush.md'") == [("flushed note\n",)]
 
 
+@pytest.mark.timeout(60)
 def test_a_phase_file_that_is_no_small_text_file_is_no_phase(tmp_path: Path) -> None:
     """A FIFO had blocked every later call behind a write, /dev/zero grew the server by
     gigabytes, and a byte that is no UTF-8 was an internal error: each is no phase now,
@@ -388,10 +388,8 @@ def test_a_phase_file_that_is_no_small_text_file_is_no_phase(tmp_path: Path) -> 
     big.write_text("memory_flushing" + " " * 10_000)
     binary = tmp_path / "binary"
     binary.write_bytes(b"memory_flushing\xff")
-    started = time.monotonic()
-    for path in (fifo, Path("/dev/zero"), big, binary, tmp_path):
+    for path in (fifo, Path("/dev/zero"), big, binary, tmp_path):  # a hang: the timeout
         assert phase_file(path)() is None, path
-    assert time.monotonic() - started < 5
     good = tmp_path / "good"
     good.write_text("memory_flushing\n")
     assert phase_file(good)() == "memory_flushing"
