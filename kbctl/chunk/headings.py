@@ -24,10 +24,14 @@ def _table_span(state: StateBlock, start_line: int, end_line: int, silent: bool)
     lines): what reads block tokens needs where a table starts and ends, never its cells,
     and a 4 MB table of a million cells made three million tokens (1.4 GB)."""
     push = state.push
-    cell = Token("table_cell", "", 0)  # takes what the rule sets on tokens it would keep
+    cells: list[Token] = []  # one token takes what the rule sets on tokens it would keep
 
     def push_span(ttype: str, tag: str, nesting: Literal[-1, 0, 1]) -> Token:
-        return push(ttype, tag, nesting) if ttype in ("table_open", "table_close") else cell
+        if ttype in ("table_open", "table_close"):
+            return push(ttype, tag, nesting)
+        if not cells:  # made on first use: the rule is tried at every paragraph's start
+            cells.append(Token("table_cell", "", 0))
+        return cells[0]
 
     state.push = push_span  # type: ignore[method-assign]
     try:
