@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# ``../shared`` beside the checkout, or beside a folder of checkouts (a git worktree's)
+SHARED = next((p / "shared" for p in ROOT.parents[:2] if (p / "shared").is_dir()),
+              ROOT.parent / "shared")
 RUST_BOOK = SHARED / "corpora" / "rust-book" / "src"
 KBCTL = [str(Path(sys.executable).parent / "kbctl")]
 

@@ -7,6 +7,7 @@ on real books); only heading lines are parsed inline, to get their plain text.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -67,7 +68,24 @@ def block_tokens(text: str, env: dict[str, Any] | None = None) -> list[Token]:
     ``[ref]: …`` is defined."""
     if over_block_budget(text):
         return []
-    return _BLOCK_PARSER.parse(text, env)
+    if env:  # definitions handed in: not the parse of ``text`` alone
+        return _BLOCK_PARSER.parse(text, env)
+    last = getattr(_last_parse, "value", None)
+    if last is not None and last[0] == text:
+        tokens, found = last[1], last[2]
+    else:
+        found = {}
+        tokens = _BLOCK_PARSER.parse(text, found)
+        _last_parse.value = (text, tokens, found)
+    if env is not None:
+        env.update(found)
+    return tokens
+
+
+# Each thread's last parse: reading a markdown file parses the same text for its title, its
+# inline HTML and its heading ids (a third of a book's parses). One text per thread is
+# kept, so memory stays bounded; callers only read the tokens, never change them.
+_last_parse = threading.local()
 
 
 def split_explicit_id(content: str) -> tuple[str, str | None]:

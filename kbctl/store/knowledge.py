@@ -331,6 +331,8 @@ class KnowledgeStore:
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]],
                        fields: Mapping[str, Sequence[str]]) -> tuple[int, int]:
         """Insert chunks and their postings in one statement, tokenising each text once.
+        The arrays of text go in binary: quoting each element for an array literal was a
+        tenth of the writer's CPU.
 
         Returns (chunks written, their total lexeme count)."""
         refs = [src.ref for src, chunks in items for _ in chunks]
@@ -340,9 +342,10 @@ class KnowledgeStore:
         row = self.conn.execute(
             f"""WITH src AS (
                     SELECT * FROM unnest(
-                        %(refs)s::text[], %(ords)s::int[], %(texts)s::text[], %(metas)s::jsonb[],
-                        %(vecs)s::text[], %(t)s::text[], %(x)s::text[], %(tt)s::text[],
-                        %(tx)s::text[], %(ht)s::text[], %(hx)s::text[])
+                        %(refs)b::text[], %(ords)b::int[], %(texts)b::text[],
+                        %(metas)b::text[]::jsonb[], %(vecs)s::text[], %(t)b::text[],
+                        %(x)b::text[], %(tt)b::text[], %(tx)b::text[], %(ht)b::text[],
+                        %(hx)b::text[])
                         AS u(r, o, raw, m, e, t, x, tt, tx, ht, hx)),
                 {lexical.lexeme_ctes("r, o", lexical.KB_FIELDS)},
                 ins AS (
