@@ -815,6 +815,8 @@ class _Writer:
         result = _BatchResult()
         if touches:
             store.touch_sources(self.namespace, touches)
+        if not batch:
+            return result
         with _stage(result.stages, "chunk"):
             batch = self._chunked(batch, result)
         if not batch:
