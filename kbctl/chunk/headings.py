@@ -68,17 +68,13 @@ def block_tokens(text: str, env: dict[str, Any] | None = None) -> list[Token]:
     ``[ref]: …`` is defined."""
     if over_block_budget(text):
         return []
-    if env:  # definitions handed in: not the parse of ``text`` alone
+    if env is not None:  # the chunker's: the last reader of a text, never kept
         return _BLOCK_PARSER.parse(text, env)
-    last = getattr(_last_parse, "value", None)
+    last: tuple[str, list[Token]] | None = getattr(_last_parse, "value", None)
     if last is not None and last[0] == text:
-        tokens, found = last[1], last[2]
-    else:
-        found = {}
-        tokens = _BLOCK_PARSER.parse(text, found)
-        _last_parse.value = (text, tokens, found)
-    if env is not None:
-        env.update(found)
+        return last[1]
+    tokens = _BLOCK_PARSER.parse(text)
+    _last_parse.value = (text, tokens)
     return tokens
 
 
