@@ -7,6 +7,7 @@ on real books); only heading lines are parsed inline, to get their plain text.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -24,10 +25,14 @@ def _table_span(state: StateBlock, start_line: int, end_line: int, silent: bool)
     lines): what reads block tokens needs where a table starts and ends, never its cells,
     and a 4 MB table of a million cells made three million tokens (1.4 GB)."""
     push = state.push
-    cell = Token("table_cell", "", 0)  # takes what the rule sets on tokens it would keep
+    cells: list[Token] = []  # one token takes what the rule sets on tokens it would keep
 
     def push_span(ttype: str, tag: str, nesting: Literal[-1, 0, 1]) -> Token:
-        return push(ttype, tag, nesting) if ttype in ("table_open", "table_close") else cell
+        if ttype in ("table_open", "table_close"):
+            return push(ttype, tag, nesting)
+        if not cells:  # made on first use: the rule is tried at every paragraph's start
+            cells.append(Token("table_cell", "", 0))
+        return cells[0]
 
     state.push = push_span  # type: ignore[method-assign]
     try:
@@ -63,7 +68,20 @@ def block_tokens(text: str, env: dict[str, Any] | None = None) -> list[Token]:
     ``[ref]: …`` is defined."""
     if over_block_budget(text):
         return []
-    return _BLOCK_PARSER.parse(text, env)
+    if env is not None:  # the chunker's: the last reader of a text, never kept
+        return _BLOCK_PARSER.parse(text, env)
+    last: tuple[str, list[Token]] | None = getattr(_last_parse, "value", None)
+    if last is not None and last[0] == text:
+        return last[1]
+    tokens = _BLOCK_PARSER.parse(text)
+    _last_parse.value = (text, tokens)
+    return tokens
+
+
+# Each thread's last parse: reading a markdown file parses the same text for its title, its
+# inline HTML and its heading ids (a third of a book's parses). One text per thread is
+# kept, so memory stays bounded; callers only read the tokens, never change them.
+_last_parse = threading.local()
 
 
 def split_explicit_id(content: str) -> tuple[str, str | None]:

@@ -7,8 +7,9 @@ import hashlib
 import queue
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..sources.base import (
 )
 from ..sources.registry import adapter_for
 from ..sources.robots import ROBOTS_DROP
+from ..store import lexical
 from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
@@ -344,8 +346,9 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
             return None
         return rec.meta
 
+    stages: dict[str, float] = {}
     try:
-        for loaded in adapter.load(expansion.leaves, previous):
+        for loaded in _timed_load(adapter.load(expansion.leaves, previous), stages):
             ref = loaded.leaf.ref
             if loaded.dropped is not None:
                 writer.drop(loaded.dropped, ref, loaded.note)
@@ -365,7 +368,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
                 vanished.append(ref)
                 progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
                 continue
-            writer.take(loaded, spec, existing.get(ref))
+            with _stage(stages, "normalise"):
+                writer.take(loaded, spec, existing.get(ref))
     except KbctlError:
         raise
     except Exception as exc:  # noqa: BLE001 - see above; what was read so far is kept
@@ -374,6 +378,8 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
         writer.drain()
         _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
         return []  # an unfinished read proves no page gone: nothing is deleted
+    finally:
+        _add_stages(report.timings, stages)
     writer.drain()
     if writer.copied and not policy.dry_run:
         # the page others now copy took that text this run (a maintenance page served at
@@ -497,6 +503,47 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
         progress(ProgressEvent("deleted", ref=ref))
 
 
+# The stages of an ingest, as ``IngestReport.timings`` counts them, in seconds: ``load``,
+# the pipeline waiting for the source's next page (listing, fetch and extraction, which run
+# beside it); ``normalise``, the CPU of cleaning, hashing and comparing each page with the
+# stored one; ``chunk`` and ``analyse`` (the lexical fields of each chunk), CPU on the
+# writer threads; ``write``, the wall time of the database's statements.
+# Stages overlap (pages load while others are written): they do not add up to ``total``.
+
+
+@contextmanager
+def _stage(stages: dict[str, float], name: str, *, wall: bool = False) -> Iterator[None]:
+    """Add the CPU seconds of this thread (``wall``: the elapsed seconds) spent in the
+    block to ``stages[name]``."""
+    clock = time.perf_counter if wall else time.thread_time
+    started = clock()
+    try:
+        yield
+    finally:
+        stages[name] = stages.get(name, 0.0) + clock() - started
+
+
+def _add_stages(timings: dict[str, float], stages: Mapping[str, float]) -> None:
+    for name, seconds in stages.items():
+        timings[name] = round(timings.get(name, 0.0) + seconds, 4)
+
+
+def _timed_load(loads: Iterable[Loaded], stages: dict[str, float]) -> Iterator[Loaded]:
+    """``loads``, counting the time spent waiting for each item as the ``load`` stage."""
+    items = iter(loads)
+    try:
+        while True:
+            with _stage(stages, "load", wall=True):
+                item = next(items, None)
+            if item is None:
+                return
+            yield item
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
 @dataclass
 class _BatchResult:
     written: int = 0
@@ -505,6 +552,7 @@ class _BatchResult:
     failures: list[tuple[str, KbctlError, SourceSpec | None]] = field(default_factory=list)
     provider_error: EmbedderError | None = None  # the embedding itself failed
     embedded: bool = False
+    stages: dict[str, float] = field(default_factory=dict)  # seconds, per ``STAGES`` name
 
 
 class _Writer:
@@ -743,6 +791,7 @@ class _Writer:
             raise
         self.report.chunks_written += result.written
         self.report.chunks_deleted += result.removed
+        _add_stages(self.report.timings, result.stages)
         for ref, existed in result.counted:
             self._count(ref, existed=existed)
         for ref, exc, spec in result.failures:
@@ -773,7 +822,10 @@ class _Writer:
         result = _BatchResult()
         if touches:
             store.touch_sources(self.namespace, touches)
-        batch = self._chunked(batch, result)
+        if not batch:
+            return result
+        with _stage(result.stages, "chunk"):
+            batch = self._chunked(batch, result)
         if not batch:
             return result
         all_chunks = [(p, c) for p in batch for c in p.chunks]
@@ -803,8 +855,14 @@ class _Writer:
                 i += 1
             items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
             existed[p.source.ref] = existed.get(p.source.ref, p.existed)
-        result.written, result.removed = store.replace_sources(self.namespace,
-                                                               list(items.values()))
+        written = list(items.values())
+        with _stage(result.stages, "analyse"):
+            fields = lexical.kb_field_arrays(
+                [c.text for _, records in written for c in records],
+                [c.meta for _, records in written for c in records])
+        with _stage(result.stages, "write", wall=True):
+            result.written, result.removed = store.replace_sources(self.namespace, written,
+                                                                   fields)
         result.counted = [(ref, existed[ref]) for ref in items]
         return result
 

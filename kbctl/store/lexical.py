@@ -86,7 +86,7 @@ _CAMEL = re.compile(r"\b(?=[a-z]*[A-Z])(?:[A-Za-z]*[a-z][A-Z]|[A-Z]{2,}[a-z])\w*
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # Words joined by slashes ("read/write", "switch/case", "TCP/IP"), which PostgreSQL's
 # parser reads as one file path: a whole such token, not part of a path or URL.
-_SLASHED = re.compile(r"(?<![\w/.:~-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/-]|\.\w)")
+_SLASHED = re.compile(r"[A-Za-z](?<![\w/.:~-][A-Za-z])[A-Za-z]*(?:/[A-Za-z]+)+(?![\w/-]|\.\w)")
 # A dotted name gives its spans of up to this many parts, and itself whole: a hostile
 # ``a.a.a.…`` of p parts would otherwise give p²/2 lexemes of total size p³.
 MAX_SPAN_PARTS = 4
@@ -134,12 +134,14 @@ def analyse(text: str) -> Analysed:
         return " ".join(parts)
 
     split = _DOTTED.sub(dotted, text)
+    # a snake_case name holds a '_', a slashed word a '/': most texts need no scan for one
     snakes = [m.group(0).lower() for m in _SNAKE.finditer(split)
-              if any(c.isalpha() for c in m.group(0))]
+              if any(c.isalpha() for c in m.group(0))] if "_" in split else []
     exact.extend(snakes)
     names.extend(snakes)
     camel = [" ".join(_CAMEL_PART.findall(m.group(0))) for m in _CAMEL.finditer(split)]
-    slashed = [m.group(0).replace("/", " ") for m in _SLASHED.finditer(text)]
+    slashed = [m.group(0).replace("/", " ")
+               for m in _SLASHED.finditer(text)] if "/" in text else []
     if camel or slashed:
         split = split + "\n" + " ".join([*camel, *slashed])
     return Analysed(split, tuple(e for e in exact if len(e) <= MAX_EXACT_CHARS),
@@ -516,15 +518,23 @@ def kb_field_arrays(texts: Sequence[str], metas: Sequence[Mapping[str, Any]]
     """The per-chunk parameters of ``KB_FIELDS`` (``t``, ``x``, ``tt``, ``tx``, ``ht``,
     ``hx``): each chunk's text, title, and ``heading_field``, from its metadata, analysed."""
     out: dict[str, list[str]] = {k: [] for k in ("t", "x", "tt", "tx", "ht", "hx")}
+    # a page's chunks share its title, a section's chunks their heading: analysed once
+    seen: dict[str, tuple[str, str]] = {}
     for text, meta in zip(texts, metas, strict=True):
         title = meta.get("title")
         headings = heading_field(meta.get("headingPath"), meta.get("anchor"))
-        for text_key, exact_key, value in (("t", "x", text),
-                                           ("tt", "tx", title if isinstance(title, str) else ""),
-                                           ("ht", "hx", headings)):
-            analysed = analyse(value)
-            out[text_key].append(analysed.text)
-            out[exact_key].append(analysed.exact_text)
+        for text_key, exact_key, value, shared in (
+                ("t", "x", text, False),
+                ("tt", "tx", title if isinstance(title, str) else "", True),
+                ("ht", "hx", headings, True)):
+            fields = seen.get(value) if shared else None
+            if fields is None:
+                analysed = analyse(value)
+                fields = (analysed.text, analysed.exact_text)
+                if shared:
+                    seen[value] = fields
+            out[text_key].append(fields[0])
+            out[exact_key].append(fields[1])
     return out
 
 

@@ -1,0 +1,81 @@
+"""An ingest's stages are measured in its report, and the work the pipeline does once (a
+chunk's lexical fields, a text's markdown parse) gives what the store and the chunker would
+have computed themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbctl.chunk.headings import block_tokens
+from kbctl.pipeline.ingest import ingest
+from kbctl.sources.registry import source_spec
+from kbctl.store import lexical
+from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.records import ChunkRecord, SourceRecord
+
+from .conftest import rows
+
+STAGES = ("load", "normalise", "chunk", "analyse", "write")
+
+
+def test_the_report_times_each_stage(store: KnowledgeStore, tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"p{i}.md").write_text(f"# Page {i}\n\nThe widget_{i} spins.\n\n"
+                                           "## Usage\n\nRun `widget --fast` daily.\n")
+    report = ingest(store, [source_spec("files", str(tmp_path), {})], namespace="ns")
+    assert report.added == 3
+    for stage in STAGES:
+        assert isinstance(report.timings[stage], float) and report.timings[stage] >= 0
+    # CPU spent on the writer threads is counted: chunking and analysing did happen
+    assert report.timings["chunk"] > 0 and report.timings["analyse"] > 0
+
+
+def test_an_unchanged_run_writes_nothing_and_chunks_nothing(store: KnowledgeStore,
+                                                            tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nAlpha text.\n")
+    spec = source_spec("files", str(tmp_path), {})
+    ingest(store, [spec], namespace="ns")
+    again = ingest(store, [spec], namespace="ns")
+    assert again.unchanged + again.not_modified == 1
+    assert "chunk" not in again.timings and "write" not in again.timings
+
+
+def _postings(url: str, ns: str) -> list[tuple[object, ...]]:
+    return rows(url, """SELECT c.source_ref, c.ordinal, p.lexeme, p.tf, p.dl, p.impact
+                        FROM postings p JOIN chunks c ON c.id = p.chunk_id
+                        WHERE p.namespace = %s ORDER BY 1, 2, 3""", ns)
+
+
+def test_fields_analysed_by_the_caller_index_as_the_store_would(store: KnowledgeStore,
+                                                                db_url: str) -> None:
+    texts = ["Use os.path.splitext on read/write files", "The HTTPServer and snake_case"]
+    chunks = [ChunkRecord(ordinal=i, text=t, meta={"title": "Paths", "anchor": f"s{i}",
+                                                   "headingPath": ["Paths", f"Part {i}"]})
+              for i, t in enumerate(texts)]
+
+    def source(ns: str) -> SourceRecord:
+        return SourceRecord(namespace=ns, ref="p", kind="text", url="u", title="Paths",
+                            content_hash="h")
+
+    store.replace_sources("own", [(source("own"), chunks)])
+    fields = lexical.kb_field_arrays(texts, [c.meta for c in chunks])
+    store.replace_sources("given", [(source("given"), chunks)], fields)
+    assert _postings(db_url, "own") == _postings(db_url, "given") != []
+    with pytest.raises(ValueError, match="one analysed field per chunk"):
+        store.replace_sources("given", [(source("given"), chunks)],
+                              {k: v[:1] for k, v in fields.items()})
+
+
+def test_a_parse_read_again_gives_the_same_tokens() -> None:
+    text = "[ref]: https://example.com\n\n# Title\n\nSee [docs][ref].\n"
+    first = block_tokens(text)
+    assert block_tokens(text) is first  # the thread's last parse, read again
+    env: dict[str, object] = {}
+    parsed = block_tokens(text, env)  # the chunker's parse, with its definitions
+    assert parsed is not first and "references" in env
+    assert [t.type for t in parsed] == [t.type for t in first]
+    other = block_tokens("plain words\n")
+    assert [t.type for t in other] == ["paragraph_open", "inline", "paragraph_close"]
+    assert block_tokens(text) is not first  # one text per thread is kept
