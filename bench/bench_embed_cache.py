@@ -1,0 +1,184 @@
+"""What hybrid ingest costs a CI run, and what the portable embedding cache saves.
+
+On the 530-page Python docs site (``../shared/scripts/docs-site``'s pages, served here on
+127.0.0.1 with a sitemap written in memory) with the shared all-MiniLM-L6-v2 server
+(``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL), through ``kbctl ingest
+sitemap`` as a user runs it, with a counting proxy between kbctl and the model server:
+
+1. ``first``: a fresh data directory, the embedder, ``--embedding-cache FILE``: embedding
+   inputs, requests, wall time;
+2. ``lexical``: a fresh data directory, no embedder: the wall time a lexical-only ingest
+   takes, the yardstick for the next one;
+3. ``second``: a copy of the site with 3 pages edited, a fresh data directory, FILE kept
+   from the first run (as a CI cache restores it): inputs and requests sent (only the
+   edited pages' changed units should be), wall time.
+
+Data directories and FILE live under ``--out`` (default bench/out/embed-cache, git
+ignored); ``first`` keeps its data directory, so bench_ranking.py can measure it
+(``--dense bench/out/embed-cache/first``).
+
+    python bench/bench_embed_cache.py [--phases first,lexical,second]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import KBCTL, ROOT, require, run_timed  # noqa: E402
+from bench_ranking import SITE, _SiteHandler  # noqa: E402
+
+MODEL = "all-minilm-l6-v2"
+OUT = ROOT / "bench" / "out" / "embed-cache"
+# The pages edited for the second run, and what is appended to one section of each.
+EDITED = ("library/shutil.html", "library/json.html", "tutorial/controlflow.html")
+EDIT = ("<p>Note added for the benchmark: this paragraph did not exist when the knowledge "
+        "base was first built.</p>")
+
+
+class Counter:
+    """Requests and inputs that reached the model server."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.inputs = 0
+        self.lock = threading.Lock()
+
+
+@contextmanager
+def counting_proxy(upstream: str) -> Iterator[tuple[str, Counter]]:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that forwards to ``upstream`` and counts."""
+    counter = Counter()
+    client = httpx.Client(timeout=900.0)
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            texts = json.loads(body or b"{}").get("input")
+            with counter.lock:
+                counter.requests += 1
+                counter.inputs += 1 if isinstance(texts, str) else len(texts or [])
+            answer = client.post(upstream.rstrip("/") + self.path.removeprefix("/v1"),
+                                 content=body, headers={"Content-Type": "application/json"})
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", counter
+    finally:
+        server.shutdown()
+        server.server_close()
+        client.close()
+
+
+@contextmanager
+def serve(site: Path, port: int) -> Iterator[str]:
+    """``site`` on 127.0.0.1:port with its sitemap for that origin."""
+    origin = f"http://127.0.0.1:{port}"
+    sitemap = (site / "sitemap.template").read_text(encoding="utf-8").replace(
+        "BASE/", origin + "/").encode()
+    handler = type("Handler", (_SiteHandler,), {"sitemap": sitemap})
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"{origin}/sitemap.xml"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def edited_copy(out: Path) -> Path:
+    """The site with ``EDITED`` pages changed (a paragraph added to their first section)."""
+    copy = out / "site-edited"
+    if not copy.exists():
+        shutil.copytree(SITE, copy, ignore=shutil.ignore_patterns("_sources", "*.tar*"))
+        for page in EDITED:
+            path = copy / page
+            html = path.read_text(encoding="utf-8")
+            at = html.index("</p>") + len("</p>")
+            path.write_text(html[:at] + EDIT + html[at:], encoding="utf-8")
+    return copy
+
+
+def ingest(data: Path, sitemap: str, *, embed_url: str | None, cache: Path | None
+           ) -> tuple[float, dict[str, Any]]:
+    if data.exists():
+        shutil.rmtree(data)
+    data.mkdir(parents=True)
+    data.chmod(0o755)
+    argv = [*KBCTL, "ingest"]
+    if cache is not None:
+        argv += ["--embedding-cache", str(cache)]
+    argv += ["sitemap", sitemap, "--no-llms-txt", "--allow-private-network",
+             "--data-dir", str(data), "--json"]
+    env = {"KBCTL_EMBEDDER": "none"}
+    if embed_url is not None:
+        argv += ["--embedder", f"openai:{MODEL}"]
+        env = {"KBCTL_EMBEDDER_BASE_URL": embed_url}
+    wall, _rss, proc = run_timed(argv, ROOT, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"ingest failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return wall, json.loads(proc.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--phases", default="first,lexical,second")
+    parser.add_argument("--port", type=int, default=18710)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    require(SITE / "sitemap.template", "the docs site (shared/scripts/docs-site prepare)")
+    upstream = os.environ.get("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:8799/v1")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o755)
+    cache = out / "embeddings.kbvec"
+    phases = args.phases.split(",")
+    if "first" in phases:
+        with serve(SITE, args.port) as sitemap, counting_proxy(upstream) as (url, counter):
+            wall, report = ingest(out / "first", sitemap, embed_url=url, cache=cache)
+        print(f"first ingest, embedder, fresh data dir: {report['added']} pages, "
+              f"{report['chunks_written']} chunks, {counter.inputs} inputs in "
+              f"{counter.requests} requests, {wall:.0f}s")
+        (out / "first" / "built-default").write_text("bench_embed_cache.py first\n")
+    if "lexical" in phases:
+        with serve(SITE, args.port) as sitemap:
+            wall, report = ingest(out / "lexical", sitemap, embed_url=None, cache=None)
+        print(f"lexical-only ingest, fresh data dir: {report['added']} pages, "
+              f"{report['chunks_written']} chunks, {wall:.0f}s")
+    if "second" in phases:
+        site = edited_copy(out)
+        restored = out / "restored.kbvec"
+        shutil.copyfile(cache, restored)  # what the CI cache hands the next run
+        with serve(site, args.port) as sitemap, counting_proxy(upstream) as (url, counter):
+            wall, report = ingest(out / "second", sitemap, embed_url=url, cache=restored)
+        print(f"second ingest ({len(EDITED)} pages edited), fresh data dir, cache restored: "
+              f"{report['chunks_written']} chunks, {counter.inputs} inputs in "
+              f"{counter.requests} requests (cache hits {report['embedding_cache_hits']}), "
+              f"{wall:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
