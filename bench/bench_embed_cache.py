@@ -28,12 +28,13 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -94,11 +95,16 @@ def counting_proxy(upstream: str) -> Iterator[tuple[str, Counter]]:
 
 
 @contextmanager
-def serve(site: Path, port: int) -> Iterator[str]:
-    """``site`` on 127.0.0.1:port with its sitemap for that origin."""
+def serve(site: Path, port: int, pages: Sequence[str] | None) -> Iterator[str]:
+    """``site`` on 127.0.0.1:port with its sitemap for that origin (of ``pages`` only,
+    when given)."""
     origin = f"http://127.0.0.1:{port}"
-    sitemap = (site / "sitemap.template").read_text(encoding="utf-8").replace(
-        "BASE/", origin + "/").encode()
+    lines = (site / "sitemap.template").read_text(encoding="utf-8").splitlines()
+    if pages is not None:
+        keep = {f"<loc>BASE/{p}</loc>" for p in pages}
+        lines = [*lines[:2], *(ln for ln in lines[2:-1] if any(k in ln for k in keep)),
+                 lines[-1]]
+    sitemap = "\n".join(lines).replace("BASE/", origin + "/").encode()
     handler = type("Handler", (_SiteHandler,), {"sitemap": sitemap})
     server = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -109,12 +115,23 @@ def serve(site: Path, port: int) -> Iterator[str]:
         server.server_close()
 
 
-def edited_copy(out: Path) -> Path:
-    """The site with ``EDITED`` pages changed (a paragraph added to their first section)."""
+def pages_of(data: Path) -> list[str]:
+    """The site paths of the pages a KB holds (one built from part of the site)."""
+    from kbctl.config import Settings
+    from kbctl.wiring import open_store
+
+    with open_store(Settings(data_dir=data)) as store:
+        return sorted(urlsplit(s.ref).path.lstrip("/") for s in store.list_sources("default"))
+
+
+def edited_copy(out: Path, edited: Sequence[str]) -> Path:
+    """The site with ``edited`` pages changed (a paragraph added to their first section)."""
     copy = out / "site-edited"
+    if copy.exists():
+        shutil.rmtree(copy)
     if not copy.exists():
         shutil.copytree(SITE, copy, ignore=shutil.ignore_patterns("_sources", "*.tar*"))
-        for page in EDITED:
+        for page in edited:
             path = copy / page
             html = path.read_text(encoding="utf-8")
             at = html.index("</p>") + len("</p>")
@@ -143,11 +160,32 @@ def ingest(data: Path, sitemap: str, *, embed_url: str | None, cache: Path | Non
     return wall, json.loads(proc.stdout)
 
 
+def export(data: Path, cache: Path, base_url: str) -> int:
+    """What ``--embedding-cache`` writes after an ingest, from a KB built before."""
+    from kbctl.config import Settings
+    from kbctl.pipeline.cache_carry import save
+    from kbctl.pipeline.cached_embedder import with_cache
+    from kbctl.wiring import open_store, resolve_embedder
+
+    settings = Settings(data_dir=data, embedder_base_url=base_url)
+    with open_store(settings) as store:
+        cached = with_cache(resolve_embedder(store, settings, writing=False), store, settings)
+        assert cached is not None, f"{data} has no embedder"
+        return save(store, cached, cache, ["default"], settings.max_tokens)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--phases", default="first,lexical,second")
     parser.add_argument("--port", type=int, default=18710)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--pages-of", type=Path, metavar="DATA_DIR", help="serve only the "
+                        "pages this KB holds (a KB built from part of the site), and edit "
+                        "three of them")
+    parser.add_argument("--max-pages", type=int, help="with --pages-of: its first N pages")
+    parser.add_argument("--from-kb", type=Path, metavar="DATA_DIR", help="write the cache "
+                        "file from a KB built before (bench_ranking.py's kb-dense, from the "
+                        "same --port), in place of the first phase's")
     args = parser.parse_args()
     require(SITE / "sitemap.template", "the docs site (shared/scripts/docs-site prepare)")
     upstream = os.environ.get("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:8799/v1")
@@ -156,27 +194,35 @@ def main() -> None:
     out.chmod(0o755)
     cache = out / "embeddings.kbvec"
     phases = args.phases.split(",")
+    pages = pages_of(args.pages_of)[:args.max_pages] if args.pages_of else None
+    edited = EDITED if pages is None else tuple(
+        pages[i] for i in (len(pages) // 4, len(pages) // 2, 3 * len(pages) // 4))
+    if pages is not None:
+        print(f"{len(pages)} pages (those {args.pages_of} holds); edited: {', '.join(edited)}")
     if "first" in phases:
-        with serve(SITE, args.port) as sitemap, counting_proxy(upstream) as (url, counter):
+        with serve(SITE, args.port, pages) as sitemap, counting_proxy(upstream) as (url, counter):
             wall, report = ingest(out / "first", sitemap, embed_url=url, cache=cache)
         print(f"first ingest, embedder, fresh data dir: {report['added']} pages, "
-              f"{report['chunks_written']} chunks, {counter.inputs} inputs in "
+              f"{report['chunksWritten']} chunks, {counter.inputs} inputs in "
               f"{counter.requests} requests, {wall:.0f}s")
         (out / "first" / "built-default").write_text("bench_embed_cache.py first\n")
+    if args.from_kb is not None:
+        print(f"embedding cache from {args.from_kb}: {export(args.from_kb, cache, upstream)} "
+              "vectors")
     if "lexical" in phases:
-        with serve(SITE, args.port) as sitemap:
+        with serve(SITE, args.port, pages) as sitemap:
             wall, report = ingest(out / "lexical", sitemap, embed_url=None, cache=None)
         print(f"lexical-only ingest, fresh data dir: {report['added']} pages, "
-              f"{report['chunks_written']} chunks, {wall:.0f}s")
+              f"{report['chunksWritten']} chunks, {wall:.0f}s")
     if "second" in phases:
-        site = edited_copy(out)
+        site = edited_copy(out, edited)
         restored = out / "restored.kbvec"
         shutil.copyfile(cache, restored)  # what the CI cache hands the next run
-        with serve(site, args.port) as sitemap, counting_proxy(upstream) as (url, counter):
+        with serve(site, args.port, pages) as sitemap, counting_proxy(upstream) as (url, counter):
             wall, report = ingest(out / "second", sitemap, embed_url=url, cache=restored)
-        print(f"second ingest ({len(EDITED)} pages edited), fresh data dir, cache restored: "
-              f"{report['chunks_written']} chunks, {counter.inputs} inputs in "
-              f"{counter.requests} requests (cache hits {report['embedding_cache_hits']}), "
+        print(f"second ingest ({len(edited)} pages edited), fresh data dir, cache restored: "
+              f"{report['chunksWritten']} chunks, {counter.inputs} inputs in "
+              f"{counter.requests} requests (cache hits {report['embeddingCacheHits']}), "
               f"{wall:.0f}s")
 
 

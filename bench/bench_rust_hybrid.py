@@ -90,8 +90,15 @@ def main() -> None:
         assert embedder is not None, "the KB has no embedder"
         rng = random.Random(SEED)
         typed = {c["question"]: mistyped(c["question"], rng, every_word=False) for c in cases}
-        vectors = {q: embedder.embed_query(q) for c in cases
-                   for q in (c["question"], typed[c["question"]])}
+        asked = list(dict.fromkeys(q for c in cases for q in (c["question"],
+                                                               typed[c["question"]])))
+        if args.patient:  # the OpenAI-compatible provider embeds questions as documents
+            from kbctl.embed.openai import OpenAIEmbedder
+
+            patient = OpenAIEmbedder(MODEL, base_url=base_url, concurrency=1, timeout=900.0)
+            vectors = dict(zip(asked, patient.embed(asked), strict=True))
+        else:
+            vectors = {q: embedder.embed_query(q) for q in asked}
 
         class Remembered:
             identity, dimensions = embedder.identity, embedder.dimensions

@@ -174,3 +174,20 @@ def test_a_folder_is_no_cache_file(cli: Cli, workdir: Path) -> None:
     result = cli("ingest", "--embedding-cache", str(workdir), "text", "hello", "--ref", "x")
     assert result.exit_code == 2
     assert "--embedding-cache" in result.output and "is a folder" in result.output
+
+
+def test_units_read_in_windows_travel_window_by_window(
+        cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]]) -> None:  # noqa: F811
+    """A model that reads 40 tokens gets each unit in windows: the file carries every
+    window, and a fresh database sends nothing again."""
+    base, seen = openai_server
+    (workdir / "kbctl.yaml").write_text("embedder_window: 40\n")
+    docs, cache = _docs(workdir), workdir / "embeddings.kbvec"
+    (docs / "long.md").write_text("# Long\n\n" + " ".join(f"word{i}" for i in range(150)),
+                                  encoding="utf-8")
+    first = _ingest(cli, docs, cache, _fresh_database(cli, workdir, "a"), base)
+    windows = sum(len(body["input"]) for body in seen)
+    assert first["embedded"] == windows == len(cache_file.read(cache).vectors)
+    assert windows > len(PAGES) + 1  # the long page's unit went in several windows
+    second = _ingest(cli, docs, cache, _fresh_database(cli, workdir, "b"), base)
+    assert second["embedded"] == 0 and sum(len(b["input"]) for b in seen) == windows

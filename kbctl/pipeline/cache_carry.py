@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..embed import cache_file
 from ..store.knowledge import KnowledgeStore
-from .cached_embedder import CachedEmbedder, input_hash
-from .embedding_units import page_units, read_budget, unit_budget
+from .cached_embedder import CachedEmbedder
+from .embedding_units import page_units, unit_budget
 
 # Vectors moved between the file and the database per statement.
 BATCH = 2000
@@ -51,14 +51,14 @@ def save(store: KnowledgeStore, embedder: CachedEmbedder, path: Path,
     """Replace the file with the vectors of the namespaces' embedding units (those the
     knowledge base's cache holds); how many."""
     ident = embedder.cache_identity
-    budget, read = unit_budget(max_tokens), read_budget(embedder.window)
+    budget = unit_budget(max_tokens)
     vectors: dict[bytes, list[float]] = {}
     for namespace in namespaces:
         after = ("", "")
         while pages := store.page_chunk_texts(after, PAGES, namespace=namespace):
-            keys = [input_hash(unit.text, title or None)
-                    for _, _, title, chunks in pages
-                    for unit in page_units([t for _, t in chunks], budget, read)]
+            keys = [key for _, _, title, chunks in pages
+                    for unit in page_units([t for _, t in chunks], budget)
+                    for key in embedder.input_keys(unit.text, title or None)]
             for at in range(0, len(keys), BATCH):
                 vectors.update(store.cached_embeddings(ident, keys[at:at + BATCH]))
             after = pages[-1][:2]

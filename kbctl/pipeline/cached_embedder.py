@@ -62,6 +62,12 @@ class CachedEmbedder:
         task = getattr(self.inner, "document_task", "")
         return f"{self.identity}#{task}" if task else str(self.identity)
 
+    def input_keys(self, text: str, title: str | None) -> list[bytes]:
+        """The cache keys ``embed`` files a text's vector under: one per window it is read
+        in."""
+        pieces = windows.split(text, self.window) if self.window else [text]
+        return [input_hash(piece, title) for piece in pieces]
+
     def embed(self, texts: Sequence[str],
               titles: Sequence[str | None] | None = None) -> list[list[float]]:
         titles = list(titles) if titles is not None else [None] * len(texts)
