@@ -2,8 +2,10 @@
 
 On the 530-page Python docs site (``../shared/scripts/docs-site``'s pages, served here on
 127.0.0.1 with a sitemap written in memory) with the shared all-MiniLM-L6-v2 server
-(``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL), through ``kbctl ingest
-sitemap`` as a user runs it, with a counting proxy between kbctl and the model server:
+(``../shared/scripts/embed-server``, KBCTL_EMBEDDER_BASE_URL), through what ``kbctl
+ingest sitemap`` runs (``kbctl.pipeline.api.ingest_sources``, in-process, with one request
+in flight and a long timeout: the shared model server is slow under load), with a
+counting proxy between kbctl and the model server:
 
 1. ``first``: a fresh data directory, the embedder, ``--embedding-cache FILE``: embedding
    inputs, requests, wall time;
@@ -28,8 +30,10 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,7 +44,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import KBCTL, ROOT, require, run_timed  # noqa: E402
+from _common import ROOT, require  # noqa: E402
 from bench_ranking import SITE, _SiteHandler  # noqa: E402
 
 MODEL = "all-minilm-l6-v2"
@@ -125,39 +129,56 @@ def pages_of(data: Path) -> list[str]:
 
 
 def edited_copy(out: Path, edited: Sequence[str]) -> Path:
-    """The site with ``edited`` pages changed (a paragraph added to their first section)."""
+    """The site with ``edited`` pages changed (a paragraph added to the first paragraph
+    of their text)."""
     copy = out / "site-edited"
     if copy.exists():
         shutil.rmtree(copy)
     if not copy.exists():
-        shutil.copytree(SITE, copy, ignore=shutil.ignore_patterns("_sources", "*.tar*"))
+        shutil.copytree(SITE, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns("_sources", "*.tar*"))
         for page in edited:
             path = copy / page
             html = path.read_text(encoding="utf-8")
-            at = html.index("</p>") + len("</p>")
+            main = html.find('role="main"')  # the page's text, not its navigation
+            at = html.index("</p>", max(main, 0)) + len("</p>")
             path.write_text(html[:at] + EDIT + html[at:], encoding="utf-8")
     return copy
 
 
 def ingest(data: Path, sitemap: str, *, embed_url: str | None, cache: Path | None
-           ) -> tuple[float, dict[str, Any]]:
+           ) -> tuple[float, Any]:
+    """What ``kbctl ingest [--embedding-cache FILE] sitemap URL [--embedder …]`` runs
+    (``api.ingest_sources``), in a fresh data directory; wall seconds and the report."""
+    from kbctl.config import Settings
+    from kbctl.pipeline import api
+    from kbctl.sources.registry import source_spec
+
     if data.exists():
         shutil.rmtree(data)
     data.mkdir(parents=True)
     data.chmod(0o755)
-    argv = [*KBCTL, "ingest"]
-    if cache is not None:
-        argv += ["--embedding-cache", str(cache)]
-    argv += ["sitemap", sitemap, "--no-llms-txt", "--allow-private-network",
-             "--data-dir", str(data), "--json"]
-    env = {"KBCTL_EMBEDDER": "none"}
-    if embed_url is not None:
-        argv += ["--embedder", f"openai:{MODEL}"]
-        env = {"KBCTL_EMBEDDER_BASE_URL": embed_url}
-    wall, _rss, proc = run_timed(argv, ROOT, env=env)
-    if proc.returncode != 0:
-        sys.exit(f"ingest failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return wall, json.loads(proc.stdout)
+    settings = Settings(data_dir=data, allow_private_network=True, embedding_cache=cache,
+                        embedder=f"openai:{MODEL}" if embed_url else "none",
+                        embedder_base_url=embed_url)
+    t0 = time.perf_counter()
+    report = api.ingest_sources(settings, [source_spec("sitemap", sitemap,
+                                                       {"llms_txt": False})])
+    wall = time.perf_counter() - t0
+    if report.failed:
+        sys.exit(f"ingest failed for {report.failed} pages: {report.errors[:3]}")
+    return wall, report
+
+
+def patient_provider() -> None:
+    """One request in flight and a long timeout for the OpenAI-compatible provider: the
+    shared model server encodes one request at a time, and on a loaded machine a batch
+    outlasts the default timeout (bench_ranking.py's build does the same)."""
+    from kbctl.embed import registry
+
+    openai = registry.PROVIDERS["openai"]
+    registry.PROVIDERS["openai"] = replace(
+        openai, factory=partial(openai.factory, concurrency=1, timeout=900.0))
 
 
 def export(data: Path, cache: Path, base_url: str) -> int:
@@ -194,6 +215,7 @@ def main() -> None:
     out.chmod(0o755)
     cache = out / "embeddings.kbvec"
     phases = args.phases.split(",")
+    patient_provider()
     pages = pages_of(args.pages_of)[:args.max_pages] if args.pages_of else None
     edited = EDITED if pages is None else tuple(
         pages[i] for i in (len(pages) // 4, len(pages) // 2, 3 * len(pages) // 4))
@@ -202,8 +224,8 @@ def main() -> None:
     if "first" in phases:
         with serve(SITE, args.port, pages) as sitemap, counting_proxy(upstream) as (url, counter):
             wall, report = ingest(out / "first", sitemap, embed_url=url, cache=cache)
-        print(f"first ingest, embedder, fresh data dir: {report['added']} pages, "
-              f"{report['chunksWritten']} chunks, {counter.inputs} inputs in "
+        print(f"first ingest, embedder, fresh data dir: {report.added} pages, "
+              f"{report.chunks_written} chunks, {counter.inputs} inputs in "
               f"{counter.requests} requests, {wall:.0f}s")
         (out / "first" / "built-default").write_text("bench_embed_cache.py first\n")
     if args.from_kb is not None:
@@ -212,8 +234,8 @@ def main() -> None:
     if "lexical" in phases:
         with serve(SITE, args.port, pages) as sitemap:
             wall, report = ingest(out / "lexical", sitemap, embed_url=None, cache=None)
-        print(f"lexical-only ingest, fresh data dir: {report['added']} pages, "
-              f"{report['chunksWritten']} chunks, {wall:.0f}s")
+        print(f"lexical-only ingest, fresh data dir: {report.added} pages, "
+              f"{report.chunks_written} chunks, {wall:.0f}s")
     if "second" in phases:
         site = edited_copy(out, edited)
         restored = out / "restored.kbvec"
@@ -221,8 +243,8 @@ def main() -> None:
         with serve(site, args.port, pages) as sitemap, counting_proxy(upstream) as (url, counter):
             wall, report = ingest(out / "second", sitemap, embed_url=url, cache=restored)
         print(f"second ingest ({len(edited)} pages edited), fresh data dir, cache restored: "
-              f"{report['chunksWritten']} chunks, {counter.inputs} inputs in "
-              f"{counter.requests} requests (cache hits {report['embeddingCacheHits']}), "
+              f"{report.chunks_written} chunks, {counter.inputs} inputs in "
+              f"{counter.requests} requests (cache hits {report.embedding_cache_hits}), "
               f"{wall:.0f}s")
 
 
