@@ -9,3 +9,9 @@ could_not_run() {
   { echo "verdict=error"; echo "error=$1"; } >> "$GITHUB_OUTPUT"
   exit "${2:-2}"
 }
+
+# What the action carries between runs, under the paths its actions/cache steps name: the
+# embedding cache (vectors of the knowledge base's text, so a run embeds only what changed)
+# and the local embedder's model folder (so `embedder: local` downloads its model once).
+KBCTL_EMBEDDINGS="$RUNNER_TEMP/kbctl-embeddings/embeddings.kbvec"
+export FASTEMBED_CACHE_PATH="${FASTEMBED_CACHE_PATH:-$RUNNER_TEMP/kbctl-models}"

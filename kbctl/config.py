@@ -42,6 +42,9 @@ class Settings:
     # The embedding model's input window in tokens: longer texts are embedded in windows
     # (kbctl.embed.windows). None: the model's own when kbctl knows it; 0: sent whole.
     embedder_window: int | None = None
+    # A file that carries the embedding cache between runs (kbctl.pipeline.cache_carry):
+    # ingest and resync read it first and replace it after.
+    embedding_cache: Path | None = None
     max_tokens: int = 512
     overlap_tokens: int = 64
     vector_weight: float = 0.7
@@ -84,6 +87,7 @@ _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {
     "embedder": ("embedder", (str,)),
     "embedder_base_url": ("embedder_base_url", (str,)),
     "embedder_window": ("embedder_window", (int,)),
+    "embedding_cache": ("embedding_cache", (str,)),
     "vector_weight": ("vector_weight", (int, float)),
     "fusion": ("fusion", (str,)),
     "rerank": ("rerank", (str,)),
@@ -103,6 +107,7 @@ _ENV = {
     "KBCTL_NAMESPACE": "namespace",
     "KBCTL_EMBEDDER": "embedder",
     "KBCTL_EMBEDDER_BASE_URL": "embedder_base_url",
+    "KBCTL_EMBEDDING_CACHE": "embedding_cache",
     "KBCTL_RERANK": "rerank",
     "KBCTL_RERANK_BASE_URL": "rerank_base_url",
     "KBCTL_AGENT": "agent",
@@ -165,8 +170,9 @@ def resolve_settings(
         if "memory_track" in from_file:
             memory = memory.merged({"track": from_file.pop("memory_track")})
         memory = memory.merged(from_file.pop("memory", {}))
-        if "data_dir" in from_file:  # relative to the file, wherever kbctl runs from
-            from_file["data_dir"] = path.parent / from_file["data_dir"]
+        for key in ("data_dir", "embedding_cache"):  # relative to the file, wherever
+            if key in from_file:                     # kbctl runs from
+                from_file[key] = path.parent / from_file[key]
         values.update(from_file)
         values["config_path"] = path
     memory = memory.merged(memory_from_env(env))
@@ -182,8 +188,9 @@ def resolve_settings(
                           "one in a folder)", hint="pass one of them")
     _layer(values, given)
     values["memory"] = memory
-    if "data_dir" in values:
-        values["data_dir"] = Path(values["data_dir"])
+    for key in ("data_dir", "embedding_cache"):
+        if key in values:
+            values[key] = Path(values[key])
     settings = replace(Settings(), **values)
     _check(settings)
     return settings
@@ -395,7 +402,7 @@ _FLAGS = {"db_url": "--db", "data_dir": "--data-dir", "namespace": "--namespace"
           "embedder": "--embedder", "embedder_base_url": "--embedder-base-url",
           "vector_weight": "--vector-weight", "fusion": "--fusion", "rerank": "--rerank",
           "rerank_base_url": "--rerank-base-url", "rerank_top": "--rerank-top",
-          "agent": "--agent", "user": "--user"}
+          "agent": "--agent", "user": "--user", "embedding_cache": "--embedding-cache"}
 
 
 def _check_value(name: str, value: Any, source: str) -> None:
@@ -419,6 +426,8 @@ def _check_value(name: str, value: Any, source: str) -> None:
         from .store.db import require_conninfo  # here: a config read needs no database
 
         require_conninfo(value, source)
+    if name == "embedding_cache" and Path(value).is_dir():
+        raise ConfigError(f"{source} {value} is a folder", hint="name the cache file in it")
     if name == "vector_weight" and not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{source} must be within 0..1, got {value}")
     if name == "fusion" and value not in FUSIONS:

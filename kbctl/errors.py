@@ -134,6 +134,11 @@ class AuthError(EmbedderError):
     """Missing or rejected API key."""
 
 
+class ModelUnavailable(EmbedderError):
+    """A local model that cannot be loaded here: every batch would fail alike, so a run
+    ends at the first."""
+
+
 class RerankerError(EnvironmentFailure):
     """The rerank provider failed after retries, refused the key, or answered nonsense."""
 

@@ -70,7 +70,10 @@ class Run:
         return "".join(p.stdout for p in self.steps.values())
 
 
-def run_action(inputs: dict[str, str], workspace: Path, runner_temp: Path) -> Run:
+def run_action(inputs: dict[str, str], workspace: Path, runner_temp: Path,
+               env: dict[str, str] | None = None) -> Run:
+    """``env``: what a workflow sets on the step that uses the action (API keys, an
+    embedder's base URL)."""
     action = load_action()
     declared = action["inputs"]
     unknown = set(inputs) - set(declared)
@@ -108,6 +111,7 @@ def run_action(inputs: dict[str, str], workspace: Path, runner_temp: Path) -> Ru
         "GITHUB_STEP_SUMMARY": str(summary),
         "RUNNER_TEMP": str(runner_temp),
         "COLUMNS": "200",
+        **(env or {}),
     })
     run = Run(exit_code=0, outputs={})
     for index, step in enumerate(action["runs"]["steps"]):

@@ -13,6 +13,8 @@ from kbctl.embed.local import INSTALL_HINT, LocalEmbedder
 from kbctl.embed.registry import create_embedder
 from kbctl.errors import ConfigError, EmbedderError
 
+from .conftest import Cli
+
 VOCAB = ["[PAD]", "[UNK]", "alpha", "beta", "gamma", "delta"]
 
 
@@ -202,3 +204,22 @@ def test_unknown_named_model_is_a_config_error() -> None:
 def test_named_model_dimension_mismatch_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="384"):
         create_embedder("local:BAAI/bge-small-en-v1.5@768")
+
+
+@needs_fastembed
+def test_a_model_that_cannot_load_ends_the_ingest_in_one_line(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No model in the folder and no hub to download from: one error line naming the
+    folder (exit 3), not a failed-sources table per batch."""
+    folder = workdir / "models"
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(folder))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = cli("ingest", "text", "# Notes\n\nalpha beta", "--ref", "notes",
+                 "--embedder", "local")
+    assert result.exit_code == 3, result.output
+    said = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in said if line.startswith("error:")]
+    assert len(errors) == 1 and len(said) <= 3, said  # the error, its hint, a KB notice
+    assert "could not load local model BAAI/bge-small-en-v1.5" in errors[0]
+    assert str(folder) in errors[0] and "Traceback" not in result.stderr
+    assert "failed sources" not in result.output

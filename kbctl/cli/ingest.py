@@ -62,6 +62,11 @@ def ingest_from_config(
     db: DbOpt = None, data_dir: DataDirOpt = None, namespace: NamespaceOpt = None,
     config: ConfigOpt = None, embedder: EmbedderOpt = None,
     embedder_base_url: EmbedderUrlOpt = None, allow_private_network: PrivateOpt = None,
+    embedding_cache: Annotated[str | None, typer.Option(
+        "--embedding-cache", metavar="FILE", help="Read vectors from FILE before embedding "
+        "and replace it with the knowledge base's after, so a fresh database (a CI run) "
+        "embeds only what changed (env KBCTL_EMBEDDING_CACHE). Give it before the "
+        "subcommand.", show_default=False)] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Ingest documentation. Without a subcommand: the sources listed in kbctl.yaml.
@@ -70,7 +75,7 @@ def ingest_from_config(
     """
     flags = dict(db_url=db, data_dir=data_dir, namespace=namespace, config=config,
                  embedder=embedder, embedder_base_url=embedder_base_url,
-                 allow_private_network=allow_private_network)
+                 allow_private_network=allow_private_network, embedding_cache=embedding_cache)
     if ctx.invoked_subcommand is not None:
         ctx.obj = {k: v for k, v in flags.items() if v is not None}
         if json_output:

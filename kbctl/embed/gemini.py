@@ -110,6 +110,13 @@ class GeminiEmbedder:
     def dimensions(self) -> int:
         return self._dimensions
 
+    @property
+    def document_task(self) -> str:
+        """How documents are told apart from queries, for the embedding cache's key."""
+        if uses_task_prefix(self.model):
+            return "prefix:" + document_text("{text}", "{title}")
+        return "taskType:RETRIEVAL_DOCUMENT"
+
     def embed(
         self, texts: Sequence[str], titles: Sequence[str | None] | None = None
     ) -> list[list[float]]:

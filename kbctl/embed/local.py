@@ -15,6 +15,8 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +25,7 @@ from typing import Any
 
 from kbctl.embed.base import EmbedderIdentity
 from kbctl.embed.common import l2_normalize, require_positive
-from kbctl.errors import ConfigError, EmbedderError, KbctlError
+from kbctl.errors import ConfigError, EmbedderError, KbctlError, ModelUnavailable
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 INSTALL_HINT = "pip install 'kbctl[local]'"
@@ -177,10 +179,13 @@ class LocalEmbedder:
             return TextEmbedding(model_name=self.model,
                                  **load_options(self.cache_dir, self.threads, self.offline))
         except Exception as exc:
-            raise EmbedderError(
-                f"could not load local model {self.model}: {exc}",
-                hint="it is not in fastembed's cache and could not be downloaded; "
-                "point at a model folder with local:/path/to/model-dir",
+            raise ModelUnavailable(
+                f"could not load local model {self.model}: not in the model folder "
+                f"{model_folder(self.cache_dir)} and not downloadable from here "
+                f"({first_line(exc)})",
+                hint="let one run download it (the kbctl Action caches that folder), set "
+                "FASTEMBED_CACHE_PATH to a folder that holds it, or use "
+                "local:/path/to/model-dir",
             ) from exc
 
     def _load_folder(self) -> Any:
@@ -214,7 +219,8 @@ class LocalEmbedder:
                 specific_model_path=str(folder),
             )
         except Exception as exc:
-            raise EmbedderError(f"could not load the local model in {folder}: {exc}") from exc
+            raise ModelUnavailable(
+                f"could not load the local model in {folder}: {first_line(exc)}") from exc
 
     def _finish(self, raw: Any, count: int) -> list[list[float]]:
         what = f"local model {self.model}"
@@ -227,6 +233,20 @@ class LocalEmbedder:
                     f"{what}: expected a {self._dimensions}-dimensional vector, got {len(v)}"
                 )
         return vectors
+
+
+def model_folder(cache_dir: str | None) -> str:
+    """Where fastembed keeps named models: ``cache_dir``, else FASTEMBED_CACHE_PATH, else
+    its folder in the system's temporary directory."""
+    return cache_dir or os.environ.get("FASTEMBED_CACHE_PATH") or os.path.join(
+        tempfile.gettempdir(), "fastembed_cache")
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line: a loader's may run to a page of causes."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _first(raw: Any) -> Any:

@@ -17,6 +17,7 @@ from ..net.endpoint import public_endpoint
 from ..sources.base import SourceSpec
 from ..sources.webopts import allowing_private_network
 from ..store.db import describe
+from ..store.knowledge import KnowledgeStore
 from ..wiring import (
     input_window,
     open_store,
@@ -25,7 +26,8 @@ from ..wiring import (
     remember_endpoint,
     resolve_embedder,
 )
-from .cached_embedder import with_cache
+from . import cache_carry
+from .cached_embedder import CachedEmbedder, with_cache
 from .forget import ForgetReport, forget
 from .ingest import ChunkingOptions, IngestReport, ingest
 from .progress import Progress, ProgressEvent, no_progress
@@ -55,6 +57,7 @@ def ingest_sources(
             store.embedder_lock(waiting=announce):  # resolved under it: reembed waits
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = with_cache(embedder, store, settings)
+        carry_note = _carry_in(store, cached, settings)
         with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
                 open_writers(settings) as writers:
             report = ingest(
@@ -68,13 +71,32 @@ def ingest_sources(
                     "on_discovered": lambda n: progress(ProgressEvent("total", total=n)),
                 },
             )
+        if carry_note:
+            report.notes.insert(0, carry_note)
         if cached is not None:
             report.embedded = cached.provider_texts
             report.embedding_cache_hits = cached.cache_hits
             if cached.provider_texts:
                 remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
+            _carry_out(store, cached, settings, [settings.namespace])
         return report
+
+
+def _carry_in(store: KnowledgeStore, cached: CachedEmbedder | None,
+              settings: Settings) -> str | None:
+    """Load the embedding cache file, when one is set and the KB embeds; a note."""
+    if cached is None or settings.embedding_cache is None:
+        return None
+    return cache_carry.load(store, cached, settings.embedding_cache)
+
+
+def _carry_out(store: KnowledgeStore, cached: CachedEmbedder, settings: Settings,
+               namespaces: Sequence[str]) -> None:
+    """Replace the embedding cache file with the vectors ``namespaces`` are made of."""
+    if settings.embedding_cache is not None:
+        cache_carry.save(store, cached, settings.embedding_cache, namespaces,
+                         settings.max_tokens)
 
 
 def reembed_kb(
@@ -102,7 +124,7 @@ def reembed_kb(
                 store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, endpoint=endpoint, private_network=private,
                              progress=progress, window=input_window(settings, embedder),
-                             again=again)
+                             again=again, max_tokens=settings.max_tokens)
             remember_endpoint(store, settings, said)  # an unchanged embedder's new address
         return report
 
@@ -132,6 +154,9 @@ def resync_kb(
         with store.embedder_lock(waiting=announce), open_writers(settings) as writers:
             embedder = resolve_embedder(store, settings, writing=True, announce=announce)
             cached = with_cache(embedder, store, settings)
+            carry_note = _carry_in(store, cached, settings)
+            if carry_note:
+                announce(carry_note)
             report = resync(
                 store, targets, embedder=cached, options=options, writer_stores=writers,
                 chunking=ChunkingOptions(settings.max_tokens, settings.overlap_tokens),
@@ -143,6 +168,7 @@ def resync_kb(
             if cached.provider_texts:
                 remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
+            _carry_out(store, cached, settings, targets)
         return report
 
 

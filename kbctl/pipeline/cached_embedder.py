@@ -1,7 +1,10 @@
 """An Embedder wrapper that asks the KB's embedding cache before the provider.
 
-The key is (embedder identity, sha256 of the exact input: title and text), so a chunk whose
-text did not change is never embedded twice, across ingests, resyncs and re-embeds. A
+The key is (embedder identity and its document task, sha256 of the exact input: title and
+text), so a unit whose text did not change is never embedded twice, across ingests,
+resyncs and re-embeds, nor across machines when the cache travels in a file
+(``cache_carry``). A provider that embeds documents for a task (Gemini's task prefix or
+``taskType``) says which in ``document_task``; vectors made for another task are not reused. A
 resync of a changing site adds vectors every night, so the cache would grow for ever: a
 vector not used for ``KEEP_DAYS`` is dropped on the next write (and embedded again if that
 text ever comes back).
@@ -42,6 +45,7 @@ class CachedEmbedder:
         self.window = window
         self.provider_texts = 0
         self.cache_hits = 0
+        self.carried_in = 0  # vectors a cache file brought (``cache_carry.load``)
 
     @property
     def identity(self) -> EmbedderIdentity:
@@ -51,6 +55,19 @@ class CachedEmbedder:
     def dimensions(self) -> int:
         return self.inner.dimensions
 
+    @property
+    def cache_identity(self) -> str:
+        """What the cache files its vectors under: the embedder's identity, and the task
+        its documents are embedded for when the provider has one."""
+        task = getattr(self.inner, "document_task", "")
+        return f"{self.identity}#{task}" if task else str(self.identity)
+
+    def input_keys(self, text: str, title: str | None) -> list[bytes]:
+        """The cache keys ``embed`` files a text's vector under: one per window it is read
+        in."""
+        pieces = windows.split(text, self.window) if self.window else [text]
+        return [input_hash(piece, title) for piece in pieces]
+
     def embed(self, texts: Sequence[str],
               titles: Sequence[str | None] | None = None) -> list[list[float]]:
         titles = list(titles) if titles is not None else [None] * len(texts)
@@ -59,7 +76,7 @@ class CachedEmbedder:
     def _embed_whole(self, texts: Sequence[str], titles: Sequence[str | None]
                      ) -> list[list[float]]:
         keys = [input_hash(t, ti) for t, ti in zip(texts, titles, strict=True)]
-        ident = str(self.identity)
+        ident = self.cache_identity
         found = self.store.cached_embeddings(ident, keys)
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:

@@ -24,6 +24,7 @@ from ..errors import (
     EnvironmentFailure,
     InputError,
     KbctlError,
+    ModelUnavailable,
     SourceError,
 )
 from ..extract.text import clean_text
@@ -43,7 +44,7 @@ from ..store import lexical
 from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
-from .embedding_text import embedding_text
+from .embedding_units import embed_pages
 from .progress import Progress, ProgressEvent, no_progress
 
 EMBED_BATCH = 64
@@ -831,12 +832,12 @@ class _Writer:
         all_chunks = [(p, c) for p in batch for c in p.chunks]
         vectors: list[list[float] | None] = [None] * len(all_chunks)
         if self.embedder is not None and all_chunks:
-            texts = [embedding_text(c.text) for _, c in all_chunks]
             try:
-                vectors = list(self.embedder.embed(texts,
-                                                   [p.source.title for p, _ in all_chunks]))
-            except AuthError:
-                raise  # no key, or a rejected one: every later batch would fail the same way
+                vectors = list(embed_pages(
+                    self.embedder, [(p.source.title, [c.text for c in p.chunks]) for p in batch],
+                    self.chunking.max_tokens))
+            except (AuthError, ModelUnavailable):
+                raise  # no key, a rejected one, no model: every later batch would fail alike
             except EmbedderError as exc:
                 result.failures += [(p.source.ref, exc, p.spec) for p in batch]
                 result.provider_error = exc

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
-from .embedding_text import embedding_text
+from .embedding_units import embed_pages
+from .ingest import ChunkingOptions
 from .progress import Progress, ProgressEvent, no_progress
 
 BATCH = 256
+PAGES = 32  # pages re-embedded per batch
 _STAGE = "kbctl_reembed_stage"
 _MEMORY_STAGE = "kbctl_reembed_memory_stage"
 
@@ -36,10 +38,13 @@ class ReembedReport:
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
             endpoint: str | None = None, private_network: bool = False,
             window: int | None = None, again: bool = False,
+            max_tokens: int = ChunkingOptions.max_tokens,
             progress: Progress = no_progress) -> ReembedReport:
     """``again``: re-embed even with the KB's own embedder (its vectors came from another
     ``window``, or from a version that sent long chunks whole); ``private_network``: the
-    ``endpoint`` was reached with the private-network opt-in, recorded with it."""
+    ``endpoint`` was reached with the private-network opt-in, recorded with it.
+    Knowledge-base chunks are embedded by their page's units, as ingest embeds them
+    (``max_tokens``: the chunk budget units are merged up to)."""
     started = time.perf_counter()
     previous = store.embedder_identity() or NO_EMBEDDER
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
@@ -50,7 +55,7 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
     cached = CachedEmbedder(embedder, store, window=window) if embedder is not None else None
     try:
         progress(ProgressEvent("total", total=store.chunk_count()))
-        report.chunks = _stage(store, cached, "chunks", _STAGE, progress)
+        report.chunks = _stage_pages(store, cached, max_tokens, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
         store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint,
                               private_network=private_network)
@@ -64,22 +69,38 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
     return report
 
 
+def _stage_pages(store: KnowledgeStore, cached: CachedEmbedder | None, max_tokens: int,
+                 progress: Progress) -> int:
+    """Embed the knowledge base's chunks page by page into ``_STAGE``; the count."""
+    store.create_stage(_STAGE)
+    done, after = 0, ("", "")
+    while cached is not None:
+        pages = store.page_chunk_texts(after, PAGES)
+        if not pages:
+            break
+        vectors = embed_pages(cached, [(title, [t for _, t in chunks])
+                                       for _, _, title, chunks in pages], max_tokens)
+        ids = [cid for *_, chunks in pages for cid, _ in chunks]
+        store.stage_embeddings(_STAGE, ids, vectors)
+        after = pages[-1][:2]
+        done += len(ids)
+        for cid in ids:
+            progress(ProgressEvent("written", ref=str(cid)))
+    return done
+
+
 def _stage(store: KnowledgeStore, cached: CachedEmbedder | None, source: str, stage: str,
            progress: Progress) -> int:
-    """Embed every row of ``source`` into the session table ``stage``; returns the count."""
+    """Embed every row of ``source`` (agent memory) into the session table ``stage``;
+    returns the count."""
     store.create_stage(stage)
     done, last = 0, 0
     while cached is not None:
         batch = store.chunk_texts(last, BATCH, table=source)
         if not batch:
             break
-        # knowledge-base chunks are embedded without link destinations, as ingest embeds them
-        texts = [embedding_text(t) if source == "chunks" else t for _, t, _ in batch]
-        vectors = cached.embed(texts, [ti or None for _, _, ti in batch])
+        vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
         store.stage_embeddings(stage, [cid for cid, _, _ in batch], vectors)
         last = batch[-1][0]
         done += len(batch)
-        if source == "chunks":
-            for cid, _, _ in batch:
-                progress(ProgressEvent("written", ref=str(cid)))
     return done

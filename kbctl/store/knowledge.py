@@ -488,6 +488,29 @@ class KnowledgeStore:
             (after_id, limit),
         ).fetchall()
 
+    def page_chunk_texts(self, after: tuple[str, str], pages: int, *,
+                         namespace: str | None = None
+                         ) -> list[tuple[str, str, str, list[tuple[int, str]]]]:
+        """Up to ``pages`` pages after ``after`` ((namespace, ref) order), each as
+        (namespace, ref, title, its chunks' (id, text) in order): what a page's embedding
+        units are made of. ``namespace``: that namespace's pages only."""
+        rows = self.conn.execute(
+            """WITH p AS (SELECT namespace, ref, title FROM sources
+                          WHERE (namespace, ref) > (%(ns)s, %(ref)s)
+                            AND (%(only)s::text IS NULL OR namespace = %(only)s)
+                          ORDER BY namespace, ref LIMIT %(pages)s)
+               SELECT p.namespace, p.ref, p.title, c.id, c.text
+               FROM p JOIN chunks c ON c.namespace = p.namespace AND c.source_ref = p.ref
+               ORDER BY p.namespace, p.ref, c.ordinal""",
+            {"ns": after[0], "ref": after[1], "only": namespace, "pages": pages},
+        ).fetchall()
+        out: list[tuple[str, str, str, list[tuple[int, str]]]] = []
+        for ns, ref, title, chunk_id, text in rows:
+            if not out or out[-1][:2] != (ns, ref):
+                out.append((ns, ref, title, []))
+            out[-1][3].append((chunk_id, text))
+        return out
+
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row and row[0])

@@ -1,0 +1,67 @@
+"""Carrying the embedding cache between runs in a file (``--embedding-cache FILE``).
+
+Before an ingest the file's vectors join the knowledge base's cache (the database table);
+after it the file is replaced by the vectors the namespace's chunks are made of now, one
+per embedding unit. So the file stays the size of the knowledge base, whatever the history
+of the site, and a run from a fresh database (a CI runner) sends the provider only the
+units whose text changed.
+
+A file that cannot be used (another embedder's, damaged, not a cache at all) is a note, not
+a failure: the run embeds what it needs and writes a good file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..embed import cache_file
+from ..store.knowledge import KnowledgeStore
+from .cached_embedder import CachedEmbedder
+from .embedding_units import page_units, unit_budget
+
+# Vectors moved between the file and the database per statement.
+BATCH = 2000
+# Pages read per statement when the file is written.
+PAGES = 200
+
+
+def load(store: KnowledgeStore, embedder: CachedEmbedder, path: Path) -> str | None:
+    """Add the file's vectors to the knowledge base's cache; a note saying what happened
+    (None: all was well)."""
+    if not path.exists():
+        return f"embedding cache {path}: none yet, written after this run"
+    try:
+        carried = cache_file.read(path)
+    except cache_file.CacheFileError as exc:
+        return f"embedding cache {path} not used: {exc}; it is written anew after this run"
+    want = embedder.cache_identity
+    if carried.embedder != want:
+        return (f"embedding cache {path} not used: its vectors come from {carried.embedder}, "
+                f"this knowledge base embeds with {want}; it is written anew after this run")
+    items = list(carried.vectors.items())
+    for at in range(0, len(items), BATCH):
+        store.cache_embeddings(want, dict(items[at:at + BATCH]))
+    embedder.carried_in = len(items)
+    return None
+
+
+def save(store: KnowledgeStore, embedder: CachedEmbedder, path: Path,
+         namespaces: Sequence[str], max_tokens: int) -> int:
+    """Replace the file with the vectors of the namespaces' embedding units (those the
+    knowledge base's cache holds); how many."""
+    ident = embedder.cache_identity
+    budget = unit_budget(max_tokens)
+    vectors: dict[bytes, list[float]] = {}
+    for namespace in namespaces:
+        after = ("", "")
+        while pages := store.page_chunk_texts(after, PAGES, namespace=namespace):
+            keys = [key for _, _, title, chunks in pages
+                    for unit in page_units([t for _, t in chunks], budget)
+                    for key in embedder.input_keys(unit.text, title or None)]
+            for at in range(0, len(keys), BATCH):
+                vectors.update(store.cached_embeddings(ident, keys[at:at + BATCH]))
+            after = pages[-1][:2]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cache_file.write(path, ident, embedder.dimensions, vectors)
+    return len(vectors)
