@@ -124,7 +124,8 @@ def _fresh_database(cli: Cli, workdir: Path, name: str) -> list[str]:
 def _ingest(cli: Cli, docs: Path, cache: Path, where: list[str], base: str,
             embedder: str = EMBEDDER) -> dict:
     result = cli("ingest", "--embedding-cache", str(cache), "files", str(docs), *where,
-                 "--embedder", embedder, "--embedder-base-url", base, "--json", db=False)
+                 "--embedder", embedder, "--embedder-base-url", base,
+                 "--allow-private-network", "--json", db=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
