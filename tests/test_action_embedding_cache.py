@@ -29,10 +29,10 @@ def _cache_steps() -> dict[str, dict[str, Any]]:
             if str(step.get("uses", "")).startswith("actions/cache")}
 
 
-def _trust_the_loopback_provider(workspace: Path) -> None:
+def _trust_the_loopback_provider(checkout: Path) -> None:
     """The provider runs on 127.0.0.1: the repository's kbctl.yaml opts in, as a team
     with a self-hosted embedder in its CI network would."""
-    (workspace / "kbctl.yaml").write_text("allow_private_network: true\n", encoding="utf-8")
+    (checkout / "kbctl.yaml").write_text("allow_private_network: true\n", encoding="utf-8")
 
 
 def _restored_path(runner_temp: Path) -> Path:
