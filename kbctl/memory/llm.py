@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from kbctl.net.provider import GuardedTransport
+
 from ..embed.gemini import DEFAULT_BASE_URL as GEMINI_BASE_URL
 from ..embed.gemini import KEY_VARIABLES as GEMINI_KEYS
 from ..embed.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
@@ -71,13 +73,19 @@ class _Http:
     key: str | None
     timeout_s: float
     transport: httpx.BaseTransport | None = None
+    allow_private_network: bool = False
     client: httpx.Client | None = None
 
     def post(self, url: str, body: dict[str, Any], headers: dict[str, str],
              what: str) -> Any:
         if self.client is None:
-            self.client = httpx.Client(transport=self.transport, timeout=self.timeout_s,
-                                       follow_redirects=False)
+            # the guard under every request, as under the embedders' (``net/provider``):
+            # the name resolved once, the vetted address the one connected to
+            guarded = GuardedTransport(self.transport or httpx.HTTPTransport(),
+                                       allow_private_network=self.allow_private_network,
+                                       what="language model")
+            self.client = httpx.Client(transport=guarded, timeout=self.timeout_s,
+                                       follow_redirects=False, trust_env=False)
         client = self.client
         policy = RetryPolicy(max_retries=DEFAULT_MAX_RETRIES)
         response = policy.send(
@@ -197,5 +205,5 @@ def make_model(spec: str | None, base_url: str | None, *, allow_private_network:
     if key is None and base_url is None:
         raise AuthError(f"no key for {provider}:{model}: set {' or '.join(names)}",
                         hint="or point memory.graph.model_base_url at a local server")
-    http = _Http(url, key, timeout_s, transport)
+    http = _Http(url, key, timeout_s, transport, allow_private_network)
     return OpenAIChat(model, http) if provider == "openai" else GeminiChat(model, http)
