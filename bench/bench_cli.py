@@ -10,7 +10,7 @@ with this one) in the same round, so a machine that gets busier mid-run weighs o
 alike. Prints medians of the rounds, with the CPU seconds of the same runs.
 
     python bench/bench_cli.py --runs 10
-    python bench/bench_cli.py --tree before=/work/main --tree after=.
+    python bench/bench_cli.py --tree before=../other-checkout --tree after=.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.html_dir.is_dir():
         print(
-            f"skipped: {args.html_dir} is absent; run /work/shared/scripts/docs-site prepare",
+            f"skipped: {args.html_dir} is absent; run ../shared/scripts/docs-site prepare",
             file=sys.stderr,
         )
         return 0
