@@ -98,9 +98,9 @@ def test_append_reindexes_only_the_tail(conn: psycopg.Connection, db_url: str) -
 
 def test_a_file_is_capped_and_a_refused_write_changes_nothing(
         keyword: PostgresMemoryBackend, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbctl.memory import postgres
+    from kbctl.memory import model
 
-    monkeypatch.setattr(postgres, "MAX_FILE_BYTES", 2000)
+    monkeypatch.setattr(model, "MAX_FILE_BYTES", 2000)  # the cap both backends share
     line = "a line of notes that an agent keeps appending, day after day\n"
     path = "memory/agent/log.md"
     appended = 0

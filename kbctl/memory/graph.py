@@ -42,14 +42,16 @@ from .model import (
     SearchOptions,
     TierCount,
     WriteResult,
+    check_file_size,
     check_query,
     check_tier,
     check_window,
     citation,
+    content_sha256,
+    missing_file,
     text_window,
 )
 from .paths import AGENT_TIER, TIERS, USER_TIER, MemoryScope, parse_path
-from .postgres import _check_size, _missing, _sha256
 
 KIND = "graph"
 # rank fusion of two lists (BM25 and cosine) gives at most 1 + 1: the scale of a score
@@ -228,7 +230,7 @@ class GraphMemoryBackend:
         check_window(from_line, lines)
         row = self._file(group, mp.path)
         if row is None:
-            raise _missing(mp.path)
+            raise missing_file(mp.path)
         return text_window(mp, row["content"], from_line, lines, self.name)
 
     def list_files(self, scope: MemoryScope, tier: str | None = None,
@@ -343,27 +345,27 @@ class GraphMemoryBackend:
             old = row["content"] if row else ""
             sep = "" if not old or old.endswith("\n") else "\n"
             content = old + sep + text + ("" if text.endswith("\n") else "\n")
-            _check_size(mp, content, appending=bool(row))
+            check_file_size(mp, content, appending=bool(row))
             first, last = len(split_lines(old)) + 1, len(split_lines(content))
             made = self._episode(part, group, citation(mp.path, first, last), text,
                                  mp.path, content, row)
         return WriteResult(path=mp.path, tier=mp.tier,
                            status="appended" if row else "created", lines=last,
                            chunks=made[0], reindexed=1, embedded=made[1],
-                           content_hash=_sha256(content))
+                           content_hash=content_sha256(content))
 
     def put(self, scope: MemoryScope, path: str, text: str) -> WriteResult:
         """Set the file's whole text: its episodes are replaced by one of the new text."""
         mp = parse_path(path)
         mp.owner(scope)
         content = normalise_newlines(text)
-        _check_size(mp, content, appending=False)
+        check_file_size(mp, content, appending=False)
         group = group_of(scope, mp.tier)
         lines = len(split_lines(content))
         part = self._part(group)
         with part[0].write_lock:
             row = self._file(group, mp.path)
-            if row and row["content_hash"] == _sha256(content):
+            if row and row["content_hash"] == content_sha256(content):
                 return WriteResult(path=mp.path, tier=mp.tier, status="unchanged",
                                    lines=lines, chunks=0, reindexed=0, embedded=0,
                                    content_hash=row["content_hash"])
@@ -376,7 +378,7 @@ class GraphMemoryBackend:
                           f"writing {mp.path}")
         return WriteResult(path=mp.path, tier=mp.tier, status="updated" if row else "created",
                            lines=lines, chunks=made[0], reindexed=made[0], embedded=made[1],
-                           content_hash=_sha256(content))
+                           content_hash=content_sha256(content))
 
     def delete(self, scope: MemoryScope, path: str) -> DeleteResult:
         """Delete a file with its episodes, and the facts and entities only they held."""
@@ -385,7 +387,7 @@ class GraphMemoryBackend:
         group = group_of(scope, mp.tier)
         part = self.parts.get(group, create=False)
         if part is None or self._file(group, mp.path) is None:
-            raise _missing(mp.path)
+            raise missing_file(mp.path)
         with part[0].write_lock:
             gone = self._run(self._forget(part, group, mp.path), f"deleting {mp.path}")
         return DeleteResult(path=mp.path, tier=mp.tier, chunks=gone)
@@ -444,7 +446,7 @@ class GraphMemoryBackend:
             "SET f.group_id = $gid, f.path = $path, f.content = $content, "
             "f.content_hash = $hash, f.created_at = $created, f.updated_at = $now",
             key=_file_key(group, path), gid=group, path=path, content=content,
-            hash=_sha256(content), created=row["created_at"] if row else now, now=now)
+            hash=content_sha256(content), created=row["created_at"] if row else now, now=now)
 
     # --- helpers ----------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -11,7 +12,7 @@ from ..memory_config import MemorySettings, search_problem
 from ..results import MAX_QUESTION_CHARS
 from ..store.thesaurus import BUILT_IN, Thesaurus
 from .chunking import line_window, split_lines
-from .paths import TIERS, USER_TIER, MemoryPath, MemoryScope
+from .paths import TIERS, USER_TIER, MemoryPath, MemoryScope, tier_prefix
 
 _DEFAULTS = MemorySettings()
 DEFAULT_MAX_RESULTS = _DEFAULTS.max_results
@@ -285,3 +286,28 @@ class ImportReport:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+def check_file_size(mp: MemoryPath, content: str, *, appending: bool) -> None:
+    """Refuse a file past ``MAX_FILE_BYTES``, telling an agent where to write instead."""
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FILE_BYTES:
+        return
+    if appending:
+        dated = f"{tier_prefix(mp.tier)}{date.today().isoformat()}.md"
+        raise InputError(f"appending would grow {mp.path} to {size:,} bytes, past the "
+                         f"{MAX_FILE_BYTES:,} a memory file holds",
+                         hint=f"append to a new file, e.g. a dated one: {dated}; or replace "
+                         "this one with a condensed version")
+    raise InputError(f"{mp.path} would hold {size:,} bytes, past the {MAX_FILE_BYTES:,} a "
+                     "memory file holds", hint="split it into several files")
+
+
+def missing_file(path: str) -> InputError:
+    """The error for a file the caller's scope does not hold (another scope's looks the same)."""
+    return InputError(f"no memory file '{path}' in this scope")
+
+
+def content_sha256(text: str) -> str:
+    """A memory file's content hash, as both backends record it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

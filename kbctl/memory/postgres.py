@@ -9,7 +9,6 @@ so appending to a long file re-indexes only its tail.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,6 @@ from ..store.vectors import as_floats, vector_text
 from . import search_sql
 from .chunking import LineChunk, chunk_lines, normalise_newlines, split_lines
 from .model import (
-    MAX_FILE_BYTES,
     DeleteResult,
     Health,
     ListPage,
@@ -46,9 +44,12 @@ from .model import (
     SearchOptions,
     TierCount,
     WriteResult,
+    check_file_size,
     check_query,
     check_tier,
     check_window,
+    content_sha256,
+    missing_file,
     text_window,
 )
 from .paths import (
@@ -59,7 +60,6 @@ from .paths import (
     MemoryScope,
     file_date,
     parse_path,
-    tier_prefix,
 )
 from .ranking import mmr, token_overlap, tokens, unit
 from .schema import MEMORY_MIGRATIONS
@@ -190,7 +190,7 @@ class PostgresMemoryBackend:
         check_window(from_line, lines)
         row = self._file_row(scope, owner, mp.path, "content")
         if row is None:
-            raise _missing(mp.path)
+            raise missing_file(mp.path)
         return text_window(mp, row["content"], from_line, lines, self.name)
 
     def list_files(self, scope: MemoryScope, tier: str | None = None,
@@ -299,7 +299,7 @@ class PostgresMemoryBackend:
             old = row["content"] if row else ""
             sep = "" if not old or old.endswith("\n") else "\n"
             content = old + sep + text + ("" if text.endswith("\n") else "\n")
-            _check_size(mp, content, appending=bool(row))
+            check_file_size(mp, content, appending=bool(row))
             return self._write(scope, mp, owner, content,
                                "appended" if row else "created")
 
@@ -308,12 +308,12 @@ class PostgresMemoryBackend:
         mp = parse_path(path)
         owner = mp.owner(scope)
         content = normalise_newlines(text)
-        _check_size(mp, content, appending=False)
+        check_file_size(mp, content, appending=False)
         with self._file_lock(scope, owner, mp.path):
             row = self._file_row(scope, owner, mp.path,
                                  "content_hash, (SELECT count(*) FROM memory_chunks c "
                                  "WHERE c.file_id = f.id) AS chunks")
-            if row and row["content_hash"] == _sha256(content):
+            if row and row["content_hash"] == content_sha256(content):
                 return WriteResult(path=mp.path, tier=mp.tier, status="unchanged",
                                    lines=len(split_lines(content)), chunks=int(row["chunks"]),
                                    reindexed=0, embedded=0, content_hash=row["content_hash"])
@@ -326,7 +326,7 @@ class PostgresMemoryBackend:
         with self._file_lock(scope, owner, mp.path), self._durable():
             row = self._file_row(scope, owner, mp.path, "id")
             if row is None:
-                raise _missing(mp.path)
+                raise missing_file(mp.path)
             gone = self.conn.execute(
                 """WITH gone AS (DELETE FROM memory_chunks WHERE file_id = %s
                                  RETURNING lexeme_count)
@@ -355,7 +355,7 @@ class PostgresMemoryBackend:
         if not self._bound:
             self._bind()
         chunks = chunk_lines(content)
-        digest = _sha256(content)
+        digest = content_sha256(content)
         old = self._query(
             """SELECT c.id, c.ordinal, c.start_line, c.end_line, c.text_hash, c.created_at,
                       c.embedding
@@ -370,13 +370,13 @@ class PostgresMemoryBackend:
         for c in chunks:
             was = by_ordinal.get(c.ordinal)
             if was and (was["start_line"], was["end_line"], was["text_hash"]) == (
-                    c.start_line, c.end_line, _sha256(c.text)):
+                    c.start_line, c.end_line, content_sha256(c.text)):
                 keep.add(was["id"])
             else:
                 fresh.append(c)
         vectors = self._vectors(mp.path, fresh, by_hash)
         when = [by_hash[h]["created_at"] if h in by_hash else None
-                for h in (_sha256(c.text) for c in fresh)]
+                for h in (content_sha256(c.text) for c in fresh)]
         dated = file_date(mp.path)
         try:
             with self._durable():
@@ -404,7 +404,7 @@ class PostgresMemoryBackend:
         return WriteResult(path=mp.path, tier=mp.tier, status=status,
                            lines=len(split_lines(content)), chunks=len(chunks),
                            reindexed=len(fresh),
-                           embedded=sum(1 for c in fresh if _sha256(c.text) not in by_hash)
+                           embedded=sum(1 for c in fresh if content_sha256(c.text) not in by_hash)
                            if self.embedder is not None else 0,
                            content_hash=digest)
 
@@ -413,7 +413,7 @@ class PostgresMemoryBackend:
         """Vectors for new chunks: reused when the same text was embedded before."""
         if self.embedder is None or not fresh:
             return [None] * len(fresh)
-        hashes = [_sha256(c.text) for c in fresh]
+        hashes = [content_sha256(c.text) for c in fresh]
         todo = [i for i, h in enumerate(hashes) if h not in by_hash
                 or by_hash[h]["embedding"] is None]
         made = embed_read_whole(self.embedder.embed, [fresh[i].text for i in todo],
@@ -464,7 +464,7 @@ class PostgresMemoryBackend:
              "o": [c.ordinal for c in chunks], "s": [c.start_line for c in chunks],
              "e": [c.end_line for c in chunks], "raw": [c.text for c in chunks],
              "t": [a.text for a in analysed], "x": [a.exact_text for a in analysed],
-             "h": [_sha256(c.text) for c in chunks], "c": list(created), "v": list(vectors)},
+             "h": [content_sha256(c.text) for c in chunks], "c": list(created), "v": list(vectors)},
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -558,26 +558,3 @@ def _score(row: dict[str, Any]) -> float:
 
 def _tier(user_id: str | None) -> str:
     return AGENT_TIER if user_id is None else USER_TIER
-
-
-def _check_size(mp: MemoryPath, content: str, *, appending: bool) -> None:
-    """Refuse a file past ``MAX_FILE_BYTES``, telling an agent where to write instead."""
-    size = len(content.encode("utf-8", "surrogatepass"))
-    if size <= MAX_FILE_BYTES:
-        return
-    if appending:
-        dated = f"{tier_prefix(mp.tier)}{date.today().isoformat()}.md"
-        raise InputError(f"appending would grow {mp.path} to {size:,} bytes, past the "
-                         f"{MAX_FILE_BYTES:,} a memory file holds",
-                         hint=f"append to a new file, e.g. a dated one: {dated}; or replace "
-                         "this one with a condensed version")
-    raise InputError(f"{mp.path} would hold {size:,} bytes, past the {MAX_FILE_BYTES:,} a "
-                     "memory file holds", hint="split it into several files")
-
-
-def _missing(path: str) -> InputError:
-    return InputError(f"no memory file '{path}' in this scope")
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
