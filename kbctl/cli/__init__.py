@@ -18,10 +18,20 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..errors import HangupSignal, Interrupted, KbctlError, TerminateSignal, UsageError
+from ..errors import (
+    HangupSignal,
+    HungUp,
+    Interrupted,
+    KbctlError,
+    Terminated,
+    TerminateSignal,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     import typer
+
+    from ..render.output import Output
 
 
 # Set by the console script: a signal ends the process at once (``common.stop_now``). In a
@@ -109,22 +119,23 @@ def main() -> None:
         return
     from .root import app
 
+    json_mode = "--json" in sys.argv[1:]
+    if json_mode:  # imported while a signal still means "stopped while starting"
+        from ..render.output import Output
     global STOP_AT_ONCE
     STOP_AT_ONCE = True  # the process is kbctl's own: a signal ends it at once
     signal.signal(signal.SIGTERM, _terminate)
     hangup = getattr(signal, "SIGHUP", None)
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd
         signal.signal(hangup, _hang_up)
-    if "--json" not in sys.argv[1:]:
+    if not json_mode:
         app()
         return
-    _main_json(app)
+    _main_json(app, Output)
 
 
-def _main_json(app: typer.Typer) -> None:
+def _main_json(app: typer.Typer, output: type[Output]) -> None:
     """Run ``app`` so that a usage error is one JSON document on stdout too."""
-    from ..render.output import Output
-
     try:
         code = app(standalone_mode=False)
     except Exception as exc:
@@ -133,12 +144,25 @@ def _main_json(app: typer.Typer) -> None:
             error: KbctlError = UsageError(exc.format_message(),  # type: ignore[attr-defined]
                                            hint=f"see `{command} --help`")
         elif _is_click(exc, "Abort"):  # Ctrl-C or SIGTERM before a command began
-            error = Interrupted("interrupted before the command began")
+            error = _stopped_before_the_command()
         else:
             raise
-        Output(json_mode=True).error(error)
+        output(json_mode=True).error(error)
+        sys.exit(error.exit_code)
+    if _RECEIVED and code == Interrupted.exit_code:  # Typer's word for a stop before the
+        error = _stopped_before_the_command()       # command's own guard: exit 130, silent
+        output(json_mode=True).error(error)
         sys.exit(error.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _stopped_before_the_command() -> KbctlError:
+    """The error of a signal that came before the command began, with its own code."""
+    kind = {signal.SIGTERM: Terminated,
+            getattr(signal, "SIGHUP", None): HungUp}.get(_RECEIVED[-1] if _RECEIVED
+                                                         else None, Interrupted)
+    return kind("stopped before the command began: nothing was done",
+                hint="run the command again")
 
 
 def _is_click(exc: BaseException, name: str) -> bool:
@@ -147,9 +171,15 @@ def _is_click(exc: BaseException, name: str) -> bool:
     return any(cls.__name__ == name for cls in type(exc).__mro__)
 
 
+# the signals that stopped this process, for the code a stop before the command says
+_RECEIVED: list[int] = []
+
+
 def _terminate(signum: int, frame: object) -> None:
+    _RECEIVED.append(signum)
     raise TerminateSignal()
 
 
 def _hang_up(signum: int, frame: object) -> None:
+    _RECEIVED.append(signum)
     raise HangupSignal()

@@ -80,6 +80,7 @@ def ingest_sources(
                 remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
             _carry_out(store, cached, settings, [settings.namespace])
+        store.make_durable()  # what the report says was written survives a crash
         return report
 
 
@@ -169,6 +170,7 @@ def resync_kb(
                 remember_endpoint(store, settings, announce)
             store.ensure_vector_index()
             _carry_out(store, cached, settings, targets)
+        store.make_durable()  # what the report says was written survives a crash
         return report
 
 

@@ -397,6 +397,15 @@ class KnowledgeStore:
         self.conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN")
         self.conn.execute("UPDATE sources SET embedding = NULL WHERE embedding IS NOT NULL")
 
+    def make_durable(self) -> None:
+        """Wait until everything committed so far is on disk. Writes commit without waiting
+        for the WAL flush (``store.db.connect``), so a server killed a moment after a run
+        could lose the last sources it reported written; one commit that waits flushes the
+        WAL up to itself, every earlier commit of every connection included."""
+        with self.conn.transaction():
+            self.conn.execute("SET LOCAL synchronous_commit = on")
+            self.conn.execute("SELECT pg_catalog.pg_current_xact_id()")  # a commit record
+
     def ensure_vector_index(self) -> bool:
         """Build the HNSW index once vectors exist (after a bulk load, where it is cheapest
         to build); later writes maintain it. Returns True when it was just built."""
