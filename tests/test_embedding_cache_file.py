@@ -39,6 +39,21 @@ def test_a_cache_file_round_trips_its_vectors(tmp_path: Path) -> None:
     assert other.read_bytes() == path.read_bytes()
 
 
+def test_a_large_file_is_read_a_batch_at_a_time(tmp_path: Path) -> None:
+    """A file near the size cap held every vector in memory at once as Python floats
+    (about six times the file); it is now read, and checked, in bounded batches."""
+    path = tmp_path / "cache.kbvec"
+    cache_file.write(path, "openai/m@2", 2, {_key(n): [0.6, 0.8] for n in range(2500)})
+    header = cache_file.read_header(path)
+    assert header.count == 2500
+    assert [len(b) for b in cache_file.batches(path, header, 1000)] == [1000, 1000, 500]
+    with path.open("r+b") as handle:  # a NaN in the last batch is found by reading it
+        handle.seek(-4, 2)
+        handle.write(b"\x00\x00\xc0\x7f")
+    with pytest.raises(CacheFileError, match="not finite"):
+        list(cache_file.batches(path, header, 1000))
+
+
 def _header(**fields: object) -> bytes:
     head = {"embedder": "openai/m@2", "dimensions": 2, "count": 1} | fields
     return MAGIC + json.dumps(head).encode() + b"\n"

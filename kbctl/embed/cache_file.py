@@ -26,7 +26,7 @@ import math
 import struct
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,32 +52,76 @@ class CacheFile:
     vectors: dict[bytes, list[float]]
 
 
+@dataclass(frozen=True)
+class Header:
+    """What a cache file says of itself, its size checked against it."""
+
+    embedder: str
+    dimensions: int
+    count: int
+    offset: int  # where the records start
+
+    @property
+    def record(self) -> int:
+        return KEY_BYTES + 4 * self.dimensions
+
+
 def read(path: Path) -> CacheFile:
-    """The cache in ``path``, checked whole; ``CacheFileError`` when it is not one."""
+    """The cache in ``path``, checked whole; ``CacheFileError`` when it is not one. Holds
+    every vector in memory: for small files (tests); ``read_header`` and ``batches`` read a
+    large one in bounded memory."""
+    header = read_header(path)
+    vectors: dict[bytes, list[float]] = {}
+    for batch in batches(path, header):
+        vectors.update(batch)
+    return CacheFile(header.embedder, header.dimensions, vectors)
+
+
+def read_header(path: Path) -> Header:
+    """The file's header, its size checked against it (a truncated or padded file is
+    refused here, before any record is read)."""
     try:
         size = path.stat().st_size
+        if not path.is_file():
+            raise CacheFileError("it is not a regular file")
+        if size > MAX_BYTES:
+            raise CacheFileError(f"it holds {size:,} bytes, over the {MAX_BYTES:,} a cache "
+                                 "may")
+        with path.open("rb") as handle:
+            head = handle.read(len(MAGIC) + MAX_HEADER + 1)
     except OSError as exc:
         raise CacheFileError(f"cannot read it ({exc.strerror or exc})") from exc
-    if not path.is_file():
-        raise CacheFileError("it is not a regular file")
-    if size > MAX_BYTES:
-        raise CacheFileError(f"it holds {size:,} bytes, over the {MAX_BYTES:,} a cache may")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CacheFileError(f"cannot read it ({exc.strerror or exc})") from exc
-    if not data.startswith(MAGIC):
+    if not head.startswith(MAGIC):
         raise CacheFileError("it is not a kbctl embedding cache (no header)")
-    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
+    end = head.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
     if end < 0:
         raise CacheFileError("its header is cut short or too long")
-    embedder, dimensions, count = _header(data[len(MAGIC):end])
-    record = KEY_BYTES + 4 * dimensions
-    body = memoryview(data)[end + 1:]
-    if len(body) != count * record:
+    embedder, dimensions, count = _header(head[len(MAGIC):end])
+    header = Header(embedder, dimensions, count, end + 1)
+    body = size - header.offset
+    if body != count * header.record:
         raise CacheFileError(f"its header says {count:,} vectors, but it holds "
-                             f"{len(body):,} bytes of them, not {count * record:,} "
+                             f"{body:,} bytes of them, not {count * header.record:,} "
                              "(a truncated or damaged file)")
+    return header
+
+
+def batches(path: Path, header: Header, size: int = 1000
+            ) -> Iterator[dict[bytes, list[float]]]:
+    """The file's vectors, ``size`` at a time: memory stays bounded whatever the file
+    holds. A vector that is not finite numbers is a ``CacheFileError``."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(header.offset)
+            while chunk := handle.read(header.record * size):
+                if len(chunk) % header.record:
+                    raise CacheFileError("it changed while it was read")
+                yield _records(memoryview(chunk), header.record)
+    except OSError as exc:
+        raise CacheFileError(f"cannot read it ({exc.strerror or exc})") from exc
+
+
+def _records(body: memoryview, record: int) -> dict[bytes, list[float]]:
     vectors: dict[bytes, list[float]] = {}
     for at in range(0, len(body), record):
         values = array("f")
@@ -88,7 +132,7 @@ def read(path: Path) -> CacheFile:
         if not all(math.isfinite(x) for x in vector):
             raise CacheFileError("it holds a vector that is not finite numbers")
         vectors[bytes(body[at:at + KEY_BYTES])] = vector
-    return CacheFile(embedder, dimensions, vectors)
+    return vectors
 
 
 def _header(raw: bytes) -> tuple[str, int, int]:

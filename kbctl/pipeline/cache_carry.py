@@ -31,18 +31,20 @@ def load(store: KnowledgeStore, embedder: CachedEmbedder, path: Path) -> str | N
     (None: all was well)."""
     if not path.exists():
         return f"embedding cache {path}: none yet, written after this run"
+    want = embedder.cache_identity
     try:
-        carried = cache_file.read(path)
+        header = cache_file.read_header(path)
+        if header.embedder != want:
+            return (f"embedding cache {path} not used: its vectors come from "
+                    f"{header.embedder}, this knowledge base embeds with {want}; it is "
+                    "written anew after this run")
+        for _checked in cache_file.batches(path, header, BATCH):  # whole, before any is used
+            pass
+        for batch in cache_file.batches(path, header, BATCH):  # bounded memory either way
+            store.cache_embeddings(want, batch)
     except cache_file.CacheFileError as exc:
         return f"embedding cache {path} not used: {exc}; it is written anew after this run"
-    want = embedder.cache_identity
-    if carried.embedder != want:
-        return (f"embedding cache {path} not used: its vectors come from {carried.embedder}, "
-                f"this knowledge base embeds with {want}; it is written anew after this run")
-    items = list(carried.vectors.items())
-    for at in range(0, len(items), BATCH):
-        store.cache_embeddings(want, dict(items[at:at + BATCH]))
-    embedder.carried_in = len(items)
+    embedder.carried_in = header.count
     return None
 
 
