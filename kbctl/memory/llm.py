@@ -23,12 +23,10 @@ from kbctl.net.provider import GuardedTransport
 from ..embed.gemini import DEFAULT_BASE_URL as GEMINI_BASE_URL
 from ..embed.gemini import KEY_VARIABLES as GEMINI_KEYS
 from ..embed.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
-from ..errors import AuthError, ConfigError, EnvironmentFailure, FetchError
+from ..errors import AuthError, ConfigError, EnvironmentFailure
 from ..memory_config import GRAPH_PROVIDERS
 from ..net.api import post_json, read_json, snippet
 from ..net.endpoint import checked_endpoint, public_endpoint
-from ..net.guard import check_url
-from ..net.policy import NetPolicy
 from ..net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 KEY_VARIABLE = "KBCTL_MEMORY_GRAPH_MODEL_API_KEY"
@@ -53,16 +51,11 @@ class ChatModel(Protocol):
 
 
 def provider_endpoint(base_url: str, *, allow_private_network: bool) -> str:
-    """The one check a model's base URL passes: well-formed, then the SSRF guard with the
-    same opt-in as fetches (a loopback or private server needs ``allow_private_network``)."""
-    url = checked_endpoint(base_url, "language model base URL")
-    try:
-        check_url(url, NetPolicy(allow_private_network=allow_private_network))
-    except FetchError as exc:
-        raise ConfigError(f"language model base URL {public_endpoint(url)}: {exc.message}",
-                          hint=exc.hint or "set allow_private_network for a local model "
-                          "server") from None
-    return url
+    """A model's base URL, checked as an embedder's is (``checked_endpoint``): well-formed,
+    and a host the guard refuses without a lookup named at once; names are vetted by the
+    guard under every request (``net/provider``)."""
+    return checked_endpoint(base_url, "language model base URL",
+                            allow_private_network=allow_private_network)
 
 
 @dataclass
