@@ -129,7 +129,12 @@ def main() -> None:
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd
         signal.signal(hangup, _hang_up)
     if not json_mode:
-        app()
+        try:
+            app()
+        except KeyboardInterrupt:  # before the command's guard (Typer building it)
+            error = _stopped_before_the_command()
+            print(f"error: {error.message}", file=sys.stderr, flush=True)
+            sys.exit(error.exit_code)
         return
     _main_json(app, Output)
 
@@ -147,6 +152,10 @@ def _main_json(app: typer.Typer, output: type[Output]) -> None:
             error = _stopped_before_the_command()
         else:
             raise
+        output(json_mode=True).error(error)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:  # before the command's guard (Typer building it)
+        error = _stopped_before_the_command()
         output(json_mode=True).error(error)
         sys.exit(error.exit_code)
     if _RECEIVED and code == Interrupted.exit_code:  # Typer's word for a stop before the
