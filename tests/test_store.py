@@ -484,3 +484,21 @@ def test_a_search_behind_another_sessions_lock_gives_up(store: KnowledgeStore, d
         with pytest.raises(DatabaseError, match="statement timeout"):
             store.search("ns", "borrow checker", k=3)
     assert [r.source_ref for r in store.search("ns", "borrow checker", k=3)] == ["a"]
+
+
+def test_make_durable_flushes_what_other_connections_committed_without_waiting(
+        store: KnowledgeStore, db_url: str) -> None:
+    """Writers commit without waiting for the WAL flush; the run's last step must flush it
+    all. PostgreSQL commits a transaction that wrote no WAL of its own without waiting, so
+    a commit of nothing but a transaction id left a run's sources to a crash."""
+    writer = connect(db_url)
+    try:
+        writer.execute("SET synchronous_commit = off")
+        with writer.transaction():
+            KnowledgeStore(writer).replace_source(_source("a"), _chunks("gears mesh"))
+        (written,) = writer.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
+    finally:
+        writer.close()
+    store.make_durable()
+    flushed = rows(db_url, "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", str(written))
+    assert flushed == [(True,)]

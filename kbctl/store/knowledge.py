@@ -401,10 +401,15 @@ class KnowledgeStore:
         """Wait until everything committed so far is on disk. Writes commit without waiting
         for the WAL flush (``store.db.connect``), so a server killed a moment after a run
         could lose the last sources it reported written; one commit that waits flushes the
-        WAL up to itself, every earlier commit of every connection included."""
+        WAL up to itself, every earlier commit of every connection included.
+
+        The transaction must write WAL of its own: PostgreSQL commits one that only took a
+        transaction id without waiting, whatever ``synchronous_commit`` says. A
+        transactional logical message is the smallest such record any role may write."""
         with self.conn.transaction():
             self.conn.execute("SET LOCAL synchronous_commit = on")
-            self.conn.execute("SELECT pg_catalog.pg_current_xact_id()")  # a commit record
+            self.conn.execute(
+                "SELECT pg_catalog.pg_logical_emit_message(true, 'kbctl', 'durable')")
 
     def ensure_vector_index(self) -> bool:
         """Build the HNSW index once vectors exist (after a bulk load, where it is cheapest
