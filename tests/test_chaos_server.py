@@ -1247,3 +1247,24 @@ def test_a_data_directory_with_a_space_or_a_quote_in_its_path_works(name: str) -
     finally:
         b.cleanup()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_each_user_s_linger_counts_not_only_the_starters(box: Box) -> None:
+    """A server started by a user who wanted no linger, then used by one who asked for a
+    minute (``KBCTL_SERVER_LINGER=60 kbctl query …``): it stays up for that minute."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from kbctl.store.server import ensure_running; "
+         f"ensure_running({str(box.data_dir)!r}); sys.stdin.read()"],
+        cwd=box.root, env=box.env | {"KBCTL_SERVER_LINGER": "0"}, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    box.started.append(starter)
+    wait_until(lambda: starter.pid in box.handles(), COMMAND_DEADLINE, "it starts the server")
+    ok(box.run("status", linger=60))
+    starter.communicate("", timeout=COMMAND_DEADLINE)
+    assert starter.returncode == 0
+    postmaster = box.postmaster()
+    time.sleep(3)  # a watchdog with no linger of its own polls every second
+    assert not dead(postmaster)
+    from kbctl.store.server import kept_until
+
+    assert kept_until(box.data_dir) > time.time() + 45

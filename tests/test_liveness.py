@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,41 @@ def test_without_a_pid_file_a_server_still_answering_is_found(pgdata: Path) -> N
         server.listen(1)
         holder = liveness.holder(pgdata, None)
         assert holder is not None and "without a postmaster.pid" in holder.describe()
+
+
+def _starting_pid_file(pgdata: Path) -> liveness.PidFile:
+    """The first lines a postmaster writes, before it names its shared memory."""
+    (pgdata / "postmaster.pid").write_text(f"4242\n{pgdata}\n1796613013\n5432\n\n")
+    found = liveness.read_pid_file(pgdata)
+    assert found is not None and found.shmem_key is None and not found.status
+    return found
+
+
+def test_a_server_in_its_first_moments_is_waited_for_not_taken_for_gone(
+        pgdata: Path) -> None:
+    """Its pid file is there, its socket and shared memory not yet: a process in another
+    PID namespace that called it gone removed its lock files and started a second server."""
+    found = _starting_pid_file(pgdata)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        def come_up() -> None:
+            server.bind(str(pgdata / ".s.PGSQL.5432"))
+            server.listen(1)
+            write_pid_file(pgdata, pid=4242)
+
+        timer = threading.Timer(0.3, come_up)
+        timer.start()
+        try:
+            holder = liveness.holder(pgdata, found)
+        finally:
+            timer.join()
+        assert holder is not None and holder.socket == pgdata / ".s.PGSQL.5432"
+        assert holder.pid_file is not None and holder.pid_file.status == "ready"
+
+
+def test_a_server_killed_in_its_first_moments_is_gone_once_the_grace_is_over(
+        pgdata: Path) -> None:
+    found = _starting_pid_file(pgdata)
+    old = time.time() - liveness.STARTING_GRACE_S - 5
+    os.utime(pgdata / "postmaster.pid", (old, old))
+    assert liveness.settled_pid_file(pgdata, found) == found
+    assert liveness.holder(pgdata, found) is None

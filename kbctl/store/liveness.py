@@ -12,7 +12,10 @@ every process on the machine can test alike:
   attached processes mean the server, or what is left of it, still runs. This is the
   check PostgreSQL itself makes before it starts over a pid file whose pid looks gone.
 
-A pid file whose server passes neither test is stale.
+A pid file whose server passes neither test is stale, but for one moment: a postmaster
+writes its pid file a few milliseconds before it names its shared memory (and longer on a
+loaded machine). A pid file still without that line and only just written is a server
+starting, waited for, not a leftover to remove.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import socket
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +35,11 @@ PROBE_TIMEOUT_S = 2.0
 # PostgreSQL's pid file is a handful of short lines; more is not one.
 MAX_PID_FILE_BYTES = 64 * 1024
 SYSV_SHM_TABLE = Path("/proc/sysvipc/shm")
+# How long a pid file that names no shared memory yet counts as a server starting: far more
+# than a start takes on a loaded machine; a postmaster killed that early leaves one that
+# is stale after this.
+STARTING_GRACE_S = 10.0
+STARTING_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -172,12 +181,34 @@ class Holder:
                 f"namespace or host, started {self.pid_file.started()}, {where}")
 
 
+def _starting(pgdata: Path, pid_file: PidFile | None) -> bool:
+    """A postmaster's pid file from before it made its shared memory, written just now."""
+    if pid_file is None or pid_file.pid <= 0 or pid_file.shmem_key or pid_file.status:
+        return False
+    try:
+        age = time.time() - (pgdata / PID_FILE).stat().st_mtime
+    except OSError:
+        return False
+    return -1.0 < age < STARTING_GRACE_S
+
+
+def settled_pid_file(pgdata: Path, pid_file: PidFile | None) -> PidFile | None:
+    """The pid file once the server it names is past its first moments (or, when it never
+    gets there, once the grace is over): what a liveness test can be asked about."""
+    deadline = time.monotonic() + STARTING_GRACE_S
+    while _starting(pgdata, pid_file) and time.monotonic() < deadline:
+        time.sleep(STARTING_POLL_S)
+        pid_file = read_pid_file(pgdata)
+    return pid_file
+
+
 def holder(pgdata: Path, pid_file: PidFile | None, *, local_users: bool = False
            ) -> Holder | None:
     """The live server the pid file names (or, without one, a server still answering on the
     data directory's socket), or None when none is alive. ``local_users``: processes of
     this namespace still attached to the server's memory (leftovers of a dead postmaster,
     which a repair ends), so the shared-memory test says nothing about another holder."""
+    pid_file = settled_pid_file(pgdata, pid_file)
     found = answering_socket(pid_file, pgdata)
     if found is not None:
         return Holder(pid_file, found)

@@ -68,6 +68,9 @@ HANDLES_WRITTEN_FILE = ".handle_pids.boot"
 LOCK_WAIT_S = 300.0
 LOCK_POLL_S = 0.05
 WATCHDOG_FILE = "watchdog.pid"
+# The latest moment (seconds since the epoch) a user that left asked the server to stay up
+# to: each user's own linger counts, not only that of the one whose watchdog watches.
+KEEP_UNTIL_FILE = "server.keep-until"
 LINGER_ENV = "KBCTL_SERVER_LINGER"
 DEFAULT_LINGER_S = 5.0
 MAX_LINGER_S = 3600.0
@@ -393,6 +396,8 @@ def inspect(data_dir: str | Path, *, thorough: bool = True) -> ServerState:
     if state.postmaster is None and not state.orphans:
         state.holder = liveness.holder(pgdata, state.pid_file,
                                        local_users=bool(state.leftovers))
+        if state.holder is not None and state.holder.pid_file is not None:
+            state.pid_file = state.holder.pid_file  # read again once the server had started
     gone = state.postmaster is None and state.holder is None
     state.stale_pid_file = gone and (pgdata / PID_FILE).exists()
     state.stale_socket_lock = (gone and not state.orphans
@@ -1054,11 +1059,32 @@ def leave(data_dir: str | Path, *, stop: bool = False) -> None:
         # an unreadable list is repair's to rewrite
         if listed and read_handles(pgdata) is not None:
             change_handles(pgdata, drop=[os.getpid()])
+        if not stop:
+            keep_up_for(pgdata.parent, linger_seconds())
         state = inspect(pgdata.parent, thorough=False)
         if state.seen and not state.in_use and (stop or state.watchdog is None):
             stop_server(state)
             if stop:
                 _end_watchdog(pgdata.parent)
+
+
+def keep_up_for(data_dir: Path, seconds: float) -> None:
+    """Ask the server to stay up ``seconds`` from now once idle (under ``server_lock``; the
+    latest wish wins). Best effort: without it the watchdog's own linger still holds."""
+    until = time.time() + seconds
+    if seconds <= 0 or until <= kept_until(data_dir):
+        return
+    with contextlib.suppress(OSError):
+        (data_dir / KEEP_UNTIL_FILE).write_text(f"{until:.3f}\n", encoding="ascii")
+
+
+def kept_until(data_dir: Path) -> float:
+    """Until when a user that left asked the server to stay up (0: nobody did)."""
+    try:
+        with open(data_dir / KEEP_UNTIL_FILE, "rb") as f:
+            return float(f.read(64).decode("ascii", errors="replace").strip() or 0)
+    except (OSError, ValueError):
+        return 0.0
 
 
 def _end_watchdog(data_dir: Path) -> None:

@@ -49,7 +49,8 @@ def watch(data_dir: Path, linger: float, *, poll: float = POLL_S) -> str:
                     idle_since = None
                 elif idle_since is None:
                     idle_since = time.monotonic()
-                if idle_since is not None and time.monotonic() - idle_since >= linger:
+                if (idle_since is not None and time.monotonic() - idle_since >= linger
+                        and time.time() >= server.kept_until(data_dir)):
                     # tidying the list must never keep the server up: on a full disk it
                     # cannot be written, and the next start drops dead handles anyway
                     with contextlib.suppress(OSError):
@@ -88,8 +89,18 @@ def _light_state(data_dir: Path) -> server.ServerState:
 
 
 def _retire(data_dir: Path) -> None:
-    with contextlib.suppress(OSError):
-        (data_dir / server.WATCHDOG_FILE).unlink()
+    """Remove this watchdog's files, unless another watchdog has written its own since: one
+    of another PID namespace (a container on the same checkout) serving a new server, whose
+    users would find no watchdog and stop that server as they leave."""
+    try:
+        named = (data_dir / server.WATCHDOG_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        named = ""
+    if named not in ("", str(os.getpid())):
+        return
+    for name in (server.WATCHDOG_FILE, server.KEEP_UNTIL_FILE):
+        with contextlib.suppress(OSError):
+            (data_dir / name).unlink()
 
 
 def main(argv: list[str]) -> int:
