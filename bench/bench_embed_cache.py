@@ -178,7 +178,7 @@ def patient_provider() -> None:
 
     openai = registry.PROVIDERS["openai"]
     registry.PROVIDERS["openai"] = replace(
-        openai, factory=partial(openai.factory, concurrency=1, timeout=900.0))
+        openai, factory=partial(openai.build(), concurrency=1, timeout=900.0))
 
 
 def export(data: Path, cache: Path, base_url: str) -> int:
