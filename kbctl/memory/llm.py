@@ -25,7 +25,8 @@ from ..embed.gemini import KEY_VARIABLES as GEMINI_KEYS
 from ..embed.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from ..errors import AuthError, ConfigError, EnvironmentFailure
 from ..memory_config import GRAPH_PROVIDERS
-from ..net.api import post_json, read_json, snippet
+from ..net.api import post_json, read_json
+from ..net.decode import snippet
 from ..net.endpoint import checked_endpoint, public_endpoint
 from ..net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 

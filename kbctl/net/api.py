@@ -1,5 +1,5 @@
-"""Calls to provider APIs (embedders, rerankers): one bounded POST, one JSON reader, one
-error snippet.
+"""Calls to provider APIs (embedders, rerankers): one bounded POST, one JSON reader (an
+error quotes the body through ``net.decode.snippet``).
 
 httpx's timeouts are per network operation, so a server that trickles a byte every few
 seconds never trips them, and ``client.post`` reads the whole body into memory however
@@ -126,11 +126,3 @@ def read_json(response: httpx.Response, *, what: str, error: type[KbctlError]) -
                     "(or nests too deeply)") from exc
 
 
-def snippet(response: httpx.Response, limit: int = 200) -> str:
-    """The start of a response's body on one line, for an error message."""
-    try:
-        text = response.text
-    except Exception:  # an unreadable body must not hide the status
-        return ""
-    text = " ".join(text.split())
-    return text[:limit] + ("…" if len(text) > limit else "")

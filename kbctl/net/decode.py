@@ -1,14 +1,19 @@
 """Bounded decompression: a body is capped by its size AFTER decoding, chunk by chunk.
 
 zlib is asked for at most ``room + 1`` bytes per call (``max_length``), so a gzip bomb
-costs at most the cap in memory before it is refused, never its inflated size.
+costs at most the cap in memory before it is refused, never its inflated size. Also what
+an error message quotes of a body (``snippet``), for every HTTP client.
 """
 
 from __future__ import annotations
 
 import zlib
+from typing import TYPE_CHECKING
 
 from kbctl.errors import FetchError
+
+if TYPE_CHECKING:
+    import httpx
 
 #: What we advertise in Accept-Encoding and can undo.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -92,3 +97,13 @@ def gunzip(data: bytes, *, max_bytes: int, url: str) -> bytes:
     if not decoder.complete:
         raise FetchError(f"{url}: truncated gzip content", url=url)
     return out
+
+
+def snippet(response: httpx.Response, limit: int = 200) -> str:
+    """The start of a response's body on one line, for an error message."""
+    try:
+        text = response.text
+    except Exception:  # an unreadable body must not hide the status
+        return ""
+    text = " ".join(text.split())
+    return text[:limit] + ("…" if len(text) > limit else "")

@@ -18,7 +18,7 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 from kbctl.errors import KbctlError
-from kbctl.net.api import snippet
+from kbctl.net.decode import snippet
 
 DEFAULT_MAX_RETRIES = 4
 # Content servers: a 500 on a page is usually the page's own fault, so only "try later"

@@ -15,7 +15,8 @@ import httpx
 
 from kbctl.embed.common import LazyClient
 from kbctl.errors import ConfigError, RerankerError
-from kbctl.net.api import read_json, send_json, snippet
+from kbctl.net.api import read_json, send_json
+from kbctl.net.decode import snippet
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
 from kbctl.net.policy import Resolver
 from kbctl.net.retry import DEFAULT_MAX_RETRIES, RetryPolicy
