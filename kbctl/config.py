@@ -199,7 +199,7 @@ def resolve_settings(
 def _check_linger(env: Mapping[str, str]) -> None:
     """``KBCTL_SERVER_LINGER`` is read where the embedded server is managed; a bad value
     there fell back to the default without a word, so it is refused here."""
-    from .store.server import LINGER_ENV, linger_problem  # here: it loads psutil
+    from .embedded.server import LINGER_ENV, linger_problem  # here: it loads psutil
 
     raw = env.get(LINGER_ENV, "").strip()
     if raw and (problem := linger_problem(raw)):

@@ -14,12 +14,12 @@ import psycopg
 
 from .config import Settings
 from .embed.base import NO_EMBEDDER, Embedder, EmbedderIdentity
+from .embedded.server import leave_all, usable_pgdata
 from .errors import DatabaseError, InputError
 from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
 from .store.knowledge import KnowledgeStore, embedder_mismatch
-from .store.server import leave_all, usable_pgdata
 
 
 @contextmanager

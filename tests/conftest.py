@@ -48,7 +48,7 @@ def pg_admin_url() -> Iterator[str]:
     if external:
         yield external
         return
-    from kbctl.store.server import ensure_running, leave, watchdog_pid
+    from kbctl.embedded.server import ensure_running, leave, watchdog_pid
 
     data = Path(tempfile.mkdtemp(prefix="kbctl-test-pg-"))
     data.chmod(0o755)

@@ -112,7 +112,7 @@ def test_a_second_namespace_joins_the_running_server(kb: Box) -> None:
     before = starts(kb)
     # a user of this namespace (this test's own process), whose pid the other one cannot
     # judge: it must not be dropped as the handle of an exited process
-    from kbctl.store.server import change_handles, server_lock
+    from kbctl.embedded.server import change_handles, server_lock
 
     with server_lock(kb.data_dir):
         change_handles(kb.pgdata, add=[os.getpid()])

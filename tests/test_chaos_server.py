@@ -25,7 +25,7 @@ import psycopg
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from kbctl.store.server import SERVER_SETTINGS
+from kbctl.embedded.server import SERVER_SETTINGS
 
 from .allocations import AllocationPeak
 from .http_server import LocalServer, Request, Response, html
@@ -519,7 +519,7 @@ def test_a_fresh_initdb_that_fails_once_is_tried_again(tmp_path: Path) -> None:
     """initdb can fail for a passing reason on a busy machine; what it leaves is nothing
     or its skeleton, so a second try is safe. A directory holding anything else never
     is, and its failure names initdb's reason."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     class Fake:
         tries = 0
@@ -558,8 +558,8 @@ def test_a_lock_held_for_good_fails_after_the_wait(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A holder stuck for ever (another process's start that never ends) must not hang
     every other process: the wait ends with an environment error naming the directory."""
+    from kbctl.embedded import server
     from kbctl.errors import DatabaseError
-    from kbctl.store import server
 
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, sys, time; "
@@ -588,7 +588,7 @@ def test_a_step_of_the_wall_clock_keeps_live_users(tmp_path: Path, step: float,
     clock is left alone). A user listed before the step is still itself after it: a forward
     step made it look like a stranger that reused its pid, and its watchdog stopped the
     server under a running ingest."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     pgdata = tmp_path / "pg"
     pgdata.mkdir()
@@ -603,7 +603,7 @@ def test_a_step_of_the_wall_clock_keeps_live_users(tmp_path: Path, step: float,
 def test_a_pid_listed_before_its_process_started_is_a_stranger(tmp_path: Path) -> None:
     """The other side of the same check: a listed pid whose process started after the list
     was last written belongs to another process now."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     pgdata = tmp_path / "pg"
     pgdata.mkdir()
@@ -620,7 +620,7 @@ def test_a_write_time_from_another_boot_is_not_trusted(tmp_path: Path) -> None:
     """A data directory kept across a reboot (a CI cache): its handles name processes of the
     last boot, whatever now runs under those pids, so the time recorded then does not
     count; the list's mtime, from before this boot, makes every pid a stranger."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     pgdata = tmp_path / "pg"
     pgdata.mkdir()
@@ -636,7 +636,7 @@ def test_a_write_time_from_another_boot_is_not_trusted(tmp_path: Path) -> None:
 def test_a_huge_write_time_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
     """The write-time file holds a time and an id; a hostile 64 MB one is read no further
     than that, and counts for nothing."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     pgdata = tmp_path / "pg"
     pgdata.mkdir()
@@ -856,8 +856,8 @@ def test_a_failing_poll_does_not_end_the_watchdog(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A lock held past its wait (or any failed look) is retried at the next poll: a
     watchdog that died would leave its server up for good."""
+    from kbctl.embedded import server, watchdog
     from kbctl.errors import DatabaseError
-    from kbctl.store import server, watchdog
 
     (tmp_path / server.PG_DIR).mkdir()
     monkeypatch.setattr(server, "watchdog_pid", lambda data_dir: os.getpid())
@@ -879,8 +879,8 @@ def test_a_lost_lock_file_is_made_again_while_the_server_data_is_there(
     """A clean-up that deletes ``*.lock`` must not leave the server without a lock its
     watchdog and users can take: only a directory whose server data is gone (being
     removed) gets no new lock file."""
+    from kbctl.embedded import server
     from kbctl.errors import DatabaseError
-    from kbctl.store import server
 
     (tmp_path / server.PG_DIR).mkdir()
     with server.server_lock(tmp_path, create=False):
@@ -1080,7 +1080,7 @@ def test_a_directory_half_way_through_removal_gets_no_new_lock_file(box: Box) ->
     """``rm -rf`` empties a directory before it removes it: a watchdog that looks once the
     server's data has gone must not make the lock file again, or the final ``rmdir``
     fails and an empty directory stays behind (as one did after a test session)."""
-    from kbctl.store import server
+    from kbctl.embedded import server
 
     ok(box.run("status", linger=60))
     postmaster = box.postmaster()
@@ -1109,7 +1109,7 @@ def test_a_process_that_left_makes_no_empty_directory_at_exit(tmp_path: Path) ->
     has nothing left to leave."""
     data = tmp_path / "kb"
     script = ("import shutil, sys; from pathlib import Path; "
-              "from kbctl.store.server import ensure_running, leave; "
+              "from kbctl.embedded.server import ensure_running, leave; "
               "d = Path(sys.argv[1]); ensure_running(d); leave(d, stop=True); "
               "shutil.rmtree(d)")
     done = subprocess.run([sys.executable, "-c", script, str(data)], text=True,
@@ -1155,7 +1155,7 @@ def test_a_fifo_in_place_of_the_server_config_ends_the_command(box: Box) -> None
 def test_a_failed_initdb_is_explained_by_its_fatal_line(tmp_path: Path) -> None:
     """initdb on a full disk says why in a FATAL line, then cleans up: the reason, not
     the clean-up line, is the message (and it is what picks the free-space hint)."""
-    from kbctl.store.server import _why
+    from kbctl.embedded.server import _why
 
     said = ["creating directory … ok\n2026-12-02 UTC [1677] FATAL:  could not write to file "
             '"pg_wal/xlogtemp.1677": No space left on device\n'
@@ -1183,8 +1183,8 @@ def test_a_failed_connection_to_the_embedded_server_names_it_not_db(tmp_path: Pa
 def test_root_never_takes_over_another_users_database(tmp_path: Path) -> None:
     """pgserver hands the data directory (not its files) to its own user when run as root:
     a `kbctl status` by root crashed a user's running server and broke their database."""
+    from kbctl.embedded.server import ensure_running, pgdata_of
     from kbctl.errors import DatabaseError
-    from kbctl.store.server import ensure_running, pgdata_of
 
     pgdata = pgdata_of(tmp_path / "kb")
     pgdata.mkdir(parents=True)
@@ -1253,7 +1253,7 @@ def test_each_user_s_linger_counts_not_only_the_starters(box: Box) -> None:
     """A server started by a user who wanted no linger, then used by one who asked for a
     minute (``KBCTL_SERVER_LINGER=60 kbctl query …``): it stays up for that minute."""
     starter = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from kbctl.store.server import ensure_running; "
+        [sys.executable, "-c", "import sys; from kbctl.embedded.server import ensure_running; "
          f"ensure_running({str(box.data_dir)!r}); sys.stdin.read()"],
         cwd=box.root, env=box.env | {"KBCTL_SERVER_LINGER": "0"}, text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -1265,6 +1265,6 @@ def test_each_user_s_linger_counts_not_only_the_starters(box: Box) -> None:
     postmaster = box.postmaster()
     time.sleep(3)  # a watchdog with no linger of its own polls every second
     assert not dead(postmaster)
-    from kbctl.store.server import kept_until
+    from kbctl.embedded.server import kept_until
 
     assert kept_until(box.data_dir) > time.time() + 45

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.store import liveness
+from kbctl.embedded import liveness
 
 
 @pytest.fixture

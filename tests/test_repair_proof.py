@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.store import initmark
+from kbctl.embedded import initmark
 
 from .test_chaos_server import Box, fresh_root, wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kbctl.store import server, watchdog
+from kbctl.embedded import server, watchdog
 
 
 def test_a_watchdog_that_ends_leaves_another_watchdogs_pid_file(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from ..config import Settings
+from ..embedded.server import DoctorReport
+from ..embedded.server import doctor as diagnose
 from ..errors import InputError
 from ..results import EMPTY_NAMESPACE_HINT
 from ..store.db import describe
 from ..store.records import NamespaceStatus, SourceDef
-from ..store.server import DoctorReport
-from ..store.server import doctor as diagnose
 from ..wiring import open_store
 from .keys import KeyRoute, key_routes
 from .query import known_namespaces

@@ -25,7 +25,7 @@ FORMATS: dict[str, str] = {
     "kbctl.pipeline.status.StatusReport": "kbctl.render.reports:STATUS",
     "kbctl.pipeline.reembed.ReembedReport": "kbctl.render.reports:REEMBED",
     "kbctl.pipeline.forget.ForgetReport": "kbctl.render.reports:FORGET",
-    "kbctl.store.server.DoctorReport": "kbctl.render.reports:DOCTOR",
+    "kbctl.embedded.server.DoctorReport": "kbctl.render.reports:DOCTOR",
     "kbctl.evals.outcome.EvalOutcome": "kbctl.render.eval:FORMATS",
     "kbctl.memory.model.MemorySearchResult": "kbctl.render.memory:SEARCH",
     "kbctl.memory.model.MemoryText": "kbctl.render.memory:TEXT",

@@ -15,12 +15,12 @@ from .formats import Formats, Rendered, as_json
 from .text import plain, shown, styled
 
 if TYPE_CHECKING:  # named for their shape only: `kbctl status` loads no ingest pipeline
+    from ..embedded.server import DoctorReport
     from ..pipeline.forget import ForgetReport
     from ..pipeline.ingest import IngestReport, SourceFailure
     from ..pipeline.reembed import ReembedReport
     from ..pipeline.resync import ResyncReport
     from ..pipeline.status import StatusReport
-    from ..store.server import DoctorReport
 
 
 def _columns(*headers: str) -> list[Column]:

@@ -18,16 +18,16 @@ import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 
-from ..errors import ConfigError, DatabaseError, InputError
-from . import unanswered
-from .migrations import applied_versions, migrate
-from .server import (
+from ..embedded.server import (
     ensure_running,
     failure_since_join,
     free_space_hint,
     pgdata_of,
     say_on_stderr,
 )
+from ..errors import ConfigError, DatabaseError, InputError
+from . import unanswered
+from .migrations import applied_versions, migrate
 
 DEFAULT_DATA_DIR = ".kbctl"
 # A search gives up after this long: behind another session's lock (a table locked for a

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import psycopg
 from psycopg import pq
 
+from ..embedded.server import say_on_stderr
 from ..errors import DatabaseError
 from . import lexical
-from .server import say_on_stderr
 
 Migration = tuple[int, str, "str | Callable[[psycopg.Connection], None]"]
 REBUILD_BATCH = 2000

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import pq
 
-from .server import say_on_stderr
+from ..embedded.server import say_on_stderr
 
 POLL_S = 1.0
 STALL_S = 20.0

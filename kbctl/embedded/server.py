@@ -10,7 +10,7 @@ around it:
   dead server, an orphan server of this directory whose ``postmaster.pid`` vanished, leftover
   server processes of a killed postmaster, and handles of processes that are gone. Each
   repair is said on stderr, one line each, naming the data directory;
-- a watchdog process per data directory (``kbctl.store.watchdog``) stops the server once it
+- a watchdog process per data directory (``kbctl.embedded.watchdog``) stops the server once it
   has had no live user for ``KBCTL_SERVER_LINGER`` seconds, so a killed ``kbctl`` never
   leaves a server running for ever;
 - a process whose server died under it starts it again on its next connection.
@@ -74,7 +74,7 @@ KEEP_UNTIL_FILE = "server.keep-until"
 LINGER_ENV = "KBCTL_SERVER_LINGER"
 DEFAULT_LINGER_S = 5.0
 MAX_LINGER_S = 3600.0
-WATCHDOG_MODULE = "kbctl.store.watchdog"
+WATCHDOG_MODULE = "kbctl.embedded.watchdog"
 # How much of the end of the server log is read for the reason it failed.
 LOG_TAIL_BYTES = 65536
 # A fresh initdb that fails is tried once more after this many seconds.

@@ -5,7 +5,7 @@ Started detached by the process that starts (or first joins) a server, so it out
 is gone, when it stopped it, or when another watchdog took over the data directory; a
 server whose directory was deleted under it is stopped on the way out.
 
-    python -m kbctl.store.watchdog DATA_DIR LINGER_SECONDS
+    python -m kbctl.embedded.watchdog DATA_DIR LINGER_SECONDS
 """
 
 from __future__ import annotations
