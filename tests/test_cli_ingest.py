@@ -362,9 +362,9 @@ def test_importing_the_cli_changes_nothing() -> None:
     import subprocess
     import sys
 
-    code = ("import kbctl.sources.extractpool as pool; import kbctl.cli as cli; "
-            "from kbctl.cli.root import load; "
-            "names = list(load('ingest', cli.COMMANDS['ingest']).commands); "
+    code = ("import kbctl.sources.extractpool as pool; "
+            "from kbctl.cli.registry import COMMANDS; from kbctl.cli.root import load; "
+            "names = list(load('ingest', COMMANDS['ingest']).commands); "
             "print(pool._processes_allowed, names)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout

@@ -269,7 +269,7 @@ def test_an_interrupt_before_the_command_began_is_a_json_document_too(
         raise Abort()
 
     monkeypatch.setattr(root, "app", interrupted)
-    monkeypatch.setattr(cli_module, "STOP_AT_ONCE", False)  # main sets it: undone after
+    monkeypatch.setattr(cli_module.registry, "STOP_AT_ONCE", False)  # main sets it
     monkeypatch.setattr(cli_module.signal, "signal", lambda *_args: None)  # pytest keeps its
     monkeypatch.setattr("sys.argv", ["kbctl", "status", "--json"])
     with pytest.raises(SystemExit) as exit_info:

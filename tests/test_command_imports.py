@@ -1,5 +1,5 @@
 """What each command imports. The console script resolves a command from the registry
-(``kbctl.cli.COMMANDS``) before it imports the command's module, so a command loads what
+(``kbctl.cli.registry.COMMANDS``) before it imports the command's module, so a command loads what
 it uses: ``--version`` not even Typer, ``--help`` no command, ``query`` the store, its
 ranking and its renderer but no extraction, crawling or memory. Each case runs the
 console script's own entry in a fresh process and reads ``sys.modules`` as it exits: a
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.cli import COMMANDS
+from kbctl.cli.registry import COMMANDS
 
 # Runs kbctl as the console script does, and writes the modules it holds at exit.
 PROBE = """
@@ -70,8 +70,8 @@ def command_modules(*words: str) -> set[str]:
     options, and the modules its registry entry names."""
     entry = COMMANDS[words[0]]
     named = {entry.target, *entry.commands.values()}
-    return {"kbctl.cli", "kbctl.cli.root", "kbctl.cli.common", *SHARES.get(words[0], ()),
-            *(target.partition(":")[0] for target in named)}
+    return {"kbctl.cli", "kbctl.cli.registry", "kbctl.cli.root", "kbctl.cli.common",
+            *SHARES.get(words[0], ()), *(target.partition(":")[0] for target in named)}
 
 
 def stray_commands(modules: set[str], *words: str) -> list[str]:
@@ -84,7 +84,7 @@ def test_version_loads_nothing_but_the_registry(tmp_path: Path) -> None:
     modules, done = held_modules(tmp_path, "--version")
     assert done.returncode == 0 and done.stdout.startswith("kbctl "), done.stderr
     assert {m for m in modules if m.startswith("kbctl")} <= {
-        "kbctl", "kbctl.entry", "kbctl.errors", "kbctl.cli"}
+        "kbctl", "kbctl.entry", "kbctl.errors", "kbctl.cli", "kbctl.cli.registry"}
     assert not holding(modules, ("typer", "click", *RUNNING))
 
 
@@ -92,7 +92,8 @@ def test_help_lists_every_command_without_importing_one(tmp_path: Path) -> None:
     modules, done = held_modules(tmp_path, "--help")
     assert done.returncode == 0, done.stderr
     assert {m for m in modules if m.startswith("kbctl")} <= {
-        "kbctl", "kbctl.entry", "kbctl.errors", "kbctl.cli", "kbctl.cli.root"}
+        "kbctl", "kbctl.entry", "kbctl.errors", "kbctl.cli", "kbctl.cli.registry",
+        "kbctl.cli.root"}
     assert not holding(modules, RUNNING)
     listed = done.stdout.split("Commands:")[1]
     for name, entry in COMMANDS.items():

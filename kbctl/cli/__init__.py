@@ -1,18 +1,14 @@
 """The kbctl command line: parse options, call one pipeline function, render its result.
 
-No SQL, HTTP or business rules live here. Every command is registered below, in one
-place: ``COMMANDS`` names the module of each command, and that module is imported only
-when its command runs (or its own ``--help`` is asked for), so a command loads what it
-uses and no more; ``kbctl --help`` lists them from the help lines written here. This is
-the one place where imports wait until they are needed. Errors become exit codes in
+No SQL, HTTP or business rules live here. Every command is registered in one place,
+``registry.COMMANDS``, and imported only when it runs. Errors become exit codes in
 ``common.guard`` only, output goes through ``kbctl.render``. Importing this package
 changes nothing else, and imports neither Typer nor the commands (``app`` is made when
-first asked for).
+first asked for); ``main`` is the console script's entry.
 """
 
 from __future__ import annotations
 
-import importlib
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -27,77 +23,12 @@ from ..errors import (
     TerminateSignal,
     UsageError,
 )
+from . import registry
 
 if TYPE_CHECKING:
     import typer
 
     from ..render.output import Output
-
-
-# Set by the console script: a signal ends the process at once (``common.stop_now``). In a
-# process that embeds kbctl (tests, a library caller) it ends the command only.
-STOP_AT_ONCE = False
-
-# Help is click's plain text: it wraps to any width (Typer's panels cut option names at 80
-# columns, a CI log's width), reads the same in a pipe, and shows no value for a flag.
-HELP_MARKUP = None
-
-
-class Entry:
-    """A command (or a group of them) in the registry.
-
-    ``target`` is ``"module:attribute"``: a command function, or for a group its
-    ``typer.Typer``. ``help`` is the line ``kbctl --help`` shows for it without importing
-    it: the first paragraph of the command's own help (a test holds the two equal).
-    ``question``: its argument is free text (``common.QuestionCommand``). ``commands``: a
-    group's further commands, kept in other modules (``{name: "module:function"}``).
-    """
-
-    __slots__ = ("commands", "help", "question", "target")
-
-    def __init__(self, target: str, help: str, *, question: bool = False,
-                 commands: dict[str, str] | None = None) -> None:
-        self.target, self.help, self.question = target, help, question
-        self.commands = commands or {}
-
-
-# In the order `kbctl --help` lists them.
-COMMANDS: dict[str, Entry] = {
-    "query": Entry("kbctl.cli.query:query", "Retrieve the passages that best answer a "
-                   "question, with citations.", question=True),
-    "resync": Entry("kbctl.cli.resync:resync", "Re-run the recorded sources of a namespace "
-                    "and apply only the differences."),
-    "status": Entry("kbctl.cli.status:status", "Sources, chunks, embedder and last sync of "
-                    "each namespace."),
-    "forget": Entry("kbctl.cli.resync:forget", "Forget a recorded source: resync stops "
-                    "running it, and its pages leave the knowledge base."),
-    "reembed": Entry("kbctl.cli.reembed:reembed", "Re-embed the whole KB in place from "
-                     "stored chunk text, then switch to the new embedder."),
-    "doctor": Entry("kbctl.cli.doctor:doctor", "Show the embedded PostgreSQL's data "
-                    "directory (server, users, watchdog) and repair what a crash left "
-                    "there: a stale postmaster.pid, an orphan server without one, leftover "
-                    "server processes, handles of exited processes."),
-    "ingest": Entry("kbctl.cli.ingest:app", "Ingest documentation into the knowledge base.",
-                    commands={"url": "kbctl.cli.ingest_web:ingest_url",
-                              "sitemap": "kbctl.cli.ingest_web:ingest_sitemap",
-                              "crawl": "kbctl.cli.ingest_web:ingest_crawl",
-                              "llms": "kbctl.cli.ingest_web:ingest_llms"}),
-    "eval": Entry("kbctl.cli.eval:app", "Gate retrieval quality: `kbctl eval SUITE…` runs "
-                  "eval suites (JSON or YAML) against the knowledge base and exits 1 when a "
-                  "case fails or regresses; `kbctl eval init` scaffolds a suite from the "
-                  "knowledge base."),
-    "memory": Entry("kbctl.cli.memory:app", "Two-tier agent memory: shared playbooks and "
-                    "private per-user notes."),
-    "serve": Entry("kbctl.cli.serve:app", "Serve kbctl to agent runtimes."),
-    "tools": Entry("kbctl.cli.tools:app", "Tool definitions for function calling (openai, "
-                   "anthropic, json-schema), and `tools call` to run one tool."),
-}
-
-
-def resolve(target: str) -> Any:
-    """Import the module a registry ``target`` names and return its attribute."""
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def __getattr__(name: str) -> Any:
@@ -122,8 +53,7 @@ def main() -> None:
     json_mode = "--json" in sys.argv[1:]
     if json_mode:  # imported while a signal still means "stopped while starting"
         from ..render.output import Output
-    global STOP_AT_ONCE
-    STOP_AT_ONCE = True  # the process is kbctl's own: a signal ends it at once
+    registry.STOP_AT_ONCE = True  # the process is kbctl's own: a signal ends it at once
     signal.signal(signal.SIGTERM, _terminate)
     hangup = getattr(signal, "SIGHUP", None)
     if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:  # not nohup'd

@@ -17,7 +17,6 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperCommand
 
-from .. import cli as package
 from ..config import Settings, resolve_settings
 from ..errors import (
     HangupSignal,
@@ -34,6 +33,7 @@ from ..paths import path_error
 from ..render import Output
 from ..sources.base import MAX_FILE_BYTES
 from ..wiring import leave_databases
+from . import registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -194,7 +194,7 @@ def guard(fn: F) -> F:
             stopped = kind(said, hint="what was written before is kept whole; run the "
                                       "command again to finish")
             out.error(stopped)
-            if package.STOP_AT_ONCE:
+            if registry.STOP_AT_ONCE:
                 stop_now(stopped.exit_code)
             raise typer.Exit(stopped.exit_code) from None
 

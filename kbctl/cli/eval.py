@@ -24,7 +24,6 @@ from ..pipeline import evals as eval_pipeline
 from ..render import Output, Rendered
 from ..render.writes import emit_github, emit_github_error, write_eval_reports, write_report_file
 from ..results import MAX_K, MIN_K
-from . import HELP_MARKUP
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -44,6 +43,7 @@ from .common import (
     hybrid_only_note,
     settings_from,
 )
+from .registry import HELP_MARKUP
 
 RUN = "run"
 

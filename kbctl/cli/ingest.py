@@ -13,7 +13,6 @@ from ..render import Output
 from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
 from ..sources.registry import flag_spec
-from . import HELP_MARKUP
 from .common import (
     JSON_META,
     ConfigOpt,
@@ -33,6 +32,7 @@ from .common import (
     read_stdin,
     settings_from,
 )
+from .registry import HELP_MARKUP
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,

@@ -13,7 +13,6 @@ from ..memory import api
 from ..memory.model import DEFAULT_LIST_LIMIT, ListPage
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
-from . import HELP_MARKUP
 from .common import (
     BackendOpt,
     ConfigOpt,
@@ -29,6 +28,7 @@ from .common import (
     read_stdin,
     settings_from,
 )
+from .registry import HELP_MARKUP
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,

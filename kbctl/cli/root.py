@@ -11,7 +11,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from .. import __version__
-from . import COMMANDS, HELP_MARKUP, Entry, resolve
+from .registry import COMMANDS, HELP_MARKUP, Entry, resolve
 
 
 def _command(name: str, function: Any, *, question: bool = False) -> Any:

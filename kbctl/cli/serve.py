@@ -15,7 +15,6 @@ from ..errors import EnvironmentFailure
 from ..render import Output
 from ..render.output import stdout_failed
 from ..wiring import leave_databases
-from . import HELP_MARKUP
 from .common import (
     BackendOpt,
     ConfigOpt,
@@ -28,6 +27,7 @@ from .common import (
     guard,
     settings_from,
 )
+from .registry import HELP_MARKUP
 from .tools import (
     AgentOpt,
     MaxCharsOpt,

@@ -19,7 +19,6 @@ from ..hygiene import require_clean
 from ..linefile import first_clause
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
-from . import HELP_MARKUP
 from .common import (
     ConfigOpt,
     DataDirOpt,
@@ -32,6 +31,7 @@ from .common import (
     read_stdin,
     settings_from,
 )
+from .registry import HELP_MARKUP
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
