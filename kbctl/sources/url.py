@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import SourceKind
-from .webopts import WebOptions, web_adapter
+from .base import Expansion, Leaf, SourceKind
+from .fetchpage import WebHint
+from .web import WebSource, nonzero, rule_notes
+from .webopts import WebOptions
 
 
 @dataclass(frozen=True)
@@ -14,4 +16,13 @@ class UrlOptions(WebOptions):
     kind: ClassVar[str] = "url"
 
 
-KIND = SourceKind(UrlOptions, web_adapter)
+class UrlSource(WebSource[UrlOptions]):
+    """The page itself, unless the URL rules leave it out."""
+
+    def listing(self, url: str) -> Expansion:
+        kept, dropped = self.options.rules.split([url])
+        return Expansion(leaves=[Leaf(ref=u, url=u, hint=WebHint()) for u in kept],
+                         notes=rule_notes(url, dropped), dropped=nonzero(dropped))
+
+
+KIND = SourceKind(UrlOptions, UrlSource)

@@ -9,21 +9,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kbctl.net.policy import NetPolicy
 
 from ..errors import InputError
 from ..extract.html_select import ContentSelectors, compile_selector
+from .base import SourceSpec
 from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
 from .urlrules import UrlRule, UrlRules, rules_problem
 from .weburl import MAX_URL_CHARS, normalize_url
 
-if TYPE_CHECKING:
-    from .base import SourceSpec
-    from .web import WebSource
-
-
+#: The most pages a listing (a sitemap, an llms.txt) yields unless told otherwise.
+MAX_URLS = 50_000
 _PATTERNS = strings("a list of URL patterns")
 
 
@@ -114,9 +112,3 @@ def allowing_private_network(spec: SourceSpec) -> SourceSpec:
     options = dataclasses.replace(spec.options, allow_private_network=True)
     return dataclasses.replace(spec, options=options)
 
-
-def web_adapter(spec: SourceSpec, **context: Any) -> WebSource:
-    """The adapter of every web kind (imported late: it pulls in the fetch machinery)."""
-    from .web import WebSource
-
-    return WebSource(spec, **context)
