@@ -20,8 +20,8 @@ from ..errors import NotAPage, SourceError
 from .base import GONE_STATUSES, Expansion, Leaf, Loaded, PreviousMeta, SourceKind
 from .fetchpage import Fetched, LoadOnce, PageLoader, WebHint, internal_error
 from .links import MAX_LINKS_PER_PAGE
-from .llms import Take, curated_instead
-from .options import Bad, boolean, integer, option, strings, version_name
+from .llms import LLMS_TXT_HELP, Take, curated_instead
+from .options import ROBOTS_HELP, Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
 from .versions import Stay
 from .web import WebSource
@@ -55,13 +55,26 @@ class CrawlOptions(WebOptions):
     the crawl keeps to (``versions.Stay``; default the start URL's, ``all`` every one)."""
 
     kind: ClassVar[str] = "crawl"
-    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
-    max_depth: int = option(3, integer(0))
-    max_pages: int = option(500, integer(1))
-    allow_domains: frozenset[str] = option(frozenset(), _host_names, flag="--allow-domain")
-    ignore_robots: bool = option(False, boolean)
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Crawl a site breadth first from a URL, staying on its site.
+
+    Example: `kbctl ingest crawl https://docs.example.com/ --max-depth 2`
+    """
+    target_help: ClassVar[str] = "The page the crawl starts from."
+    max_depth: int = option(3, integer(0), help="Links followed from the start page, at "
+                            "most [default: {default}].")
+    max_pages: int = option(500, integer(1), help="Pages fetched, at most "
+                            "[default: {default}].")
+    allow_domains: frozenset[str] = option(
+        frozenset(), _host_names, flag="--allow-domain", help="Also follow links to this "
+        "host and its subdomains (repeatable).")
+    ignore_robots: bool = option(False, boolean, help=ROBOTS_HELP)
+    version: str | None = option(
+        None, version_name, help="Versioned docs: follow no link to another version of a "
+        "page known in this one (a name, or all) [default: the start URL's].")
+    lang: str | None = option(
+        None, version_name, help="Translated docs: the same for languages (en, fr, …, or "
+        "all) [default: the start URL's].")
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt", help=LLMS_TXT_HELP)
 
 
 @dataclass

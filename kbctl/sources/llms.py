@@ -16,13 +16,16 @@ from kbctl.net.client import GuardedClient
 from ..errors import FetchError, KbctlError, SourceError, Unreachable
 from .base import Expansion, Leaf, SourceKind
 from .fetchpage import WebHint
-from .options import boolean, integer, option, version_name
+from .options import LANG_HELP, VERSION_HELP, boolean, integer, option, version_name
 from .web import WebSource
 from .webload import run_async
 from .webopts import MAX_URLS, WebOptions
 from .weburl import host_allowed, html_twin, is_origin_only, normalize_url, origin, site_key
 
 LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
+#: The help of ``llms_txt``, the option of the kinds that read an llms.txt in place of
+#: their own listing.
+LLMS_TXT_HELP = "Ingest the pages the site's /llms.txt lists instead, when it lists any."
 
 
 
@@ -32,10 +35,17 @@ class LlmsOptions(WebOptions):
     the most pages taken from it (a hostile llms.txt lists hundreds of thousands)."""
 
     kind: ClassVar[str] = "llms"
-    skip_optional: bool = option(False, boolean)
-    max_urls: int = option(MAX_URLS, integer(1))
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Ingest the pages a site's llms.txt lists.
+
+    Example: `kbctl ingest llms https://docs.example.com/llms.txt --skip-optional`
+    """
+    target_help: ClassVar[str] = "An llms.txt URL, or a site's origin."
+    skip_optional: bool = option(False, boolean, help="Leave out the pages of the "
+                                 "'Optional' section.")
+    max_urls: int = option(MAX_URLS, integer(1), help="Most pages taken from the llms.txt "
+                           "[default: {default}].")
+    version: str | None = option(None, version_name, help=VERSION_HELP)
+    lang: str | None = option(None, version_name, help=LANG_HELP)
 
 
 class LlmsSource(WebSource[LlmsOptions]):

@@ -25,8 +25,16 @@ from ..errors import ExtractError, KbctlError, SourceError
 from ..hygiene import counted, first_few
 from .base import Expansion, Leaf, SourceKind
 from .fetchpage import WebHint
-from .llms import Take, curated_instead
-from .options import boolean, integer, option, version_name
+from .llms import LLMS_TXT_HELP, Take, curated_instead
+from .options import (
+    LANG_HELP,
+    ROBOTS_HELP,
+    VERSION_HELP,
+    boolean,
+    integer,
+    option,
+    version_name,
+)
 from .robots import ROBOTS_DROP, Robots, fetch_robots
 from .web import Shaped, WebSource
 from .webload import run_async
@@ -51,11 +59,20 @@ class SitemapOptions(WebOptions):
     fetch."""
 
     kind: ClassVar[str] = "sitemap"
-    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
-    max_urls: int = option(MAX_URLS, integer(1))
-    ignore_robots: bool = option(False, boolean)
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Ingest every page a sitemap lists; later runs skip pages that did not
+    change.
+
+    Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml --exclude '/blog/*'`
+    """
+    target_help: ClassVar[str] = ("A sitemap (.xml, .xml.gz, or an index), or a site's "
+                                  "origin to find its sitemaps from robots.txt or "
+                                  "/sitemap.xml.")
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt", help=LLMS_TXT_HELP)
+    max_urls: int = option(MAX_URLS, integer(1), help="Most pages taken from the sitemaps "
+                           "[default: {default}].")
+    ignore_robots: bool = option(False, boolean, help=ROBOTS_HELP)
+    version: str | None = option(None, version_name, help=VERSION_HELP)
+    lang: str | None = option(None, version_name, help=LANG_HELP)
 
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)

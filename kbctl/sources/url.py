@@ -14,6 +14,11 @@ from .webopts import WebOptions
 @dataclass(frozen=True)
 class UrlOptions(WebOptions):
     kind: ClassVar[str] = "url"
+    about: ClassVar[str] = """Ingest one web page (HTML, markdown or plain text).
+
+    Example: `kbctl ingest url https://docs.example.com/guide/install`
+    """
+    target_help: ClassVar[str] = "The page's http(s) URL."
 
 
 class UrlSource(WebSource[UrlOptions]):
