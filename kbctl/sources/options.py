@@ -170,6 +170,11 @@ class SourceOptions:
         ``InputError``), before a knowledge base is opened or made for it; a recorded
         definition's is not asked: its source fails when it runs."""
 
+    def reaching_private_network(self) -> SourceOptions:
+        """These options, remembering that the source was given ``--allow-private-network``
+        (only a kind that fetches keeps it: files and text never touch the network)."""
+        return self
+
     def to_record(self) -> dict[str, Any]:
         """The options that differ from their defaults, as JSON values: what a definition
         records, so a default changed later reaches definitions recorded before."""

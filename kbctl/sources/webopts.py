@@ -130,11 +130,13 @@ class WebOptions(SourceOptions):
         return dataclasses.replace(base, **changes) if changes else base
 
 
+    def reaching_private_network(self) -> WebOptions:
+        return dataclasses.replace(self, allow_private_network=True)
+
+
 def allowing_private_network(spec: SourceSpec) -> SourceSpec:
     """``spec`` remembering that it was given ``--allow-private-network`` (a web source
     only: files and text never touch the network)."""
-    if not isinstance(spec.options, WebOptions) or spec.options.allow_private_network:
-        return spec
-    options = dataclasses.replace(spec.options, allow_private_network=True)
-    return dataclasses.replace(spec, options=options)
+    options = spec.options.reaching_private_network()
+    return spec if options == spec.options else dataclasses.replace(spec, options=options)
 
