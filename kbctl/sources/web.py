@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -48,7 +49,7 @@ from .weburl import normalize_url, origin
 O = TypeVar("O", bound=WebOptions)  # noqa: E741
 
 
-class WebSource(Generic[O]):
+class WebSource(ABC, Generic[O]):
     """Expands and loads one web source definition: a kind supplies ``listing`` (and, for
     a crawl, how its pages load); the checks, the client and the page loading are here."""
 
@@ -86,9 +87,9 @@ class WebSource(Generic[O]):
         self._vet_target(url)
         return self.listing(url)
 
+    @abstractmethod
     def listing(self, url: str) -> Expansion:
         """The pages the source at ``url`` (checked, normalised) lists: the kind's own."""
-        raise NotImplementedError
 
     async def shape(self, client: GuardedClient, where: str, urls: list[str], *,
                     version: str | None = None, lang: str | None = None) -> Shaped:
