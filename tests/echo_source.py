@@ -1,7 +1,8 @@
 """A tiny source kind, as a new kind is written: one module with its options and adapter.
 
 ``echo`` ingests its target's text, ``times`` times over. Registering it is one line in
-``kbctl.sources.registry.KINDS`` (the tests add it there with monkeypatch).
+``kbctl.sources.registry.KINDS`` (the tests add it there with monkeypatch); its command,
+``kbctl ingest echo``, is then made from ``about``, ``target_help`` and each option's help.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from kbctl.sources.options import SourceOptions, integer, option
 @dataclass(frozen=True)
 class EchoOptions(SourceOptions):
     kind: ClassVar[str] = "echo"
-    times: int = option(1, integer(1))
+    about: ClassVar[str] = """Ingest a word, repeated.
+
+    Example: `kbctl ingest echo hello --times 3`
+    """
+    target_help: ClassVar[str] = "The word."
+    times: int = option(1, integer(1), help="How many times [default: {default}].")
 
 
 class EchoSource:

@@ -152,3 +152,38 @@ def test_the_map_names_every_part_of_the_package() -> None:
     named = {part for part in parts
              if f"`{part}/`" in text or f"`{part}.py`" in text}
     assert parts - named == set(), f"ARCHITECTURE.md does not name {sorted(parts - named)}"
+
+
+# Packages whose modules import one another one way only: no file-level cycle, however it
+# is reached (a late import inside a function, or one for type checking, counts too).
+ACYCLIC_PACKAGES = ("sources",)
+
+
+def module_graph(package: str) -> dict[str, dict[str, str]]:
+    """module -> {module of the same package it imports: "file:line"}."""
+    prefix = f"kbctl.{package}."
+    graph: dict[str, dict[str, str]] = {}
+    for path in sorted((PACKAGE_ROOT / package).glob("*.py")):
+        source = module_name(path)
+        edges = graph.setdefault(source, {})
+        for target, line in imported_modules(path):
+            if target.startswith(prefix) and target != source and _exists(target):
+                edges.setdefault(target, f"{path.relative_to(PACKAGE_ROOT.parent)}:{line}")
+    return graph
+
+
+def test_the_module_graph_sees_late_imports() -> None:
+    graph = module_graph("sources")
+    assert "kbctl.sources.base" in graph["kbctl.sources.registry"]
+    # config.py imports the source registry inside a function: an arrow all the same
+    late = [t for t, _ in imported_modules(PACKAGE_ROOT / "config.py")]
+    assert "kbctl.sources.registry" in late
+
+
+@pytest.mark.parametrize("package", ACYCLIC_PACKAGES)
+def test_no_import_cycle_between_the_modules_of_a_package(package: str) -> None:
+    graph = module_graph(package)
+    cycle = find_cycle(graph)
+    if cycle:
+        arrows = [f"{a} -> {b} ({graph[a][b]})" for a, b in zip(cycle, cycle[1:], strict=False)]
+        pytest.fail(f"import cycle in {package}/:\n  " + "\n  ".join(arrows))

@@ -256,6 +256,30 @@ def test_a_new_kind_is_one_module_plus_one_registry_line(
     assert "kbctl.yaml:4: sources[0].times must be an integer of at least 1" in result.stderr
 
 
+def test_a_new_kind_gets_its_command_from_its_options(
+        cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No command is written for a kind: ``kbctl ingest KIND`` is made from its options'
+    help, defaults and checks (here as the ingest group makes it for every registered
+    kind when it loads)."""
+    from kbctl.cli import ingest
+
+    monkeypatch.setitem(registry.KINDS, "echo", echo_source.KIND)
+    monkeypatch.setattr(ingest.app, "registered_commands",
+                        list(ingest.app.registered_commands))
+    ingest.app.command("echo")(ingest.source_command("echo", echo_source.EchoOptions))
+    shown = cli("ingest", "echo", "--help", db=False)
+    assert shown.exit_code == 0, shown.output
+    assert "Ingest a word, repeated." in shown.stdout and "Example" in shown.stdout
+    assert "The word." in shown.stdout and "--times" in shown.stdout
+    assert "How many times [default: 1]." in " ".join(shown.stdout.split())
+    assert "--json" in shown.stdout and "--namespace" in shown.stdout
+    assert cli.json("ingest", "echo", "hello", "--times", "2")["added"] == 1
+    assert rows(cli.db_url, "SELECT kind, options FROM source_defs") == [("echo", {"times": 2})]
+    refused = cli("ingest", "echo", "hello", "--times", "0")
+    assert refused.exit_code == 2
+    assert "--times must be an integer of at least 1" in refused.stderr
+
+
 # --- a definition remembers --allow-private-network -------------------------------------
 
 

@@ -10,8 +10,8 @@ import pytest
 from kbctl.net.policy import FetchResult
 from kbctl.sources import extractpool
 from kbctl.sources.extractpool import ExtractExecutor, ExtractJob, run_job
+from kbctl.sources.registry import adapter_for as adapter
 from kbctl.sources.registry import source_spec
-from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, html, ok
 from tests.test_sources_web import LOCAL, page, urlset
 

@@ -28,8 +28,8 @@ from kbctl.extract import HTML_READER
 from kbctl.net.policy import NetPolicy
 from kbctl.sources.base import READER, Expansion, Loaded, SourceSpec
 from kbctl.sources.fetchpage import LASTMOD_TRUST, unchanged_since
+from kbctl.sources.registry import adapter_for as adapter
 from kbctl.sources.registry import source_spec
-from kbctl.sources.web import adapter
 from tests.http_server import LocalServer, Request, Response, html, ok, redirect
 
 LOCAL = NetPolicy(allow_private_network=True, max_retries=0)

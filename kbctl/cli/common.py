@@ -32,6 +32,7 @@ from ..linefile import LoadError, decode_capped
 from ..paths import path_error
 from ..render import Output
 from ..sources.base import MAX_FILE_BYTES
+from ..sources.options import LANG_HELP, NOINDEX_HELP, VERSION_HELP
 from ..wiring import leave_databases
 from . import registry
 
@@ -71,20 +72,11 @@ VectorWeightOpt = Annotated[float | None, typer.Option(
 FusionOpt = Annotated[str | None, typer.Option(
     "--fusion", help="Hybrid search: weighted (w·vector + (1−w)·text) or rrf (reciprocal "
     "rank) [weighted].", show_default=False)]
-IgnoreNoindexOpt = Annotated[bool, typer.Option(
-    "--ignore-noindex", help="Keep pages marked noindex (robots meta tag, or a web page's "
-    "X-Robots-Tag header).")]
-IgnoreRobotsOpt = Annotated[bool, typer.Option(
-    "--ignore-robots", help="Do not honour robots.txt (only for sites you run).")]
+IgnoreNoindexOpt = Annotated[bool, typer.Option("--ignore-noindex", help=NOINDEX_HELP)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-VersionOpt = Annotated[str | None, typer.Option(
-    "--version", help="Versioned docs: keep this version of each page (stable, latest, a "
-    "name, or all) [default: where a site's root points, else stable, the unprefixed or the "
-    "newest].", show_default=False)]
-LangOpt = Annotated[str | None, typer.Option(
-    "--lang", help="Translated docs: keep this language (en, fr, …, or all) "
-    "[default: where a site's root points, else en, else the unprefixed].",
-    show_default=False)]
+VersionOpt = Annotated[str | None, typer.Option("--version", help=VERSION_HELP,
+                                                 show_default=False)]
+LangOpt = Annotated[str | None, typer.Option("--lang", help=LANG_HELP, show_default=False)]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
     help="Allow loopback and private addresses for fetches and for embedder and reranker "

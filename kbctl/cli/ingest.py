@@ -1,7 +1,12 @@
-"""`kbctl ingest …`: one subcommand per source kind."""
+"""`kbctl ingest …`: one subcommand per source kind: ``files`` and ``text`` written here,
+the others made from their options' metadata (``source_command``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -12,7 +17,8 @@ from ..pipeline import api
 from ..render import Output
 from ..sources.base import SourceSpec
 from ..sources.extractpool import allow_worker_processes
-from ..sources.registry import flag_spec
+from ..sources.options import SourceOptions
+from ..sources.registry import KINDS, flag_spec
 from .common import (
     JSON_META,
     ConfigOpt,
@@ -184,3 +190,66 @@ def ingest_text(
                                embedder_base_url=embedder_base_url,
                                allow_private_network=allow_private_network)
     run_ingest(settings, [spec], json_output, ctx)
+
+
+# --- commands made from a kind's options ----------------------------------------------
+
+# What every generated command takes besides its kind's options: the settings' flags.
+_SETTINGS: dict[str, tuple[Any, str | None]] = {
+    "db": (DbOpt, "db_url"), "data_dir": (DataDirOpt, None), "namespace": (NamespaceOpt, None),
+    "config": (ConfigOpt, None), "embedder": (EmbedderOpt, None),
+    "embedder_base_url": (EmbedderUrlOpt, None), "allow_private_network": (PrivateOpt, None),
+}
+
+
+def _flag_type(options: type[SourceOptions], option: dataclasses.Field[Any]) -> tuple[Any, Any]:
+    """The Typer annotation of one option's flag, and the flag's default: a switch keeps
+    the option's default; any other flag defaults to None (not given), so the option's
+    own default applies and a recorded definition records only what was given."""
+    declared = typing.get_type_hints(options)[option.name]
+    flag = options.flag(option.name)
+    shown = {"help": option.metadata["help"]}
+    if declared is bool:
+        return Annotated[bool, typer.Option(flag, **shown)], option.default
+    if typing.get_origin(declared) in (tuple, frozenset):
+        value: Any = list[str] | None
+    else:
+        value = next(a for a in typing.get_args(declared) or (declared,) if a is not type(None))
+        value = value | None
+    return Annotated[value, typer.Option(flag, show_default=False, **shown)], None
+
+
+def source_command(name: str, options: type[SourceOptions]) -> Callable[..., None]:
+    """The ``kbctl ingest NAME`` command of a kind: its target, its options' flags (their
+    help and defaults from ``option``), the settings' flags and ``--json``."""
+    target = Annotated[str, typer.Argument(help=options.target_help)]
+    kinds = {f.name: _flag_type(options, f) for f in options.flags()}
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                annotation=typer.Context),
+              inspect.Parameter(options.target_name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                annotation=target)]
+    params += [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                 default=default) for key, (kind, default) in kinds.items()]
+    params += [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                 default=None) for key, (kind, _) in _SETTINGS.items()]
+    params.append(inspect.Parameter("json_output", inspect.Parameter.KEYWORD_ONLY,
+                                    annotation=JsonOpt, default=False))
+
+    def command(**given: Any) -> None:
+        ctx = given.pop("ctx")
+        values = {key: given.pop(key) for key in kinds}
+        spec = flag_spec(name, given.pop(options.target_name), **values)
+        json_output = given.pop("json_output")
+        flags = {_SETTINGS[key][1] or key: value for key, value in given.items()}
+        run_ingest(merged_settings(ctx, **flags), [spec], json_output, ctx)
+
+    command.__name__ = command.__qualname__ = f"ingest_{name}"
+    command.__doc__ = options.about
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return guard(command)
+
+
+for _name, _kind in KINDS.items():
+    if _kind.options.about is not None:
+        app.command(_name)(source_command(_name, _kind.options))

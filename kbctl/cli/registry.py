@@ -55,11 +55,7 @@ COMMANDS: dict[str, Entry] = {
                     "directory (server, users, watchdog) and repair what a crash left "
                     "there: a stale postmaster.pid, an orphan server without one, leftover "
                     "server processes, handles of exited processes."),
-    "ingest": Entry("kbctl.cli.ingest:app", "Ingest documentation into the knowledge base.",
-                    commands={"url": "kbctl.cli.ingest_web:ingest_url",
-                              "sitemap": "kbctl.cli.ingest_web:ingest_sitemap",
-                              "crawl": "kbctl.cli.ingest_web:ingest_crawl",
-                              "llms": "kbctl.cli.ingest_web:ingest_llms"}),
+    "ingest": Entry("kbctl.cli.ingest:app", "Ingest documentation into the knowledge base."),
     "eval": Entry("kbctl.cli.eval:app", "Gate retrieval quality: `kbctl eval SUITE…` runs "
                   "eval suites (JSON or YAML) against the knowledge base and exits 1 when a "
                   "case fails or regresses; `kbctl eval init` scaffolds a suite from the "

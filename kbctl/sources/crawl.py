@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import NotAPage, SourceError
-from .base import GONE_STATUSES, Expansion, Leaf, Loaded, SourceKind
+from .base import GONE_STATUSES, Expansion, Leaf, Loaded, PreviousMeta, SourceKind
 from .fetchpage import Fetched, LoadOnce, PageLoader, WebHint, internal_error
 from .links import MAX_LINKS_PER_PAGE
-from .options import Bad, boolean, integer, option, strings, version_name
+from .llms import LLMS_TXT_HELP, Take, curated_instead
+from .options import ROBOTS_HELP, Bad, boolean, integer, option, strings, version_name
 from .robots import Robots, fetch_robots
 from .versions import Stay
-from .webload import Outbox
-from .webopts import WebOptions, web_adapter
+from .web import WebSource
+from .webload import Outbox, run_async
+from .webopts import WebOptions
 from .weburl import host_allowed, is_page_link, origin, site_key
 
 _HOSTS = strings("a list of host names")
@@ -53,16 +55,26 @@ class CrawlOptions(WebOptions):
     the crawl keeps to (``versions.Stay``; default the start URL's, ``all`` every one)."""
 
     kind: ClassVar[str] = "crawl"
-    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
-    max_depth: int = option(3, integer(0))
-    max_pages: int = option(500, integer(1))
-    allow_domains: frozenset[str] = option(frozenset(), _host_names, flag="--allow-domain")
-    ignore_robots: bool = option(False, boolean)
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Crawl a site breadth first from a URL, staying on its site.
 
-
-KIND = SourceKind(CrawlOptions, web_adapter)
+    Example: `kbctl ingest crawl https://docs.example.com/ --max-depth 2`
+    """
+    target_help: ClassVar[str] = "The page the crawl starts from."
+    max_depth: int = option(3, integer(0), help="Links followed from the start page, at "
+                            "most [default: {default}].")
+    max_pages: int = option(500, integer(1), help="Pages fetched, at most "
+                            "[default: {default}].")
+    allow_domains: frozenset[str] = option(
+        frozenset(), _host_names, flag="--allow-domain", help="Also follow links to this "
+        "host and its subdomains (repeatable).")
+    ignore_robots: bool = option(False, boolean, help=ROBOTS_HELP)
+    version: str | None = option(
+        None, version_name, help="Versioned docs: follow no link to another version of a "
+        "page known in this one (a name, or all) [default: the start URL's].")
+    lang: str | None = option(
+        None, version_name, help="Translated docs: the same for languages (en, fr, …, or "
+        "all) [default: the start URL's].")
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt", help=LLMS_TXT_HELP)
 
 
 @dataclass
@@ -315,3 +327,57 @@ class Crawler:
             self._robots[site] = task
         return task
 
+
+# --- the source kind ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrawlStart:
+    """The hint of a crawl's start leaf: loading it runs the whole crawl."""
+
+    state: CrawlState
+
+
+class CrawlSource(WebSource[CrawlOptions]):
+    """A site crawled from a start URL (or the pages its llms.txt lists, when it lists
+    any): the listing is the start page, and loading it crawls."""
+
+    def listing(self, url: str) -> Expansion:
+        probed: list[str] = []
+        settled: dict[str, Any] = {}
+        if self.options.llms_txt:
+            curated, probed, settled = run_async(lambda: self._curated(url))
+            if curated is not None:
+                return curated
+        start = CrawlStart(CrawlState())
+        return CrawlExpansion(Leaf(ref=url, url=url, hint=start), start.state, probed,
+                              settled=settled)
+
+    async def _curated(self, url: str) -> tuple[Expansion | None, list[str], dict[str, Any]]:
+        options = self.options
+        take = Take(options.max_pages, options.flag("max_pages"), options.version,
+                    options.lang, allow_domains=options.allow_domains)
+        async with self.client() as client:
+            return await curated_instead(self, client, url, take,
+                                         instead="crawling the site", otherwise="crawl it")
+
+    async def load_pages(self, loader: PageLoader, leaves: list[Leaf],
+                         previous: PreviousMeta, outbox: Outbox[Loaded]) -> None:
+        start = next((leaf for leaf in leaves if isinstance(leaf.hint, CrawlStart)), None)
+        if start is None:  # the pages of the site's llms.txt
+            await super().load_pages(loader, leaves, previous, outbox)
+            return
+        on_discovered = self.on_discovered
+
+        async def discovered(n: int) -> None:
+            if on_discovered is not None:  # it belongs to the pipeline's thread (progress)
+                await outbox.call(on_discovered, n)
+
+        # conditional requests only for pages whose links were kept (fetchpage.LINKS)
+        crawler = Crawler(loader, self.options, start.hint.state, previous,
+                          on_discovered=discovered)
+        plain = Leaf(ref=start.ref, url=start.url, hint=WebHint())
+        await crawler.run(plain, outbox)
+
+
+KIND = SourceKind(CrawlOptions, CrawlSource)

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kbctl.net.client import GuardedClient
 
-from ..errors import FetchError, KbctlError, Unreachable
-from .base import SourceKind
-from .options import boolean, integer, option, version_name
-from .sitemap import MAX_URLS
-from .webopts import WebOptions, web_adapter
-from .weburl import normalize_url
+from ..errors import FetchError, KbctlError, SourceError, Unreachable
+from .base import Expansion, Leaf, SourceKind
+from .fetchpage import WebHint
+from .options import LANG_HELP, VERSION_HELP, boolean, integer, option, version_name
+from .web import WebSource
+from .webload import run_async
+from .webopts import MAX_URLS, WebOptions
+from .weburl import host_allowed, html_twin, is_origin_only, normalize_url, origin, site_key
 
 LLMS_CONTENT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
+#: The help of ``llms_txt``, the option of the kinds that read an llms.txt in place of
+#: their own listing.
+LLMS_TXT_HELP = "Ingest the pages the site's /llms.txt lists instead, when it lists any."
 
 
 
@@ -30,13 +35,40 @@ class LlmsOptions(WebOptions):
     the most pages taken from it (a hostile llms.txt lists hundreds of thousands)."""
 
     kind: ClassVar[str] = "llms"
-    skip_optional: bool = option(False, boolean)
-    max_urls: int = option(MAX_URLS, integer(1))
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Ingest the pages a site's llms.txt lists.
+
+    Example: `kbctl ingest llms https://docs.example.com/llms.txt --skip-optional`
+    """
+    target_help: ClassVar[str] = "An llms.txt URL, or a site's origin."
+    skip_optional: bool = option(False, boolean, help="Leave out the pages of the "
+                                 "'Optional' section.")
+    max_urls: int = option(MAX_URLS, integer(1), help="Most pages taken from the llms.txt "
+                           "[default: {default}].")
+    version: str | None = option(None, version_name, help=VERSION_HELP)
+    lang: str | None = option(None, version_name, help=LANG_HELP)
 
 
-KIND = SourceKind(LlmsOptions, web_adapter)
+class LlmsSource(WebSource[LlmsOptions]):
+    """The pages an llms.txt lists (a site's origin: its ``/llms.txt``)."""
+
+    def listing(self, url: str) -> Expansion:
+        return run_async(lambda: self._listing(url))
+
+    async def _listing(self, url: str) -> Expansion:
+        target = url + "llms.txt" if is_origin_only(url) else url
+        options = self.options
+        take = Take(options.max_urls, options.flag("max_urls"), options.version,
+                    options.lang, skip_optional=options.skip_optional)
+        async with self.client() as client:
+            llms = await fetch_llms(client, target)
+            if not llms.links(skip_optional=take.skip_optional):
+                raise SourceError(f"{target}: the llms.txt lists no pages",
+                                  hint="pages are listed as `- [name](url): notes` under H2 "
+                                       "sections")
+            return await curated_pages(self, client, target, llms, take)
+
+
+KIND = SourceKind(LlmsOptions, LlmsSource)
 
 # The text after the marker is taken whole and trimmed by ``_heading_text``: a lazy group
 # before "\s*#*\s*$" backtracked in cubic time over a run of spaces (a hostile file's
@@ -164,3 +196,72 @@ async def probe_llms(client: GuardedClient, site_origin: str) -> Probe:
     except KbctlError:
         return Probe()
     return Probe(found=(url, llms)) if llms.links() else Probe()
+
+
+# --- a curated list in place of another listing --------------------------------------
+
+
+@dataclass(frozen=True)
+class Take:
+    """What a source takes from an llms.txt: at most ``most`` pages (``flag`` sets it), one
+    version and language of each, the ``Optional`` section unless skipped; a list read in
+    place of a sitemap or a crawl counts pages on ``allow_domains`` as the site's own."""
+
+    most: int
+    flag: str
+    version: str | None = None
+    lang: str | None = None
+    skip_optional: bool = False
+    allow_domains: frozenset[str] = frozenset()
+
+
+async def curated_pages(source: WebSource[Any], client: GuardedClient, where: str,
+                        llms: LlmsTxt, take: Take, *, note: str | None = None,
+                        urls: list[str] | None = None) -> Expansion:
+    """The pages ``llms`` lists (``urls``: those of them to ingest)."""
+    links = [link.url for link in llms.links(skip_optional=take.skip_optional)]
+    shaped = await source.shape(client, where, links if urls is None else urls,
+                                version=take.version, lang=take.lang)
+    kept, notes = shaped.kept, [note] if note else []
+    capped = len(kept) > take.most
+    if capped:
+        notes.append(f"{where}: lists {len(kept):,} pages; only the first {take.most:,} are "
+                     f"ingested (see {take.flag})")
+        kept = kept[:take.most]
+    leaves = [Leaf(ref=u, url=u, hint=WebHint(prefer_markdown=True, twin=html_twin(u)))
+              for u in kept]
+    skipped = len(llms.links()) - len(links)
+    if skipped:
+        notes.append(f"{where}: {skipped} pages of the Optional section skipped")
+    if urls is not None and len(urls) < len(links):
+        notes.append(f"{where}: {len(links) - len(urls)} listed pages on other sites "
+                     f"skipped")
+    # capped, the listing is partial: a resync deletes no page beyond the cap
+    return Expansion(leaves=leaves, complete=not capped, notes=notes + shaped.notes,
+                     dropped=shaped.dropped)
+
+
+async def curated_instead(source: WebSource[Any], client: GuardedClient, url: str,
+                          take: Take, *, instead: str, otherwise: str
+                          ) -> tuple[Expansion | None, list[str], dict[str, Any]]:
+    """The site's curated pages instead of ``instead`` (with no expansion: a note, if
+    any, saying why not). A curated list counts for the site only with pages on it
+    (its host, or a crawl's allowed domains): an llms.txt listing another host's pages
+    (a mirror's copy, a staging build) does not describe this one. The options it
+    settles (``Expansion.settled``): ``llms_txt: false`` when the site plainly has none,
+    which its recorded definition keeps."""
+    none = {"llms_txt": False}
+    probe = await probe_llms(client, origin(url))
+    if probe.found is None:  # a failed probe says nothing: it is asked again next run
+        return None, ([f"the site's llms.txt was not read ({probe.trouble}): {instead} "
+                       f"instead"] if probe.trouble else []), {} if probe.trouble else none
+    where, llms = probe.found
+    listed = [link.url for link in llms.links(skip_optional=take.skip_optional)]
+    sites = {site_key(url), site_key(where)}
+    own = [u for u in listed if site_key(u) in sites or host_allowed(u, take.allow_domains)]
+    if not own:
+        return None, [f"{where} lists no page of this site (only of other sites): "
+                      f"{instead} instead"] if listed else [], none
+    return await curated_pages(source, client, where, llms, take, urls=own, note=(
+        f"{where} lists {len(own)} curated pages: ingesting those instead of {instead} "
+        f"(pass --no-llms-txt to {otherwise})")), [], {}

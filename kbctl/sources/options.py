@@ -35,10 +35,25 @@ class Bad(ValueError):
 Check = Callable[[Any], Any]
 
 
-def option(default: Any, check: Check, *, flag: str | None = None) -> Any:
+def option(default: Any, check: Check, *, flag: str | None = None,
+           help: str | None = None) -> Any:
     """A dataclass field with its check (which returns the normalised value or raises
-    ``Bad``) and the command-line flag that sets it (``--name-with-dashes`` by default)."""
-    return field(default=default, metadata={"check": check, "flag": flag})
+    ``Bad``), the command-line flag that sets it (``--name-with-dashes`` by default) and
+    that flag's help (``{default}`` in it: the default). An option with help is a flag of
+    its kind's generated command (``kbctl.cli.ingest``); one without is set another way."""
+    shown = None if help is None else help.replace("{default}", str(default))
+    return field(default=default, metadata={"check": check, "flag": flag, "help": shown})
+
+
+# Help shared by several kinds' options, and by the commands written by hand.
+NOINDEX_HELP = ("Keep pages marked noindex (robots meta tag, or a web page's X-Robots-Tag "
+                "header).")
+ROBOTS_HELP = "Do not honour robots.txt (only for sites you run)."
+VERSION_HELP = ("Versioned docs: keep this version of each page (stable, latest, a name, or "
+                "all) [default: where a site's root points, else stable, the unprefixed or "
+                "the newest].")
+LANG_HELP = ("Translated docs: keep this language (en, fr, …, or all) [default: where a "
+             "site's root points, else en, else the unprefixed].")
 
 
 # --- checks ---------------------------------------------------------------------------
@@ -117,6 +132,12 @@ class SourceOptions:
 
     #: the kind these options belong to, for messages
     kind: ClassVar[str] = "source"
+    #: the help of the kind's generated command (its first paragraph what ``kbctl ingest
+    #: --help`` lists, then an example), and of its target argument; a kind without is
+    #: given its command by hand
+    about: ClassVar[str | None] = None
+    target_name: ClassVar[str] = "target"
+    target_help: ClassVar[str] = "The source's target."
 
     @classmethod
     def parse(cls: type[O], raw: Mapping[str, Any], where: Where) -> O:
@@ -149,6 +170,11 @@ class SourceOptions:
         ``InputError``), before a knowledge base is opened or made for it; a recorded
         definition's is not asked: its source fails when it runs."""
 
+    def reaching_private_network(self) -> SourceOptions:
+        """These options, remembering that the source was given ``--allow-private-network``
+        (only a kind that fetches keeps it: files and text never touch the network)."""
+        return self
+
     def to_record(self) -> dict[str, Any]:
         """The options that differ from their defaults, as JSON values: what a definition
         records, so a default changed later reaches definitions recorded before."""
@@ -164,6 +190,14 @@ class SourceOptions:
         """The command-line flag of option ``key``."""
         declared = {f.name: f.metadata.get("flag") for f in dataclasses.fields(cls)}
         return declared.get(key) or "--" + key.replace("_", "-")
+
+    @classmethod
+    def flags(cls) -> list[dataclasses.Field[Any]]:
+        """The options offered as command-line flags (those with help): the kind's own
+        first, then those it shares with other kinds."""
+        own = [f for f in dataclasses.fields(cls) if f.metadata.get("help")]
+        mine = set(vars(cls).get("__annotations__", {}))
+        return [f for f in own if f.name in mine] + [f for f in own if f.name not in mine]
 
     @classmethod
     def default(cls, key: str) -> Any:

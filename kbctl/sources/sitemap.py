@@ -10,9 +10,11 @@ files and on the total number of URLs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -20,16 +22,28 @@ from kbctl.net.client import GuardedClient
 from kbctl.net.decode import gunzip
 
 from ..errors import ExtractError, KbctlError, SourceError
-from .base import SourceKind
-from .options import boolean, integer, option, version_name
-from .robots import fetch_robots
-from .webopts import WebOptions, web_adapter
-from .weburl import normalize_url
+from ..hygiene import counted, first_few
+from .base import Expansion, Leaf, SourceKind
+from .fetchpage import WebHint
+from .llms import LLMS_TXT_HELP, Take, curated_instead
+from .options import (
+    LANG_HELP,
+    ROBOTS_HELP,
+    VERSION_HELP,
+    boolean,
+    integer,
+    option,
+    version_name,
+)
+from .robots import ROBOTS_DROP, Robots, fetch_robots
+from .web import Shaped, WebSource
+from .webload import run_async
+from .webopts import MAX_URLS, WebOptions
+from .weburl import is_origin_only, normalize_url, origin
 
 #: Media types a sitemap may be served as (servers are loose about XML and .gz files).
 SITEMAP_CONTENT_TYPES = ("application/xml", "text/xml", "application/gzip",
                          "application/x-gzip", "application/octet-stream", "text/plain")
-MAX_URLS = 50_000
 MAX_SITEMAP_FILES = 1_000
 # Sitemap files fetched at once: a level of an index is read in batches of this many.
 SITEMAP_BATCH = 8
@@ -45,14 +59,20 @@ class SitemapOptions(WebOptions):
     fetch."""
 
     kind: ClassVar[str] = "sitemap"
-    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt")
-    max_urls: int = option(MAX_URLS, integer(1))
-    ignore_robots: bool = option(False, boolean)
-    version: str | None = option(None, version_name)
-    lang: str | None = option(None, version_name)
+    about: ClassVar[str] = """Ingest every page a sitemap lists; later runs skip pages that did not
+    change.
 
-
-KIND = SourceKind(SitemapOptions, web_adapter)
+    Example: `kbctl ingest sitemap https://docs.example.com/sitemap.xml --exclude '/blog/*'`
+    """
+    target_help: ClassVar[str] = ("A sitemap (.xml, .xml.gz, or an index), or a site's "
+                                  "origin to find its sitemaps from robots.txt or "
+                                  "/sitemap.xml.")
+    llms_txt: bool = option(True, boolean, flag="--llms-txt/--no-llms-txt", help=LLMS_TXT_HELP)
+    max_urls: int = option(MAX_URLS, integer(1), help="Most pages taken from the sitemaps "
+                           "[default: {default}].")
+    ignore_robots: bool = option(False, boolean, help=ROBOTS_HELP)
+    version: str | None = option(None, version_name, help=VERSION_HELP)
+    lang: str | None = option(None, version_name, help=LANG_HELP)
 
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
@@ -238,3 +258,110 @@ async def discover(client: GuardedClient, site_origin: str) -> list[str]:
     robots = await fetch_robots(client, site_origin)
     found = [u for u in (normalize_url(s, site_origin + "/") for s in robots.sitemaps) if u]
     return list(dict.fromkeys(found)) or [site_origin.rstrip("/") + "/sitemap.xml"]
+
+
+# --- the source kind ------------------------------------------------------------------
+
+
+class SitemapSource(WebSource[SitemapOptions]):
+    """The pages a site's sitemaps list (or its llms.txt, when it lists any)."""
+
+    def listing(self, url: str) -> Expansion:
+        return run_async(lambda: self._listing(url))
+
+    async def _listing(self, url: str) -> Expansion:
+        options = self.options
+        async with self.client() as client:
+            curated, probed, settled = None, [], {}
+            if options.llms_txt:
+                take = Take(options.max_urls, options.flag("max_urls"), options.version,
+                            options.lang)
+                curated, probed, settled = await curated_instead(
+                    self, client, url, take, instead="reading the sitemap",
+                    otherwise="read the sitemap")
+            if curated is not None:
+                return curated
+            discovered = is_origin_only(url)
+            roots = await discover(client, origin(url)) if discovered else [url]
+            listing = await read_sitemaps(client, roots, max_urls=options.max_urls)
+            if not listing.pages:
+                raise _whole_failure(url, roots, listing, discovered)
+            shaped = await self.shape(client, url, list(listing.pages),
+                                      version=options.version, lang=options.lang)
+            if not options.ignore_robots:
+                shaped = await _within_robots(client, url, shaped)
+        expansion = self._from_listing(url, listing, shaped)
+        expansion.notes[:0] = probed
+        return dataclasses.replace(expansion, settled=settled)
+
+    def _from_listing(self, url: str, listing: SitemapListing, shaped: Shaped) -> Expansion:
+        leaves = [Leaf(ref=page, url=page, hint=WebHint(lastmod=listing.pages[page]))
+                  for page in shaped.kept]
+        leaves += [Leaf(ref=where, url=where, hint=WebHint(error=error))
+                   for where, error in listing.failures]
+        notes = []
+        if listing.truncated:
+            notes.append(f"{url}: the sitemaps list more than {self.options.max_urls} pages "
+                         f"or sitemap files; only the first are ingested (see --max-urls)")
+        if listing.invalid:
+            notes.append(f"{url}: {listing.invalid} sitemap entries without a valid "
+                         f"http(s) <loc> were ignored")
+        hosts = {_site_host(page) for page in shaped.kept}
+        if len(hosts) == 1 and _site_host(url) not in hosts:
+            # a local preview's sitemap names the site it will be published at
+            notes.append(f"{url}: every page it lists is on {origin(shaped.kept[0])}, not "
+                         f"where the sitemap was served; those are the pages fetched (to "
+                         f"ingest the site served here, crawl it: kbctl ingest crawl "
+                         f"{origin(url)}/)")
+        if listing.empty:
+            notes.append(f"{first_few(listing.empty)}: listed by a sitemap index, but list "
+                         f"no page; no page is deleted as gone this run")
+        complete = not listing.failures and not listing.truncated and not listing.empty
+        return Expansion(leaves=leaves, complete=complete, notes=notes + shaped.notes,
+                         dropped=shaped.dropped)
+
+
+async def _within_robots(client: GuardedClient, where: str, shaped: Shaped) -> Shaped:
+    """``shaped`` without the pages their site's robots.txt disallows (one fetch per site),
+    counted under ``ROBOTS_DROP`` and named in a note. A site that does not answer at all
+    is left to the pages' own fetches, which say so page by page."""
+    sites = list(dict.fromkeys(origin(u) for u in shaped.kept))
+    rules = {site: Robots() if robots.site_down else robots for site, robots in zip(
+        sites, await asyncio.gather(*(fetch_robots(client, s) for s in sites)), strict=True)}
+    kept = [u for u in shaped.kept if rules[origin(u)].allows(u)]
+    refused = [u for u in shaped.kept if not rules[origin(u)].allows(u)]
+    if not refused:
+        return shaped
+    why = next((r.refuse_all for r in rules.values() if r.refuse_all), None)
+    said = (f"{where}: {counted(len(refused), 'listed page')} not read: "
+            + (why if why else "robots.txt disallows it" if len(refused) == 1
+               else "robots.txt disallows them")
+            + f" ({first_few(refused)}); pass --ignore-robots to read "
+            f"{'it' if len(refused) == 1 else 'them'} (only for sites you run)")
+    dropped = shaped.dropped | {ROBOTS_DROP: len(refused)}
+    return Shaped(kept, dropped, [*shaped.notes, said])
+
+
+def _site_host(url: str) -> str:
+    """A URL's host as a site is known by: ``www.`` and the scheme make no other site."""
+    return (urlsplit(url).hostname or "").removeprefix("www.")
+
+
+def _whole_failure(url: str, roots: list[str], listing: SitemapListing,
+                   discovered: bool) -> KbctlError:
+    """One error for a sitemap that yielded no page at all."""
+    if not listing.failures:
+        return SourceError(f"{url}: the sitemap lists no pages")
+    _where, first = listing.failures[0]
+    more = len(listing.failures) - 1
+    if discovered:
+        return SourceError(
+            f"no usable sitemap for {url} (tried {', '.join(roots)}): {first.message}"
+            + (f" (and {more} more errors)" if more else ""),
+            hint="pass the sitemap's URL, or use `kbctl ingest crawl`")
+    if not more:
+        return first
+    return SourceError(f"{first.message} (and {more} more errors)", hint=first.hint)
+
+
+KIND = SourceKind(SitemapOptions, SitemapSource)

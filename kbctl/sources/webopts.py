@@ -9,21 +9,28 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from kbctl.net.policy import NetPolicy
 
 from ..errors import InputError
 from ..extract.html_select import ContentSelectors, compile_selector
-from .options import Bad, SourceOptions, boolean, integer, option, positive_number, strings
+from .base import SourceSpec
+from .options import (
+    NOINDEX_HELP,
+    Bad,
+    SourceOptions,
+    boolean,
+    integer,
+    option,
+    positive_number,
+    strings,
+)
 from .urlrules import UrlRule, UrlRules, rules_problem
 from .weburl import MAX_URL_CHARS, normalize_url
 
-if TYPE_CHECKING:
-    from .base import SourceSpec
-    from .web import WebSource
-
-
+#: The most pages a listing (a sitemap, an llms.txt) yields unless told otherwise.
+MAX_URLS = 50_000
 _PATTERNS = strings("a list of URL patterns")
 
 
@@ -65,15 +72,32 @@ class WebOptions(SourceOptions):
     policy's limits; ``allow_private_network`` is set on a definition whose ingest was
     given ``--allow-private-network``, so a later resync may reach the same private host."""
 
-    docs_mode: bool = option(True, boolean, flag="--docs-mode/--no-docs-mode")
-    timeout: float | None = option(None, positive_number)
-    max_page_bytes: int | None = option(None, integer(1))
-    allow_private_network: bool = option(False, boolean)
-    include: tuple[str, ...] = option((), _patterns("include"))
-    exclude: tuple[str, ...] = option((), _patterns("exclude"))
-    ignore_noindex: bool = option(False, boolean)
-    content_selector: str | None = option(None, _selector)
-    exclude_selectors: tuple[str, ...] = option((), _selectors, flag="--exclude-selector")
+    target_name: ClassVar[str] = "url"
+
+    docs_mode: bool = option(
+        True, boolean, flag="--docs-mode/--no-docs-mode",
+        help="Convert HTML to markdown that keeps headings, anchors and code blocks; "
+        "--no-docs-mode extracts plain text.")
+    timeout: float | None = option(
+        None, positive_number, help="Seconds one request may take, end to end "
+        f"[default: {NetPolicy.total_timeout:g}].")
+    max_page_bytes: int | None = option(
+        None, integer(1), help="Largest page body accepted, after decompression "
+        f"[default: {NetPolicy.max_bytes // 2**20} MiB].")
+    allow_private_network: bool = option(False, boolean)  # from --allow-private-network
+    include: tuple[str, ...] = option(
+        (), _patterns("include"), help="Only URLs whose path matches this glob ('/docs/*'), "
+        "or regular expression after 're:' (repeatable).")
+    exclude: tuple[str, ...] = option(
+        (), _patterns("exclude"), help="Leave out URLs whose path matches this glob "
+        "('/blog/*') or 're:' expression (repeatable).")
+    ignore_noindex: bool = option(False, boolean, help=NOINDEX_HELP)
+    content_selector: str | None = option(
+        None, _selector, help="CSS selector of the element holding each page's content; "
+        "wins over the detected container.")
+    exclude_selectors: tuple[str, ...] = option(
+        (), _selectors, flag="--exclude-selector", help="CSS selector of parts of the "
+        "content to leave out (repeatable), e.g. '.feedback'.")
 
     @cached_property
     def rules(self) -> UrlRules:
@@ -106,17 +130,13 @@ class WebOptions(SourceOptions):
         return dataclasses.replace(base, **changes) if changes else base
 
 
+    def reaching_private_network(self) -> WebOptions:
+        return dataclasses.replace(self, allow_private_network=True)
+
+
 def allowing_private_network(spec: SourceSpec) -> SourceSpec:
     """``spec`` remembering that it was given ``--allow-private-network`` (a web source
     only: files and text never touch the network)."""
-    if not isinstance(spec.options, WebOptions) or spec.options.allow_private_network:
-        return spec
-    options = dataclasses.replace(spec.options, allow_private_network=True)
-    return dataclasses.replace(spec, options=options)
+    options = spec.options.reaching_private_network()
+    return spec if options == spec.options else dataclasses.replace(spec, options=options)
 
-
-def web_adapter(spec: SourceSpec, **context: Any) -> WebSource:
-    """The adapter of every web kind (imported late: it pulls in the fetch machinery)."""
-    from .web import WebSource
-
-    return WebSource(spec, **context)
