@@ -15,8 +15,8 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from kbctl.encoding import lenient_text, to_utf8
 from kbctl.errors import ExtractError
-from kbctl.extract.decode import to_utf8
 from kbctl.extract.html_container import drop_breadcrumb_trail, find_container
 from kbctl.extract.html_markdown import (
     heading_key,
@@ -129,7 +129,7 @@ def main_content(html: str | bytes, *, url: str | None = None, markdown: bool = 
     import trafilatura  # heavy import; only generic pages need it
 
     text = trafilatura.extract(
-        html if isinstance(html, str) else html.decode("utf-8", "replace"),
+        html if isinstance(html, str) else lenient_text(html),
         url=url,
         output_format="markdown" if markdown else "txt",
         include_formatting=markdown,

@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from ..chunk.headings import over_block_budget
+from ..encoding import decode_text
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
-from ..extract.decode import decode_text
 from ..extract.dialects import PageFile, page_html, page_markdown
 from ..extract.includes import Unresolved, outside_project, unresolved_includes
 from ..extract.markdown import parse_markdown_document

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from kbctl.net.policy import FetchResult
 
+from ..encoding import header_text
 from ..errors import ExtractError, KbctlError
 from ..extract.dialects import page_markdown
 from ..extract.html_select import ContentSelectors
@@ -73,10 +74,7 @@ def _html(result: FetchResult, ref: str, kind: str, docs_mode: bool,
 
     source: str | bytes = result.content
     if result.charset:  # the header's charset wins over the page's <meta>, as in browsers
-        try:
-            source = result.content.decode(result.charset)
-        except (LookupError, UnicodeDecodeError):
-            source = result.content  # let the extractor sniff the page's own declaration
+        source = header_text(result.content, result.charset) or result.content
     page = extract_html(source, url=ref, content_selector=selectors.content,
                         exclude_selectors=selectors.exclude)
     title = page.title or _url_title(ref)
