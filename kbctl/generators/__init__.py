@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import HeadingIds
 from ..errors import InputError, SourceError
 from ..projectfiles import inside, repository_top
 from . import (
@@ -32,7 +33,7 @@ from . import (
     vitepress,
     vuepress,
 )
-from .base import UNREAD, Generator, HeadingIds, Site
+from .base import UNREAD, Generator, Site
 
 GENERATORS: dict[str, Generator] = {
     "mdbook": mdbook.GENERATOR,

@@ -10,12 +10,14 @@ that site answers two questions: the page of a file, and the ids of a page's hea
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, Protocol
+
+from ..chunk.anchors import HeadingIds
 
 # a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
 _WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
@@ -64,30 +66,6 @@ class Site:
         return f"{self.generator} ({how})"
 
 
-class HeadingIds(Protocol):
-    """Per-page id allocator: the id a generator gives each heading, in document order."""
-
-    honours_explicit: bool
-    reads_source: bool  # slug the heading's markdown source rather than its rendered text
-    idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
-    block_attributes: bool  # kramdown: a "{: #id}" line right after a heading names it
-    # a trailing "{#id .class k=v}" is cut and its #id used: the generator's splitter
-    # (goldmark's, Pandoc's), returning (text, id) or None when the heading ends in none
-    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None
-    # definition list terms take ids from the same allocator, in document order (Hugo's
-    # autoDefinitionTermID): a heading after a term of its text is numbered past it
-    definition_terms: bool
-
-    def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
-        ``{#id}`` attribute (None when absent). None: the heading has no id."""
-        ...
-
-    def displayed(self, heading: str) -> str:
-        """The heading's markdown as the page shows it (Docsify hides ``:id=name``)."""
-        ...
-
-
 class Generator(Protocol):
     """One docs generator: detection, page paths and heading ids. A generator that stops
     publishing a page at a date (Hugo's ``expiryDate``) also has ``expires(site,
@@ -114,67 +92,6 @@ class Generator(Protocol):
     def heading_ids(self, site: Site) -> HeadingIds:
         """A fresh allocator for one page."""
         ...
-
-
-class IdRules:
-    """The common answers of a ``HeadingIds``; an allocator overrides what differs."""
-
-    honours_explicit: bool = True
-    reads_source: bool = False
-    idless_levels: frozenset[int] = frozenset()
-    block_attributes: bool = False
-    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
-    definition_terms: bool = False
-
-    def displayed(self, heading: str) -> str:
-        return heading
-
-
-class CountingIds(IdRules):
-    """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
-
-    ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
-    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo); ``number_explicit``
-    numbers a repeated one like a slug (mystmd's labels). ``first_repeat`` is the number
-    the first repeat gets (``markdown-it-anchor`` 5 starts at 2). ``empty`` is the id of a
-    heading whose text slugs to nothing; None: it has none.
-    """
-
-    def __init__(self, slug: Callable[[str], str], *, empty: str | None = "",
-                 honour_explicit: bool = True, reserve_explicit: bool = True,
-                 number_explicit: bool = False, first_repeat: int = 1,
-                 reads_source: bool = False) -> None:
-        self.reads_source = reads_source
-        self._slug = slug
-        self._empty = empty
-        self.honours_explicit = self._honour = honour_explicit
-        self._reserve = reserve_explicit
-        self._number_explicit = number_explicit
-        self._first_repeat = first_repeat
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}
-
-    def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        if explicit is not None and self._honour:
-            if not self._number_explicit:
-                if self._reserve:
-                    self._used.add(explicit)
-                return explicit
-            base: str | None = explicit
-        else:
-            base = self._slug(text) or self._empty
-        if base is None:
-            return None
-        # the search for a free suffix resumes where the last one for this base stopped
-        # (ids are only ever added), so k equal headings cost O(k), not O(k²)
-        n = self._next.get(base, 0)
-        candidate = f"{base}-{n}" if n else base
-        while candidate in self._used:
-            n = max(n + 1, self._first_repeat)
-            candidate = f"{base}-{n}"
-        self._next[base] = max(n + 1, self._first_repeat)
-        self._used.add(candidate)
-        return candidate
 
 
 def front_matter_time(value: Any, zone: tzinfo = timezone.utc) -> datetime | None:

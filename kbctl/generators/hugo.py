@@ -32,11 +32,12 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
 from ..errors import ExtractError
+from ..extract.goldmark_attributes import split_heading_attributes
 from ..frontmatter import split_front_matter
 from ..projectfiles import read_config_text
-from .base import UNREAD, CountingIds, Site, front_matter_time, is_future
-from .goldmark_attributes import split_heading_attributes
+from .base import UNREAD, Site, front_matter_time, is_future
 from .hugo_config import MARKERS, project_config
 from .hugo_languages import DEFAULT_LANGUAGE, content_dirs, language_of
 from .hugo_permalinks import PageFacts, expand, permalinks

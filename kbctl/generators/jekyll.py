@@ -32,9 +32,10 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import IdRules
 from ..projectfiles import first_config, read_config_text
-from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future
-from .yamlfile import load_yaml_config
+from ..yamlfile import load_yaml_config
+from .base import NO_FRONT_MATTER, Site, front_matter_time, is_future
 
 _POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
 _NON_WORD = re.compile(r"[^\w\- \t]")

@@ -17,9 +17,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..projectfiles import first_config, matches_any
+from ..yamlfile import load_yaml_config
 from .base import Site
 from .sphinx import Sphinx, exclude_patterns, myst_settings, source_stem
-from .yamlfile import load_yaml_config
 
 # Jupyter Book's default ``parse.myst_enable_extensions``
 _DEFAULT_MYST = ("colon_fence", "dollarmath", "linkify", "substitution", "tasklist")

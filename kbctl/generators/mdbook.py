@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
 from ..projectfiles import read_config_text
-from .base import CountingIds, Site
+from .base import Site
 from .tomlfile import load_toml
 
 _SUMMARY_LINK = re.compile(r"\]\(\s*<?([^)>\s]+\.md)>?(?:\s+\"[^\"]*\")?\s*\)")

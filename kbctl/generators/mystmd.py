@@ -28,10 +28,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..chunk.slug import myst_html_id
 from ..projectfiles import first_config, matches_any
-from .base import CountingIds, Site
+from ..yamlfile import load_yaml_config
+from .base import Site
 from .jupyterbook import toc_entries
-from .yamlfile import load_yaml_config
 
 _MARKER = "myst.yml"
 _PAGE_SUFFIXES = (".md", ".ipynb")
@@ -44,18 +46,8 @@ _MAX_TOC_PATTERNS = 200  # each is matched against every file of the project
 _SLUG_CHARS = re.compile(r"[^a-z0-9-]+")
 _NUMBERING = re.compile(r"^[0-9_.-]+")
 _YEAR = re.compile(r"^[12][0-9]{3}(?:[^0-9]|$)")
-_QUOTES = re.compile(r"['‘’\"“”]+")
 _NATURAL = re.compile(r"(\d+)")
 _INLINE_MATH = re.compile(r"\$([^$\n]+)\$")  # its text is the TeX: "$x^2$" → "x^2"
-
-
-def myst_html_id(text: str) -> str:
-    """mystmd's html id of a heading or label whose text is ``text`` ('' for none)."""
-    identifier = _QUOTES.sub("", " ".join(text.split())).strip().lower()
-    html_id = re.sub(r"[^a-z0-9-]", "-", identifier)
-    if html_id[:1].isdigit() or html_id[:1] == "-":
-        html_id = "id-" + html_id
-    return re.sub(r"-{2,}", "-", html_id).strip("-")
 
 
 def create_slug(name: str) -> str:

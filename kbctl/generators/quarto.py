@@ -26,10 +26,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..extract.goldmark_attributes import split_pandoc_attributes
 from ..projectfiles import first_config, matches_any
-from .base import CountingIds, Site
-from .goldmark_attributes import split_pandoc_attributes
-from .yamlfile import load_yaml_config
+from ..yamlfile import load_yaml_config
+from .base import Site
 
 _MARKERS = ("_quarto.yml", "_quarto.yaml")
 _SOURCES = {".qmd": "markdown", ".md": "markdown", ".markdown": "markdown",

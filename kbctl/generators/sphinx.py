@@ -24,8 +24,9 @@ from typing import Any
 
 from docutils.nodes import make_id
 
+from ..chunk.anchors import IdRules
 from ..projectfiles import matches_any, read_config_text
-from .base import IdRules, Site
+from .base import Site
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md", ".ipynb")
 # Extensions that make Sphinx read notebooks (MyST-NB reads markdown too)

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import IdRules
 from ..chunk.slug import Slugger, slug_plain
 from ..jsscan import without_comments
 from ..projectfiles import first_config, read_config_json
-from .base import IdRules, Site
+from .base import Site
 
 _CONFIG_NAMES = ("astro.config.mjs", "astro.config.ts", "astro.config.mts", "astro.config.js",
                  "astro.config.cjs", "astro.config.cts")

@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..chunk.slug import mdit_vue_slugify
 from ..jsscan import JS_SUFFIXES, without_comments
 from ..projectfiles import first_config
-from .base import CountingIds, Site
-from .vitepress import mdit_vue_slugify, without_emoji
+from .base import Site
+from .vitepress import without_emoji
 
 _CONFIG_NAMES = ("config.js", "config.ts", "config.mjs", "config.cjs", "config.mts",
                  "config.yml", "config.yaml", "config.toml")

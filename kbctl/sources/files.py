@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from ..chunk.anchors import with_heading_ids
 from ..chunk.headings import over_block_budget
 from ..encoding import decode_text
 from ..errors import ExtractError, InputError, SourceError
@@ -49,7 +50,6 @@ from ..generators import (
     page_title,
     resolve_site,
 )
-from ..generators.anchors import with_heading_ids
 from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
