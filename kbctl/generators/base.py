@@ -4,7 +4,8 @@ a heading becomes its element id.
 A citation ``url#anchor`` is only worth something if it opens the right section of the
 live site, and every generator has its own rules for both halves. A ``Generator`` knows
 its marker files, reads the settings that change URLs and ids into a ``Site``, and from
-that site answers two questions: the page of a file, and the ids of a page's headings.
+that site answers the page of a file, the ids of a page's headings, and how its markdown
+reads.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from ..chunk.anchors import HeadingIds
+from ..extract.dialects import PageFile
 
 # a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
 _WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
@@ -66,32 +68,68 @@ class Site:
         return f"{self.generator} ({how})"
 
 
-class Generator(Protocol):
-    """One docs generator: detection, page paths and heading ids. A generator that stops
-    publishing a page at a date (Hugo's ``expiryDate``) also has ``expires(site,
-    front_matter) -> datetime | None``, which ``generators.expiry`` asks for."""
+class Generator:
+    """One docs generator, whole: its marker files and detection, the published page of a
+    file, the ids of a page's headings, the markdown dialect its pages are written in, the
+    text a landing page's front matter shows and what its HTML templates render. A profile
+    subclasses this, overrides what its generator does differently, and is registered by
+    one line in ``GENERATORS`` (``generators/__init__.py``).
 
-    name: str
-    markers: tuple[str, ...]
+    ``rank`` places the profile in detection (lower first: the most specific markers,
+    since a Docusaurus project may also hold a ``_config.yml`` for GitHub Pages); None
+    for a profile used only when named (``sphinx-dirhtml``, ``plain``).
+    """
+
+    name: str = ""
+    markers: tuple[str, ...] = ()
+    rank: int | None = None
 
     def detect(self, folder: Path) -> Site | None:
         """The site whose marker sits in ``folder``, with its settings; else None."""
-        ...
+        return None
 
     def default_site(self, root: Path) -> Site:
         """The site to use when the generator is chosen but no marker is found."""
-        ...
+        return Site(self.name, root)
+
+    def guess(self, folder: Path) -> Site | None:
+        """The site ``folder`` is laid out as although no marker says so; else None."""
+        return None
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         """Path of the published page (relative to the site's base URL, no leading ``/``)
         of the content file ``rel``; None when the generator does not publish it.
         ``front_matter`` is ``NO_FRONT_MATTER`` for a file that has none (Jekyll publishes
         such a file as it is, not as a page)."""
-        ...
+        raise NotImplementedError
+
+    def title(self, site: Site, rel: PurePosixPath, written: str | None) -> str | None:
+        """The title the generator shows for the page ``rel``, given the one the file
+        writes (front matter, first H1)."""
+        return written
+
+    def expires(self, site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
+        """When the generator stops publishing a page with this front matter; None when
+        it never does."""
+        return None
 
     def heading_ids(self, site: Site) -> HeadingIds:
         """A fresh allocator for one page."""
-        ...
+        raise NotImplementedError
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        """A page's markdown read as its pages show it (the generator's dialect); ``page``
+        is None for a page that was not read from the project's files."""
+        return text
+
+    def landing(self, front_matter: Mapping[str, Any]) -> str:
+        """The text a landing page's front matter shows before its body."""
+        return ""
+
+    def template(self, html: str) -> str:
+        """An HTML page of the site (one with front matter) as the generator renders it
+        for the browser."""
+        return html
 
 
 def front_matter_time(value: Any, zone: tzinfo = timezone.utc) -> datetime | None:

@@ -32,9 +32,10 @@ from typing import Any
 from lxml import etree
 
 from ..chunk.anchors import IdRules
-from ..extract.docsify_marks import COMMENTED_IGNORE, scripts_in
+from ..extract.dialects import PageFile
+from ..extract.docsify_marks import COMMENTED_IGNORE, ignore_marks_kept, scripts_in
 from ..projectfiles import inside, is_folder, read_config_text
-from .base import Site
+from .base import Generator, Site
 
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
 LATEST_MAJOR = 5
@@ -119,9 +120,10 @@ class DocsifyIds(IdRules):
             lambda m: m.group(0) if ":" in m.group(1) else "", heading)).strip() or heading
 
 
-class Docsify:
+class Docsify(Generator):
     name = "docsify"
     markers = ("index.html",)
+    rank = 90
 
     def detect(self, folder: Path) -> Site | None:
         marker = folder / "index.html"
@@ -153,6 +155,9 @@ class Docsify:
         else:  # a root README.md that is not the homepage is a page of its own
             route = rel.with_suffix("").as_posix()
         return route if site.settings.get("history") else f"#/{route}"
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return ignore_marks_kept(text)
 
     def heading_ids(self, site: Site) -> DocsifyIds:
         major = site.settings.get("major")

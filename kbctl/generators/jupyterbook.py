@@ -33,6 +33,7 @@ _MAX_TOC_GLOBS = 1000  # a real book has a few; each is a pattern every file is 
 
 class JupyterBook(Sphinx):
     markers = ("_toc.yml",)
+    rank = 120
 
     def __init__(self) -> None:
         super().__init__("jupyter-book")

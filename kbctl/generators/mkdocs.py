@@ -34,10 +34,12 @@ from typing import Any
 from urllib.parse import quote
 
 from ..chunk.anchors import IdRules
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..extract.mkdocs_inline import split_attr_list
 from ..projectfiles import first_config, matches_any
 from ..yamlfile import Tagged, load_yaml_config
-from .base import UNREAD, Site, front_matter_time
+from .base import UNREAD, Generator, Site, front_matter_time
 from .tomlfile import load_toml
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
@@ -171,11 +173,12 @@ def _nav_titles(nav: Any) -> dict[str, str]:
     return titles
 
 
-class MkDocs:
+class MkDocs(Generator):
     name = "mkdocs"
     # Zensical builds MkDocs projects: from ``mkdocs.yml``, its own ``zensical.toml`` (the
     # same settings under ``[project]``), or a YAML file of MkDocs' keys passed with ``-f``
     markers = ("mkdocs.yml", "mkdocs.yaml", "zensical.toml", "zensical.yml", "zensical.yaml")
+    rank = 20
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, self.markers)
@@ -282,6 +285,9 @@ class MkDocs:
         name = "index" if rel.stem == "README" else rel.stem
         title = name.replace("-", " ").replace("_", " ")
         return title.capitalize() if title.lower() == title else title
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mkdocs(text, page)
 
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))

@@ -30,9 +30,11 @@ from typing import Any
 
 from ..chunk.anchors import CountingIds
 from ..chunk.slug import myst_html_id
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..projectfiles import first_config, matches_any
 from ..yamlfile import load_yaml_config
-from .base import Site
+from .base import Generator, Site
 from .jupyterbook import toc_entries
 
 _MARKER = "myst.yml"
@@ -58,9 +60,10 @@ def create_slug(name: str) -> str:
     return re.sub(r"-{2,}", "-", slug)[:50]
 
 
-class Mystmd:
+class Mystmd(Generator):
     name = "mystmd"
     markers = (_MARKER,)
+    rank = 80
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, (_MARKER,))
@@ -86,6 +89,9 @@ class Mystmd:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         pages = site.settings.get("pages") or {}
         return pages.get(rel.as_posix())
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mystmd(text, page)
 
     def heading_ids(self, site: Site) -> CountingIds:
         # every id in page order, a label's too, made unique; a heading of no text has none

@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 
 from ..chunk.anchors import CountingIds
 from ..chunk.slug import mdit_vue_slugify
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.hero import vitepress_home
 from ..jsscan import without_comments
 from ..projectfiles import first_config, matches_any
-from .base import Site
+from .base import Generator, Site
 
 # As VitePress looks them up: ``config/index.js``, ``config.js``, ``config/index.ts``…
 _CONFIG_NAMES = tuple(name for ext in ("js", "ts", "mjs", "mts")
@@ -44,9 +47,10 @@ _MAX_REWRITES = 200
 _ALWAYS_EXCLUDED = ("**/node_modules/", "**/dist/")
 
 
-class VitePress:
+class VitePress(Generator):
     name = "vitepress"
     markers = (".vitepress",)
+    rank = 40
 
     def detect(self, folder: Path) -> Site | None:
         config_dir = folder / ".vitepress"
@@ -81,6 +85,12 @@ class VitePress:
             return parent
         stem = rel.with_suffix("").as_posix()
         return stem if site.settings.get("cleanUrls") else stem + ".html"
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.vitepress(text, page)
+
+    def landing(self, front_matter: Mapping[str, Any]) -> str:
+        return vitepress_home(front_matter)
 
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(lambda text: mdit_vue_slugify(without_emoji(text)),

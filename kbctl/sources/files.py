@@ -32,7 +32,7 @@ from ..chunk.headings import over_block_budget
 from ..encoding import decode_text
 from ..errors import ExtractError, InputError, SourceError
 from ..extract import HTML_READER
-from ..extract.dialects import PageFile, page_html, page_markdown
+from ..extract.dialects import PageFile
 from ..extract.includes import Unresolved, outside_project, unresolved_includes
 from ..extract.markdown import parse_markdown_document
 from ..extract.notebook import notebook_to_markdown
@@ -46,6 +46,8 @@ from ..generators import (
     expiry,
     heading_ids,
     likely_site,
+    page_html,
+    page_markdown,
     page_path,
     page_title,
     resolve_site,
@@ -585,7 +587,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
             return Document(ref=leaf.ref, url=url, kind="files", title=path.stem, body="",
                             format="markdown", meta=dict(stamp), slug_headings=False)
         if templated:
-            text = page_html(text, generator=site.generator)
+            text = page_html(site, text)
         page = extract_html(text, url=url if "://" in url else None)
         return Document(ref=leaf.ref, url=url, kind="files", title=page.title or path.stem,
                         body=page.markdown, format="markdown", meta=dict(stamp),
@@ -600,7 +602,7 @@ def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Docu
     fields = filterable(md.front_matter)
     body = md.body
     page = PageFile(path, site.project, site.settings, front_matter=md.front_matter)
-    body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
+    body = page_markdown(site, body, fmt=fmt, page=page)
     if page.reads:
         stamp[INCLUDES] = _include_stamps(page.reads)
     description = md.front_matter.get("description")

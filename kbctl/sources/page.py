@@ -53,7 +53,7 @@ def to_document(result: FetchResult, *, ref: str, kind: str, docs_mode: bool = T
             md = parse_markdown_document(text)
             fields = filterable(md.front_matter)
             mdx = urlsplit(ref).path.lower().endswith(".mdx")
-            body = page_markdown(md.body, generator="plain", fmt="mdx" if mdx else "markdown")
+            body = page_markdown(md.body, fmt="mdx" if mdx else "markdown")
             return Document(ref=ref, url=ref, kind=kind, title=md.title or _url_title(ref),
                             body=body, format="markdown", filterable=fields)
         if not text.strip():
