@@ -3,7 +3,7 @@
 Each ``--project SOURCES BASE_URL`` (repeatable: a docs project checked out with its real
 config, e.g. a Hugo, Jekyll, MkDocs, VitePress, Docusaurus, mdBook or Sphinx/MyST site) is
 read as ``kbctl ingest files SOURCES --base-url BASE_URL`` reads it, twice, into an embedded
-PostgreSQL: with each generator's dialect read as its pages show it (``extract/dialects``),
+PostgreSQL: with each generator's dialect read as its pages show it (``Generator.markdown``),
 and without (the page's markdown as written; ``.mdx`` still read as MDX). For each, the
 script prints the chunks and their characters, and how many chunks hold syntax a reader of
 the built page never sees, outside code blocks and code spans:
@@ -73,7 +73,7 @@ def dialects(on: bool) -> Iterator[None]:
     if on:
         yield
         return
-    def as_written(body: str, *, generator: str, fmt: str, page: object) -> str:
+    def as_written(site: object, body: str, *, fmt: str, page: object) -> str:
         return mdx_to_markdown(body) if fmt == "mdx" else body
     with mock.patch("kbctl.sources.files.page_markdown", as_written):
         yield

@@ -12,7 +12,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from kbctl.chunk import chunk_markdown
+from kbctl.chunk.anchors import with_heading_ids
+from kbctl.chunk.slug import mdit_vue_slugify
 from kbctl.errors import InputError
+from kbctl.extract.goldmark_attributes import split_heading_attributes
 from kbctl.generators import (
     GENERATORS,
     detect_site,
@@ -21,17 +24,14 @@ from kbctl.generators import (
     page_title,
     resolve_site,
 )
-from kbctl.generators.anchors import with_heading_ids
 from kbctl.generators.base import NO_FRONT_MATTER, Site
 from kbctl.generators.docusaurus import MAX_DOCS_PLUGINS, MAX_VERSIONS, strip_number_prefix
-from kbctl.generators.goldmark_attributes import split_heading_attributes
 from kbctl.generators.hugo import goldmark_id
 from kbctl.generators.hugo_permalinks import urlize
 from kbctl.generators.jekyll import gfm_id
 from kbctl.generators.mdbook import id_from_content
 from kbctl.generators.mkdocs import split_attr_list, toc_slugify
 from kbctl.generators.sphinx import assigned
-from kbctl.generators.vitepress import mdit_vue_slugify
 from kbctl.sources.files import FilesSource
 from kbctl.sources.registry import source_spec
 from tests.sitebuild import write_tree

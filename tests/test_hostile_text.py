@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.chunk.anchors import CountingIds
 from kbctl.extract.mdx import mdx_to_markdown
 from kbctl.extract.rst_sphinx import api_display, api_fullname
 from kbctl.generators import detect_site, page_path, resolve_site
-from kbctl.generators.base import CountingIds
 from kbctl.generators.mdbook import _summary
 from kbctl.generators.mkdocs import TocIds
 from kbctl.linefile import LoadError, load_json, load_yaml

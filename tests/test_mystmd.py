@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.chunk.slug import myst_html_id
 from kbctl.extract.myst import myst_to_markdown
 from kbctl.extract.mystmd import mystmd_headings
 from kbctl.generators import resolve_site
-from kbctl.generators.mystmd import create_slug, myst_html_id
+from kbctl.generators.mystmd import create_slug
 from tests.sitebuild import (
     BASE_URL,
     build_mystmd,

@@ -8,13 +8,13 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from kbctl.extract.quarto import quarto_to_markdown
-from kbctl.generators import page_path, resolve_site
-from kbctl.generators.anchors import with_heading_ids
-from kbctl.generators.goldmark_attributes import (
+from kbctl.chunk.anchors import with_heading_ids
+from kbctl.extract.goldmark_attributes import (
     pandoc_inline_attributes_removed,
     split_pandoc_attributes,
 )
+from kbctl.extract.quarto import quarto_to_markdown
+from kbctl.generators import page_path, resolve_site
 from kbctl.generators.quarto import GENERATOR, pandoc_slug
 from tests.sitebuild import (
     BASE_URL,

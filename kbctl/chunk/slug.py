@@ -1,4 +1,5 @@
-"""GitHub-compatible heading anchors.
+"""GitHub-compatible heading anchors, and the slug rules of generators whose ids pages
+may link to (VitePress', mystmd's), which extraction and the generator profiles share.
 
 A citation ``url#anchor`` only works if the anchor is the one the site renders, so this
 follows GitHub's slugger exactly: lowercase; drop every character in the Unicode
@@ -10,6 +11,7 @@ and letter numbers of every script survive.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -82,3 +84,34 @@ class Slugger:
         two identical anchors; the explicit id itself is never altered.
         """
         self._occurrences.setdefault(anchor, 0)
+
+
+# @mdit-vue's slugify (VitePress, VuePress 2)
+_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
+_CONTROL = re.compile(r"[\u0000-\u001f]")
+_COMBINING = re.compile(r"[\u0300-\u036f]")
+
+
+def mdit_vue_slugify(text: str) -> str:
+    """``@mdit-vue/shared``'s slugify, the heading ids of VitePress and VuePress 2."""
+    text = unicodedata.normalize("NFKD", text)
+    text = _COMBINING.sub("", text)
+    text = _CONTROL.sub("", text)
+    text = _SPECIAL.sub("-", text)
+    text = re.sub(r"-{2,}", "-", text)
+    text = re.sub(r"^-+|-+$", "", text)
+    text = re.sub(r"^(\d)", r"_\1", text)
+    return text.lower()
+
+
+# mystmd's html ids
+_QUOTES = re.compile(r"['‘’\"“”]+")
+
+
+def myst_html_id(text: str) -> str:
+    """mystmd's html id of a heading or label whose text is ``text`` ('' for none)."""
+    identifier = _QUOTES.sub("", " ".join(text.split())).strip().lower()
+    html_id = re.sub(r"[^a-z0-9-]", "-", identifier)
+    if html_id[:1].isdigit() or html_id[:1] == "-":
+        html_id = "id-" + html_id
+    return re.sub(r"-{2,}", "-", html_id).strip("-")

@@ -5,8 +5,9 @@ Quarto's shortcodes, Jekyll's Liquid, MkDocs' admonitions, ``:::`` containers an
 divs, MyST's directives and roles) and takes other files in (mdBook's and Sphinx's
 includes, MkDocs' snippets and include-markdown, VitePress' inclusions, MDX partials,
 Jekyll's and Quarto's includes, all read under ``includes``' rules); kbctl runs none of
-its templates, and reads each as what a reader of the built page sees. A new dialect is
-one module and one line here.
+its templates, and reads each as what a reader of the built page sees. Here are the
+readings that combine several pieces; a generator names its dialect in its ``markdown``
+(``generators/base.Generator``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from .abbreviations import abbreviations_removed
 from .admonitions import admonitions_to_markdown
 from .attribute_lines import without_attribute_lines
 from .brace_includes import BraceIncludes, expand_brace_includes, expand_include_variants
-from .docsify_marks import ignore_marks_kept
-from .hero import starlight_hero, vitepress_home
 from .inline_html import html_to_text
 from .jekyll_includes import liquid_with_includes
 from .liquid import liquid_to_markdown
@@ -57,11 +56,7 @@ class PageFile:
 Dialect = Callable[[str, PageFile | None], str]
 
 
-def _text_only(read: Callable[[str], str]) -> Dialect:
-    return lambda text, _page: read(text)
-
-
-def _jekyll(text: str, page: PageFile | None) -> str:
+def jekyll(text: str, page: PageFile | None) -> str:
     """Liquid, with the files it includes in place; kramdown's attribute lines."""
     if page is None:
         return without_attribute_lines(liquid_to_markdown(text), kramdown=True)
@@ -71,7 +66,7 @@ def _jekyll(text: str, page: PageFile | None) -> str:
         includes_dir=source / page.settings.get("includes_dir", "_includes")), kramdown=True)
 
 
-def _hugo(text: str, page: PageFile | None) -> str:
+def hugo(text: str, page: PageFile | None) -> str:
     """Shortcodes; goldmark's block attribute lines where the site turns them on."""
     text = shortcodes_to_markdown(text)
     if page is not None and page.settings.get("blockAttributes"):
@@ -79,7 +74,7 @@ def _hugo(text: str, page: PageFile | None) -> str:
     return text
 
 
-def _sphinx(text: str, page: PageFile | None) -> str:
+def sphinx(text: str, page: PageFile | None) -> str:
     """MyST, with the files its include directives name (the source folder is the
     project's, where ``conf.py`` is), display math kept whole (``dollarmath``,
     ``amsmath``) and, with its substitution extension, the values of
@@ -109,14 +104,14 @@ def _myst_substitutions(page: PageFile) -> dict[str, str] | None:
     return dict(values)
 
 
-def _mdx(text: str, page: PageFile | None) -> str:
+def mdx(text: str, page: PageFile | None) -> str:
     """MDX, with the partials it imports in place."""
     if page is not None:
         text = expand_partials(text, page=page.path, project=page.project, reads=page.reads)
     return mdx_to_markdown(text)
 
 
-def _mkdocs(text: str, page: PageFile | None) -> str:
+def mkdocs(text: str, page: PageFile | None) -> str:
     """In the order MkDocs renders them: the include-markdown plugin's includes, the Jinja
     the macros plugin renders over the page (which reads as Liquid does), the brace
     includes (``{* … *}`` listings, then ``{! … !}``), the snippets it takes in,
@@ -145,7 +140,7 @@ def _mkdocs(text: str, page: PageFile | None) -> str:
                                 attr_lists=bool(settings.get("attr_list")))
 
 
-def _vitepress(text: str, page: PageFile | None) -> str:
+def vitepress(text: str, page: PageFile | None) -> str:
     """Its inclusions, then its containers."""
     if page is not None:
         text = expand_includes(text, page=page.path, project=page.project, reads=page.reads,
@@ -153,7 +148,7 @@ def _vitepress(text: str, page: PageFile | None) -> str:
     return containers_to_markdown(text)
 
 
-def _mystmd(text: str, page: PageFile | None) -> str:
+def mystmd(text: str, page: PageFile | None) -> str:
     """Its headings as mystmd reads them (the title, labels), then MyST as Sphinx's, its
     includes relative to the page."""
     text = mystmd_headings(text, title=page.front_matter.get("title") if page else None)
@@ -166,7 +161,7 @@ def _mystmd(text: str, page: PageFile | None) -> str:
     return math_fenced(text, dollars=True, amsmath=True)
 
 
-def _quarto(text: str, page: PageFile | None) -> str:
+def quarto(text: str, page: PageFile | None) -> str:
     """Its includes, cells, divs and shortcodes, then Pandoc's display math."""
     if page is None:
         text = quarto_to_markdown(text)
@@ -177,52 +172,17 @@ def _quarto(text: str, page: PageFile | None) -> str:
     return math_fenced(text)
 
 
-DIALECTS: dict[str, Dialect] = {
-    "docusaurus": _mdx,  # Docusaurus reads .md as MDX too
-    "starlight": _text_only(containers_to_markdown),
-    "vitepress": _vitepress,
-    "vuepress": _vitepress,  # VitePress' containers and code imports came from it
-    "hugo": _hugo,
-    "mkdocs": _mkdocs,
-    "jekyll": _jekyll,
-    "sphinx": _sphinx,  # Sphinx reads markdown with MyST
-    "sphinx-dirhtml": _sphinx,
-    "jupyter-book": _sphinx,  # Sphinx and MyST underneath
-    "quarto": _quarto,
-    "mystmd": _mystmd,
-    "docsify": _text_only(ignore_marks_kept),
-    "mdbook": lambda text, page: text if page is None else expand_links(
-        text, page=page.path, project=page.project, reads=page.reads),
-}
+def mdbook(text: str, page: PageFile | None) -> str:
+    """Its include links, with the files they name in place."""
+    return text if page is None else expand_links(text, page=page.path, project=page.project,
+                                                  reads=page.reads)
 
 
-# The text a landing page's front matter shows, put before its body.
-LANDING_TEXT: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "vitepress": vitepress_home,
-    "starlight": starlight_hero,
-}
-
-
-# What a generator renders in an HTML page of the site (one with front matter) first.
-HTML_TEMPLATES: dict[str, Callable[[str], str]] = {"jekyll": liquid_to_markdown}
-
-
-def page_html(html: str, *, generator: str) -> str:
-    """An HTML page with front matter as its generator leaves it for the browser: Jekyll
-    renders its Liquid first (``{% if %}``, ``{{ '/' | relative_url }}``)."""
-    render = HTML_TEMPLATES.get(generator)
-    return render(html) if render is not None else html
-
-
-def page_markdown(body: str, *, generator: str, fmt: str, page: PageFile | None = None
-                  ) -> str:
-    """A markdown page's body as its generator's readers see it, after the text its front
-    matter shows on a landing page; ``.mdx`` is MDX anywhere, and raw HTML reads as a
-    browser shows it whatever the generator."""
-    landing = LANDING_TEXT.get(generator)
-    if landing is not None and page is not None:
-        body = landing(page.front_matter) + body
+def page_markdown(body: str, *, fmt: str, dialect: Dialect | None = None,
+                  page: PageFile | None = None) -> str:
+    """A markdown page's body as its readers see it: read in ``dialect`` (the generator's,
+    ``Generator.markdown``); ``.mdx`` is MDX anywhere, and raw HTML reads as a browser
+    shows it whatever the generator."""
     if fmt == "mdx":
-        return html_to_text(_mdx(body, page))
-    read = DIALECTS.get(generator)
-    return html_to_text(read(body, page) if read is not None else body)
+        return html_to_text(mdx(body, page))
+    return html_to_text(dialect(body, page) if dialect is not None else body)

@@ -15,8 +15,10 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from kbctl.chunk.anchors import IdRules
+from kbctl.encoding import lenient_text, to_utf8
 from kbctl.errors import ExtractError
-from kbctl.extract.decode import to_utf8
+from kbctl.extract.docsify_marks import is_shell
 from kbctl.extract.html_container import drop_breadcrumb_trail, find_container
 from kbctl.extract.html_markdown import (
     heading_key,
@@ -25,8 +27,6 @@ from kbctl.extract.html_markdown import (
     render_markdown,
 )
 from kbctl.extract.html_select import remove_matches, select_content
-from kbctl.generators import docsify
-from kbctl.generators.base import IdRules
 
 __all__ = ["ExtractedPage", "extract_html", "main_content", "trim_site_suffix"]
 
@@ -129,7 +129,7 @@ def main_content(html: str | bytes, *, url: str | None = None, markdown: bool = 
     import trafilatura  # heavy import; only generic pages need it
 
     text = trafilatura.extract(
-        html if isinstance(html, str) else html.decode("utf-8", "replace"),
+        html if isinstance(html, str) else lenient_text(html),
         url=url,
         output_format="markdown" if markdown else "txt",
         include_formatting=markdown,
@@ -164,7 +164,7 @@ class _PageIds(IdRules):
 
 def _with_page_ids(markdown: str, root: etree._Element) -> str:
     """Fallback markdown with ``{#id}`` on each heading the page gives an id."""
-    from kbctl.generators.anchors import with_heading_ids
+    from kbctl.chunk.anchors import with_heading_ids
 
     ids = _PageIds(root)
     if not ids:
@@ -218,7 +218,7 @@ def extract_html(html: str | bytes, *, url: str | None = None,
         if markdown:
             return ExtractedPage(title=title, markdown=markdown + "\n", used_fallback=False)
     where = f" at {url}" if url else ""
-    if docsify.is_shell(root):  # every page one shell that renders markdown in the browser
+    if is_shell(root):  # every page one shell that renders markdown in the browser
         raise ExtractError(
             f"no text content found in the HTML{where}: a Docsify page, whose content is "
             "markdown that the browser fetches and renders",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..generators.mkdocs import split_attr_list
 from .inline_html import HEADING, code_lines, code_spans
 
 _ICON = re.compile(r":(?:material|octicons|fontawesome|simple)-[a-z0-9-]+:")
@@ -54,3 +53,33 @@ def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
         last = end
     out.append(change(line[last:]))
     return "".join(out)
+
+
+# one attribute of an attr_list list: key=value (quoted or not), #id, or another word
+_ATTR_ITEM = re.compile(r"""([^\s=}#.][^\s=}]*)=("[^"]*"|'[^']*'|[^\s}]*)|#([^\s=}]+)|\S+""")
+
+
+def split_attr_list(text: str) -> tuple[str, str | None]:
+    """A heading's text without a trailing attr_list list (`` { #id .class key="v" }``,
+    ``{: …}``), and the id it sets. Like attr_list's header pattern, the list opens at the
+    first `` {`` whose content starts with neither ``}`` nor a space and runs to a final
+    ``}``; found by a scan, so a hostile heading costs linear time."""
+    s = text.rstrip(" ")
+    if not s.endswith("}"):
+        return text, None
+    at = s.find(" {")
+    while at >= 0:
+        inner = s[at + 2:-1]
+        body = inner[1:] if inner.startswith(":") else inner
+        body = body.lstrip(" ")
+        if body and body[0] not in "}\n":
+            found = None
+            for m in _ATTR_ITEM.finditer(body):  # the last id given wins
+                key, value, hashed = m.groups()
+                if hashed:
+                    found = hashed
+                elif key == "id" and value and value.strip("\"'"):
+                    found = value.strip("\"'")
+            return s[:at].rstrip(" "), found
+        at = s.find(" {", at + 1)
+    return text, None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..chunk.headings import inline_text
-from ..generators.mystmd import myst_html_id
+from ..chunk.slug import myst_html_id
 from .inline_html import FENCE, fence_end
 from .rst_sphinx import CODE_DIRECTIVES
 

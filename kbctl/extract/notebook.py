@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from kbctl.errors import ExtractError
-from kbctl.generators.yamlfile import load_yaml_config
+from kbctl.yamlfile import load_yaml_config
 
 from .inline_html import fenced
 

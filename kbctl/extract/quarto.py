@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from ..frontmatter import without_front_matter
-from ..generators.goldmark_attributes import (
+from ..yamlfile import load_yaml_config
+from .goldmark_attributes import (
     pandoc_inline_attributes_removed,
     split_pandoc_attributes,
 )
-from ..generators.yamlfile import load_yaml_config
 from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, code_spans, fence_end
 

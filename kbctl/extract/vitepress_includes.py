@@ -23,8 +23,8 @@ import textwrap
 from pathlib import Path
 
 from ..chunk.headings import block_tokens, heading_texts, normalize_source
+from ..chunk.slug import mdit_vue_slugify
 from ..frontmatter import without_front_matter
-from ..generators.vitepress import mdit_vue_slugify
 from .includes import IncludedFiles, normalized
 from .inline_html import FENCE, fence_end, fenced
 

@@ -1,7 +1,9 @@
 """Docs generator profiles: {name: generator}, detection from marker files, and the one
 place that turns a content file into its published URL.
 
-Adding a generator means one module with a ``GENERATOR`` and one line in ``GENERATORS``.
+Adding a generator means one module with a ``GENERATOR`` (a ``base.Generator``: its
+detection, page URLs, heading ids, markdown dialect, landing text and templates) and one
+line in ``GENERATORS``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import HeadingIds
 from ..errors import InputError, SourceError
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..projectfiles import inside, repository_top
 from . import (
     docsify,
@@ -32,7 +37,7 @@ from . import (
     vitepress,
     vuepress,
 )
-from .base import UNREAD, Generator, HeadingIds, Site
+from .base import UNREAD, Generator, Site
 
 GENERATORS: dict[str, Generator] = {
     "mdbook": mdbook.GENERATOR,
@@ -51,11 +56,10 @@ GENERATORS: dict[str, Generator] = {
     "docsify": docsify.GENERATOR,
     "plain": plain.GENERATOR,
 }
-# Most specific markers first: a Docusaurus or VitePress project may also hold a
-# _config.yml for GitHub Pages, a Sphinx folder a stray config.toml (or the _toc.yml of
-# sphinx-external-toc), a Jupyter Book a _config.yml of its own.
-_DETECTION_ORDER = ("mdbook", "mkdocs", "docusaurus", "vitepress", "vuepress", "starlight",
-                    "quarto", "mystmd", "docsify", "hugo", "sphinx", "jupyter-book", "jekyll")
+# Detection tries the profiles by their rank: the most specific markers first (see
+# ``Generator.rank``).
+_DETECTION_ORDER = tuple(name for name, generator in sorted(
+    GENERATORS.items(), key=lambda item: item[1].rank or 0) if generator.rank is not None)
 _MAX_PARENTS = 3
 _MAX_SIBLINGS = 64
 _MAX_ENTRIES = 4096
@@ -172,8 +176,7 @@ def resolve_site(root: Path, name: str | None = None) -> Site:
 def _guess(root: Path, names: tuple[str, ...]) -> Site | None:
     """The site of the first of ``names`` whose layout ``root`` has without its marker."""
     for name in names:
-        guess = getattr(GENERATORS[name], "guess", None)
-        site = guess(root) if guess is not None else None
+        site = GENERATORS[name].guess(root)
         if site is not None:
             return site
     return None
@@ -209,11 +212,9 @@ def page_title(site: Site, path: Path, written: str | None) -> str | None:
     """The title ``site``'s generator shows for the page at ``path`` (absolute, as for
     ``page_path``), given the one the file writes (front matter, first H1); None when it
     says nothing beyond that."""
-    titled = getattr(GENERATORS[site.generator], "title", None)
-    if titled is None:
-        return written
     try:
-        return titled(site, PurePosixPath(path.relative_to(site.content).as_posix()), written)
+        return GENERATORS[site.generator].title(
+            site, PurePosixPath(path.relative_to(site.content).as_posix()), written)
     except ValueError:  # outside the content folder
         return written
 
@@ -222,9 +223,8 @@ def expiry(site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
     """When ``site``'s generator stops publishing a page with this front matter (Hugo's
     ``expiryDate``); None when nothing says it will. A page stored before then must be
     read again after it, changed or not."""
-    expires = getattr(GENERATORS[site.generator], "expires", None)
     try:
-        return expires(site, front_matter) if expires is not None else None
+        return GENERATORS[site.generator].expires(site, front_matter)
     except Exception:  # noqa: BLE001 - a date no profile foresaw: the page simply stays
         return None
 
@@ -237,3 +237,18 @@ def heading_ids(site: Site, *, notebook: bool = False) -> HeadingIds:
     if notebook and site.settings.get("notebooks") == "mkdocs-jupyter":
         return mkdocs.notebook_heading_ids(site)
     return GENERATORS[site.generator].heading_ids(site)
+
+
+def page_markdown(site: Site, body: str, *, fmt: str, page: PageFile | None = None) -> str:
+    """A markdown page's body as ``site``'s generator's readers see it, after the text its
+    front matter shows on a landing page."""
+    generator = GENERATORS[site.generator]
+    if page is not None:
+        body = generator.landing(page.front_matter) + body
+    return dialects.page_markdown(body, fmt=fmt, dialect=generator.markdown, page=page)
+
+
+def page_html(site: Site, html: str) -> str:
+    """An HTML page with front matter as ``site``'s generator leaves it for the browser
+    (Jekyll renders its Liquid first)."""
+    return GENERATORS[site.generator].template(html)

@@ -4,18 +4,22 @@ a heading becomes its element id.
 A citation ``url#anchor`` is only worth something if it opens the right section of the
 live site, and every generator has its own rules for both halves. A ``Generator`` knows
 its marker files, reads the settings that change URLs and ids into a ``Site``, and from
-that site answers two questions: the page of a file, and the ids of a page's headings.
+that site answers the page of a file, the ids of a page's headings, and how its markdown
+reads.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
+
+from ..chunk.anchors import HeadingIds
+from ..extract.dialects import PageFile
 
 # a front matter time as generators write it: 2024-01-02, 2024-01-02 10:30:00 +0200, …Z
 _WHEN = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2}))?"
@@ -64,117 +68,68 @@ class Site:
         return f"{self.generator} ({how})"
 
 
-class HeadingIds(Protocol):
-    """Per-page id allocator: the id a generator gives each heading, in document order."""
+class Generator:
+    """One docs generator, whole: its marker files and detection, the published page of a
+    file, the ids of a page's headings, the markdown dialect its pages are written in, the
+    text a landing page's front matter shows and what its HTML templates render. A profile
+    subclasses this, overrides what its generator does differently, and is registered by
+    one line in ``GENERATORS`` (``generators/__init__.py``).
 
-    honours_explicit: bool
-    reads_source: bool  # slug the heading's markdown source rather than its rendered text
-    idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
-    block_attributes: bool  # kramdown: a "{: #id}" line right after a heading names it
-    # a trailing "{#id .class k=v}" is cut and its #id used: the generator's splitter
-    # (goldmark's, Pandoc's), returning (text, id) or None when the heading ends in none
-    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None
-    # definition list terms take ids from the same allocator, in document order (Hugo's
-    # autoDefinitionTermID): a heading after a term of its text is numbered past it
-    definition_terms: bool
+    ``rank`` places the profile in detection (lower first: the most specific markers,
+    since a Docusaurus project may also hold a ``_config.yml`` for GitHub Pages); None
+    for a profile used only when named (``sphinx-dirhtml``, ``plain``).
+    """
 
-    def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
-        ``{#id}`` attribute (None when absent). None: the heading has no id."""
-        ...
-
-    def displayed(self, heading: str) -> str:
-        """The heading's markdown as the page shows it (Docsify hides ``:id=name``)."""
-        ...
-
-
-class Generator(Protocol):
-    """One docs generator: detection, page paths and heading ids. A generator that stops
-    publishing a page at a date (Hugo's ``expiryDate``) also has ``expires(site,
-    front_matter) -> datetime | None``, which ``generators.expiry`` asks for."""
-
-    name: str
-    markers: tuple[str, ...]
+    name: str = ""
+    markers: tuple[str, ...] = ()
+    rank: int | None = None
 
     def detect(self, folder: Path) -> Site | None:
         """The site whose marker sits in ``folder``, with its settings; else None."""
-        ...
+        return None
 
     def default_site(self, root: Path) -> Site:
         """The site to use when the generator is chosen but no marker is found."""
-        ...
+        return Site(self.name, root)
+
+    def guess(self, folder: Path) -> Site | None:
+        """The site ``folder`` is laid out as although no marker says so; else None."""
+        return None
 
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         """Path of the published page (relative to the site's base URL, no leading ``/``)
         of the content file ``rel``; None when the generator does not publish it.
         ``front_matter`` is ``NO_FRONT_MATTER`` for a file that has none (Jekyll publishes
         such a file as it is, not as a page)."""
-        ...
+        raise NotImplementedError
+
+    def title(self, site: Site, rel: PurePosixPath, written: str | None) -> str | None:
+        """The title the generator shows for the page ``rel``, given the one the file
+        writes (front matter, first H1)."""
+        return written
+
+    def expires(self, site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
+        """When the generator stops publishing a page with this front matter; None when
+        it never does."""
+        return None
 
     def heading_ids(self, site: Site) -> HeadingIds:
         """A fresh allocator for one page."""
-        ...
+        raise NotImplementedError
 
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        """A page's markdown read as its pages show it (the generator's dialect); ``page``
+        is None for a page that was not read from the project's files."""
+        return text
 
-class IdRules:
-    """The common answers of a ``HeadingIds``; an allocator overrides what differs."""
+    def landing(self, front_matter: Mapping[str, Any]) -> str:
+        """The text a landing page's front matter shows before its body."""
+        return ""
 
-    honours_explicit: bool = True
-    reads_source: bool = False
-    idless_levels: frozenset[int] = frozenset()
-    block_attributes: bool = False
-    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
-    definition_terms: bool = False
-
-    def displayed(self, heading: str) -> str:
-        return heading
-
-
-class CountingIds(IdRules):
-    """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
-
-    ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
-    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo); ``number_explicit``
-    numbers a repeated one like a slug (mystmd's labels). ``first_repeat`` is the number
-    the first repeat gets (``markdown-it-anchor`` 5 starts at 2). ``empty`` is the id of a
-    heading whose text slugs to nothing; None: it has none.
-    """
-
-    def __init__(self, slug: Callable[[str], str], *, empty: str | None = "",
-                 honour_explicit: bool = True, reserve_explicit: bool = True,
-                 number_explicit: bool = False, first_repeat: int = 1,
-                 reads_source: bool = False) -> None:
-        self.reads_source = reads_source
-        self._slug = slug
-        self._empty = empty
-        self.honours_explicit = self._honour = honour_explicit
-        self._reserve = reserve_explicit
-        self._number_explicit = number_explicit
-        self._first_repeat = first_repeat
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}
-
-    def __call__(self, text: str, explicit: str | None = None) -> str | None:
-        if explicit is not None and self._honour:
-            if not self._number_explicit:
-                if self._reserve:
-                    self._used.add(explicit)
-                return explicit
-            base: str | None = explicit
-        else:
-            base = self._slug(text) or self._empty
-        if base is None:
-            return None
-        # the search for a free suffix resumes where the last one for this base stopped
-        # (ids are only ever added), so k equal headings cost O(k), not O(k²)
-        n = self._next.get(base, 0)
-        candidate = f"{base}-{n}" if n else base
-        while candidate in self._used:
-            n = max(n + 1, self._first_repeat)
-            candidate = f"{base}-{n}"
-        self._next[base] = max(n + 1, self._first_repeat)
-        self._used.add(candidate)
-        return candidate
+    def template(self, html: str) -> str:
+        """An HTML page of the site (one with front matter) as the generator renders it
+        for the browser."""
+        return html
 
 
 def front_matter_time(value: Any, zone: tzinfo = timezone.utc) -> datetime | None:

@@ -31,16 +31,17 @@ from typing import Any
 
 from lxml import etree
 
-from ..jsscan import without_comments
+from ..chunk.anchors import IdRules
+from ..extract.dialects import PageFile
+from ..extract.docsify_marks import COMMENTED_IGNORE, ignore_marks_kept, scripts_in
 from ..projectfiles import inside, is_folder, read_config_text
-from .base import IdRules, Site
+from .base import Generator, Site
 
 CHROME = frozenset({"_sidebar.md", "_navbar.md", "_coverpage.md", "_404.md"})
 LATEST_MAJOR = 5
 _BUNDLES = frozenset({"docsify.js", "docsify.min.js"})
 MAX_SCRIPTS = 32  # Docsify's own and its plugins'; a page with thousands is no shell
 
-_CONFIG = re.compile(r"\$docsify\s*=")
 _MAJOR = re.compile(r"docsify@\^?~?(\d+)")
 _VENDORED = re.compile(r"""docsify\s+v(\d+)\.\d+|\bversion:\s*["'](\d+)\.\d+""", re.I)
 _HISTORY = re.compile(r"""\brouterMode\s*:\s*['"]history['"]""")
@@ -56,8 +57,6 @@ _CONFIG_ITEM = re.compile(r"(?:^|\s):([\w-]+:?)=?([\w\-%]+)?")
 # that hold them (U+2000–206F goes with the punctuation anyway).
 _EMOJI = re.compile("[\u00a9\u00ae\u2122\u2139\u2194-\u21aa\u231a-\u23ff\u24c2\u25aa-\u27bf"
                     "\u2934\u2935\u2b05-\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001faff]")
-# ``<!-- {docsify-ignore} -->`` in a heading, as the markdown reader leaves it for the ids
-COMMENTED_IGNORE = "{docsify-ignore:comment}"
 _IGNORE = re.compile(r"(?:<!--\s*)?\{docsify-ignore(?:-all)?(?::comment)?\}(?:\s*-->)?")
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 
@@ -121,9 +120,10 @@ class DocsifyIds(IdRules):
             lambda m: m.group(0) if ":" in m.group(1) else "", heading)).strip() or heading
 
 
-class Docsify:
+class Docsify(Generator):
     name = "docsify"
     markers = ("index.html",)
+    rank = 90
 
     def detect(self, folder: Path) -> Site | None:
         marker = folder / "index.html"
@@ -156,6 +156,9 @@ class Docsify:
             route = rel.with_suffix("").as_posix()
         return route if site.settings.get("history") else f"#/{route}"
 
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return ignore_marks_kept(text)
+
     def heading_ids(self, site: Site) -> DocsifyIds:
         major = site.settings.get("major")
         return DocsifyIds(major if isinstance(major, int) else LATEST_MAJOR)
@@ -171,26 +174,7 @@ def _scripts(html: str) -> tuple[str | None, list[str]]:
         root = etree.fromstring(html.encode("utf-8", "replace"), parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         return None, []
-    return _scripts_in(root)
-
-
-def is_shell(root: etree._Element | None) -> bool:
-    """Whether a parsed page is a Docsify shell: a script of its sets ``$docsify``."""
-    return _scripts_in(root)[0] is not None
-
-
-def _scripts_in(root: etree._Element | None) -> tuple[str | None, list[str]]:
-    config: str | None = None
-    sources: list[str] = []
-    for script in root.iter("script") if root is not None else ():
-        src = script.get("src")
-        if src is not None:
-            if "docsify" in src.lower():
-                sources.append(src)
-        elif config is None and script.text and _CONFIG.search(code := without_comments(
-                script.text)):
-            config = code
-    return config, sources
+    return scripts_in(root)
 
 
 def _major(folder: Path, sources: list[str]) -> int:

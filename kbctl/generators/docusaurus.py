@@ -43,9 +43,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..jsscan import JsScanner, outer_level, without_comments
 from ..projectfiles import first_config, inside, is_folder, is_regular, read_config_json
-from .base import Site
+from .base import Generator, Site
 from .plain import GithubIds
 
 _CONFIG_NAMES = ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs",
@@ -111,9 +113,10 @@ class DocusaurusIds(GithubIds):
     idless_levels = frozenset({1})
 
 
-class Docusaurus:
+class Docusaurus(Generator):
     name = "docusaurus"
     markers = _CONFIG_NAMES
+    rank = 30
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, _CONFIG_NAMES)
@@ -193,6 +196,9 @@ class Docusaurus:
         if site.settings.get("trailingSlash") and full:
             full += "/"
         return full
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mdx(text, page)  # Docusaurus reads .md as MDX too
 
     def heading_ids(self, site: Site) -> GithubIds:
         return DocusaurusIds()

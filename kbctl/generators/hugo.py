@@ -32,11 +32,14 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
 from ..errors import ExtractError
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.goldmark_attributes import split_heading_attributes
 from ..frontmatter import split_front_matter
 from ..projectfiles import read_config_text
-from .base import UNREAD, CountingIds, Site, front_matter_time, is_future
-from .goldmark_attributes import split_heading_attributes
+from .base import UNREAD, Generator, Site, front_matter_time, is_future
 from .hugo_config import MARKERS, project_config
 from .hugo_languages import DEFAULT_LANGUAGE, content_dirs, language_of
 from .hugo_permalinks import PageFacts, expand, permalinks
@@ -66,9 +69,10 @@ def goldmark_id(text: str, ascii_only: bool = False) -> str:
     return "".join(out)
 
 
-class Hugo:
+class Hugo(Generator):
     name = "hugo"
     markers = MARKERS
+    rank = 100
 
     def detect(self, folder: Path) -> Site | None:
         found = project_config(folder)
@@ -137,6 +141,9 @@ class Hugo:
     def expires(self, site: Site, front_matter: Mapping[str, Any]) -> datetime | None:
         """When a published page stops being rendered (its ``expiryDate``), if ever."""
         return _expires(site, {str(k).lower(): v for k, v in front_matter.items()})
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.hugo(text, page)
 
     def heading_ids(self, site: Site) -> CountingIds:
         kind = site.settings.get("autoHeadingIDType", "github")

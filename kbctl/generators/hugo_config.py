@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..projectfiles import inside, read_config_json, read_config_text
+from ..yamlfile import load_yaml_config
 from .tomlfile import load_toml
-from .yamlfile import load_yaml_config
 
 _CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json")
 _LEGACY = ("config.toml", "config.yaml", "config.yml", "config.json")

@@ -32,9 +32,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import IdRules
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.liquid import liquid_to_markdown
 from ..projectfiles import first_config, read_config_text
-from .base import NO_FRONT_MATTER, IdRules, Site, front_matter_time, is_future
-from .yamlfile import load_yaml_config
+from ..yamlfile import load_yaml_config
+from .base import NO_FRONT_MATTER, Generator, Site, front_matter_time, is_future
 
 _POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
 _NON_WORD = re.compile(r"[^\w\- \t]")
@@ -95,9 +99,10 @@ class KramdownIds(IdRules):
         return self._prefix + (base if seen is None else f"{base}-{seen + 1}")
 
 
-class Jekyll:
+class Jekyll(Generator):
     name = "jekyll"
     markers = ("_config.yml", "_config.yaml")
+    rank = 130
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, self.markers)
@@ -161,6 +166,12 @@ class Jekyll:
             return parent
         stem = rel.with_suffix("").as_posix()
         return stem + ("/" if _STYLES.get(style, style).endswith("/") else ".html")
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.jekyll(text, page)
+
+    def template(self, html: str) -> str:
+        return liquid_to_markdown(html)  # Liquid first: {% if %}, {{ '/' | relative_url }}
 
     def heading_ids(self, site: Site) -> KramdownIds:
         return KramdownIds(bool(site.settings.get("gfm", True)),

@@ -17,9 +17,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..projectfiles import first_config, matches_any
+from ..yamlfile import load_yaml_config
 from .base import Site
 from .sphinx import Sphinx, exclude_patterns, myst_settings, source_stem
-from .yamlfile import load_yaml_config
 
 # Jupyter Book's default ``parse.myst_enable_extensions``
 _DEFAULT_MYST = ("colon_fence", "dollarmath", "linkify", "substitution", "tasklist")
@@ -33,6 +33,7 @@ _MAX_TOC_GLOBS = 1000  # a real book has a few; each is a pattern every file is 
 
 class JupyterBook(Sphinx):
     markers = ("_toc.yml",)
+    rank = 120
 
     def __init__(self) -> None:
         super().__init__("jupyter-book")

@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..projectfiles import read_config_text
-from .base import CountingIds, Site
+from .base import Generator, Site
 from .tomlfile import load_toml
 
 _SUMMARY_LINK = re.compile(r"\]\(\s*<?([^)>\s]+\.md)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -34,9 +37,10 @@ def id_from_content(text: str) -> str:
     return "".join(out)
 
 
-class MdBook:
+class MdBook(Generator):
     name = "mdbook"
     markers = ("book.toml",)
+    rank = 10
 
     def detect(self, folder: Path) -> Site | None:
         marker = folder / "book.toml"
@@ -79,6 +83,9 @@ class MdBook:
         """The chapter's name in ``SUMMARY.md``, which mdBook shows as the page's title
         (a chapter may open with an H2, or none), else the one it wrote."""
         return site.settings.get("titles", {}).get(rel.as_posix()) or written
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mdbook(text, page)
 
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(id_from_content, empty="section", reserve_explicit=False)

@@ -33,10 +33,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from ..chunk.anchors import IdRules
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.mkdocs_inline import split_attr_list
 from ..projectfiles import first_config, matches_any
-from .base import UNREAD, IdRules, Site, front_matter_time
+from ..yamlfile import Tagged, load_yaml_config
+from .base import UNREAD, Generator, Site, front_matter_time
 from .tomlfile import load_toml
-from .yamlfile import Tagged, load_yaml_config
 
 _NOT_WORD = re.compile(r"[^\w\s-]")
 _UNIQUE_SUFFIX = re.compile(r"^(.*)_([0-9]+)$")
@@ -50,8 +54,6 @@ _ALWAYS_EXCLUDED = (".*", "/templates/")
 _FIELD = re.compile(r"\{(\w+)\}")  # a str.format field of post_url_format
 # a pymdownx.emoji shortcode (:smile:, :material-check:): an icon, no text in the id
 _EMOJI = re.compile(r":[a-z][a-z0-9_+-]*:")
-# one attribute of an attr_list list: key=value (quoted or not), #id, or another word
-_ATTR = re.compile(r"""([^\s=}#.][^\s=}]*)=("[^"]*"|'[^']*'|[^\s}]*)|#([^\s=}]+)|\S+""")
 
 
 def toc_slugify(value: str, separator: str = "-", unicode: bool = False) -> str:
@@ -123,32 +125,6 @@ class TocIds(IdRules):
         return candidate
 
 
-def split_attr_list(text: str) -> tuple[str, str | None]:
-    """A heading's text without a trailing attr_list list (`` { #id .class key="v" }``,
-    ``{: …}``), and the id it sets. Like attr_list's header pattern, the list opens at the
-    first `` {`` whose content starts with neither ``}`` nor a space and runs to a final
-    ``}``; found by a scan, so a hostile heading costs linear time."""
-    s = text.rstrip(" ")
-    if not s.endswith("}"):
-        return text, None
-    at = s.find(" {")
-    while at >= 0:
-        inner = s[at + 2:-1]
-        body = inner[1:] if inner.startswith(":") else inner
-        body = body.lstrip(" ")
-        if body and body[0] not in "}\n":
-            found = None
-            for m in _ATTR.finditer(body):  # the last id given wins
-                key, value, hashed = m.groups()
-                if hashed:
-                    found = hashed
-                elif key == "id" and value and value.strip("\"'"):
-                    found = value.strip("\"'")
-            return s[:at].rstrip(" "), found
-        at = s.find(" {", at + 1)
-    return text, None
-
-
 def _enabled(extensions: Mapping[str, Any], name: str) -> bool:
     """Whether an extension is on, by its name or through ``extra`` or ``pymdownx.extra``,
     which bundle ``attr_list`` and ``abbr`` with others."""
@@ -197,11 +173,12 @@ def _nav_titles(nav: Any) -> dict[str, str]:
     return titles
 
 
-class MkDocs:
+class MkDocs(Generator):
     name = "mkdocs"
     # Zensical builds MkDocs projects: from ``mkdocs.yml``, its own ``zensical.toml`` (the
     # same settings under ``[project]``), or a YAML file of MkDocs' keys passed with ``-f``
     markers = ("mkdocs.yml", "mkdocs.yaml", "zensical.toml", "zensical.yml", "zensical.yaml")
+    rank = 20
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, self.markers)
@@ -308,6 +285,9 @@ class MkDocs:
         name = "index" if rel.stem == "README" else rel.stem
         title = name.replace("-", " ").replace("_", " ")
         return title.capitalize() if title.lower() == title else title
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mkdocs(text, page)
 
     def heading_ids(self, site: Site) -> TocIds:
         slug = slugify_from(site.settings.get("slugify"))

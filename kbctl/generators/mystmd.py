@@ -28,10 +28,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..chunk.slug import myst_html_id
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..projectfiles import first_config, matches_any
-from .base import CountingIds, Site
+from ..yamlfile import load_yaml_config
+from .base import Generator, Site
 from .jupyterbook import toc_entries
-from .yamlfile import load_yaml_config
 
 _MARKER = "myst.yml"
 _PAGE_SUFFIXES = (".md", ".ipynb")
@@ -44,18 +48,8 @@ _MAX_TOC_PATTERNS = 200  # each is matched against every file of the project
 _SLUG_CHARS = re.compile(r"[^a-z0-9-]+")
 _NUMBERING = re.compile(r"^[0-9_.-]+")
 _YEAR = re.compile(r"^[12][0-9]{3}(?:[^0-9]|$)")
-_QUOTES = re.compile(r"['‘’\"“”]+")
 _NATURAL = re.compile(r"(\d+)")
 _INLINE_MATH = re.compile(r"\$([^$\n]+)\$")  # its text is the TeX: "$x^2$" → "x^2"
-
-
-def myst_html_id(text: str) -> str:
-    """mystmd's html id of a heading or label whose text is ``text`` ('' for none)."""
-    identifier = _QUOTES.sub("", " ".join(text.split())).strip().lower()
-    html_id = re.sub(r"[^a-z0-9-]", "-", identifier)
-    if html_id[:1].isdigit() or html_id[:1] == "-":
-        html_id = "id-" + html_id
-    return re.sub(r"-{2,}", "-", html_id).strip("-")
 
 
 def create_slug(name: str) -> str:
@@ -66,9 +60,10 @@ def create_slug(name: str) -> str:
     return re.sub(r"-{2,}", "-", slug)[:50]
 
 
-class Mystmd:
+class Mystmd(Generator):
     name = "mystmd"
     markers = (_MARKER,)
+    rank = 80
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, (_MARKER,))
@@ -94,6 +89,9 @@ class Mystmd:
     def page(self, site: Site, rel: PurePosixPath, front_matter: Mapping[str, Any]) -> str | None:
         pages = site.settings.get("pages") or {}
         return pages.get(rel.as_posix())
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.mystmd(text, page)
 
     def heading_ids(self, site: Site) -> CountingIds:
         # every id in page order, a label's too, made unique; a heading of no text has none

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import IdRules
 from ..chunk.slug import Slugger, slug_plain
-from .base import IdRules, Site
+from .base import Generator, Site
 
 _INDEX_STEMS = {"index", "readme", "_index"}
 _SERVED_AS_IS = {".txt", ".html", ".htm"}
@@ -35,7 +36,7 @@ class GithubIds(IdRules):
         return self._slugger.dedupe(slug_plain(text))
 
 
-class Plain:
+class Plain(Generator):
     name = "plain"
     markers: tuple[str, ...] = ()
 

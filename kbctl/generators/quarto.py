@@ -26,10 +26,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.goldmark_attributes import split_pandoc_attributes
 from ..projectfiles import first_config, matches_any
-from .base import CountingIds, Site
-from .goldmark_attributes import split_pandoc_attributes
-from .yamlfile import load_yaml_config
+from ..yamlfile import load_yaml_config
+from .base import Generator, Site
 
 _MARKERS = ("_quarto.yml", "_quarto.yaml")
 _SOURCES = {".qmd": "markdown", ".md": "markdown", ".markdown": "markdown",
@@ -54,9 +57,10 @@ def pandoc_slug(text: str) -> str:
     return ident[start:]
 
 
-class Quarto:
+class Quarto(Generator):
     name = "quarto"
     markers = _MARKERS
+    rank = 70
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, _MARKERS)
@@ -116,6 +120,9 @@ class Quarto:
             return (rel.parent / _NBDEV_PREFIX.sub("", rel.name.lower())).with_suffix(
                 ".html").as_posix()
         return rel.with_suffix(".html").as_posix()
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.quarto(text, page)
 
     def heading_ids(self, site: Site) -> CountingIds:
         ids = CountingIds(pandoc_slug, empty="section")

@@ -24,8 +24,11 @@ from typing import Any
 
 from docutils.nodes import make_id
 
+from ..chunk.anchors import IdRules
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..projectfiles import matches_any, read_config_text
-from .base import IdRules, Site
+from .base import Generator, Site
 
 _SOURCE_SUFFIXES = (".rst.txt", ".md.txt", ".rst", ".md", ".ipynb")
 # Extensions that make Sphinx read notebooks (MyST-NB reads markdown too)
@@ -117,12 +120,16 @@ def source_suffix(name: str, formats: Mapping[str, str]) -> str | None:
     return max(matching, key=len) if matching else None
 
 
-class Sphinx:
+class Sphinx(Generator):
     markers = ("conf.py",)
+    rank = 110
 
-    def __init__(self, name: str = "sphinx", directory_urls: bool = False) -> None:
+    def __init__(self, name: str = "sphinx", directory_urls: bool = False, *,
+                 detected: bool = True) -> None:
         self.name = name
         self.directory_urls = directory_urls
+        if not detected:  # the same marker as Sphinx's html builder: chosen by name only
+            self.rank = None
 
     def detect(self, folder: Path) -> Site | None:
         for source in (folder, folder / "source"):
@@ -186,6 +193,9 @@ class Sphinx:
             parent = "" if stem.parent.as_posix() == "." else stem.parent.as_posix() + "/"
             return parent if stem.name == "index" else stem.as_posix() + "/"
         return stem.as_posix() + site.settings.get("html_file_suffix", ".html")
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.sphinx(text, page)  # Sphinx reads markdown with MyST
 
     def heading_ids(self, site: Site) -> DocutilsIds:
         return DocutilsIds(smartquotes=bool(site.settings.get("smartquotes")))
@@ -312,4 +322,4 @@ def exclude_patterns(value: Any) -> tuple[str, ...]:
 
 
 GENERATOR = Sphinx()
-DIRHTML = Sphinx("sphinx-dirhtml", directory_urls=True)
+DIRHTML = Sphinx("sphinx-dirhtml", directory_urls=True, detected=False)

@@ -17,10 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import IdRules
 from ..chunk.slug import Slugger, slug_plain
+from ..extract.dialects import PageFile
+from ..extract.hero import starlight_hero
+from ..extract.mdx import containers_to_markdown
 from ..jsscan import without_comments
 from ..projectfiles import first_config, read_config_json
-from .base import IdRules, Site
+from .base import Generator, Site
 
 _CONFIG_NAMES = ("astro.config.mjs", "astro.config.ts", "astro.config.mts", "astro.config.js",
                  "astro.config.cjs", "astro.config.cts")
@@ -64,9 +68,10 @@ def _astro_major(folder: Path) -> int | None:
     return None
 
 
-class Starlight:
+class Starlight(Generator):
     name = "starlight"
     markers = _CONFIG_NAMES
+    rank = 60
 
     def detect(self, folder: Path) -> Site | None:
         found = first_config(folder, _CONFIG_NAMES)
@@ -107,6 +112,12 @@ class Starlight:
         if site.settings.get("format") == "file":
             return slug + ".html"
         return slug if site.settings.get("trailingSlash") == "never" else slug + "/"
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return containers_to_markdown(text)
+
+    def landing(self, front_matter: Mapping[str, Any]) -> str:
+        return starlight_hero(front_matter)
 
     def heading_ids(self, site: Site) -> AstroIds:
         return AstroIds(cut_dash=bool(site.settings.get("cutDash")))

@@ -12,7 +12,6 @@ trimmed, a leading digit prefixed with ``_``, lowercased), repeats ``-1``, ``-2`
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -21,17 +20,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import re2
 
+from ..chunk.anchors import CountingIds
+from ..chunk.slug import mdit_vue_slugify
+from ..extract import dialects
+from ..extract.dialects import PageFile
+from ..extract.hero import vitepress_home
 from ..jsscan import without_comments
 from ..projectfiles import first_config, matches_any
-from .base import CountingIds, Site
+from .base import Generator, Site
 
 # As VitePress looks them up: ``config/index.js``, ``config.js``, ``config/index.ts``…
 _CONFIG_NAMES = tuple(name for ext in ("js", "ts", "mjs", "mts")
                       for name in (f"config/index.{ext}", f"config.{ext}"))
 _EMOJI = re.compile(r"(?:(?<=\s)|^):[a-z0-9_+-]{2,}:(?=\s|$)")
-_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
-_CONTROL = re.compile(r"[\u0000-\u001f]")
-_COMBINING = re.compile(r"[\u0300-\u036f]")
 _CLEAN_URLS = re.compile(r"\bcleanUrls\s*:\s*(true|false)")
 _SRC_DIR = re.compile(r"""\bsrcDir\s*:\s*['"]([^'"]+)['"]""")
 _SRC_EXCLUDE = re.compile(r"\bsrcExclude\s*:\s*\[([^\[\]]*)\]")  # a [ ends a try: linear
@@ -46,20 +47,10 @@ _MAX_REWRITES = 200
 _ALWAYS_EXCLUDED = ("**/node_modules/", "**/dist/")
 
 
-def mdit_vue_slugify(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text)
-    text = _COMBINING.sub("", text)
-    text = _CONTROL.sub("", text)
-    text = _SPECIAL.sub("-", text)
-    text = re.sub(r"-{2,}", "-", text)
-    text = re.sub(r"^-+|-+$", "", text)
-    text = re.sub(r"^(\d)", r"_\1", text)
-    return text.lower()
-
-
-class VitePress:
+class VitePress(Generator):
     name = "vitepress"
     markers = (".vitepress",)
+    rank = 40
 
     def detect(self, folder: Path) -> Site | None:
         config_dir = folder / ".vitepress"
@@ -94,6 +85,12 @@ class VitePress:
             return parent
         stem = rel.with_suffix("").as_posix()
         return stem if site.settings.get("cleanUrls") else stem + ".html"
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.vitepress(text, page)
+
+    def landing(self, front_matter: Mapping[str, Any]) -> str:
+        return vitepress_home(front_matter)
 
     def heading_ids(self, site: Site) -> CountingIds:
         return CountingIds(lambda text: mdit_vue_slugify(without_emoji(text)),

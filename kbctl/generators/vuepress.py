@@ -21,10 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..chunk.anchors import CountingIds
+from ..chunk.slug import mdit_vue_slugify
+from ..extract import dialects
+from ..extract.dialects import PageFile
 from ..jsscan import JS_SUFFIXES, without_comments
 from ..projectfiles import first_config
-from .base import CountingIds, Site
-from .vitepress import mdit_vue_slugify, without_emoji
+from .base import Generator, Site
+from .vitepress import without_emoji
 
 _CONFIG_NAMES = ("config.js", "config.ts", "config.mjs", "config.cjs", "config.mts",
                  "config.yml", "config.yaml", "config.toml")
@@ -38,9 +42,10 @@ def vuepress1_slugify(text: str) -> str:
     return mdit_vue_slugify(text.replace("–", " ").replace("—", " "))
 
 
-class VuePress:
+class VuePress(Generator):
     name = "vuepress"
     markers = (".vuepress",)
+    rank = 50
 
     def detect(self, folder: Path) -> Site | None:
         config_dir = folder / ".vuepress"
@@ -66,6 +71,9 @@ class VuePress:
         if rel.stem.lower() in _INDEX_STEMS:
             return parent
         return rel.with_suffix(".html").as_posix()
+
+    def markdown(self, text: str, page: PageFile | None) -> str:
+        return dialects.vitepress(text, page)  # VitePress' containers and code imports came from it
 
     def heading_ids(self, site: Site) -> CountingIds:
         # markdown-it-anchor counts only a heading's text and code (no emoji) and, with no

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kbctl.extract.decode import decode_text
+from kbctl.encoding import decode_text
 from kbctl.net.retry import CONTENT_STATUSES, RetryPolicy
 
 #: A resolver maps a host name to the IP address strings it stands for (tests inject one).

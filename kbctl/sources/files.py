@@ -27,30 +27,19 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
-from ..chunk.headings import over_block_budget
-from ..errors import ExtractError, InputError, SourceError
+from ..encoding import decode_text
+from ..errors import InputError, SourceError
 from ..extract import HTML_READER
-from ..extract.decode import decode_text
-from ..extract.dialects import PageFile, page_html, page_markdown
 from ..extract.includes import Unresolved, outside_project, unresolved_includes
-from ..extract.markdown import parse_markdown_document
-from ..extract.notebook import notebook_to_markdown
-from ..extract.sphinx_includes import SphinxIncludes
 from ..extract.sphinx_titles import SphinxTitles
-from ..frontmatter import filterable, split_front_matter
 from ..generators import (
     AUTO,
     GENERATORS,
     Site,
-    expiry,
-    heading_ids,
     likely_site,
     page_path,
-    page_title,
     resolve_site,
 )
-from ..generators.anchors import with_heading_ids
-from ..generators.base import NO_FRONT_MATTER
 from ..generators.mkdocs import autodoc_stub
 from ..generators.sphinx import source_suffix
 from ..hygiene import describe_bad_char, drop_bad_chars, dropped_note, first_few
@@ -76,19 +65,13 @@ from .base import (
     SourceSpec,
 )
 from .options import SourceOptions, boolean, choice, http_url, option, strings, version_name
+from .readers import INCLUDES, READERS, UNTIL, FilePage, Reader, reader_for, reader_named
 from .weburl import NOT_IN_PATH, escaped
 
-EXTENSIONS = {".md": "markdown", ".mdx": "mdx", ".markdown": "markdown", ".rst": "rst",
-              ".html": "html", ".htm": "html", ".txt": "text", ".ipynb": "notebook",
-              ".qmd": "markdown"}
-_READ = ", ".join([*EXTENSIONS, ".rst.txt"])
+_READ = ", ".join(READERS)
 _GLOB_CHARS = set("*?[")
-# The stored time (ISO 8601) after which a page's generator stops publishing it.
-UNTIL = "until"
-# The stored {path: [size, mtime_ns]} of the files a page includes (mdBook's {{#include}}):
-# an unchanged page is read again when one of them changed. Past MAX_TRACKED_INCLUDES
-# files, null: such a page is read again every time.
-INCLUDES = "includes"
+# Past MAX_TRACKED_INCLUDES files a page includes, its INCLUDES stamp is null: such a
+# page is read again every time.
 MAX_TRACKED_INCLUDES = 1000
 # Folders no docs page lives in: a JavaScript project's installed packages.
 @dataclass(frozen=True)
@@ -161,7 +144,7 @@ class FilesSource:
         unlisted: list[Path] = []  # folders the walk could not read through
         for path in _walk(root, pattern, notes, ignores, unlisted):
             rel = path.relative_to(root).as_posix()
-            if page_format(path, site) is None:
+            if page_reader(path, site) is None:
                 continue
             matched = next((ex for ex in excludes if fnmatch.fnmatch(rel, ex)), None)
             if matched is not None:
@@ -506,125 +489,38 @@ KIND = SourceKind(FilesOptions,
 
 
 def file_format(path: Path) -> str | None:
-    """How a file is read (``markdown``, ``mdx``, ``rst``, ``html``, ``text``); None for
-    files a files source skips. Sphinx's ``_sources`` copies (``x.rst.txt``) are rst."""
-    name = path.name.lower()
-    if name.endswith(".rst.txt"):
-        return "rst"
-    return EXTENSIONS.get(path.suffix.lower())
+    """How a file is read (``markdown``, ``mdx``, ``rst``, ``html``, ``text``…: its
+    reader's format); None for files a files source skips."""
+    reader = reader_for(path)
+    return reader.format if reader is not None else None
 
 
-def notebook_reader(site: Site) -> str:
-    """How ``site``'s generator reads a notebook (``notebook.READERS``)."""
-    notebooks = site.settings.get("notebooks")
-    return notebooks if notebooks in ("quarto", "nbdev") else "jupyter"
-
-
-def page_format(path: Path, site: Site) -> str | None:
-    """How a file of ``site`` is read: as its generator names its sources (Sphinx's
-    ``source_suffix``: Django's ``.txt`` files are reStructuredText), else as
-    ``file_format`` says; None for a file the source skips, a notebook among them where
-    the generator renders none."""
+def page_reader(path: Path, site: Site) -> Reader | None:
+    """The reader of a file of ``site``: as its generator names its sources (Sphinx's
+    ``source_suffix``: Django's ``.txt`` files are reStructuredText), else by its suffix;
+    None for a file the source skips, a notebook among them where the generator renders
+    none."""
     formats = site.settings.get("source_suffix")
     suffix = source_suffix(path.name, formats) if formats else None
-    fmt = formats[suffix] if suffix else file_format(path)
-    return None if fmt == "notebook" and not site.settings.get("notebooks") else fmt
+    reader = reader_named(formats[suffix]) if suffix else reader_for(path)
+    if reader is not None and reader.format == "notebook" and not site.settings.get(
+            "notebooks"):
+        return None
+    return reader
 
 
 def _document(leaf: Leaf, file: _File, text: str, stamp: dict[str, Any]) -> Document | None:
-    """The document a file makes; None when its generator does not publish it as a page
-    (known only once it is read: a draft, a future date, a Jekyll file without front
-    matter)."""
-    path, site = file.path, file.site
-    stamp = stamp | {"generator": site.generator}
-    fmt = page_format(path, site)
-    notebook = fmt == "notebook"
-    if notebook:
-        try:
-            text, fmt = notebook_to_markdown(text, reader=notebook_reader(site)), "markdown"
-        except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
-    if fmt == "rst" and over_block_budget(text):
-        # docutils' tree of a file of many short blocks would take ~1 KB a line; the
-        # writer reads a text past the budget as plain text, and says so
-        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=path.stem, body=text,
-                        format="markdown", meta=dict(stamp))
-    if fmt == "rst":
-        from ..extract.rst import rst_to_markdown
-        from ..extract.rst_sphinx import ProjectRoles
-
-        reads: list[Path] = []
-        includes = SphinxIncludes(source_dir=site.content, project=site.project, reads=reads)
-        try:
-            rst = rst_to_markdown(text, source=str(path), includes=includes,
-                                  titles=file.titles, docname=_docname(file),
-                                  project=ProjectRoles(
-                                      site.settings.get("default_role"),
-                                      site.settings.get("extlinks") or {},
-                                      frozenset(site.settings.get("target_directives") or ())))
-        except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
-        if reads:
-            stamp[INCLUDES] = _include_stamps(reads)
-        # every id a section has is written out: one without is cited at the section
-        # around it, never at a slug Sphinx does not give (its ids are "id23" there)
-        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=rst.title or path.stem,
-                        body=rst.markdown, format="markdown", meta=dict(stamp),
-                        slug_headings=False)
-    if fmt == "html":
-        from ..extract.html import extract_html
-
-        try:  # a Jekyll or Hugo page template starts with front matter
-            front_matter, text, templated = split_front_matter(text)
-        except ExtractError as exc:
-            raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
-        url = _published_url(leaf, file, front_matter) if templated else leaf.url
-        if url is None:
-            return None
-        if not text.strip():  # front matter alone (a jekyll-redirect-from stub): no text
-            return Document(ref=leaf.ref, url=url, kind="files", title=path.stem, body="",
-                            format="markdown", meta=dict(stamp), slug_headings=False)
-        if templated:
-            text = page_html(text, generator=site.generator)
-        page = extract_html(text, url=url if "://" in url else None)
-        return Document(ref=leaf.ref, url=url, kind="files", title=page.title or path.stem,
-                        body=page.markdown, format="markdown", meta=dict(stamp),
-                        slug_headings=False)
-    if fmt == "text":
-        return Document(ref=leaf.ref, url=leaf.url, kind="files", title=path.stem, body=text,
-                        format="text", meta=dict(stamp))
-    try:
-        md = parse_markdown_document(text)
-    except ExtractError as exc:
-        raise ExtractError(f"{path}: {exc.message}", hint=exc.hint) from exc
-    fields = filterable(md.front_matter)
-    body = md.body
-    page = PageFile(path, site.project, site.settings, front_matter=md.front_matter)
-    body = page_markdown(body, generator=site.generator, fmt=fmt, page=page)
-    if page.reads:
-        stamp[INCLUDES] = _include_stamps(page.reads)
-    description = md.front_matter.get("description")
-    if not body.strip() and isinstance(description, str):
-        body = description  # a page of front matter alone (a section's): its summary
-    # the title a page gets from its first H1 counts as front matter's (Material's blog
-    # plugin slugs a post's URL from it)
-    titled = md.front_matter if "title" in md.front_matter or not md.title else {
-        **md.front_matter, "title": md.title}
-    url = _published_url(leaf, file, titled if md.has_front_matter else NO_FRONT_MATTER)
-    if url is None:
-        return None
-    until = expiry(site, md.front_matter) if file.options.base_url else None
-    if until is not None:
-        stamp[UNTIL] = until.isoformat()
-    ids = heading_ids(site, notebook=notebook)
-    body = with_heading_ids(body, ids)
-    # each heading with an id on the page now carries it as {#id}; one the generator
-    # renders without (Docusaurus' h1, a placeholder of HTML comments) is cited by its
-    # enclosing section or the page
-    title = page_title(site, file.published, md.title) or path.stem
-    return Document(ref=leaf.ref, url=url, kind="files", title=title,
-                    body=body, format="markdown", meta=dict(stamp), filterable=fields,
-                    slug_headings=False)
+    """The document a file makes, by the reader of its format; None when its generator
+    does not publish it as a page (known only once it is read: a draft, a future date, a
+    Jekyll file without front matter)."""
+    reader = page_reader(file.path, file.site)
+    assert reader is not None  # expand leaves out the files no reader reads
+    return reader.file(FilePage(
+        path=file.path, ref=leaf.ref, url=leaf.url, site=file.site, published=file.published,
+        stamp=stamp | {"generator": file.site.generator},
+        publish=lambda front_matter: _published_url(leaf, file, front_matter),
+        include_stamps=_include_stamps, docname=_docname(file),
+        base_url=file.options.base_url, titles=file.titles), text)
 
 
 def _docname(file: _File) -> str:

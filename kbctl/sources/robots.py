@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from kbctl.net.client import GuardedClient
 
+from ..encoding import lenient_text
 from ..errors import BlockedURL, FetchError, KbctlError, Unreachable
 
 #: The product token kbctl answers to in ``User-agent`` lines.
@@ -150,5 +151,5 @@ async def fetch_robots(client: GuardedClient, site_origin: str) -> Robots:
     try:
         text = result.text()
     except KbctlError:
-        text = result.content.decode("utf-8", "replace")
+        text = lenient_text(result.content)
     return parse_robots(text)

@@ -1,5 +1,6 @@
 """The one path from bytes to text: byte-order marks, declared charsets, binary refusal.
 
+It sits below ``net/`` and ``extract/``, which both read bodies through it.
 ``decode_text`` is the strict path for text bodies and files (a BOM wins, then the charset
 the server or caller declares, else UTF-8; anything that does not decode is an error
 naming its source). ``to_utf8`` is the HTML path: bytes or text in, UTF-8 bytes out, the one
@@ -90,6 +91,22 @@ def decode_text(data: bytes, charset: str | None = None, *, source: str) -> str:
     except UnicodeDecodeError as exc:
         raise ExtractError(
             f"{source}: body is not valid {encoding} (byte {exc.start})") from exc
+
+
+def lenient_text(data: bytes, charset: str | None = None) -> str:
+    """The text of a body that must be read whatever it holds (robots rules, a page handed
+    to the generic extractor): ``charset`` or UTF-8, undecodable bytes replaced."""
+    return data.decode(charset or "utf-8", "replace")
+
+
+def header_text(data: bytes, charset: str) -> str | None:
+    """The body in the charset its response header declares (which wins over the page's
+    own ``<meta>``, as in browsers); None when that charset is unknown or wrong, so the
+    page's own declaration is sniffed instead."""
+    try:
+        return data.decode(charset)
+    except (LookupError, UnicodeDecodeError):
+        return None
 
 
 def _declared_encoding(head: bytes) -> str | None:

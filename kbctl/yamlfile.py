@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from ..linefile import LoadError, construct_bounded
+from .linefile import LoadError, construct_bounded
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Give every heading of a markdown page the id its generator renders, written as an
-explicit ``{#id}`` that the heading-aware chunker takes verbatim.
+explicit ``{#id}`` that the heading-aware chunker takes verbatim; and what such an id
+allocator is (``HeadingIds``, with the common rules in ``IdRules`` and ``CountingIds``).
 
 Headings are rewritten as ATX lines (``## Title {#id}``) so setext headings and closing
 ``#`` sequences need no special case; everything else is left byte for byte.
@@ -8,10 +9,12 @@ Headings are rewritten as ATX lines (``## Title {#id}``) so setext headings and 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Protocol
 
 from markdown_it.token import Token
 
-from ..chunk.headings import (
+from .headings import (
     block_tokens,
     heading_texts,
     inline_text,
@@ -19,11 +22,95 @@ from ..chunk.headings import (
     only_comments,
     split_explicit_id,
 )
-from .base import HeadingIds
 
 # kramdown's block inline attribute list, alone on its line: "{: #id .class key="v"}"
 _BLOCK_IAL = re.compile(r"\{:\s*([^{}\n]*)\}")
 _IAL_ID = re.compile(r"(?:^|\s)#([A-Za-z][\w:-]*)")
+
+
+class HeadingIds(Protocol):
+    """Per-page id allocator: the id a generator gives each heading, in document order."""
+
+    honours_explicit: bool
+    reads_source: bool  # slug the heading's markdown source rather than its rendered text
+    idless_levels: frozenset[int]  # levels whose id is allocated but not put on the page
+    block_attributes: bool  # kramdown: a "{: #id}" line right after a heading names it
+    # a trailing "{#id .class k=v}" is cut and its #id used: the generator's splitter
+    # (goldmark's, Pandoc's), returning (text, id) or None when the heading ends in none
+    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None
+    # definition list terms take ids from the same allocator, in document order (Hugo's
+    # autoDefinitionTermID): a heading after a term of its text is numbered past it
+    definition_terms: bool
+
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
+        """Id of a heading whose rendered text is ``text``; ``explicit`` is a written
+        ``{#id}`` attribute (None when absent). None: the heading has no id."""
+        ...
+
+    def displayed(self, heading: str) -> str:
+        """The heading's markdown as the page shows it (Docsify hides ``:id=name``)."""
+        ...
+
+
+class IdRules:
+    """The common answers of a ``HeadingIds``; an allocator overrides what differs."""
+
+    honours_explicit: bool = True
+    reads_source: bool = False
+    idless_levels: frozenset[int] = frozenset()
+    block_attributes: bool = False
+    attribute_lists: Callable[[str], tuple[str, str | None] | None] | None = None
+    definition_terms: bool = False
+
+    def displayed(self, heading: str) -> str:
+        return heading
+
+
+class CountingIds(IdRules):
+    """The common allocator: slug the text, then make it unique with ``-1``, ``-2``…
+
+    ``reserve_explicit`` says whether a written ``{#id}`` blocks later slugs (as
+    Python-Markdown and GitHub do) or is simply used (mdBook, Hugo); ``number_explicit``
+    numbers a repeated one like a slug (mystmd's labels). ``first_repeat`` is the number
+    the first repeat gets (``markdown-it-anchor`` 5 starts at 2). ``empty`` is the id of a
+    heading whose text slugs to nothing; None: it has none.
+    """
+
+    def __init__(self, slug: Callable[[str], str], *, empty: str | None = "",
+                 honour_explicit: bool = True, reserve_explicit: bool = True,
+                 number_explicit: bool = False, first_repeat: int = 1,
+                 reads_source: bool = False) -> None:
+        self.reads_source = reads_source
+        self._slug = slug
+        self._empty = empty
+        self.honours_explicit = self._honour = honour_explicit
+        self._reserve = reserve_explicit
+        self._number_explicit = number_explicit
+        self._first_repeat = first_repeat
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __call__(self, text: str, explicit: str | None = None) -> str | None:
+        if explicit is not None and self._honour:
+            if not self._number_explicit:
+                if self._reserve:
+                    self._used.add(explicit)
+                return explicit
+            base: str | None = explicit
+        else:
+            base = self._slug(text) or self._empty
+        if base is None:
+            return None
+        # the search for a free suffix resumes where the last one for this base stopped
+        # (ids are only ever added), so k equal headings cost O(k), not O(k²)
+        n = self._next.get(base, 0)
+        candidate = f"{base}-{n}" if n else base
+        while candidate in self._used:
+            n = max(n + 1, self._first_repeat)
+            candidate = f"{base}-{n}"
+        self._next[base] = max(n + 1, self._first_repeat)
+        self._used.add(candidate)
+        return candidate
 
 
 def with_heading_ids(markdown: str, ids: HeadingIds) -> str:
