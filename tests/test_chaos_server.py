@@ -735,7 +735,8 @@ def test_a_lost_server_is_explained_by_what_its_log_gained_since_the_join(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A full disk makes the server PANIC and drop every connection; the error then quotes
     the log's reason, written after this process joined, never an older one."""
-    from kbctl.store import db, server
+    from kbctl.embedded import server
+    from kbctl.store import db
 
     pgdata = server.pgdata_of(tmp_path)
     pgdata.mkdir()
