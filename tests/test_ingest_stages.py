@@ -83,7 +83,8 @@ def test_a_parse_read_again_gives_the_same_tokens() -> None:
 
 def _postings_indexes(url: str) -> set[str]:
     return {name for (name,) in rows(
-        url, "SELECT indexname FROM pg_indexes WHERE tablename = 'postings'")}
+        url, "SELECT indexname FROM pg_indexes "
+             "WHERE tablename IN ('postings', 'page_postings')")}
 
 
 def _index_state(url: str, ns: str) -> list[list[tuple[object, ...]]]:
@@ -115,13 +116,13 @@ def test_a_first_load_builds_the_postings_indexes_once_at_its_end(
     monkeypatch.setattr(KnowledgeStore, "replace_sources", write)
     assert ingest(store, [spec], namespace="first").added == 4
     assert seen and all(indexes == set() for indexes in seen)  # written without them
-    assert _postings_indexes(db_url) == set(lexical.KB_POSTINGS_INDEXES)
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
 
     # past a first load, every write maintains them; what is indexed is the same
     monkeypatch.setattr(knowledge, "FIRST_LOAD_POSTINGS", 1)
     seen.clear()
     assert ingest(store, [spec], namespace="second").added == 4
-    assert seen and all(indexes == set(lexical.KB_POSTINGS_INDEXES) for indexes in seen)
+    assert seen and all(indexes == set(lexical.KB_DEFERRED_INDEXES) for indexes in seen)
     assert _index_state(db_url, "first") == _index_state(db_url, "second")
     hits = [[(h.source_ref, h.ordinal, h.score) for h in
              store.search(ns, "widget fast usage", k=8)] for ns in ("first", "second")]
@@ -141,10 +142,10 @@ def test_a_load_that_fails_or_dies_leaves_the_postings_indexes_built(
         patch.setattr(KnowledgeStore, "replace_sources", broken)
         with pytest.raises(RuntimeError):
             ingest(store, [spec], namespace="ns")
-    assert _postings_indexes(db_url) == set(lexical.KB_POSTINGS_INDEXES)
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
     ingest(store, [spec], namespace="ns")
     # a process killed mid-load built nothing: the next write run does
     store.conn.execute("DROP INDEX postings_impact")
     again = ingest(store, [spec], namespace="ns")
     assert again.unchanged + again.not_modified == 1
-    assert _postings_indexes(db_url) == set(lexical.KB_POSTINGS_INDEXES)
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)

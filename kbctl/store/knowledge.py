@@ -343,7 +343,7 @@ class KnowledgeStore:
                                 AND source_ref = ANY(%(refs)s)
                               RETURNING id, source_ref, lexeme_count),
                 {postings},
-                {lexical.kb_delete_page_postings_cte()}
+                {lexical.kb_delete_page_postings_cte(chunks="gone")}
                SELECT count(*), coalesce(sum(lexeme_count), 0), count(DISTINCT source_ref),
                       {lexemes}
                FROM gone""",
@@ -371,26 +371,26 @@ class KnowledgeStore:
         """Before a write run into ``namespace``: when it is a first load (the namespace
         holds nothing yet, and the knowledge base next to no postings: fewer than
         ``FIRST_LOAD_POSTINGS``, which a search scans as fast as it reads an index), drop
-        the postings indexes (``lexical.KB_POSTINGS_INDEXES``) so that the run's postings
+        the postings indexes (``lexical.KB_DEFERRED_INDEXES``) so that the run's postings
         are written without them, and ``build_postings_indexes`` builds them once when it
         ends; else make sure they exist (a run that died first left them out). True when
-        they were dropped. The lock that takes is waited for a moment at most:
-        behind a reader, the run maintains them as it goes."""
+        they were dropped. The lock that takes is waited for a moment at most: behind a
+        reader, the run maintains them as it goes."""
         few = f"SELECT count(*) < {FIRST_LOAD_POSTINGS} FROM (SELECT FROM postings LIMIT " \
               f"{FIRST_LOAD_POSTINGS}) AS p"
         row = self.conn.execute(
             f"SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE namespace = %s) AND ({few})",
             (namespace,)).fetchone()
         if row is not None and row[0]:
+            tables = sorted({index.table for index in lexical.KB_DEFERRED_INDEXES.values()})
             try:
                 with self.conn.transaction():
                     self.conn.execute("SET LOCAL lock_timeout = '1s'")
-                    self.conn.execute("LOCK TABLE postings IN ACCESS EXCLUSIVE MODE")
+                    self.conn.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE")
                     again = self.conn.execute(few).fetchone()
                     if again is not None and again[0]:
-                        for name in lexical.KB_POSTINGS_INDEXES:
-                            self.conn.execute(
-                                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+                        for index in lexical.KB_DEFERRED_INDEXES.values():
+                            self.conn.execute(index.drop)
                         return True
             except psycopg.errors.LockNotAvailable:
                 pass
@@ -400,16 +400,14 @@ class KnowledgeStore:
     def build_postings_indexes(self) -> None:
         """Build the postings indexes a first load deferred (or a run that died left out);
         a no-op without a lock when they exist."""
-        names = list(lexical.KB_POSTINGS_INDEXES)
         row = self.conn.execute(
             "SELECT array_agg(n) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
-            (names,)).fetchone()
+            (list(lexical.KB_DEFERRED_INDEXES),)).fetchone()
         for name in (row[0] if row is not None and row[0] else []):
             with self.conn.transaction():
                 # the sort in memory: a quarter less CPU than the server's default 64 MB
                 self.conn.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
-                self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON postings {}").format(
-                    sql.Identifier(name), sql.SQL(lexical.KB_POSTINGS_INDEXES[name])))
+                self.conn.execute(lexical.KB_DEFERRED_INDEXES[name].create)
 
     def _insert_chunks(self, namespace: str,
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]],

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import Cursor
 
@@ -445,15 +445,34 @@ def calibrated_sql(r: str, ceiling: str) -> str:
 # ``page_postings`` (a page's term frequencies, its chunks' summed) and each page's length
 # (``sources.lexeme_count``) beside them ----------------------------------------------------
 
+class DeferredIndex(NamedTuple):
+    """An index a first load builds once at its end: its table, and the statements that
+    make and drop it."""
+
+    table: str
+    create: str
+    drop: str
+
+
+def _index(name: str, table: str, columns: str) -> DeferredIndex:
+    return DeferredIndex(table, f"CREATE INDEX IF NOT EXISTS {name} ON {table} {columns}",
+                         f"DROP INDEX IF EXISTS {name}")
+
+
 # The knowledge base's postings indexes, by name: a lexeme's best postings first (the
-# search reads them in this order, covered), and a chunk's postings (its replacement deletes
-# them). A first load into an empty table builds them once at its end
-# (``KnowledgeStore.defer_postings_indexes``): maintained row by row, they were most of the
-# database's work of an ingest (6 µs of CPU a posting for the first, against 1.3 s to build
-# it over a million).
-KB_POSTINGS_INDEXES = {
-    "postings_impact": "(namespace, lexeme, impact DESC) INCLUDE (chunk_id, tf, dl)",
-    "postings_chunk": "(chunk_id)",
+# search reads them in this order, covered), a chunk's postings (its replacement deletes
+# them), and a page's (the page side of a search reads them; its replacement deletes them).
+# A first load builds them once at its end (``KnowledgeStore.defer_postings_indexes``):
+# maintained row by row they were most of the database's work of an ingest (the first
+# alone 6 µs of CPU a posting, against 1.3 s to build it over a million).
+KB_DEFERRED_INDEXES = {
+    "postings_impact": _index("postings_impact", "postings",
+                              "(namespace, lexeme, impact DESC) INCLUDE (chunk_id, tf, dl)"),
+    "postings_chunk": _index("postings_chunk", "postings", "(chunk_id)"),
+    "page_postings_pkey": DeferredIndex(
+        "page_postings", "ALTER TABLE page_postings ADD CONSTRAINT page_postings_pkey "
+        "PRIMARY KEY (namespace, source_ref, lexeme)",
+        "ALTER TABLE page_postings DROP CONSTRAINT IF EXISTS page_postings_pkey"),
 }
 
 KB_STATS = """
@@ -605,11 +624,14 @@ def kb_write_page_postings_ctes(*, chunks: str) -> str:
             WHERE s.namespace = %(ns)s AND s.ref = x.source_ref)"""
 
 
-def kb_delete_page_postings_cte() -> str:
-    """CTE ``pp``: delete the page postings of the pages ``%(refs)s`` of ``%(ns)s``."""
-    return """
+def kb_delete_page_postings_cte(*, chunks: str) -> str:
+    """CTE ``pp``: delete the page postings of the pages ``%(refs)s`` of ``%(ns)s``, when
+    the deleted rows ``chunks`` (their chunks) are any: a page without chunks has none, and
+    during a first load, whose pages had none, their table has no index to find them by."""
+    return f"""
         pp AS (DELETE FROM page_postings
-               WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s))"""
+               WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s)
+                 AND EXISTS (SELECT FROM {chunks}))"""
 
 
 def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
