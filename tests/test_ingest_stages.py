@@ -11,7 +11,7 @@ import pytest
 from kbctl.chunk.headings import block_tokens
 from kbctl.pipeline.ingest import ingest
 from kbctl.sources.registry import source_spec
-from kbctl.store import lexical
+from kbctl.store import knowledge, lexical
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
 
@@ -79,3 +79,73 @@ def test_a_parse_read_again_gives_the_same_tokens() -> None:
     other = block_tokens("plain words\n")
     assert [t.type for t in other] == ["paragraph_open", "inline", "paragraph_close"]
     assert block_tokens(text) is not first  # one text per thread is kept
+
+
+def _postings_indexes(url: str) -> set[str]:
+    return {name for (name,) in rows(
+        url, "SELECT indexname FROM pg_indexes "
+             "WHERE tablename IN ('postings', 'page_postings')")}
+
+
+def _index_state(url: str, ns: str) -> list[list[tuple[object, ...]]]:
+    """What BM25 reads of a namespace: its postings, document frequencies, page postings
+    and page lengths."""
+    return [_postings(url, ns),
+            rows(url, "SELECT lexeme, df FROM lexeme_stats WHERE namespace = %s ORDER BY 1",
+                 ns),
+            rows(url, """SELECT source_ref, lexeme, tf FROM page_postings
+                         WHERE namespace = %s ORDER BY 1, 2""", ns),
+            rows(url, "SELECT ref, lexeme_count FROM sources WHERE namespace = %s ORDER BY 1",
+                 ns)]
+
+
+def test_a_first_load_builds_the_postings_indexes_once_at_its_end(
+        store: KnowledgeStore, db_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(4):
+        (tmp_path / f"p{i}.md").write_text(f"# Page {i}\n\nThe widget_{i} spins.\n\n"
+                                           "## Usage\n\nRun `widget --fast` daily.\n")
+    spec = source_spec("files", str(tmp_path), {})
+    seen: list[set[str]] = []
+    real = KnowledgeStore.replace_sources
+
+    def write(self: KnowledgeStore, *args: object, **kwargs: object) -> object:
+        seen.append(_postings_indexes(db_url))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KnowledgeStore, "replace_sources", write)
+    assert ingest(store, [spec], namespace="first").added == 4
+    assert seen and all(indexes == set() for indexes in seen)  # written without them
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
+
+    # past a first load, every write maintains them; what is indexed is the same
+    monkeypatch.setattr(knowledge, "FIRST_LOAD_POSTINGS", 1)
+    seen.clear()
+    assert ingest(store, [spec], namespace="second").added == 4
+    assert seen and all(indexes == set(lexical.KB_DEFERRED_INDEXES) for indexes in seen)
+    assert _index_state(db_url, "first") == _index_state(db_url, "second")
+    hits = [[(h.source_ref, h.ordinal, h.score) for h in
+             store.search(ns, "widget fast usage", k=8)] for ns in ("first", "second")]
+    assert hits[0] and hits[0] == hits[1]
+
+
+def test_a_load_that_fails_or_dies_leaves_the_postings_indexes_built(
+        store: KnowledgeStore, db_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nAlpha text.\n")
+    spec = source_spec("files", str(tmp_path), {})
+
+    def broken(self: KnowledgeStore, *args: object, **kwargs: object) -> object:
+        raise RuntimeError("the database went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(KnowledgeStore, "replace_sources", broken)
+        with pytest.raises(RuntimeError):
+            ingest(store, [spec], namespace="ns")
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
+    ingest(store, [spec], namespace="ns")
+    # a process killed mid-load built nothing: the next write run does
+    store.conn.execute("DROP INDEX postings_impact")
+    again = ingest(store, [spec], namespace="ns")
+    assert again.unchanged + again.not_modified == 1
+    assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)

@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -189,6 +189,39 @@ def ingest(
     only after every definition ran, so the mass-delete guard sees the whole picture.
     """
     started = time.perf_counter()
+    # a first load writes its postings without their indexes and builds them at its end
+    deferred = not policy.dry_run and store.defer_postings_indexes(namespace)
+    try:
+        report = _ingest(store, specs, namespace=namespace, embedder=embedder,
+                         chunking=chunking, progress=progress, adapter_context=adapter_context,
+                         policy=policy, writer_stores=writer_stores)
+    except KeyboardInterrupt:
+        raise  # a signal ends the run at once: the next write run builds them
+    except BaseException:
+        if deferred:  # what the run wrote stays searchable; its own failure is the news
+            with suppress(Exception):
+                store.build_postings_indexes()
+        raise
+    if deferred:
+        with _stage(report.timings, "write", wall=True):
+            store.build_postings_indexes()
+        report.timings["write"] = round(report.timings["write"], 4)
+    report.timings["total"] = round(time.perf_counter() - started, 4)
+    return report
+
+
+def _ingest(
+    store: KnowledgeStore,
+    specs: Sequence[SourceSpec | BrokenDefinition],
+    *,
+    namespace: str,
+    embedder: Embedder | None,
+    chunking: ChunkingOptions,
+    progress: Progress,
+    adapter_context: dict[str, Any] | None,
+    policy: SyncPolicy,
+    writer_stores: Sequence[KnowledgeStore] | None,
+) -> IngestReport:
     identity = str(embedder.identity) if embedder else "none"
     report = IngestReport(namespace=namespace, embedder=identity, dry_run=policy.dry_run)
     writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run,
@@ -248,7 +281,6 @@ def ingest(
                     source=def_id))]
             store.finish_def(namespace, def_id, errors)
     report.notes = _bounded_notes(report.notes)
-    report.timings["total"] = round(time.perf_counter() - started, 4)
     return report
 
 

@@ -31,6 +31,11 @@ DEADLOCK_ATTEMPTS = 5
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1000
 VACUUM_LOCK_WAIT_S = 5
+# A knowledge base with fewer postings than this is given its first load: its postings
+# indexes are built once at the end of the run (``defer_postings_indexes``).
+FIRST_LOAD_POSTINGS = 50_000
+# The memory a first load's postings indexes are built with (``build_postings_indexes``).
+INDEX_BUILD_MEMORY = "256MB"
 
 _EMBEDDER_KEY = "embedder"
 # Each cache's age column: a vector ages from its last use, a rerank score from its write.
@@ -44,6 +49,13 @@ class Replaced(NamedTuple):
 
     written: int
     removed: int
+
+
+class _Gone(NamedTuple):
+    """Deleted postings' lexemes, in order, and how many documents each was in (negative)."""
+
+    lexemes: list[str]
+    counts: list[int]
 
 
 class KnowledgeStore:
@@ -250,7 +262,7 @@ class KnowledgeStore:
                  items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]],
                  fields: Mapping[str, Sequence[str]]) -> Replaced:
         self._ensure_stats_row(namespace)
-        old_n, old_len, old_pages = self._delete_chunks(namespace, refs)
+        old_n, old_len, old_pages, gone = self._delete_chunks(namespace, refs, counted=False)
         self.conn.execute(
             """INSERT INTO sources (namespace, ref, def_id, kind, url, title, content_hash,
                                     fetched_at, chunk_count, meta)
@@ -267,7 +279,7 @@ class KnowledgeStore:
              [s.content_hash for s, _ in items], [len(c) for _, c in items],
              [json.dumps(s.meta, default=str) for s, _ in items]),
         )
-        written, new_len = self._insert_chunks(namespace, items, fields)
+        written, new_len = self._insert_chunks(namespace, items, fields, gone)
         self._set_page_vectors(namespace, refs)
         new_pages = sum(1 for _, chunks in items if chunks)
         self.conn.execute(
@@ -297,7 +309,7 @@ class KnowledgeStore:
 
     def _delete(self, namespace: str, ref: str) -> int:
         self._ensure_stats_row(namespace)
-        n, length, pages = self._delete_chunks(namespace, [ref])
+        n, length, pages, _ = self._delete_chunks(namespace, [ref])
         self.conn.execute("DELETE FROM sources WHERE namespace = %s AND ref = %s",
                           (namespace, ref))
         self.conn.execute(
@@ -315,21 +327,30 @@ class KnowledgeStore:
             (namespace,),
         )
 
-    def _delete_chunks(self, namespace: str, refs: Sequence[str]) -> tuple[int, int, int]:
+    def _delete_chunks(self, namespace: str, refs: Sequence[str], *, counted: bool = True
+                       ) -> tuple[int, int, int, _Gone]:
         """Delete the chunks of ``refs`` and their chunk and page postings; returns (count,
-        total length, pages that had chunks)."""
+        total length, pages that had chunks, and unless ``counted`` the document frequencies
+        the deleted postings took away, for the caller to change with its new postings'
+        in one write: ``lexical.kb_write_postings_ctes``)."""
+        postings = (lexical.kb_delete_postings_ctes(chunks="gone") if counted
+                    else lexical.kb_gone_lexemes_ctes(chunks="gone"))
+        lexemes = ("NULL::text[], NULL::int[]" if counted else
+                   "(SELECT array_agg(lexeme ORDER BY lexeme) FROM g), "
+                   "(SELECT array_agg(n ORDER BY lexeme) FROM g)")
         row = self.conn.execute(
             f"""WITH gone AS (DELETE FROM chunks WHERE namespace = %(ns)s
                                 AND source_ref = ANY(%(refs)s)
                               RETURNING id, source_ref, lexeme_count),
-                {lexical.kb_delete_postings_ctes(chunks="gone")},
-                {lexical.kb_delete_page_postings_cte()}
-               SELECT count(*), coalesce(sum(lexeme_count), 0), count(DISTINCT source_ref)
+                {postings},
+                {lexical.kb_delete_page_postings_cte(chunks="gone")}
+               SELECT count(*), coalesce(sum(lexeme_count), 0), count(DISTINCT source_ref),
+                      {lexemes}
                FROM gone""",
             {"ns": namespace, "refs": list(refs)},
         ).fetchone()
         assert row is not None
-        return int(row[0]), int(row[1]), int(row[2])
+        return int(row[0]), int(row[1]), int(row[2]), _Gone(row[3] or [], row[4] or [])
 
     def _set_page_vectors(self, namespace: str | None = None,
                           refs: Sequence[str] = ()) -> None:
@@ -344,17 +365,65 @@ class KnowledgeStore:
             self.conn.execute(mean + " WHERE s.namespace = %s AND s.ref = ANY(%s)",
                               (namespace, list(refs)))
 
+    # --- a first load -------------------------------------------------------------------
+
+    def defer_postings_indexes(self, namespace: str) -> bool:
+        """Before a write run into ``namespace``: when it is a first load (the namespace
+        holds nothing yet, and the knowledge base next to no postings: fewer than
+        ``FIRST_LOAD_POSTINGS``, which a search scans as fast as it reads an index), drop
+        the postings indexes (``lexical.KB_DEFERRED_INDEXES``) so that the run's postings
+        are written without them, and ``build_postings_indexes`` builds them once when it
+        ends; else make sure they exist (a run that died first left them out). True when
+        they were dropped. The lock that takes is waited for a moment at most: behind a
+        reader, the run maintains them as it goes."""
+        few = f"SELECT count(*) < {FIRST_LOAD_POSTINGS} FROM (SELECT FROM postings LIMIT " \
+              f"{FIRST_LOAD_POSTINGS}) AS p"
+        row = self.conn.execute(
+            f"SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE namespace = %s) AND ({few})",
+            (namespace,)).fetchone()
+        if row is not None and row[0]:
+            tables = sorted({index.table for index in lexical.KB_DEFERRED_INDEXES.values()})
+            try:
+                with self.conn.transaction():
+                    self.conn.execute("SET LOCAL lock_timeout = '1s'")
+                    self.conn.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE")
+                    again = self.conn.execute(few).fetchone()
+                    if again is not None and again[0]:
+                        for index in lexical.KB_DEFERRED_INDEXES.values():
+                            self.conn.execute(index.drop)
+                        return True
+            except psycopg.errors.LockNotAvailable:
+                pass
+        self.build_postings_indexes()
+        return False
+
+    def build_postings_indexes(self) -> None:
+        """Build the postings indexes a first load deferred (or a run that died left out);
+        a no-op without a lock when they exist."""
+        row = self.conn.execute(
+            "SELECT array_agg(n) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
+            (list(lexical.KB_DEFERRED_INDEXES),)).fetchone()
+        for name in (row[0] if row is not None and row[0] else []):
+            with self.conn.transaction():
+                # the sort in memory: a quarter less CPU than the server's default 64 MB
+                self.conn.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
+                self.conn.execute(lexical.KB_DEFERRED_INDEXES[name].create)
+
     def _insert_chunks(self, namespace: str,
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]],
-                       fields: Mapping[str, Sequence[str]]) -> tuple[int, int]:
-        """Insert chunks and their postings in one statement, tokenising each text once.
-        The arrays of text go in binary: quoting each element for an array literal was a
-        tenth of the writer's CPU.
+                       fields: Mapping[str, Sequence[str]], gone: _Gone) -> tuple[int, int]:
+        """Insert chunks and their postings in one statement, tokenising each text once,
+        and change the document frequencies by theirs less the ``gone`` postings'. The
+        arrays of text go in binary: quoting each element for an array literal was a tenth
+        of the writer's CPU.
 
         Returns (chunks written, their total lexeme count)."""
         refs = [src.ref for src, chunks in items for _ in chunks]
         chunks = [c for _, cs in items for c in cs]
+        changed = {"ns": namespace, "gone_lexemes": gone.lexemes, "gone_counts": gone.counts}
         if not chunks:
+            if gone.lexemes:
+                self.conn.execute(lexical.kb_add_document_frequencies_sql(), changed)
             return 0, 0
         row = self.conn.execute(
             f"""WITH src AS (
@@ -376,7 +445,7 @@ class KnowledgeStore:
                     chunks="ins", on="ins.source_ref = lex.r AND ins.ordinal = lex.o")},
                 {lexical.kb_write_page_postings_ctes(chunks="ins")}
                 SELECT count(*), coalesce(sum(lexeme_count), 0) FROM ins""",
-            {"ns": namespace, "refs": refs, "ords": [c.ordinal for c in chunks],
+            {**changed, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],
              "metas": [json.dumps(c.meta, default=str) for c in chunks],
              "vecs": [vector_text(c.embedding) for c in chunks],

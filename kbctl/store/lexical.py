@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import Cursor
 
@@ -445,6 +445,36 @@ def calibrated_sql(r: str, ceiling: str) -> str:
 # ``page_postings`` (a page's term frequencies, its chunks' summed) and each page's length
 # (``sources.lexeme_count``) beside them ----------------------------------------------------
 
+class DeferredIndex(NamedTuple):
+    """An index a first load builds once at its end: its table, and the statements that
+    make and drop it."""
+
+    table: str
+    create: str
+    drop: str
+
+
+def _index(name: str, table: str, columns: str) -> DeferredIndex:
+    return DeferredIndex(table, f"CREATE INDEX IF NOT EXISTS {name} ON {table} {columns}",
+                         f"DROP INDEX IF EXISTS {name}")
+
+
+# The knowledge base's postings indexes, by name: a lexeme's best postings first (the
+# search reads them in this order, covered), a chunk's postings (its replacement deletes
+# them), and a page's (the page side of a search reads them; its replacement deletes them).
+# A first load builds them once at its end (``KnowledgeStore.defer_postings_indexes``):
+# maintained row by row they were most of the database's work of an ingest (the first
+# alone 6 µs of CPU a posting, against 1.3 s to build it over a million).
+KB_DEFERRED_INDEXES = {
+    "postings_impact": _index("postings_impact", "postings",
+                              "(namespace, lexeme, impact DESC) INCLUDE (chunk_id, tf, dl)"),
+    "postings_chunk": _index("postings_chunk", "postings", "(chunk_id)"),
+    "page_postings_pkey": DeferredIndex(
+        "page_postings", "ALTER TABLE page_postings ADD CONSTRAINT page_postings_pkey "
+        "PRIMARY KEY (namespace, source_ref, lexeme)",
+        "ALTER TABLE page_postings DROP CONSTRAINT IF EXISTS page_postings_pkey"),
+}
+
 KB_STATS = """
     SELECT greatest(chunk_count, 1)::float8 AS n,
            greatest(total_len::float8 / greatest(chunk_count, 1), 1) AS avgdl,
@@ -540,14 +570,42 @@ def kb_field_arrays(texts: Sequence[str], metas: Sequence[Mapping[str, Any]]
 
 def kb_write_postings_ctes(*, chunks: str, on: str) -> str:
     """CTEs ``post`` and ``dfs``: the namespace's postings of ``lex`` for the inserted rows
-    ``chunks``, and the document frequencies they add."""
+    ``chunks``, and the change of document frequencies: the ones they add, less those of
+    the postings the same transaction deleted (``%(gone_lexemes)s`` and ``%(gone_counts)s``,
+    from ``kb_gone_lexemes_ctes``). One write per lexeme, none where the two cancel out (a
+    page's words that stay), in the lexemes' order: two writers of one namespace take
+    their rows' locks in one order, and neither waits for the other in a cycle."""
     insert = insert_postings_sql("postings", {"namespace": "%(ns)s"}, chunks=chunks, on=on)
     return f"""
         post AS ({insert}),
-        dfs AS (
+        dfs AS ({_add_document_frequencies_sql(
+            "SELECT lexeme, count(*) AS n FROM lex GROUP BY lexeme UNION ALL ")})"""
+
+
+def kb_add_document_frequencies_sql() -> str:
+    """The change of document frequencies of ``kb_write_postings_ctes`` when nothing is
+    written: the deleted postings' alone."""
+    return _add_document_frequencies_sql("")
+
+
+def _add_document_frequencies_sql(added: str) -> str:
+    return f"""
             INSERT INTO lexeme_stats AS s (namespace, lexeme, df)
-            SELECT %(ns)s, lexeme, count(*) FROM lex GROUP BY lexeme ORDER BY lexeme
-            ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df)"""
+            SELECT %(ns)s, lexeme, sum(n) FROM (
+                {added}SELECT * FROM unnest(%(gone_lexemes)s::text[], %(gone_counts)s::int[])
+            ) AS change (lexeme, n)
+            GROUP BY lexeme HAVING sum(n) <> 0 ORDER BY lexeme
+            ON CONFLICT (namespace, lexeme) DO UPDATE SET df = s.df + excluded.df"""
+
+
+def kb_gone_lexemes_ctes(*, chunks: str) -> str:
+    """CTEs ``p`` and ``g``: delete the postings of the deleted rows ``chunks`` (with ``id``),
+    and count their lexemes (``g``: ``lexeme``, ``n``, negative), for the document
+    frequencies to change once with what replaces them (``kb_write_postings_ctes``)."""
+    return f"""
+        p AS (DELETE FROM postings WHERE chunk_id IN (SELECT id FROM {chunks})
+              RETURNING lexeme),
+        g AS (SELECT lexeme, -count(*)::int AS n FROM p GROUP BY lexeme)"""
 
 
 def kb_write_page_postings_ctes(*, chunks: str) -> str:
@@ -566,11 +624,14 @@ def kb_write_page_postings_ctes(*, chunks: str) -> str:
             WHERE s.namespace = %(ns)s AND s.ref = x.source_ref)"""
 
 
-def kb_delete_page_postings_cte() -> str:
-    """CTE ``pp``: delete the page postings of the pages ``%(refs)s`` of ``%(ns)s``."""
-    return """
+def kb_delete_page_postings_cte(*, chunks: str) -> str:
+    """CTE ``pp``: delete the page postings of the pages ``%(refs)s`` of ``%(ns)s``, when
+    the deleted rows ``chunks`` (their chunks) are any: a page without chunks has none, and
+    during a first load, whose pages had none, their table has no index to find them by."""
+    return f"""
         pp AS (DELETE FROM page_postings
-               WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s))"""
+               WHERE namespace = %(ns)s AND source_ref = ANY(%(refs)s)
+                 AND EXISTS (SELECT FROM {chunks}))"""
 
 
 def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
@@ -613,9 +674,7 @@ def kb_page_bm25_cte(*, pages: str, related: bool = False) -> str:
 def kb_delete_postings_ctes(*, chunks: str) -> str:
     """CTEs ``p`` and ``d``: delete the postings of the deleted rows ``chunks`` (with ``id``)
     and take their lexemes out of the namespace's document frequencies."""
-    return f"""
-        p AS (DELETE FROM postings WHERE chunk_id IN (SELECT id FROM {chunks})
-              RETURNING lexeme),
-        d AS (UPDATE lexeme_stats s SET df = s.df - g.n
-              FROM (SELECT lexeme, count(*) AS n FROM p GROUP BY lexeme ORDER BY lexeme) g
+    return f"""{kb_gone_lexemes_ctes(chunks=chunks)},
+        d AS (UPDATE lexeme_stats s SET df = s.df + g.n
+              FROM (SELECT * FROM g ORDER BY lexeme) g
               WHERE s.namespace = %(ns)s AND s.lexeme = g.lexeme)"""

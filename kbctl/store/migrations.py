@@ -58,8 +58,7 @@ def rebuild_postings(conn: psycopg.Connection) -> None:
     conn.execute("""UPDATE namespace_stats n SET total_len = coalesce(
                         (SELECT sum(c.lexeme_count) FROM chunks c
                          WHERE c.namespace = n.namespace), 0)""")
-    conn.execute("""CREATE INDEX postings_impact ON postings (namespace, lexeme, impact DESC)
-                    INCLUDE (chunk_id, tf, dl)""")
+    conn.execute(lexical.KB_DEFERRED_INDEXES["postings_impact"].create)
     conn.execute("ANALYZE postings, lexeme_stats, chunks")
 
 
