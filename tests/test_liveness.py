@@ -115,7 +115,10 @@ def test_a_server_in_its_first_moments_is_waited_for_not_taken_for_gone(
         def come_up() -> None:
             server.bind(str(pgdata / ".s.PGSQL.5432"))
             server.listen(1)
-            write_pid_file(pgdata, pid=4242)
+            # as a postmaster adds its lines: written over in place, never truncated
+            with open(pgdata / "postmaster.pid", "r+") as f:
+                f.write(f"4242\n{pgdata}\n1796613013\n5432\n{pgdata}\n\n"
+                        "  2313027     32772\nready   \n")
 
         timer = threading.Timer(0.3, come_up)
         timer.start()
