@@ -10,9 +10,8 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
@@ -52,7 +51,7 @@ class _RunByDefault(TyperGroup):
     """Anything that is not a subcommand name is the start of a `run` invocation, so
     `kbctl eval docs.yaml --json` means `kbctl eval run docs.yaml --json`."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if all(a.startswith("-") and a not in ctx.help_option_names for a in args):
             # no suite named: the usage of `kbctl eval` itself, not of the `run` it means
             ctx.fail("Missing argument 'SUITE_OR_GLOB...': name the suite files to run, "
@@ -61,7 +60,7 @@ class _RunByDefault(TyperGroup):
             args = [RUN, *args]
         return super().parse_args(ctx, args)
 
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
         formatter.write_usage(ctx.command_path, "SUITE_OR_GLOB... [OPTIONS]")
         formatter.write_usage(ctx.command_path, "init [OPTIONS]", prefix="   or: ")
 

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import EnvironmentFailure, KbctlError
 from ..hygiene import clipped
@@ -227,6 +226,15 @@ class Output:
         if not self.err.is_terminal:
             yield self._progress_lines(label)
             return
+        # here, not at the top: a query or a status draws no bar
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                        MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
                        TimeElapsedColumn(), console=self.err, transient=True)
