@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# A dataclass field's metadata that keeps it out of the JSON documents kbctl prints (the
+# typed form of a fact the document already states another way).
+NOT_IN_JSON = {"json": False}
 MIN_K, MAX_K = 1, 50  # how many results a query may ask for
 # How hybrid search fuses its two rankings (kbctl.store.ranking.hybrid_query).
 FUSIONS = ("weighted", "rrf")

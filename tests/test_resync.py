@@ -97,6 +97,7 @@ def test_mass_delete_guard(cli: Cli, workdir: Path) -> None:
     tripped = cli.json("resync", code=1)
     ns = tripped["namespaces"][0]
     assert ns["guardTripped"] is True and ns["deleted"] == 0
+    assert "guard" not in ns  # the typed verdict; the JSON says it as guardTripped and a note
     assert any("mass-delete guard" in n for n in ns["notes"])
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(10,)]
     # not a sync: status does not show the run as a good one
@@ -466,3 +467,13 @@ def test_full_reads_a_file_whose_size_and_mtime_were_kept(cli: Cli, workdir: Pat
     assert (full["updated"], full["notModified"]) == (1, 0)
     assert rows(cli.db_url, "SELECT count(*) FROM chunks WHERE text LIKE %s",
                 "%Text of page 0.%") == [(1,)]
+
+
+def test_the_guard_s_note_outlives_the_bound_on_notes() -> None:
+    from kbctl.pipeline.ingest import MAX_NOTES, MassDeleteStop, _bounded_notes
+
+    guard = MassDeleteStop(9, 10, 0.5, "mass-delete guard: this run would delete 9 of 10")
+    notes = [f"note {i}" for i in range(MAX_NOTES + 5)] + [guard.message]
+    kept = _bounded_notes(notes, guard)
+    assert kept[MAX_NOTES] == guard.message and kept[-1] == "… and 5 more notes"
+    assert _bounded_notes(notes[:3], guard) == notes[:3]

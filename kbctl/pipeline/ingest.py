@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..extract.text import clean_text
 from ..hygiene import clipped, drop_bad_chars, dropped_note, first_few
+from ..results import NOT_IN_JSON
 from ..sources.base import (
     GONE_STATUSES,
     READ_AGAIN,
@@ -91,6 +92,18 @@ class SourceFailure:
 
 
 GUARD_NOTE = "mass-delete guard"
+
+
+@dataclass(frozen=True)
+class MassDeleteStop:
+    """Why the mass-delete guard kept a run's deletions back: the run would have deleted
+    ``would_delete`` of the namespace's ``pages``, over the ``limit`` fraction."""
+
+    would_delete: int
+    pages: int
+    limit: float
+    message: str
+
 # Unresolved includes listed in a report, at most (each page's note counts them all).
 MAX_UNRESOLVED_REPORTED = 1000
 
@@ -133,7 +146,8 @@ class IngestReport:
     embedding_cache_hits: int = 0
     dropped: dict[str, int] = field(default_factory=dict)  # pages left out on purpose, by why
     dry_run: bool = False
-    guard_tripped: bool = False
+    # the mass-delete guard's verdict (its message is among the notes and errors)
+    guard: MassDeleteStop | None = field(default=None, metadata=NOT_IN_JSON)
     provider_failed: bool = False  # a batch failed to embed: its pages failed with it
     changes: dict[str, list[str]] = field(
         default_factory=lambda: {"added": [], "updated": [], "deleted": []})
@@ -144,11 +158,15 @@ class IngestReport:
     unresolved_includes: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
-    __json_properties__ = ("ok",)
+    __json_properties__ = ("guard_tripped", "ok")
+
+    @property
+    def guard_tripped(self) -> bool:
+        return self.guard is not None
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0 and not self.guard_tripped
+        return self.failed == 0 and self.guard is None
 
     @property
     def exit_code(self) -> int:
@@ -274,13 +292,12 @@ def _ingest(
         _forget_first_failures(store, namespace, specs, per_def_errors, recorded_before,
                                report)
         for def_id, errors in per_def_errors.items():
-            if report.guard_tripped and def_id in dooming:  # not a sync: stale pages stay
+            if report.guard is not None and def_id in dooming:  # not a sync: stale pages stay
                 errors = [*errors, asdict(SourceFailure(
-                    ref=namespace, type="MassDeleteGuard", error=next(
-                        n for n in report.notes if n.startswith(GUARD_NOTE)),
+                    ref=namespace, type="MassDeleteGuard", error=report.guard.message,
                     source=def_id))]
             store.finish_def(namespace, def_id, errors)
-    report.notes = _bounded_notes(report.notes)
+    report.notes = _bounded_notes(report.notes, report.guard)
     return report
 
 
@@ -289,13 +306,14 @@ def _ingest(
 MAX_NOTES = 200
 
 
-def _bounded_notes(notes: list[str]) -> list[str]:
+def _bounded_notes(notes: list[str], guard: MassDeleteStop | None) -> list[str]:
     """The first ``MAX_NOTES`` notes, the delete guard's whatever its place, and a count of
     the rest."""
     if len(notes) <= MAX_NOTES:
         return notes
     kept = notes[:MAX_NOTES]
-    kept += [n for n in notes[MAX_NOTES:] if n.startswith(GUARD_NOTE)]
+    if guard is not None and guard.message not in kept:
+        kept.append(guard.message)
     return [*kept, f"… and {len(notes) - len(kept)} more notes"]
 
 
@@ -516,7 +534,6 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
         return
     if (policy.max_delete is not None and not policy.force and before
             and len(refs) > policy.max_delete * before):
-        report.guard_tripped = True
         written = 0 if policy.dry_run else report.added + report.updated
         note = (f"{GUARD_NOTE}: this run would delete {len(refs)} of {before} pages "
                 f"({len(refs) / before:.0%}) in '{namespace}', over the "
@@ -524,6 +541,7 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
                 + (f" (the {written} page{'' if written == 1 else 's'} it added or updated "
                    f"{'was' if written == 1 else 'were'} written)" if written else "")
                 + " (check the source, or pass --force / --max-delete)")
+        report.guard = MassDeleteStop(len(refs), before, policy.max_delete, note)
         report.notes.append(note)
         # among the errors too: the run exits 1, and its JSON said errors: []
         report.errors.append(SourceFailure(ref=namespace, error=note, type="MassDeleteGuard"))

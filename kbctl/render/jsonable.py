@@ -19,14 +19,15 @@ def to_jsonable(obj: Any) -> Any:
     """Dataclasses, paths and datetimes to plain JSON values, recursively.
 
     Every JSON document kbctl prints uses camelCase keys: dataclass fields are renamed here
-    (plus any properties a class lists in ``__json_properties__``); keys of plain dicts are
-    data (metadata, options) and stay as they are.
+    (plus any properties a class lists in ``__json_properties__``; less the fields whose
+    metadata is ``results.NOT_IN_JSON``); keys of plain dicts are data (metadata, options)
+    and stay as they are.
     """
     if hasattr(obj, "to_dict"):
         return to_jsonable(obj.to_dict())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {camel(f.name): to_jsonable(getattr(obj, f.name))
-               for f in dataclasses.fields(obj)}
+               for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
         for name in getattr(type(obj), "__json_properties__", ()):
             out[camel(name)] = to_jsonable(getattr(obj, name))
         return out
