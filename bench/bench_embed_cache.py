@@ -13,7 +13,7 @@ counting proxy between kbctl and the model server:
    takes, the yardstick for the next one;
 3. ``second``: a copy of the site with 3 pages edited, a fresh data directory, FILE kept
    from the first run (as a CI cache restores it): inputs and requests sent (only the
-   edited pages' changed units should be), wall time.
+   edited pages' changed sections should be), wall time.
 
 Data directories and FILE live under ``--out`` (default bench/out/embed-cache, git
 ignored); ``first`` keeps its data directory, so bench_ranking.py can measure it

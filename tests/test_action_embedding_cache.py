@@ -108,7 +108,7 @@ def test_a_second_run_embeds_only_the_pages_a_push_changed(
     _built_and_evaluated(second)
     assert not (second_temp / "kbctl-kb").samefile(first_temp / "kbctl-kb")
     sent = documents_sent(mark)
-    # one unit per edited page: the one its new section joined; nothing embedded twice
+    # one section per edited page: its new one; nothing embedded twice
     assert len(sent) == len(EDITED)
     assert all(NOTE in text for text in sent)
     assert not set(sent) & set(first_texts)

@@ -162,10 +162,10 @@ def test_a_fresh_database_with_the_file_embeds_only_changed_text(
     sent = [t for body in seen[mark:] for t in body["input"]]
     assert second["added"] == len(PAGES) and second["embedded"] == len(sent) == 1
     assert "Offline?" in sent[0] and sent[0] not in sent_first
-    assert second["embeddingCacheHits"] == len(sent_first) - 1
-    # the file now holds exactly the units the knowledge base is made of: the faq's old
-    # unit is gone from it, its new one is in
-    assert len(cache_file.read(cache).vectors) == len(sent_first)
+    assert second["embeddingCacheHits"] == len(sent_first)  # every old section's text
+    # the file now holds exactly the sections the knowledge base is made of: the faq's new
+    # one joined them
+    assert len(cache_file.read(cache).vectors) == len(sent_first) + 1
 
 
 def test_a_file_from_another_model_or_damaged_is_a_note_and_replaced(
@@ -192,9 +192,9 @@ def test_a_folder_is_no_cache_file(cli: Cli, workdir: Path) -> None:
     assert "--embedding-cache" in result.output and "is a folder" in result.output
 
 
-def test_units_read_in_windows_travel_window_by_window(
+def test_sections_read_in_windows_travel_window_by_window(
         cli: Cli, workdir: Path, openai_server: tuple[str, list[dict]]) -> None:  # noqa: F811
-    """A model that reads 40 tokens gets each unit in windows: the file carries every
+    """A model that reads 40 tokens gets each long section in windows: the file carries every
     window, and a fresh database sends nothing again."""
     base, seen = openai_server
     (workdir / "kbctl.yaml").write_text("embedder_window: 40\n")
@@ -204,6 +204,6 @@ def test_units_read_in_windows_travel_window_by_window(
     first = _ingest(cli, docs, cache, _fresh_database(cli, workdir, "a"), base)
     windows = sum(len(body["input"]) for body in seen)
     assert first["embedded"] == windows == len(cache_file.read(cache).vectors)
-    assert windows > len(PAGES) + 1  # the long page's unit went in several windows
+    assert windows > len(PAGES) + 1  # a long section went in several windows
     second = _ingest(cli, docs, cache, _fresh_database(cli, workdir, "b"), base)
     assert second["embedded"] == 0 and sum(len(b["input"]) for b in seen) == windows

@@ -96,8 +96,7 @@ def _carry_out(store: KnowledgeStore, cached: CachedEmbedder, settings: Settings
                namespaces: Sequence[str]) -> None:
     """Replace the embedding cache file with the vectors ``namespaces`` are made of."""
     if settings.embedding_cache is not None:
-        cache_carry.save(store, cached, settings.embedding_cache, namespaces,
-                         settings.max_tokens)
+        cache_carry.save(store, cached, settings.embedding_cache, namespaces)
 
 
 def reembed_kb(
@@ -125,7 +124,7 @@ def reembed_kb(
                 store.all_namespace_locks(namespaces):
             report = reembed(store, embedder, endpoint=endpoint, private_network=private,
                              progress=progress, window=input_window(settings, embedder),
-                             again=again, max_tokens=settings.max_tokens)
+                             again=again)
             remember_endpoint(store, settings, said)  # an unchanged embedder's new address
         return report
 

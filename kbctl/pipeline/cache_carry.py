@@ -2,9 +2,9 @@
 
 Before an ingest the file's vectors join the knowledge base's cache (the database table);
 after it the file is replaced by the vectors the namespace's chunks are made of now, one
-per embedding unit. So the file stays the size of the knowledge base, whatever the history
+per chunk. So the file stays the size of the knowledge base, whatever the history
 of the site, and a run from a fresh database (a CI runner) sends the provider only the
-units whose text changed.
+chunks whose text changed.
 
 A file that cannot be used (another embedder's, damaged, not a cache at all) is a note, not
 a failure: the run embeds what it needs and writes a good file.
@@ -18,7 +18,7 @@ from pathlib import Path
 from ..embed import cache_file
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
-from .embedding_units import page_units, unit_budget
+from .embedding_units import page_inputs
 
 # Vectors moved between the file and the database per statement.
 BATCH = 2000
@@ -49,18 +49,17 @@ def load(store: KnowledgeStore, embedder: CachedEmbedder, path: Path) -> str | N
 
 
 def save(store: KnowledgeStore, embedder: CachedEmbedder, path: Path,
-         namespaces: Sequence[str], max_tokens: int) -> int:
-    """Replace the file with the vectors of the namespaces' embedding units (those the
-    knowledge base's cache holds); how many."""
+         namespaces: Sequence[str]) -> int:
+    """Replace the file with the vectors of the namespaces' chunks (those the knowledge
+    base's cache holds); how many."""
     ident = embedder.cache_identity
-    budget = unit_budget(max_tokens)
     vectors: dict[bytes, list[float]] = {}
     for namespace in namespaces:
         after = ("", "")
         while pages := store.page_chunk_texts(after, PAGES, namespace=namespace):
             keys = [key for _, _, title, chunks in pages
-                    for unit in page_units([t for _, t in chunks], budget)
-                    for key in embedder.input_keys(unit.text, title or None)]
+                    for text in page_inputs([t for _, t in chunks])
+                    for key in embedder.input_keys(text, title or None)]
             for at in range(0, len(keys), BATCH):
                 vectors.update(store.cached_embeddings(ident, keys[at:at + BATCH]))
             after = pages[-1][:2]

@@ -1,7 +1,7 @@
 """An Embedder wrapper that asks the KB's embedding cache before the provider.
 
 The key is (embedder identity and its document task, sha256 of the exact input: title and
-text), so a unit whose text did not change is never embedded twice, across ingests,
+text), so a text that did not change is never embedded twice, across ingests,
 resyncs and re-embeds, nor across machines when the cache travels in a file
 (``cache_carry``). A provider that embeds documents for a task (Gemini's task prefix or
 ``taskType``) says which in ``document_task``; vectors made for another task are not reused. A

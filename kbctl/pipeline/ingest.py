@@ -884,8 +884,7 @@ class _Writer:
         if self.embedder is not None and all_chunks:
             try:
                 vectors = list(embed_pages(
-                    self.embedder, [(p.source.title, [c.text for c in p.chunks]) for p in batch],
-                    self.chunking.max_tokens))
+                    self.embedder, [(p.source.title, [c.text for c in p.chunks]) for p in batch]))
             except (AuthError, ModelUnavailable):
                 raise  # no key, a rejected one, no model: every later batch would fail alike
             except EmbedderError as exc:

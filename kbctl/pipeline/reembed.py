@@ -14,7 +14,6 @@ from ..embed.base import NO_EMBEDDER, Embedder
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
 from .embedding_units import embed_pages
-from .ingest import ChunkingOptions
 from .progress import Progress, ProgressEvent, no_progress
 
 BATCH = 256
@@ -38,13 +37,11 @@ class ReembedReport:
 def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
             endpoint: str | None = None, private_network: bool = False,
             window: int | None = None, again: bool = False,
-            max_tokens: int = ChunkingOptions.max_tokens,
             progress: Progress = no_progress) -> ReembedReport:
     """``again``: re-embed even with the KB's own embedder (its vectors came from another
     ``window``, or from a version that sent long chunks whole); ``private_network``: the
     ``endpoint`` was reached with the private-network opt-in, recorded with it.
-    Knowledge-base chunks are embedded by their page's units, as ingest embeds them
-    (``max_tokens``: the chunk budget units are merged up to)."""
+    Knowledge-base chunks are embedded page by page, as ingest embeds them."""
     started = time.perf_counter()
     previous = store.embedder_identity() or NO_EMBEDDER
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
@@ -55,7 +52,7 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
     cached = CachedEmbedder(embedder, store, window=window) if embedder is not None else None
     try:
         progress(ProgressEvent("total", total=store.chunk_count()))
-        report.chunks = _stage_pages(store, cached, max_tokens, progress)
+        report.chunks = _stage_pages(store, cached, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
         store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint,
                               private_network=private_network)
@@ -69,7 +66,7 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
     return report
 
 
-def _stage_pages(store: KnowledgeStore, cached: CachedEmbedder | None, max_tokens: int,
+def _stage_pages(store: KnowledgeStore, cached: CachedEmbedder | None,
                  progress: Progress) -> int:
     """Embed the knowledge base's chunks page by page into ``_STAGE``; the count."""
     store.create_stage(_STAGE)
@@ -79,7 +76,7 @@ def _stage_pages(store: KnowledgeStore, cached: CachedEmbedder | None, max_token
         if not pages:
             break
         vectors = embed_pages(cached, [(title, [t for _, t in chunks])
-                                       for _, _, title, chunks in pages], max_tokens)
+                                       for _, _, title, chunks in pages])
         ids = [cid for *_, chunks in pages for cid, _ in chunks]
         store.stage_embeddings(_STAGE, ids, vectors)
         after = pages[-1][:2]
