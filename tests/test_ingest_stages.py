@@ -4,6 +4,7 @@ have computed themselves."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,38 @@ def test_a_load_that_fails_or_dies_leaves_the_postings_indexes_built(
     again = ingest(store, [spec], namespace="ns")
     assert again.unchanged + again.not_modified == 1
     assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
+
+
+def _build_at_once(store: KnowledgeStore, start: threading.Barrier,
+                   errors: list[Exception]) -> None:
+    start.wait()
+    try:
+        store.build_postings_indexes()
+    except Exception as exc:  # noqa: BLE001 - the test reports it
+        errors.append(exc)
+
+
+def test_two_first_loads_that_end_together_both_build_the_indexes(db_url: str) -> None:
+    """Each builds what is missing under one lock, so the second finds the index made: two
+    CREATE INDEX IF NOT EXISTS of one name at once fail one of them, and the page
+    postings' primary key has no IF NOT EXISTS at all."""
+    from kbctl.store.db import connect
+
+    stores = [KnowledgeStore(connect(db_url)) for _ in range(2)]
+    try:
+        for _ in range(5):
+            for index in lexical.KB_DEFERRED_INDEXES.values():
+                stores[0].conn.execute(index.drop)
+            assert _postings_indexes(db_url) == set()
+            start, errors = threading.Barrier(2), []
+            threads = [threading.Thread(target=_build_at_once, args=(s, start, errors))
+                       for s in stores]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert not errors
+            assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
+    finally:
+        for store in stores:
+            store.conn.close()

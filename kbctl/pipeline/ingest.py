@@ -104,6 +104,7 @@ class MassDeleteStop:
     limit: float
     message: str
 
+
 # Unresolved includes listed in a report, at most (each page's note counts them all).
 MAX_UNRESOLVED_REPORTED = 1000
 

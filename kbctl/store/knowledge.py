@@ -404,10 +404,21 @@ class KnowledgeStore:
             "SELECT array_agg(n) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
             (list(lexical.KB_DEFERRED_INDEXES),)).fetchone()
         for name in (row[0] if row is not None and row[0] else []):
+            index = lexical.KB_DEFERRED_INDEXES[name]
             with self.conn.transaction():
+                # two first loads that end together build one after the other, and the
+                # second finds the index made: two CREATE INDEX IF NOT EXISTS of one name at
+                # once fail one of them, and a primary key has no IF NOT EXISTS. A table
+                # lock (self-exclusive, writers still pass) rather than an advisory one:
+                # taking it refreshes what this connection knows of the catalog
+                self.conn.execute(f"LOCK TABLE {index.table} IN SHARE UPDATE EXCLUSIVE MODE")
+                made = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                                         (name,)).fetchone()
+                if made is not None and made[0]:
+                    continue
                 # the sort in memory: a quarter less CPU than the server's default 64 MB
                 self.conn.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
-                self.conn.execute(lexical.KB_DEFERRED_INDEXES[name].create)
+                self.conn.execute(index.create)
 
     def _insert_chunks(self, namespace: str,
                        items: Sequence[tuple[SourceRecord, Sequence[ChunkRecord]]],
