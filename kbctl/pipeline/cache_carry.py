@@ -18,7 +18,7 @@ from pathlib import Path
 from ..embed import cache_file
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
-from .embedding_units import page_inputs
+from .chunk_vectors import page_inputs
 
 # Vectors moved between the file and the database per statement.
 BATCH = 2000

@@ -45,7 +45,7 @@ from ..store import lexical
 from ..store.db import is_database_failure
 from ..store.knowledge import KnowledgeStore
 from ..store.records import ChunkRecord, SourceDef, SourceRecord
-from .embedding_units import embed_pages
+from .chunk_vectors import embed_pages
 from .progress import Progress, ProgressEvent, no_progress
 
 EMBED_BATCH = 64

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..store.knowledge import KnowledgeStore
 from .cached_embedder import CachedEmbedder
-from .embedding_units import embed_pages
+from .chunk_vectors import embed_pages
 from .progress import Progress, ProgressEvent, no_progress
 
 BATCH = 256

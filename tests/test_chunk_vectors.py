@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from kbctl.pipeline.cached_embedder import CachedEmbedder
-from kbctl.pipeline.embedding_units import embed_pages
+from kbctl.pipeline.chunk_vectors import embed_pages
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.reembed import reembed
 from kbctl.sources.registry import source_spec
