@@ -20,11 +20,11 @@ from .linefile import LineDict, LoadError, load_json, load_yaml, read_capped, va
 from .memory_config import MemorySettings, memory_from_env, memory_from_file
 from .rerank.base import DEFAULT_TOP_N
 from .results import FUSIONS, MAX_K, MIN_K
-from .sources.base import SourceSpec
 from .store.thesaurus import BUILT_IN, MAX_RULES, NONE, Rule, Thesaurus, parse_rule
 
 if TYPE_CHECKING:
     from .evals.retriever import RetrieverPin
+    from .sources.base import SourceSpec
 
 CONFIG_NAMES = ("kbctl.yaml", "kbctl.yml")
 DEFAULT_NAMESPACE = "default"

@@ -18,12 +18,14 @@ import bisect
 import json
 import re
 from collections.abc import Hashable, Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import yaml
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .hygiene import describe_bad_char
+
+if TYPE_CHECKING:  # yaml is imported when a YAML text is read: most commands read none
+    import yaml
 
 #: Largest config or suite file read, in bytes; real ones are a few KiB.
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -77,14 +79,20 @@ def decode_capped(handle: BinaryIO, limit: int = MAX_FILE_BYTES, *, what: str) -
 # --- YAML ------------------------------------------------------------------------------
 
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _LineLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+@cache
+def _line_loader() -> type[yaml.SafeLoader]:
     """The (libyaml-backed when available) SafeLoader, whose mappings are LineDicts."""
+    import yaml
+
+    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = type("LineLoader", (safe,), {})
+    loader.add_constructor("tag:yaml.org,2002:map", _construct_line_map)
+    return loader
 
 
-def _construct_line_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+def _construct_line_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+    import yaml
+
     data = LineDict(node.start_mark.line + 1)
     yield data
     seen: dict[Any, int] = {}
@@ -108,9 +116,6 @@ def _construct_line_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator
         data.key_lines[key] = key_node.start_mark.line + 1
 
 
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_line_map)
-
-
 def load_yaml(text: str) -> Any:
     """Parse one YAML document; mappings come back as LineDicts.
 
@@ -118,8 +123,10 @@ def load_yaml(text: str) -> Any:
     graph is as small as the text), measured as if every alias were expanded, and only then
     constructed.
     """
+    import yaml
+
     try:
-        data = construct_bounded(_LineLoader(text))
+        data = construct_bounded(_line_loader()(text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -187,6 +194,8 @@ def _refuse_bombs(root: yaml.Node) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     if isinstance(node, yaml.MappingNode):

@@ -802,7 +802,6 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
     if known is not None and known.alive():
         return known.uri
     _refuse_another_users(pgdata)
-    pgserver = _pgserver()
     with server_lock(pgdata.parent):
         try:
             state = inspect(pgdata.parent, thorough=False)
@@ -813,7 +812,7 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
             if state.running and not state.seen:
                 joined = _join_unseen(state)
             else:
-                joined = _join_or_start(pgserver, pgdata)
+                joined = _join_or_start(state)
         except OSError as exc:  # its bookkeeping files: a full disk, a read-only directory
             if path_error(exc) is not None:
                 raise path_error(exc) from exc
@@ -828,17 +827,26 @@ def ensure_running(data_dir: str | Path, say: Say = say_on_stderr) -> str:
     return joined.uri
 
 
-def _join_or_start(pgserver: Any, pgdata: Path) -> _Joined:
-    """Start the server (or join the one this namespace sees), listed in the handle list
-    and watched by a watchdog (under ``server_lock``)."""
+def _join_or_start(state: ServerState) -> _Joined:
+    """Join the live server this namespace sees, or start one, listed in the handle list
+    and watched by a watchdog (under ``server_lock``). A server already answering on its
+    socket is joined from its pid file, without loading pgserver (a warm command's
+    largest import)."""
+    pgdata = state.pgdata
     log_offset = _log_size(pgdata / "log")
-    server = _start(pgserver, pgdata)
+    socket = (liveness.answering_socket(state.pid_file, pgdata)
+              if state.seen and state.pid_file is not None else None)
+    postmaster = serving_process(state.postmaster, pgdata) if socket is not None else None
+    if socket is not None and postmaster is not None and state.pid_file is not None:
+        uri = liveness.uri(Holder(state.pid_file, socket))
+    else:
+        server = _start(_pgserver(), pgdata)
+        uri, postmaster = server.get_uri(), server.get_postmaster_info().process
     change_handles(pgdata, add=[os.getpid()])
     if watchdog_pid(pgdata.parent) is None:
         with contextlib.suppress(OSError):  # without one, the last user stops it
             spawn_watchdog(pgdata.parent)
-    info = server.get_postmaster_info()
-    return _Joined(pgdata, server.get_uri(), info.process, log_offset)
+    return _Joined(pgdata, uri, postmaster, log_offset)
 
 
 def _join_unseen(state: ServerState) -> _Joined:

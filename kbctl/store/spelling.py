@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import Cursor
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
 
 from .lexical import TEXT_CONFIG, Analysed, tsvector_sql
 
@@ -178,6 +176,8 @@ def one_edit_corrections(cur: Cursor[Any], tokens: Sequence[str], *, known: str,
             found.setdefault(token, []).append(lexeme)
     usage = _usage(cur, sorted({x for options in found.values() if len(options) > 1
                                 for x in options}), words, params)
+    from rapidfuzz.distance import OSA  # here: only a question with a misspelling needs it
+
     return {token: min(options, key=lambda o: (-usage.get(o, 0),
                                                OSA.distance(token.lower(), o), o))
             for token, options in found.items()}
@@ -262,6 +262,9 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
     usage: Mapping[str, int] = {w: n for w, n in vocabulary
                                 if n > 0 and w != stem and w[:1] == stem[:1]
                                 and _WORD.fullmatch(w)}
+    from rapidfuzz import process  # here: only a question with a misspelling needs it
+    from rapidfuzz.distance import OSA
+
     matches = process.extract(stem, list(usage), scorer=OSA.distance,
                               score_cutoff=budget, limit=None)
     if not matches:
