@@ -128,10 +128,11 @@ def _records(body: memoryview, record: int) -> dict[bytes, list[float]]:
         values.frombytes(body[at + KEY_BYTES:at + record])
         if sys.byteorder != "little":  # pragma: no cover - kbctl's CI is little-endian
             values.byteswap()
-        vector = values.tolist()
-        if not all(math.isfinite(x) for x in vector):
+        # one sum tells: an infinity or a NaN makes it one, and float32 values summed in
+        # double precision never overflow
+        if not math.isfinite(sum(values)):
             raise CacheFileError("it holds a vector that is not finite numbers")
-        vectors[bytes(body[at:at + KEY_BYTES])] = vector
+        vectors[bytes(body[at:at + KEY_BYTES])] = values.tolist()
     return vectors
 
 

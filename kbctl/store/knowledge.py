@@ -21,7 +21,7 @@ from . import lexical, ranking, spelling
 from .db import bounded_read
 from .records import ChunkRecord, NamespaceStatus, ScoredChunk, SourceDef, SourceRecord
 from .thesaurus import BUILT_IN, Thesaurus
-from .vectors import as_floats, vector_text
+from .vectors import vector_param, vector_text
 
 _T = TypeVar("_T")
 #: Tries of one write before a deadlock PostgreSQL keeps choosing it for is an error.
@@ -440,7 +440,7 @@ class KnowledgeStore:
             f"""WITH src AS (
                     SELECT * FROM unnest(
                         %(refs)b::text[], %(ords)b::int[], %(texts)b::text[],
-                        %(metas)b::text[]::jsonb[], %(vecs)s::text[], %(t)b::text[],
+                        %(metas)b::text[]::jsonb[], %(vecs)b::vector[], %(t)b::text[],
                         %(x)b::text[], %(tt)b::text[], %(tx)b::text[], %(ht)b::text[],
                         %(hx)b::text[])
                         AS u(r, o, raw, m, e, t, x, tt, tx, ht, hx)),
@@ -448,7 +448,7 @@ class KnowledgeStore:
                 ins AS (
                     INSERT INTO chunks (namespace, source_ref, ordinal, text, meta, embedding,
                                         lexeme_count)
-                    SELECT %(ns)s, src.r, src.o, src.raw, src.m, src.e::vector,
+                    SELECT %(ns)s, src.r, src.o, src.raw, src.m, src.e,
                            coalesce(len.dl, 0)
                     FROM src LEFT JOIN len USING (r, o)
                     RETURNING id, source_ref, ordinal, lexeme_count),
@@ -459,7 +459,7 @@ class KnowledgeStore:
             {**changed, "refs": refs, "ords": [c.ordinal for c in chunks],
              "texts": [c.text for c in chunks],
              "metas": [json.dumps(c.meta, default=str) for c in chunks],
-             "vecs": [vector_text(c.embedding) for c in chunks],
+             "vecs": [vector_param(c.embedding) for c in chunks],
              **{key: list(values) for key, values in fields.items()}},
         ).fetchone()
         assert row is not None
@@ -520,9 +520,9 @@ class KnowledgeStore:
                                 WHERE e.identity = %(id)s AND e.input_hash = stale.input_hash)
                SELECT input_hash, embedding FROM embedding_cache
                WHERE identity = %(id)s AND input_hash = ANY(%(keys)s)""",
-            {"id": identity, "keys": list(keys)},
+            {"id": identity, "keys": list(keys)}, binary=True,
         ).fetchall()
-        return {bytes(k): as_floats(v) for k, v in rows}
+        return {bytes(k): v.to_list() for k, v in rows}  # binary: no number parsed
 
     def cache_embeddings(self, identity: str, vectors: dict[bytes, list[float]]) -> None:
         if not vectors:
@@ -530,9 +530,9 @@ class KnowledgeStore:
         items = list(vectors.items())
         self.conn.execute(
             """INSERT INTO embedding_cache (identity, input_hash, embedding)
-               SELECT %s, k, v::vector FROM unnest(%s::bytea[], %s::text[]) AS u(k, v)
+               SELECT %s, k, v FROM unnest(%b::bytea[], %b::vector[]) AS u(k, v)
                ON CONFLICT DO NOTHING""",
-            (identity, [k for k, _ in items], [vector_text(v) for _, v in items]),
+            (identity, [k for k, _ in items], [vector_param(v) for _, v in items]),
         )
 
     def cached_rerank_scores(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, float]:
@@ -622,8 +622,8 @@ class KnowledgeStore:
                          vectors: Sequence[Sequence[float]]) -> None:
         self.conn.execute(
             f"""INSERT INTO {stage} (chunk_id, embedding)
-                SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)""",
-            (list(ids), [vector_text(v) for v in vectors]))
+                SELECT i, v FROM unnest(%b::bigint[], %b::vector[]) AS u(i, v)""",
+            (list(ids), [vector_param(v) for v in vectors]))
 
     def swap_embeddings(self, identity: EmbedderIdentity, staged_table: str,
                         staged_memory: str | None = None, *,
