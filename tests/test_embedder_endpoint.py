@@ -3,6 +3,7 @@ query or a cron resync uses it without being told; an explicit base URL still wi
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -11,10 +12,19 @@ import pytest
 from kbctl.embed.openai import OpenAIEmbedder
 from kbctl.errors import ConfigError, EmbedderError
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
+from kbctl.net.retry import RetryPolicy
 
 from .conftest import Cli, rows
 from .embed_fakes import public_dns
 from .test_hybrid import openai_server  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint where nothing listens is retried as in production, without the waits
+    between attempts (three refused commands waited 15 s)."""
+    monkeypatch.setattr("kbctl.embed.openai.RetryPolicy",
+                        partial(RetryPolicy, sleep=lambda _seconds: None))
 
 
 def test_public_endpoint_drops_what_could_hold_a_key() -> None:
