@@ -364,7 +364,7 @@ def test_importing_the_cli_changes_nothing() -> None:
 
     code = ("import kbctl.sources.extractpool as pool; "
             "from kbctl.cli.registry import COMMANDS; from kbctl.cli.root import load; "
-            "names = list(load('ingest', COMMANDS['ingest']).commands); "
+            "names = load('ingest', COMMANDS['ingest']).list_commands(None); "
             "print(pool._processes_allowed, names)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout

@@ -41,6 +41,9 @@ EVALS = ("kbctl.evals",)
 AGENT = ("kbctl.agent.session", "kbctl.agent.handlers", "kbctl.agent.mcp_server", "mcp",
          "jsonschema")
 HTTP = ("httpx", "kbctl.net.client", "kbctl.embed.gemini", "kbctl.embed.openai")
+# the web kinds, which a files or text ingest has no use for
+WEB = ("kbctl.sources.url", "kbctl.sources.sitemap", "kbctl.sources.crawl",
+       "kbctl.sources.llms", "kbctl.sources.web", "kbctl.sources.fetchpage")
 # what a command that draws no progress bar and parses its options as Typer does has no
 # use for: click itself (Typer brings its own copy) and the validators of Typer 0.29 on
 QUICK = ("click", "pydantic", "rich.progress")
@@ -143,7 +146,10 @@ def test_commands_on_a_knowledge_base_load_only_what_they_use(tmp_path: Path,
                      "    expect:\n      sourceIncludes: ownership\n")
     db = ("--db", db_url)
     runs = [
-        (("ingest", "files", str(docs), *db), MEMORY + EVALS + AGENT),
+        # a lexical knowledge base of files: no web kind, no HTTP client
+        (("ingest", "files", str(docs), *db), MEMORY + EVALS + AGENT + HTTP + WEB),
+        (("ingest", "text", "Borrowing lends a value.", "--ref", "b", *db),
+         MEMORY + EVALS + AGENT + HTTP + WEB),
         # a lexical knowledge base: its embedder is none, and no HTTP client is loaded
         (("query", "who owns a value", *db),
          EXTRACTION + MEMORY + EVALS + AGENT + HTTP + QUICK),

@@ -1,5 +1,6 @@
 """`kbctl ingest …`: one subcommand per source kind: ``files`` and ``text`` written here,
-the others made from their options' metadata (``source_command``)."""
+the others made from their options' metadata (``source_command``) when the command line
+names them, so a ``files`` ingest imports no web kind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from ..config import Settings
 from ..errors import InputError
@@ -39,8 +41,29 @@ from .common import (
     settings_from,
 )
 from .registry import HELP_MARKUP
+from .root import click_command
+
+
+class KindsGroup(TyperGroup):
+    """``kbctl ingest``: the commands written here, and one for each other registered kind
+    (whose options carry their help), made and its module imported only when named."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        made = [name for name in KINDS if name not in self.commands
+                and KINDS[name].options.about is not None]
+        return [*super().list_commands(ctx), *made]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in KINDS:
+            options = KINDS[cmd_name].options
+            if options.about is not None:
+                self.commands[cmd_name] = click_command(cmd_name,
+                                                        source_command(cmd_name, options))
+        return super().get_command(ctx, cmd_name)
+
 
 app = typer.Typer(
+    cls=KindsGroup,
     rich_markup_mode=HELP_MARKUP,
     help="Ingest documentation into the knowledge base.\n\n"
     "Without a subcommand, ingests the `sources:` listed in kbctl.yaml.\n\n"
@@ -248,8 +271,3 @@ def source_command(name: str, options: type[SourceOptions]) -> Callable[..., Non
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     return guard(command)
-
-
-for _name, _kind in KINDS.items():
-    if _kind.options.about is not None:
-        app.command(_name)(source_command(_name, _kind.options))

@@ -14,7 +14,7 @@ from .. import __version__
 from .registry import COMMANDS, HELP_MARKUP, Entry, resolve
 
 
-def _command(name: str, function: Any, *, question: bool = False) -> Any:
+def click_command(name: str, function: Any, *, question: bool = False) -> Any:
     """The click command Typer makes of ``function`` (its module is imported by now, and
     with it ``common``)."""
     from .common import QuestionCommand
@@ -29,10 +29,10 @@ def load(name: str, entry: Entry) -> Any:
     """The click command (or group) of a registry entry, its module imported now."""
     target = resolve(entry.target)
     if not isinstance(target, typer.Typer):
-        return _command(name, target, question=entry.question)
+        return click_command(name, target, question=entry.question)
     group = typer.main.get_group(target)
     for sub, where in entry.commands.items():
-        group.add_command(_command(sub, resolve(where)), sub)
+        group.add_command(click_command(sub, resolve(where)), sub)
     return group
 
 

@@ -29,6 +29,7 @@ from kbctl.embed.common import (
     map_bounded,
     require_positive,
 )
+from kbctl.embed.registry import GEMINI_KEY_VARIABLES
 from kbctl.errors import AuthError, ConfigError, EmbedderError
 from kbctl.net.api import read_json, send_json
 from kbctl.net.endpoint import checked_endpoint, public_endpoint
@@ -40,7 +41,7 @@ FALLBACK_MODEL = "gemini-embedding-001"
 DEFAULT_DIMENSIONS = 1536
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 DEFAULT_CONCURRENCY = 8
-KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY")
+KEY_VARIABLES = GEMINI_KEY_VARIABLES
 
 QUERY_PREFIX = "task: search result | query: "
 

@@ -44,6 +44,10 @@ class Provider:
         return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
 
 
+# Where a Gemini key is looked for: one there makes Gemini the default embedder (read
+# here, without importing the provider and its HTTP client).
+GEMINI_KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY")
+
 PROVIDERS: dict[str, Provider] = {
     "gemini": Provider("kbctl.embed.gemini:GeminiEmbedder", "gemini-embedding-2"),
     "openai": Provider("kbctl.embed.openai:OpenAIEmbedder", "text-embedding-3-small"),
@@ -160,9 +164,7 @@ def create_embedder(
 def default_spec(env: Mapping[str, str]) -> str:
     """``gemini`` when a Gemini key is in the environment, otherwise ``none`` (asked on a
     new knowledge base's first write, which embeds through it)."""
-    from kbctl.embed.gemini import KEY_VARIABLES
-
-    if any(env.get(name, "").strip() for name in KEY_VARIABLES):
+    if any(env.get(name, "").strip() for name in GEMINI_KEY_VARIABLES):
         return "gemini"
     return "none"
 

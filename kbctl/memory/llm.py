@@ -21,8 +21,8 @@ import httpx
 from kbctl.net.provider import GuardedTransport
 
 from ..embed.gemini import DEFAULT_BASE_URL as GEMINI_BASE_URL
-from ..embed.gemini import KEY_VARIABLES as GEMINI_KEYS
 from ..embed.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
+from ..embed.registry import GEMINI_KEY_VARIABLES as GEMINI_KEYS
 from ..errors import AuthError, ConfigError, EnvironmentFailure
 from ..memory_config import GRAPH_PROVIDERS
 from ..net.api import post_json, read_json

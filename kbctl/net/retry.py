@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timezone
 from email.utils import parsedate_to_datetime
-
-import httpx
+from typing import TYPE_CHECKING
 
 from kbctl.errors import KbctlError
 from kbctl.net.decode import snippet
+
+if TYPE_CHECKING:  # the policy is part of every web source's options; HTTP is only sent
+    import httpx
 
 DEFAULT_MAX_RETRIES = 4
 # Content servers: a 500 on a page is usually the page's own fault, so only "try later"
@@ -126,6 +128,8 @@ class RetryPolicy:
         connection, timeout) are retried the same way, timeouts at most ``max_timeouts``
         times.
         """
+        import httpx
+
         attempt = timeouts = 0
         while True:
             retry_after: str | None = None

@@ -15,7 +15,6 @@ from ..config import Settings
 from ..errors import InputError
 from ..net.endpoint import public_endpoint
 from ..sources.base import SourceSpec
-from ..sources.webopts import allowing_private_network
 from ..store.db import describe
 from ..store.knowledge import KnowledgeStore
 from ..wiring import (
@@ -178,7 +177,7 @@ def _with_opt_in(settings: Settings, specs: Sequence[SourceSpec]) -> list[Source
     told again may reach the same private host."""
     if not settings.allow_private_network:
         return list(specs)
-    return [allowing_private_network(spec) for spec in specs]
+    return [spec.allowing_private_network() for spec in specs]
 
 
 def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,

@@ -10,6 +10,7 @@ ingest pipeline only sees ``Loaded`` outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,12 @@ class SourceSpec:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "target": self.target, "options": self.options.to_record()}
+
+    def allowing_private_network(self) -> SourceSpec:
+        """This definition remembering that it was given ``--allow-private-network`` (a web
+        source only: files and text never touch the network)."""
+        options = self.options.reaching_private_network()
+        return self if options == self.options else dataclasses.replace(self, options=options)
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,54 @@
 """Source kinds: ``{kind: SourceKind}``, and building a definition from what the user gave.
 
-A new kind is one module that declares its options and its adapter as a ``SourceKind``,
-plus one line here.
+A new kind is one module that declares its options and its adapter as a ``SourceKind``
+(its ``KIND``), plus one line here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from importlib import import_module
 from typing import Any
 
 from ..errors import DefinitionError, InputError
-from . import crawl, files, llms, sitemap, text, url
 from .base import SourceAdapter, SourceKind, SourceSpec
 from .options import Bad, Where
 
-KINDS: dict[str, SourceKind] = {
-    "files": files.KIND,
-    "text": text.KIND,
-    "url": url.KIND,
-    "sitemap": sitemap.KIND,
-    "crawl": crawl.KIND,
-    "llms": llms.KIND,
-}
+
+class _Kinds(MutableMapping[str, SourceKind]):
+    """``{kind: SourceKind}`` whose kinds are imported when first used: a ``files`` ingest
+    loads no web machinery (its HTTP client, the sitemap parser, the extraction pool)."""
+
+    def __init__(self, modules: Mapping[str, str]) -> None:
+        self._found: dict[str, SourceKind | str] = dict(modules)
+
+    def __getitem__(self, name: str) -> SourceKind:
+        found = self._found[name]
+        if isinstance(found, str):
+            found = self._found[name] = import_module(found, __package__).KIND
+        return found
+
+    def __setitem__(self, name: str, value: SourceKind) -> None:
+        self._found[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._found[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._found)
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
+KINDS: MutableMapping[str, SourceKind] = _Kinds({
+    "files": ".files",
+    "text": ".text",
+    "url": ".url",
+    "sitemap": ".sitemap",
+    "crawl": ".crawl",
+    "llms": ".llms",
+})
 
 
 def kind(name: str) -> SourceKind:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-from kbctl.net.client import GuardedClient
 
 from ..encoding import lenient_text
 from ..errors import BlockedURL, FetchError, KbctlError, Unreachable
+
+if TYPE_CHECKING:  # the ingest pipeline reads ROBOTS_DROP here; only web kinds fetch
+    from kbctl.net.client import GuardedClient
 
 #: The product token kbctl answers to in ``User-agent`` lines.
 AGENT_TOKEN = "kbctl"

@@ -15,7 +15,6 @@ from kbctl.net.policy import NetPolicy
 
 from ..errors import InputError
 from ..extract.html_select import ContentSelectors, compile_selector
-from .base import SourceSpec
 from .options import (
     NOINDEX_HELP,
     Bad,
@@ -132,11 +131,4 @@ class WebOptions(SourceOptions):
 
     def reaching_private_network(self) -> WebOptions:
         return dataclasses.replace(self, allow_private_network=True)
-
-
-def allowing_private_network(spec: SourceSpec) -> SourceSpec:
-    """``spec`` remembering that it was given ``--allow-private-network`` (a web source
-    only: files and text never touch the network)."""
-    options = spec.options.reaching_private_network()
-    return spec if options == spec.options else dataclasses.replace(spec, options=options)
 
