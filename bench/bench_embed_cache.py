@@ -125,7 +125,7 @@ def pages_of(data: Path) -> list[str]:
     from kbctl.wiring import open_store
 
     with open_store(Settings(data_dir=data)) as store:
-        return sorted(urlsplit(s.ref).path.lstrip("/") for s in store.list_sources("default"))
+        return sorted(urlsplit(s.ref).path.lstrip("/") for s in store.documents.stored("default"))
 
 
 def edited_copy(out: Path, edited: Sequence[str]) -> Path:

@@ -145,7 +145,7 @@ def ingest_twice(base_url: str, chunks: list[str], counter: Counter, dims: int) 
         store = KnowledgeStore(connect(url))
         embedder = GeminiEmbedder(base_url=base_url, api_key="bench-key", dimensions=dims,
                                   allow_private_network=True)
-        store.bind_embedder(embedder.identity)
+        store.embedder.bind(embedder.identity)
         for label, namespace in (("first ingest", "one"), ("second ingest (new namespace)",
                                                           "two")):
             before = counter.requests

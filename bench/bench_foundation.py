@@ -167,6 +167,7 @@ def _copy_namespace(conn, src: str, dst: str, ref_suffix: str) -> None:
 def bench_queries(url: str, n: int) -> None:
     """Lexical query latency, with kbctl's synonyms and without them (interleaved, so the
     machine's noise falls on both alike)."""
+    from kbctl.config import RetrievalSettings
     from kbctl.pipeline.query import retrieve
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
@@ -176,13 +177,14 @@ def bench_queries(url: str, n: int) -> None:
     for ns, label in ((NS_SMALL, "a ~1k-chunk namespace inside the large table"),
                       ("big", "one namespace holding ~100k chunks")):
         for q in QUESTIONS[:5]:  # warm caches
-            retrieve(store, q, namespace=ns, k=5)
+            retrieve(store, q, RetrievalSettings(namespace=ns, k=5))
         times: dict[str, list[float]] = {"": [], " (no synonyms)": []}
         for i in range(n):
             question = QUESTIONS[i % len(QUESTIONS)]
             for variant, thesaurus in zip(times, (BUILT_IN, NONE), strict=True):
                 t0 = time.perf_counter()
-                result = retrieve(store, question, namespace=ns, k=5, thesaurus=thesaurus)
+                result = retrieve(store, question,
+                                  RetrievalSettings(namespace=ns, k=5, thesaurus=thesaurus))
                 times[variant].append((time.perf_counter() - t0) * 1000)
                 assert result.hits, question
         for variant, ms in times.items():

@@ -189,6 +189,7 @@ def typo_vocabulary() -> None:
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
     from kbctl.store.records import ChunkRecord, SourceRecord
+    from kbctl.store.search import Query
 
     rng = random.Random(6)
 
@@ -203,14 +204,14 @@ def typo_vocabulary() -> None:
                   [ChunkRecord(0, " ".join(word() for _ in range(1000)), {})])
                  for i in range(500)]
         for start in range(0, len(pages), 50):
-            store.replace_sources("v", pages[start:start + 50])
+            store.documents.replace_many("v", pages[start:start + 50])
         vocabulary = store.conn.execute(
             "SELECT count(*) FROM lexeme_stats WHERE namespace = 'v'").fetchone()[0]
         questions = [" ".join(word() for _ in range(12)) for _ in range(7)]
         times = []
         for q in questions:
             started = time.perf_counter()
-            store.spelling("v", q)
+            store.search(Query("v", q))  # its spelling, then its ranking
             times.append(time.perf_counter() - started)
         memory = PostgresMemoryBackend(store.conn, None)
         scope = MemoryScope("bot")
@@ -223,7 +224,7 @@ def typo_vocabulary() -> None:
             recalls.append(time.perf_counter() - started)
         store.conn.close()
     print(f"\ntypo tolerance, {vocabulary:,} words on one letter, questions of 12 unknown "
-          f"words: median {statistics.median(times) * 1000:.0f} ms a question (of 7); "
+          f"words: median {statistics.median(times) * 1000:.0f} ms a search (of 7); "
           f"memory search over 400 files of them: {statistics.median(recalls) * 1000:.0f} ms")
 
 

@@ -64,7 +64,7 @@ def build(url: str, copies: int | None) -> None:
 
     store = KnowledgeStore(connect(url))
     emb = BenchEmbedder()
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     ingest(store, [source_spec("files", str(RUST_BOOK))], namespace="seed", embedder=emb)
     conn = store.conn
     copies = copies_for(conn, "seed") if copies is None else copies
@@ -80,7 +80,7 @@ def build(url: str, copies: int | None) -> None:
                 FROM generate_series(1, {DIMS}) WHERE chunks.id > 0))
             WHERE namespace = 'big'""")
     t1 = time.perf_counter()
-    store.ensure_vector_index()
+    store.embedder.ensure_vector_index()
     conn.execute("VACUUM ANALYZE")
     total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     big = conn.execute("SELECT count(*) FROM chunks WHERE namespace = 'big'").fetchone()[0]
@@ -90,6 +90,7 @@ def build(url: str, copies: int | None) -> None:
 
 
 def run(url: str, n: int) -> None:
+    from kbctl.config import RetrievalSettings
     from kbctl.pipeline.query import retrieve
     from kbctl.store.db import connect
     from kbctl.store.knowledge import KnowledgeStore
@@ -103,12 +104,13 @@ def run(url: str, n: int) -> None:
     ]
     for ns, filters, label in scenarios:
         for q in QUESTIONS[:5]:
-            retrieve(store, q, namespace=ns, k=5, embedder=emb, filters=filters)
+            retrieve(store, q, RetrievalSettings(namespace=ns, k=5, filters=filters), embedder=emb)
         times = []
         for i in range(n):
             q = QUESTIONS[i % len(QUESTIONS)]
             t0 = time.perf_counter()
-            res = retrieve(store, q, namespace=ns, k=5, embedder=emb, filters=filters)
+            res = retrieve(store, q, RetrievalSettings(namespace=ns, k=5, filters=filters),
+                           embedder=emb)
             times.append((time.perf_counter() - t0) * 1000)
             assert len(res.hits) == 5 and res.mode == "hybrid", q
         print(f"hybrid query, {label}: {n} queries, p50 {pct(times, 50):.1f} ms, "

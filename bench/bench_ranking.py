@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -276,15 +276,15 @@ def build(data: Path, namespace: str, embed_urls: Sequence[str], sitemap: str) -
                                                      concurrency=1, timeout=900.0,
                                                      allow_private_network=True)
                                       for url in embed_urls])
-            store.bind_embedder(emb.identity)
+            store.embedder.bind(emb.identity)
             # long chunks in windows MiniLM reads whole, as `kbctl ingest` embeds them
             cached = CachedEmbedder(emb, store, window=input_window(settings, emb))
-        with store.namespace_lock(namespace), open_writers(settings) as writers:
+        with store.locks.namespace(namespace), open_writers(settings) as writers:
             report = ingest(store, [spec], namespace=namespace, embedder=cached,
                             writer_stores=writers,
                             adapter_context={"allow_private_network": True})
         if cached is not None:
-            store.ensure_vector_index()
+            store.embedder.ensure_vector_index()
     if report.failed:
         sys.exit(f"ingest failed for {report.failed} pages: {report.errors[:3]}")
     (data / f"built-{namespace}").write_text(
@@ -361,7 +361,7 @@ def main() -> None:
     args = parser.parse_args()
     require(SITE / "sitemap.template", "the docs site (shared/scripts/docs-site prepare)")
 
-    from kbctl.config import Settings
+    from kbctl.config import RetrievalSettings, Settings
     from kbctl.pipeline.query import retrieve
     from kbctl.store.thesaurus import NONE as NO_SYNONYMS
     from kbctl.wiring import open_store, resolve_embedder
@@ -392,12 +392,13 @@ def main() -> None:
         ns = args.namespace
         lexical = stack.enter_context(open_store(Settings(data_dir=args.lexical,
                                                           namespace=ns)))
+        at_k = RetrievalSettings(namespace=ns, k=K)
         lexical_mode: tuple[str, Runner] = (
-            "lexical (no embedder)", lambda q: retrieve(lexical, q, namespace=ns, k=K))
+            "lexical (no embedder)", lambda q: retrieve(lexical, q, at_k))
         # what the built-in synonyms (kbctl.store.thesaurus) add to lexical ranking
+        no_synonyms = replace(at_k, thesaurus=NO_SYNONYMS)
         plain_mode: tuple[str, Runner] = (
-            "lexical, no synonyms", lambda q: retrieve(lexical, q, namespace=ns, k=K,
-                                                       thesaurus=NO_SYNONYMS))
+            "lexical, no synonyms", lambda q: retrieve(lexical, q, no_synonyms))
         off_topic = load_off_topic(args.devset)
         if args.lexical_only:
             judged, ms = measure(cases, lexical_mode[1])
@@ -405,7 +406,8 @@ def main() -> None:
             table([(lexical_mode[0], summarise(judged), ms),
                    (plain_mode[0], summarise(plain), plain_ms)])
             by_kind({lexical_mode[0]: judged, plain_mode[0]: plain})
-            depth(cases, lambda q: retrieve(lexical, q, namespace=ns, k=DEPTHS[-1]))
+            deepest = replace(at_k, k=DEPTHS[-1])
+            depth(cases, lambda q: retrieve(lexical, q, deepest))
             if off_topic:  # a held-out set asks none
                 print(f"\ntop score, answered vs {len(off_topic)} off-topic questions:")
                 calibration(lexical_mode[0], cases, off_topic, lexical_mode[1])
@@ -420,14 +422,12 @@ def main() -> None:
         modes: list[tuple[str, Runner]] = [
             lexical_mode,
             plain_mode,
-            ("vector only (w=1.0)", lambda q: retrieve(dense, q, namespace=ns, k=K,
-                                                       embedder=emb, vector_weight=1.0)),
-            ("hybrid (default w=0.7)", lambda q: retrieve(dense, q, namespace=ns, k=K,
-                                                          embedder=emb)),
-            ("hybrid, no synonyms", lambda q: retrieve(dense, q, namespace=ns, k=K,
-                                                       embedder=emb, thesaurus=NO_SYNONYMS)),
-            ("hybrid rrf", lambda q: retrieve(dense, q, namespace=ns, k=K, embedder=emb,
-                                              fusion="rrf")),
+            ("vector only (w=1.0)", lambda q: retrieve(
+                dense, q, replace(at_k, vector_weight=1.0), embedder=emb)),
+            ("hybrid (default w=0.7)", lambda q: retrieve(dense, q, at_k, embedder=emb)),
+            ("hybrid, no synonyms", lambda q: retrieve(dense, q, no_synonyms, embedder=emb)),
+            ("hybrid rrf", lambda q: retrieve(
+                dense, q, replace(at_k, fusion="rrf"), embedder=emb)),
         ]
         rows = []
         results: dict[str, list[Judged]] = {}
@@ -441,7 +441,7 @@ def main() -> None:
         sweep = []
         for w in WEIGHTS:
             judged, ms = measure(cases, lambda q, w=w: retrieve(
-                dense, q, namespace=ns, k=K, embedder=emb, vector_weight=w))
+                dense, q, replace(at_k, vector_weight=w), embedder=emb))
             sweep.append((f"w={w:.1f}", summarise(judged), ms))
         table(sweep)
         by_kind(results)

@@ -60,7 +60,7 @@ def main() -> None:
     require(RUST_BOOK, "the Rust book corpus")
     base_url = os.environ.get("KBCTL_EMBEDDER_BASE_URL", "http://127.0.0.1:8799/v1")
 
-    from kbctl.config import Settings
+    from kbctl.config import RetrievalSettings, Settings
     from kbctl.linefile import load_yaml
     from kbctl.pipeline.query import retrieve
     from kbctl.store.thesaurus import NONE as NO_SYNONYMS
@@ -121,8 +121,9 @@ def main() -> None:
                 want = case["expect"]["sourceIncludes"]
                 want = [want] if isinstance(want, str) else want
                 question = typed[case["question"]] if typo else case["question"]
-                result = retrieve(store, question, namespace="default", k=5,
-                                  embedder=None if lexical else Remembered(), **options)
+                result = retrieve(store, question,
+                                  RetrievalSettings(namespace="default", k=5, **options),
+                                  embedder=None if lexical else Remembered())
                 rank = next((h.rank for h in result.hits
                              if any(w in h.source_ref for w in want)), None)
                 hits += rank is not None
@@ -142,12 +143,12 @@ def build_patiently(data: Path, base_url: str) -> None:
     settings = Settings(data_dir=data)
     with open_store(settings) as store:
         emb = OpenAIEmbedder(MODEL, base_url=base_url, concurrency=1, timeout=900.0)
-        store.bind_embedder(emb.identity)
+        store.embedder.bind(emb.identity)
         cached = CachedEmbedder(emb, store, window=input_window(settings, emb))
-        with store.namespace_lock("default"):
+        with store.locks.namespace("default"):
             report = ingest(store, [source_spec("files", str(RUST_BOOK), {})],
                             namespace="default", embedder=cached)
-        store.ensure_vector_index()
+        store.embedder.ensure_vector_index()
     print(f"ingest: {report.added} files, {report.chunks_written} chunks, "
           f"{cached.provider_texts} embedded")
 

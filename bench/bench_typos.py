@@ -92,10 +92,11 @@ def corrections(cases: Sequence[Case], originals: Sequence[Case], store, ns: str
     """How many words were corrected, and how many of them to the stem of the word that
     was meant (the original question's word at the same place)."""
     from kbctl.store import lexical
+    from kbctl.store.search import Query
 
     total = right = 0
     for case, original in zip(cases, originals, strict=True):
-        fixed = store.spelling(ns, case.question).corrected
+        fixed = store.search(Query(ns, case.question)).spelling.corrected
         total += len(fixed)
         if fixed:
             meant = set(store.conn.execute(
@@ -156,8 +157,10 @@ def main() -> None:
 
 
 def _runner(retrieve: Callable, store, ns: str, emb, tolerant: bool) -> Runner:
-    return lambda q: retrieve(store, q, namespace=ns, k=10, embedder=emb,
-                              typo_tolerance=tolerant)
+    from kbctl.config import RetrievalSettings
+
+    settings = RetrievalSettings(namespace=ns, k=10, typo_tolerance=tolerant)
+    return lambda q: retrieve(store, q, settings, embedder=emb)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,46 @@ class Settings:
         project's."""
         return (BUILT_IN if self.builtin_synonyms else NONE).extended(self.synonyms)
 
+    @cached_property
+    def retrieval(self) -> RetrievalSettings:
+        """How this project ranks a question, from settings checked as they were resolved;
+        a question's own ``k``, ``min_score`` and filters join with ``asking``."""
+        return RetrievalSettings(
+            namespace=self.namespace, vector_weight=self.vector_weight, fusion=self.fusion,
+            rerank_top=self.rerank_top, typo_tolerance=self.typo_tolerance,
+            thesaurus=self.thesaurus)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """How one question is ranked (``kbctl.pipeline.query.retrieve``): ``k`` results of
+    ``namespace`` at least ``min_score``, matching ``filters``; hybrid ranking's
+    ``vector_weight`` and ``fusion``; the ``rerank_top`` candidates a reranker re-scores;
+    ``typo_tolerance`` and the ``thesaurus`` of lexical ranking. Made from checked settings
+    (``Settings.retrieval``), with a question's own ``k``, ``min_score`` and filters
+    checked as they are given (``asking``)."""
+
+    namespace: str = DEFAULT_NAMESPACE
+    k: int = 5
+    min_score: float | None = None
+    filters: Mapping[str, str] = field(default_factory=dict)
+    vector_weight: float = 0.7
+    fusion: str = "weighted"  # or "rrf" (kbctl.results.FUSIONS)
+    rerank_top: int = DEFAULT_TOP_N
+    typo_tolerance: bool = True
+    thesaurus: Thesaurus = BUILT_IN
+
+    def asking(self, *, k: int = 5, min_score: float | None = None,
+               filters: Mapping[str, str] | None = None) -> RetrievalSettings:
+        """These settings for one question's ``k``, ``min_score`` and ``filters``, which
+        arrive unchecked (a flag, a suite's case, a tool's argument): a value out of range
+        is refused (``InputError``), not silently cut."""
+        if not MIN_K <= k <= MAX_K:
+            raise InputError(f"--top-k must be within {MIN_K}..{MAX_K}, got {k}")
+        if min_score is not None and not 0.0 <= min_score <= 1.0:  # scores lie in 0..1
+            raise InputError(f"--min-score must be within 0..1, got {min_score}")
+        return replace(self, k=k, min_score=min_score, filters=dict(filters or {}))
+
 
 # key in kbctl.yaml → (Settings field, accepted types)
 _FIELDS: dict[str, tuple[str, tuple[type, ...]]] = {

@@ -19,7 +19,8 @@ from .errors import DatabaseError, InputError
 from .net.endpoint import public_endpoint
 from .rerank.base import Reranker
 from .store.db import connect, database_error
-from .store.knowledge import KnowledgeStore, embedder_mismatch
+from .store.embedder import embedder_mismatch
+from .store.knowledge import KnowledgeStore
 
 
 @contextmanager
@@ -34,7 +35,7 @@ def open_store(settings: Settings, *, existing: bool = False, writes: bool = Fal
     directory, it would report an empty knowledge base and leave a new one behind.
 
     ``writes``: a command that replaces or deletes rows (ingest, resync, forget, reembed, a
-    memory import) reclaims their space when it ends well (``KnowledgeStore.reclaim``).
+    memory import) reclaims their space when it ends well (``Documents.reclaim``).
     """
     if existing and settings.db_url is None:
         require_embedded(settings.data_dir)
@@ -43,7 +44,7 @@ def open_store(settings: Settings, *, existing: bool = False, writes: bool = Fal
         store = KnowledgeStore(conn)
         yield store
         if writes:
-            store.reclaim()
+            store.documents.reclaim()
     except (psycopg.Error, DatabaseError) as exc:
         error = database_error(exc, settings.db_url, settings.data_dir)
         if error is exc:
@@ -85,7 +86,7 @@ def open_writers(settings: Settings, n: int = WRITER_CONNECTIONS
         for store in stores:
             with contextlib.suppress(psycopg.Error):
                 # their rows' counts reach the statistics (flushed before the answer) before
-                # the run decides what to vacuum (``KnowledgeStore.reclaim``): left to the
+                # the run decides what to vacuum (``Documents.reclaim``): left to the
                 # closing backend, they came late on a loaded machine, and the last
                 # resync's dead rows stayed
                 store.conn.execute("SELECT pg_stat_force_next_flush()")
@@ -118,11 +119,11 @@ def resolve_embedder(
     from .embed.registry import create_embedder, default_spec, parse_spec
 
     env = os.environ if env is None else env
-    recorded, known = store.embedder_state()
+    recorded, known = store.embedder.state()
     requested = settings.embedder
     # a KB whose first write failed (no key, a provider down) holds nothing: the embedder
     # that attempt named binds nothing, and the next write chooses afresh
-    fresh = recorded is None or (writing and requested is None and store.holds_nothing())
+    fresh = recorded is None or (writing and requested is None and store.embedder.holds_nothing())
     if recorded is None and not writing:
         spec = requested or "none"
     elif fresh:
@@ -145,16 +146,16 @@ def resolve_embedder(
         embedder.retry = replace(policy, on_retry=announce)  # type: ignore[union-attr,type-var]
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     if fresh and writing:
-        store.bind_embedder(identity)
+        store.embedder.bind(identity)
         announce(f"new knowledge base: embedder {identity}"
                  + (" (lexical-only; set GEMINI_API_KEY or pass --embedder for hybrid search)"
                     if embedder is None else ""))
     elif recorded is not None and identity != recorded:
         if not writing:  # a read writes nothing: a role that may only read runs it
-            if not store.holds_nothing():
+            if not store.embedder.holds_nothing():
                 raise embedder_mismatch(recorded, identity)
         # binding raises EmbedderMismatch when they differ, unless the KB holds nothing yet
-        elif store.bind_embedder(identity) != recorded:
+        elif store.embedder.bind(identity) != recorded:
             announce(f"the knowledge base held nothing yet: it now uses embedder {identity}")
     return embedder
 
@@ -170,8 +171,8 @@ def private_opt_in(store: KnowledgeStore, settings: Settings, base_url: str | No
     if not base_url:
         return False
     if known is None:
-        _identity, known = store.embedder_state()
-    return bool(known and public_endpoint(base_url) == known and store.endpoint_opt_in())
+        _identity, known = store.embedder.state()
+    return bool(known and public_endpoint(base_url) == known and store.embedder.endpoint_opt_in())
 
 
 def remember_endpoint(store: KnowledgeStore, settings: Settings,
@@ -182,13 +183,13 @@ def remember_endpoint(store: KnowledgeStore, settings: Settings,
     MCP server of the knowledge base."""
     if not settings.embedder_base_url:
         return
-    identity, known = store.embedder_state()
+    identity, known = store.embedder.state()
     if identity in (None, NO_EMBEDDER):
         return
     endpoint = public_endpoint(settings.embedder_base_url)
     opt_in = settings.allow_private_network
-    if endpoint != known or (opt_in and not store.endpoint_opt_in()):
-        store.record_embedder_endpoint(endpoint, allow_private_network=opt_in)
+    if endpoint != known or (opt_in and not store.embedder.endpoint_opt_in()):
+        store.embedder.record_endpoint(endpoint, allow_private_network=opt_in)
     if endpoint != known:
         announce(f"the knowledge base now reaches its embedder at {endpoint}")
 

@@ -19,11 +19,11 @@ def assert_read_again_when_changed(store: KnowledgeStore, root: Path, included: 
     """``root`` holds a page that includes ``included``, which holds ``BEFORE``."""
     spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
     ingest(store, [spec], namespace=namespace)
-    [hit] = store.search(namespace, "widget", k=1)
+    [hit] = store.search.rank(namespace, "widget", k=1)
     assert BEFORE.strip() in hit.text
     assert ingest(store, [spec], namespace=namespace).not_modified >= 1
     included.write_text(AFTER)
     os.utime(included, ns=(1, 1))  # a new size and time, whatever the clock's resolution
     assert ingest(store, [spec], namespace=namespace).updated == 1
-    [hit] = store.search(namespace, "gadget", k=1)
+    [hit] = store.search.rank(namespace, "gadget", k=1)
     assert AFTER.strip() in hit.text

@@ -49,7 +49,7 @@ PAGE = "\n\n".join(f"## Function f{i}\n\nf{i} computes thing{i} from its argumen
 def test_ingest_embeds_each_section_and_cites_it(
         store: KnowledgeStore, db_url: str) -> None:
     emb = Counting()
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     cached = CachedEmbedder(emb, store, window=16)  # a section past 64 characters: windows
     report = ingest(store, [source_spec("text", "api", {"body": f"# API\n\n{PAGE}",
                                                          "title": "API"})],
@@ -59,8 +59,8 @@ def test_ingest_embeds_each_section_and_cites_it(
     distinct = rows(db_url, "SELECT count(DISTINCT embedding::text), count(*) FROM chunks")
     assert distinct[0][0] == distinct[0][1] == report.chunks_written  # a vector each
     # vector search alone tells the sections apart: the one asked about comes first
-    [hit] = store.search("ns", "thing7", k=1, query_vector=emb.embed_query("f7 thing7"),
-                         vector_weight=1.0)
+    [hit] = store.search.rank("ns", "thing7", k=1, query_vector=emb.embed_query("f7 thing7"),
+                              vector_weight=1.0)
     assert hit.meta["anchor"] == "function-f7"
     # re-embedding the knowledge base reads the same inputs: the cache answers them all
     before = rows(db_url, "SELECT id, embedding::text FROM chunks ORDER BY id")

@@ -200,8 +200,8 @@ def test_unreachable_database_exits_3(cli: Cli, workdir: Path) -> None:
 
 def test_missing_embedder_key_exits_3(cli: Cli, workdir: Path, store: KnowledgeStore) -> None:
     # a KB built with Gemini; this environment has no key (the workdir fixture drops it)
-    store.bind_embedder(EmbedderIdentity("gemini", "gemini-embedding-001", 768))
-    store.replace_source(
+    store.embedder.bind(EmbedderIdentity("gemini", "gemini-embedding-001", 768))
+    store.documents.replace(
         SourceRecord(namespace="default", ref="kb://a", kind="text", url="kb://a", title="",
                      content_hash="a"),
         [ChunkRecord(0, "Widgets are configured in widget.toml.", {}, [0.5] * 768)])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.config import RetrievalSettings
 from kbctl.errors import InputError
 from kbctl.memory.paths import MemoryScope
 from kbctl.memory.postgres import PostgresMemoryBackend
@@ -210,7 +211,7 @@ def test_empty_question_and_bad_format_are_usage_errors(kb: Cli) -> None:
 def test_a_question_the_database_cannot_hold_is_refused_as_input(store: KnowledgeStore,
                                                                  question: str) -> None:
     with pytest.raises(InputError, match="the question: a (NUL byte|lone surrogate)"):
-        retrieve(store, question, namespace="ns")
+        retrieve(store, question, RetrievalSettings(namespace="ns"))
 
 
 def test_a_question_past_what_retrieval_takes_is_refused_as_input(
@@ -218,10 +219,10 @@ def test_a_question_past_what_retrieval_takes_is_refused_as_input(
     # A million characters overflowed the database's text search: a database error, exit 3.
     page = "word " * 250_000
     with pytest.raises(InputError, match="1,250,000 characters long; at most 20,000"):
-        retrieve(store, page, namespace="ns")
+        retrieve(store, page, RetrievalSettings(namespace="ns"))
     with pytest.raises(InputError, match="at most 20,000"):
         PostgresMemoryBackend(store.conn, None).search(MemoryScope("bot"), page)
-    assert retrieve(store, "word " * 3_999, namespace="ns").hits == []
+    assert retrieve(store, "word " * 3_999, RetrievalSettings(namespace="ns")).hits == []
 
 
 @pytest.mark.parametrize("argv", [["query", "hello"], ["status"], ["eval", "init"],

@@ -136,8 +136,8 @@ def _ingest_trees(store: KnowledgeStore, emb: HashingEmbedder, namespace: str,
 
 
 def _nearest(store: KnowledgeStore, emb: HashingEmbedder, namespace: str) -> str:
-    hits = store.search(namespace, "zzzz", k=2, vector_weight=1.0,
-                        query_vector=emb.embed_query(QUESTION))
+    hits = store.search.rank(namespace, "zzzz", k=2, vector_weight=1.0,
+                             query_vector=emb.embed_query(QUESTION))
     return hits[0].source_ref
 
 
@@ -146,7 +146,7 @@ def test_a_section_is_found_by_words_past_what_the_model_reads(
     """A model that reads 600 characters never sees the answer, unless the section is
     embedded in windows."""
     emb = TruncatingEmbedder(reads=600)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     _ingest_trees(store, emb, "whole", window=None)
     _ingest_trees(store, emb, "windows", window=150)
     assert _nearest(store, emb, "whole") == "kb://text/copy"
@@ -155,13 +155,13 @@ def test_a_section_is_found_by_words_past_what_the_model_reads(
 
 def test_reembed_again_gives_a_kb_built_whole_its_windows(store: KnowledgeStore) -> None:
     emb = TruncatingEmbedder(reads=600)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     _ingest_trees(store, emb, "ns", window=None)
     assert reembed(store, emb, window=150).changed is False  # same embedder: nothing done
     assert _nearest(store, emb, "ns") == "kb://text/copy"
     report = reembed(store, emb, window=150, again=True)
     assert report.changed and report.chunks == 2
-    assert store.embedder_identity() == emb.identity
+    assert store.embedder.identity() == emb.identity
     assert _nearest(store, emb, "ns") == "kb://text/trees"
 
 

@@ -48,7 +48,7 @@ def test_ingest_and_reembed_embed_what_a_reader_sees(store: KnowledgeStore,
     body = ("# Files\n\nCopy with [`shutil.copy2`](https://d.example/library/shutil.html"
             "#shutil.copy2) to keep metadata.")
     emb = HashingEmbedder(dimensions=16)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     ingest(store, [source_spec("text", "files", {"body": body, "title": "Files"})],
            namespace="ns", embedder=CachedEmbedder(emb, store))
     embedded = [t for call in emb.calls for t in call]
@@ -57,7 +57,7 @@ def test_ingest_and_reembed_embed_what_a_reader_sees(store: KnowledgeStore,
     # the stored chunk keeps its link for display, and BM25 still matches its anchor
     (text,), = rows(db_url, "SELECT text FROM chunks WHERE namespace = 'ns'")
     assert "https://d.example/library/shutil.html#shutil.copy2" in text
-    assert store.search("ns", "library shutil.html", k=1)
+    assert store.search.rank("ns", "library shutil.html", k=1)
 
     fresh = HashingEmbedder(dimensions=16, model="fresh")
     reembed(store, fresh)

@@ -95,7 +95,7 @@ def test_a_chapter_is_read_again_when_a_file_it_includes_changes(
     spec = source_spec("files", str(root), {"base_url": "https://book.example/"})
     first = ingest(store, [spec], namespace="book")
     assert first.added == 1
-    [hit] = store.search("book", "guess", k=1)
+    [hit] = store.search.rank("book", "guess", k=1)
     assert "let guess = 5;" in hit.text and "rustdoc_include" not in hit.text
 
     again = ingest(store, [spec], namespace="book")
@@ -106,7 +106,7 @@ def test_a_chapter_is_read_again_when_a_file_it_includes_changes(
     os.utime(listing, ns=(1, 1))  # a new size and time, whatever the clock's resolution
     changed = ingest(store, [spec], namespace="book")
     assert changed.updated == 1
-    [hit] = store.search("book", "guess", k=1)
+    [hit] = store.search.rank("book", "guess", k=1)
     assert "let guess = 7;" in hit.text
 
 

@@ -150,10 +150,10 @@ def test_boilerplate_pages_front_matter_pages_and_empty_pages(
     assert report.dropped == {"empty": 1}
     assert "https://site.example/methods/next/: no text once extracted, nothing stored" \
         in report.notes
-    stored = {s.url: s.title for s in store.list_sources("hugo")}
+    stored = {s.url: s.title for s in store.documents.stored("hugo")}
     assert stored == {"https://site.example/methods/allpages/": "AllPages",
                       "https://site.example/methods/builddrafts/": "BuildDrafts",
                       "https://site.example/methods/": "Methods"}
-    [section] = store.search("hugo", "what can a page call", k=1)
+    [section] = store.search.rank("hugo", "what can a page call", k=1)
     assert section.source_url == "https://site.example/methods/"
     assert "What a page can call." in section.text

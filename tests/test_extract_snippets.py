@@ -138,7 +138,7 @@ def test_an_mkdocs_page_reads_its_snippets_and_is_read_again_when_one_changes(
     })
     spec = source_spec("files", str(root), {"base_url": "https://docs.example.com/"})
     assert ingest(store, [spec], namespace="s").added == 1
-    [hit] = store.search("s", "gizmo", k=1)
+    [hit] = store.search.rank("s", "gizmo", k=1)
     assert "Use the gizmo CLI." in hit.text and "8<" not in hit.text
     assert "Command-line interface" not in hit.text
     assert ingest(store, [spec], namespace="s").not_modified == 1
@@ -146,6 +146,6 @@ def test_an_mkdocs_page_reads_its_snippets_and_is_read_again_when_one_changes(
     readme.write_text("# Demo\n\nUse the gadget CLI.\n")
     os.utime(readme, ns=(1, 1))
     assert ingest(store, [spec], namespace="s").updated == 1
-    [hit] = store.search("s", "gadget", k=1)
+    [hit] = store.search.rank("s", "gadget", k=1)
     assert "Use the gadget CLI." in hit.text
 

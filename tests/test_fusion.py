@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from kbctl.config import RetrievalSettings
 from kbctl.pipeline.ingest import ingest
 from kbctl.pipeline.query import retrieve
 from kbctl.sources.registry import source_spec
@@ -44,7 +45,7 @@ QUESTIONS = [
 @pytest.fixture
 def kb(store: KnowledgeStore) -> tuple[KnowledgeStore, HashingEmbedder]:
     emb = HashingEmbedder(dimensions=64)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     ingest(store, [source_spec("text", ref, {"body": body, "title": ref})
                    for ref, body in PAGES.items()], namespace="ns", embedder=emb)
     return store, emb
@@ -54,8 +55,9 @@ def kb(store: KnowledgeStore) -> tuple[KnowledgeStore, HashingEmbedder]:
 def test_tiny_dev_questions_are_answered_first_at_every_weight(kb, weight: float) -> None:
     store, emb = kb
     for question, page, anchor in QUESTIONS:
-        result = retrieve(store, question, namespace="ns", k=3, embedder=emb,
-                          vector_weight=weight)
+        result = retrieve(store, question,
+                          RetrievalSettings(namespace="ns", k=3, vector_weight=weight),
+                          embedder=emb)
         top = result.hits[0]
         assert (top.source_ref, top.anchor) == (f"kb://text/{page}", anchor), question
 
@@ -64,8 +66,9 @@ def test_score_is_the_weighted_sum_of_its_components_in_the_unit_interval(kb) ->
     store, emb = kb
     for weight in (0.0, 0.3, 0.7, 1.0):
         for question, _page, _anchor in QUESTIONS:
-            for hit in retrieve(store, question, namespace="ns", k=5, embedder=emb,
-                                vector_weight=weight).hits:
+            for hit in retrieve(store, question,
+                                RetrievalSettings(namespace="ns", k=5, vector_weight=weight),
+                                embedder=emb).hits:
                 assert 0.0 <= hit.text_score <= 1.0 and 0.0 <= hit.vector_score <= 1.0
                 assert hit.score == pytest.approx(
                     weight * hit.vector_score + (1 - weight) * hit.text_score, abs=2e-6)
@@ -76,24 +79,25 @@ def test_scores_compare_across_questions(kb) -> None:
     """The best match of a question the KB answers outscores that of an off-topic one that
     shares a single word with it: the scale is the question's match strength."""
     store, emb = kb
-    good = retrieve(store, "delete an entire directory tree", namespace="ns", k=1,
-                    embedder=emb).hits[0]
-    weak = retrieve(store, "tree frogs of the rain forest canopy", namespace="ns", k=1,
-                    embedder=emb).hits[0]
+    good = retrieve(store, "delete an entire directory tree",
+                    RetrievalSettings(namespace="ns", k=1), embedder=emb).hits[0]
+    weak = retrieve(store, "tree frogs of the rain forest canopy",
+                    RetrievalSettings(namespace="ns", k=1), embedder=emb).hits[0]
     assert good.score > 2 * weak.score
     assert good.score > 0.5 > weak.score
 
 
 def test_rrf_stays_available(kb) -> None:
     store, emb = kb
-    result = retrieve(store, "delete a directory tree", namespace="ns", k=2, embedder=emb,
-                      fusion="rrf")
+    result = retrieve(store, "delete a directory tree",
+                      RetrievalSettings(namespace="ns", k=2, fusion="rrf"), embedder=emb)
     assert result.mode == "rrf" and result.hits[0].source_ref == "kb://text/shutil"
-    weighted = retrieve(store, "delete a directory tree", namespace="ns", k=1, embedder=emb)
+    weighted = retrieve(store, "delete a directory tree",
+                        RetrievalSettings(namespace="ns", k=1), embedder=emb)
     # first on both lists: the question's match strength, as under the weighted fusion
     assert result.hits[0].score == pytest.approx(weighted.hits[0].score)
-    weak = retrieve(store, "tree frogs of the rain forest canopy", namespace="ns", k=1,
-                    embedder=emb, fusion="rrf").hits[0]
+    weak = retrieve(store, "tree frogs of the rain forest canopy",
+                    RetrievalSettings(namespace="ns", k=1, fusion="rrf"), embedder=emb).hits[0]
     assert result.hits[0].score > 0.5 > weak.score  # ranks alone gave both about 1
 
 
@@ -120,7 +124,7 @@ def test_hybrid_results_reach_past_a_page_that_repeats_itself(
     """One page with many near-identical sections does not fill the whole top 4 when
     another page matches the question almost as well."""
     emb = HashingEmbedder(dimensions=64)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     sections = "".join(f"\n\n## Remove folder variant {i}\n\nRemove a mail folder by name, "
                        f"variant {i}." for i in range(6))
     pages = {"mailbox": "# mailbox" + sections,
@@ -132,7 +136,8 @@ def test_hybrid_results_reach_past_a_page_that_repeats_itself(
                    for ref, body in pages.items()], namespace="ns", embedder=emb)
 
     def top_refs(**kwargs: object) -> list[str]:
-        return [h.source_ref for h in retrieve(store, "remove a folder", namespace="ns", k=4,
+        return [h.source_ref for h in retrieve(store, "remove a folder",
+                                               RetrievalSettings(namespace="ns", k=4),
                                                **kwargs).hits]
 
     assert top_refs(embedder=emb)[3] == "kb://text/shutil"
@@ -154,8 +159,8 @@ def test_lexical_results_reach_past_a_page_that_repeats_itself(
                    for ref, body in pages.items()], namespace="ns")
 
     def top_refs() -> list[str]:
-        return [h.source_ref for h in retrieve(store, "remove a folder", namespace="ns",
-                                               k=6).hits]
+        return [h.source_ref for h in retrieve(store, "remove a folder",
+                                               RetrievalSettings(namespace="ns", k=6)).hits]
 
     assert top_refs() == ["kb://text/mailbox"] * 5 + ["kb://text/shutil"]
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
@@ -173,9 +178,9 @@ def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
     returns how the pages' copies of PASSAGE rank for ``question`` (by BM25 alone when
     ``words_only``), pages not crowded."""
     emb = HashingEmbedder(dimensions=64)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     for ref, texts in pages.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}",
                          title="", content_hash=ref),
             [ChunkRecord(i, t, {}, v)
@@ -183,8 +188,8 @@ def _copies_in_order(store: KnowledgeStore, pages: dict[str, list[str]],
     monkeypatch.setattr(ranking, "PAGE_CROWDING", 1.0)
 
     def copies_in_order() -> list[str]:
-        hits = store.search("ns", question, k=10,
-                            query_vector=None if words_only else emb.embed_query(question))
+        hits = store.search.rank("ns", question, k=10,
+                                 query_vector=None if words_only else emb.embed_query(question))
         return [h.source_ref for h in hits if h.text == PASSAGE]
 
     return copies_in_order
@@ -232,7 +237,7 @@ def test_a_chunk_ranks_with_its_pages_words_in_lexical_search(
                    "Copy a folder tree to another place."]},
         monkeypatch, words_only=True)
     assert copies_in_order() == ["shutil", "mailbox"]
-    assert all(h.score > 0 for h in store.search("ns", QUESTION, k=5))
+    assert all(h.score > 0 for h in store.search.rank("ns", QUESTION, k=5))
     monkeypatch.setattr(ranking, "PAGE_TEXT_WEIGHT", 0.0)
     assert copies_in_order() == ["mailbox", "shutil"]
 

@@ -32,7 +32,7 @@ def _text_spec(ref: str, body: str) -> SourceSpec:
 
 def test_ingest_embeds_once_and_queries_hybrid(store: KnowledgeStore, db_url: str) -> None:
     emb = HashingEmbedder(dimensions=32)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     cached = CachedEmbedder(emb, store)
     specs = [_text_spec("a", "# Borrowing\n\nReferences borrow values."),
              _text_spec("b", "# Cargo\n\nCargo builds crates.")]
@@ -47,18 +47,18 @@ def test_ingest_embeds_once_and_queries_hybrid(store: KnowledgeStore, db_url: st
     ingest(store, [_text_spec("a", "# Borrowing\n\nReferences borrow values mutably.")],
            namespace="ns", embedder=again)
     assert again.provider_texts == 1
-    hits = store.search("ns", "borrow references", k=2,
-                        query_vector=emb.embed_query("borrow references"))
+    hits = store.search.rank("ns", "borrow references", k=2,
+                             query_vector=emb.embed_query("borrow references"))
     assert hits[0].source_ref == "kb://text/a" and hits[0].vector_score is not None
 
 
 def test_vector_index_is_built_after_a_load(store: KnowledgeStore, db_url: str) -> None:
     emb = HashingEmbedder(dimensions=16)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     ingest(store, [_text_spec("a", "text one")], namespace="ns",
            embedder=CachedEmbedder(emb, store))
-    assert store.ensure_vector_index() is True
-    assert store.ensure_vector_index() is False
+    assert store.embedder.ensure_vector_index() is True
+    assert store.embedder.ensure_vector_index() is False
     [(indexdef,)] = rows(db_url, "SELECT indexdef FROM pg_indexes WHERE indexname = "
                                  "'chunks_embedding_hnsw'")
     assert indexdef.endswith("USING hnsw (embedding vector_cosine_ops)")
@@ -69,7 +69,7 @@ def _bulk(store: KnowledgeStore, emb: HashingEmbedder, ns: str, n: int,
     for i in range(n):
         text = f"{word} document {i} about topic {i % 7}"
         [vec] = emb.embed([text])
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace=ns, ref=f"{ns}-{i}", kind="text", url=f"kb://{ns}/{i}",
                          title=str(i), content_hash=str(i)),
             [ChunkRecord(0, text, dict(meta or {}), vec)])
@@ -78,37 +78,37 @@ def _bulk(store: KnowledgeStore, emb: HashingEmbedder, ns: str, n: int,
 def test_small_namespace_in_large_table_is_never_under_filled(
         store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     emb = HashingEmbedder(dimensions=16)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     _bulk(store, emb, "large", 1500, {"lang": "en"})
     _bulk(store, emb, "large-de", 0)
     for i in range(3):  # three German pages hidden in the large namespace
         text = f"zebra seite {i}"
         [vec] = emb.embed([text])
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="large", ref=f"de-{i}", kind="text", url=f"kb://de/{i}",
                          title="de", content_hash="x"),
             [ChunkRecord(0, text, {"lang": "de"}, vec)])
     _bulk(store, emb, "small", 8, word="beta")
-    store.ensure_vector_index()
+    store.embedder.ensure_vector_index()
     # force the HNSW path even for these sizes
     monkeypatch.setattr(ranking, "EXACT_SCAN_LIMIT", 0)
     qv = emb.embed_query("alpha document topic")
-    small = store.search("small", "alpha document topic", k=5, query_vector=qv)
+    small = store.search.rank("small", "alpha document topic", k=5, query_vector=qv)
     assert len(small) == 5 and {h.namespace for h in small} == {"small"}
-    filtered = store.search("large", "alpha document", k=5, query_vector=qv,
-                            filters={"lang": "de"})
+    filtered = store.search.rank("large", "alpha document", k=5, query_vector=qv,
+                                 filters={"lang": "de"})
     assert len(filtered) == 3 and {h.meta["lang"] for h in filtered} == {"de"}
     # the vector candidates alone are complete too
-    ids = store._vector_candidates("small", "[" + ",".join(map(str, qv)) + "]", {}, 100)
+    ids = store.search._vector_candidates("small", "[" + ",".join(map(str, qv)) + "]", {}, 100)
     assert len(ids) == 8
 
 
 def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
     old = HashingEmbedder(dimensions=16, model="old")
-    store.bind_embedder(old.identity)
+    store.embedder.bind(old.identity)
     ingest(store, [_text_spec(f"d{i}", f"# Doc {i}\n\nbody {i}") for i in range(5)],
            namespace="ns", embedder=CachedEmbedder(old, store))
-    store.ensure_vector_index()
+    store.embedder.ensure_vector_index()
 
     class Failing(HashingEmbedder):
         def embed(self, texts, titles=None):
@@ -116,7 +116,7 @@ def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
 
     with pytest.raises(EmbedderError):
         reembed(store, Failing(dimensions=24, model="broken"))
-    assert store.embedder_identity() == old.identity
+    assert store.embedder.identity() == old.identity
     assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(16,)]
 
     new = HashingEmbedder(dimensions=24, model="new")
@@ -124,9 +124,9 @@ def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
     assert report.chunks == 5 and report.embedded == 5
     # the model and the address it is reached at change together: a reader between two
     # commits resolved the new model at its provider's default address, and kept it
-    assert store.embedder_state() == (new.identity, "http://embed.internal:8080/v1")
+    assert store.embedder.state() == (new.identity, "http://embed.internal:8080/v1")
     assert rows(db_url, "SELECT DISTINCT vector_dims(embedding) FROM chunks") == [(24,)]
-    assert store.search("ns", "body 3", k=1, query_vector=new.embed_query("body 3"))
+    assert store.search.rank("ns", "body 3", k=1, query_vector=new.embed_query("body 3"))
     assert reembed(store, new).changed is False
     # page vectors follow the swap: each page's is its (single) chunk's new vector
     assert rows(db_url, """SELECT count(*) FROM sources s JOIN chunks c
@@ -135,7 +135,7 @@ def test_reembed_swaps_atomically(store: KnowledgeStore, db_url: str) -> None:
 
 
 def _page(store: KnowledgeStore, ref: str, *vectors: list[float]) -> None:
-    store.replace_source(
+    store.documents.replace(
         SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
                      content_hash=str(vectors)),
         [ChunkRecord(i, f"chunk {i}", {}, v) for i, v in enumerate(vectors)])
@@ -147,7 +147,7 @@ def _page_vectors(db_url: str) -> dict[str, str | None]:
 
 def test_a_pages_vector_is_the_mean_of_its_chunks_and_kept_in_step(
         store: KnowledgeStore, db_url: str) -> None:
-    store.bind_embedder(HashingEmbedder(dimensions=4).identity)
+    store.embedder.bind(HashingEmbedder(dimensions=4).identity)
     _page(store, "a", [1, 0, 0, 0], [0, 1, 0, 0])
     _page(store, "b", [0, 0, 1, 0])
     assert _page_vectors(db_url) == {"a": "[0.5,0.5,0,0]", "b": "[0,0,1,0]"}
@@ -161,7 +161,7 @@ def test_a_knowledge_base_from_before_page_vectors_gets_them_on_open(
         store: KnowledgeStore, db_url: str) -> None:
     from kbctl.store.migrations import migrate
 
-    store.bind_embedder(HashingEmbedder(dimensions=4).identity)
+    store.embedder.bind(HashingEmbedder(dimensions=4).identity)
     _page(store, "a", [1, 0, 0, 0], [0, 0, 1, 0])
     store.conn.execute("ALTER TABLE sources DROP COLUMN embedding")
     store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 8")
@@ -170,7 +170,7 @@ def test_a_knowledge_base_from_before_page_vectors_gets_them_on_open(
 
 
 def _text_page(store: KnowledgeStore, ref: str, *texts: str) -> None:
-    store.replace_source(
+    store.documents.replace(
         SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
                      content_hash=str(texts)),
         [ChunkRecord(i, t, {}, None) for i, t in enumerate(texts)])
@@ -197,8 +197,8 @@ def test_a_pages_postings_and_length_are_its_chunks_summed_and_kept_in_step(
     _text_page(store, "c")  # a page without chunks: no postings, not counted as a page
     assert _page_lexical(db_url) == (
         {"a": {"beta": 1}, "b": {"delta": 1}}, {"a": 1, "b": 1, "c": 0}, (2, 2, 2))
-    store.delete_source("ns", "a")
-    store.delete_source("ns", "c")
+    store.documents.delete("ns", "a")
+    store.documents.delete("ns", "c")
     assert _page_lexical(db_url) == ({"b": {"delta": 1}}, {"b": 1}, (1, 1, 1))
 
 
@@ -340,7 +340,7 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
         done: dict[str, object] = {}
         writer = threading.Thread(target=lambda: done.update(r=tools.call(
             "memory_append", {"path": "memory/agent/n.md", "content": "later tip"})))
-        with holder.embedder_lock(exclusive=True):
+        with holder.locks.embedder(exclusive=True):
             writer.start()
             writer.join(1.5)
             assert writer.is_alive() and not done
@@ -350,7 +350,7 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
         # the reembed recorded the address in the same transaction as the model, so no
         # reader between them resolved the new model at the provider's default address
         store = KnowledgeStore(connect(cli.db_url))
-        assert store.embedder_state()[1] == base
+        assert store.embedder.state()[1] == base
         # and when only the address moves (the old server gone), the session follows it
         moved, _ = _openai_server()
         try:
@@ -358,7 +358,7 @@ def test_a_long_lived_tool_session_follows_a_reembed(cli: Cli, workdir: Path,
             monkeypatch.setenv("KBCTL_EMBEDDER_BASE_URL", new_base)
             assert cli("reembed", "--embedder", "openai:fake-model-2@24",
                        "--allow-private-network").exit_code == 0
-            assert store.embedder_state()[1] == new_base
+            assert store.embedder.state()[1] == new_base
             old_server.shutdown()
             old_server.server_close()
             again = tools.call("search_knowledge", {"query": "install widget"})
@@ -390,7 +390,7 @@ def test_reembed_covers_agent_memory(store: KnowledgeStore, db_url: str) -> None
     from kbctl.memory.postgres import PostgresMemoryBackend
 
     old = HashingEmbedder(dimensions=16, model="old")
-    store.bind_embedder(old.identity)
+    store.embedder.bind(old.identity)
     memory = PostgresMemoryBackend(store.conn, old)
     scope = scope_of("bot", "alice")
     memory.append(scope, "memory/agent/playbook.md", "Escalate billing issues to finance.")

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from kbctl.store.knowledge import KnowledgeStore
+from kbctl.store.documents import Documents
 
 from .conftest import Cli, rows
 
@@ -22,21 +22,21 @@ def test_a_full_disk_mid_ingest_is_exit_3_not_a_failed_source(
     docs.mkdir()
     for i in range(300):  # batches are written while later pages are still read
         (docs / f"p{i}.md").write_text(f"# Page {i}\n\nText {i}.\n")
-    real = KnowledgeStore.replace_sources
+    real = Documents.replace_many
     calls = []
 
-    def full(self: KnowledgeStore, *args: Any, **kwargs: Any) -> Any:
+    def full(self: Documents, *args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:  # a query's temporary file did not fit; the next ones do
             raise psycopg.errors.DiskFull('could not write to file "base/pgsql_tmp/t.1": '
                                           "No space left on device")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(KnowledgeStore, "replace_sources", full)
+    monkeypatch.setattr(Documents, "replace_many", full)
     result = cli("ingest", "files", str(docs), "--json")
     assert result.exit_code == 3, result.output
     assert "No space left on device" in result.output and "cannot read" not in result.output
-    monkeypatch.setattr(KnowledgeStore, "replace_sources", real)
+    monkeypatch.setattr(Documents, "replace_many", real)
     report = cli.json("ingest", "files", str(docs))  # space freed: the next run does it all
     assert report["failed"] == 0
     assert rows(cli.db_url, "SELECT count(*) FROM sources") == [(300,)]

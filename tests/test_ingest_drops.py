@@ -33,9 +33,9 @@ def test_empty_pages_are_left_out_and_a_page_that_empties_is_deleted(
     assert {n for n in report.notes if "no text once extracted" in n} == {
         f"kb://{tmp_path.name}/{name}.md: no text once extracted, nothing stored"
         for name in ("blank", "section")}
-    assert [s.ref for s in store.list_sources("ns")] == [f"kb://{tmp_path.name}/guide.md"]
+    assert [s.ref for s in store.documents.stored("ns")] == [f"kb://{tmp_path.name}/guide.md"]
 
     (tmp_path / "guide.md").write_text("")
     again = ingest(store, [spec], namespace="ns")
     assert again.dropped == {"empty": 3} and again.deleted == 1
-    assert store.list_sources("ns") == [] and store.counts("ns") == (0, 0)
+    assert store.documents.stored("ns") == [] and store.documents.counts("ns") == (0, 0)

@@ -41,7 +41,7 @@ def _specs(folder: Path) -> list:
 
 def test_one_failed_batch_fails_its_sources_and_the_run_goes_on(
         store: KnowledgeStore, db_url: str, tmp_path: Path) -> None:
-    store.bind_embedder(HashingEmbedder(dimensions=16).identity)
+    store.embedder.bind(HashingEmbedder(dimensions=16).identity)
     emb = Outage(down={2})
     report = ingest(store, _specs(tmp_path), namespace="ns", embedder=emb)
     assert emb.attempts == 4
@@ -53,7 +53,7 @@ def test_one_failed_batch_fails_its_sources_and_the_run_goes_on(
 
 def test_a_provider_that_stays_down_stops_the_run(store: KnowledgeStore, db_url: str,
                                                   tmp_path: Path) -> None:
-    store.bind_embedder(HashingEmbedder(dimensions=16).identity)
+    store.embedder.bind(HashingEmbedder(dimensions=16).identity)
     emb = Outage(down_from=2)
     with pytest.raises(EmbedderError, match="stopped: 2 batches in a row") as info:
         ingest(store, _specs(tmp_path), namespace="ns", embedder=emb)

@@ -12,7 +12,8 @@ import pytest
 from kbctl.chunk.headings import block_tokens
 from kbctl.pipeline.ingest import ingest
 from kbctl.sources.registry import source_spec
-from kbctl.store import knowledge, lexical
+from kbctl.store import documents, lexical
+from kbctl.store.documents import Documents
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
 
@@ -60,13 +61,13 @@ def test_fields_analysed_by_the_caller_index_as_the_store_would(store: Knowledge
         return SourceRecord(namespace=ns, ref="p", kind="text", url="u", title="Paths",
                             content_hash="h")
 
-    store.replace_sources("own", [(source("own"), chunks)])
+    store.documents.replace_many("own", [(source("own"), chunks)])
     fields = lexical.kb_field_arrays(texts, [c.meta for c in chunks])
-    store.replace_sources("given", [(source("given"), chunks)], fields)
+    store.documents.replace_many("given", [(source("given"), chunks)], fields)
     assert _postings(db_url, "own") == _postings(db_url, "given") != []
     with pytest.raises(ValueError, match="one analysed field per chunk"):
-        store.replace_sources("given", [(source("given"), chunks)],
-                              {k: v[:1] for k, v in fields.items()})
+        store.documents.replace_many("given", [(source("given"), chunks)],
+                                     {k: v[:1] for k, v in fields.items()})
 
 
 def test_a_parse_read_again_gives_the_same_tokens() -> None:
@@ -108,25 +109,25 @@ def test_a_first_load_builds_the_postings_indexes_once_at_its_end(
                                            "## Usage\n\nRun `widget --fast` daily.\n")
     spec = source_spec("files", str(tmp_path), {})
     seen: list[set[str]] = []
-    real = KnowledgeStore.replace_sources
+    real = Documents.replace_many
 
-    def write(self: KnowledgeStore, *args: object, **kwargs: object) -> object:
+    def write(self: Documents, *args: object, **kwargs: object) -> object:
         seen.append(_postings_indexes(db_url))
         return real(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(KnowledgeStore, "replace_sources", write)
+    monkeypatch.setattr(Documents, "replace_many", write)
     assert ingest(store, [spec], namespace="first").added == 4
     assert seen and all(indexes == set() for indexes in seen)  # written without them
     assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
 
     # past a first load, every write maintains them; what is indexed is the same
-    monkeypatch.setattr(knowledge, "FIRST_LOAD_POSTINGS", 1)
+    monkeypatch.setattr(documents, "FIRST_LOAD_POSTINGS", 1)
     seen.clear()
     assert ingest(store, [spec], namespace="second").added == 4
     assert seen and all(indexes == set(lexical.KB_DEFERRED_INDEXES) for indexes in seen)
     assert _index_state(db_url, "first") == _index_state(db_url, "second")
     hits = [[(h.source_ref, h.ordinal, h.score) for h in
-             store.search(ns, "widget fast usage", k=8)] for ns in ("first", "second")]
+             store.search.rank(ns, "widget fast usage", k=8)] for ns in ("first", "second")]
     assert hits[0] and hits[0] == hits[1]
 
 
@@ -136,11 +137,11 @@ def test_a_load_that_fails_or_dies_leaves_the_postings_indexes_built(
     (tmp_path / "a.md").write_text("# A\n\nAlpha text.\n")
     spec = source_spec("files", str(tmp_path), {})
 
-    def broken(self: KnowledgeStore, *args: object, **kwargs: object) -> object:
+    def broken(self: Documents, *args: object, **kwargs: object) -> object:
         raise RuntimeError("the database went away")
 
     with monkeypatch.context() as patch:
-        patch.setattr(KnowledgeStore, "replace_sources", broken)
+        patch.setattr(Documents, "replace_many", broken)
         with pytest.raises(RuntimeError):
             ingest(store, [spec], namespace="ns")
     assert _postings_indexes(db_url) == set(lexical.KB_DEFERRED_INDEXES)
@@ -156,7 +157,7 @@ def _build_at_once(store: KnowledgeStore, start: threading.Barrier,
                    errors: list[Exception]) -> None:
     start.wait()
     try:
-        store.build_postings_indexes()
+        store.documents.build_postings_indexes()
     except Exception as exc:  # noqa: BLE001 - the test reports it
         errors.append(exc)
 

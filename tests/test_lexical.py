@@ -59,7 +59,7 @@ def _python_bm25(store: KnowledgeStore, texts: dict[str, str], query: str) -> di
 
 def test_knowledge_base_and_memory_score_alike(store: KnowledgeStore) -> None:
     for ref, text in TEXTS.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=ref, title=ref,
                          content_hash="h"),
             [ChunkRecord(0, text, {})])
@@ -71,7 +71,7 @@ def test_knowledge_base_and_memory_score_alike(store: KnowledgeStore) -> None:
     expected = _python_bm25(store, TEXTS, QUERY)
     assert len(expected) == 3  # "b" shares no lexeme with the query
 
-    kb = {h.source_ref: h.text_score for h in store.search("ns", QUERY, k=10)}
+    kb = {h.source_ref: h.text_score for h in store.search.rank("ns", QUERY, k=10)}
     mem = {h.path.removeprefix("memory/agent/").removesuffix(".md"): h.text_score
            for h in memory.search(scope, QUERY, SearchOptions(max_results=10)).hits}
     assert kb.keys() == mem.keys() == expected.keys()
@@ -115,13 +115,13 @@ def test_words_joined_by_slashes_are_also_words(text: str, parts: str | None) ->
 def test_a_slashed_pair_matches_its_words(store: KnowledgeStore) -> None:
     _kb(store, {"modes": ("Open the file in read/write mode.", {}),
                 "other": ("Files are opened by name.", {})})
-    assert [h.source_ref for h in store.search("ns", "write mode", k=3)] == ["modes"]
-    assert store.search("ns", "read/write", k=3)[0].source_ref == "modes"
+    assert [h.source_ref for h in store.search.rank("ns", "write mode", k=3)] == ["modes"]
+    assert store.search.rank("ns", "read/write", k=3)[0].source_ref == "modes"
 
 
 def _kb(store: KnowledgeStore, docs: dict[str, tuple[str, dict]]) -> None:
     for ref, (text, meta) in docs.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=ref, title=ref,
                          content_hash="h"), [ChunkRecord(0, text, meta)])
 
@@ -137,7 +137,7 @@ def test_identifier_queries_find_the_identifier(store: KnowledgeStore) -> None:
     })
 
     def top(q: str) -> str:
-        return store.search("ns", q, k=3)[0].source_ref
+        return store.search.rank("ns", q, k=3)[0].source_ref
 
     assert top("os.path.splitext") == "splitext"
     assert top("splitext") == "splitext"
@@ -153,7 +153,7 @@ def test_title_and_heading_weigh_more_than_the_body(store: KnowledgeStore) -> No
         "in-title": (body, {"title": "Logging", "headingPath": ["Setup"]}),
         "in-heading": (body, {"title": "Widgets", "headingPath": ["Logging"]}),
     })
-    ranked = [h.source_ref for h in store.search("ns", "logging", k=3)]
+    ranked = [h.source_ref for h in store.search.rank("ns", "logging", k=3)]
     assert ranked[-1] == "in-body"
     assert set(ranked[:2]) == {"in-title", "in-heading"}
 
@@ -169,7 +169,7 @@ def test_a_heading_word_weighs_more_in_a_short_heading_path(store: KnowledgeStor
         "long": (body, {"title": "Widgets", "headingPath": long_path}),
         "short": (body, {"title": "Widgets", "headingPath": ["Logging"]}),
     })
-    hits = store.search("ns", "logging", k=2)
+    hits = store.search.rank("ns", "logging", k=2)
     assert [h.source_ref for h in hits] == ["short", "long"]
     assert hits[0].text_score > hits[1].text_score
     # the heading's term frequency: its weight over its length against the typical length
@@ -203,7 +203,7 @@ def test_a_knowledge_base_indexed_without_field_lengths_is_reindexed_on_open(
     store.conn.execute("DELETE FROM kbctl_migrations WHERE version = 12")
     migrate(store.conn)
     assert _logging_tfs(store) == pytest.approx(normalised)
-    assert [h.source_ref for h in store.search("ns", "logging", k=2)] == ["short", "long"]
+    assert [h.source_ref for h in store.search.rank("ns", "logging", k=2)] == ["short", "long"]
 
 
 def test_a_signatures_parameters_do_not_weigh_as_its_heading(store: KnowledgeStore) -> None:
@@ -220,7 +220,7 @@ def test_a_signatures_parameters_do_not_weigh_as_its_heading(store: KnowledgeSto
         **{f"other-{i}": (text, {"headingPath": ["other"]}) for i, text in enumerate(
             TEXTS.values())},
     })
-    assert [h.source_ref for h in store.search("ns", "file extension", k=2)] == [
+    assert [h.source_ref for h in store.search.rank("ns", "file extension", k=2)] == [
         "suffix", "register"]
     assert lexical.heading_field(["a", "f(x, y[, z])", "Using (new) APIs"], "m.f") == (
         "a f Using (new) APIs m.f")
@@ -238,7 +238,7 @@ def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
     _kb(store, {ref: (text, {"title": ref.upper(), "headingPath": ["Rules"]})
                 for ref, text in TEXTS.items()})
     _kb(store, {"symbols": ("{} => ()", {"title": "Borrow checker", "anchor": "rules"})})
-    before = [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)]
+    before = [(h.source_ref, h.text_score) for h in store.search.rank("ns", QUERY, k=10)]
     stats = rows(db_url, "SELECT * FROM namespace_stats")
     pages = rows(db_url, "SELECT * FROM page_postings ORDER BY 1, 2, 3")
     lengths = rows(db_url, "SELECT ref, lexeme_count FROM sources ORDER BY ref")
@@ -247,7 +247,7 @@ def test_rebuilding_postings_restores_the_same_ranking(store: KnowledgeStore,
         store.conn.execute("UPDATE chunks SET lexeme_count = 0")
         store.conn.execute("UPDATE sources SET lexeme_count = 0")
         rebuild_lexical_index(store.conn)
-    assert [(h.source_ref, h.text_score) for h in store.search("ns", QUERY, k=10)] == before
+    assert [(h.source_ref, h.text_score) for h in store.search.rank("ns", QUERY, k=10)] == before
     assert rows(db_url, "SELECT * FROM namespace_stats") == stats
     assert rows(db_url, "SELECT * FROM page_postings ORDER BY 1, 2, 3") == pages
     assert rows(db_url, "SELECT ref, lexeme_count FROM sources ORDER BY ref") == lengths

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from pathlib import Path
 
 import pytest
 
+from kbctl.config import RetrievalSettings, resolve_settings
 from kbctl.errors import InputError, RerankerError
 from kbctl.net.retry import RetryPolicy
 from kbctl.pipeline.ingest import ingest
@@ -58,9 +60,11 @@ def test_reranker_reorders_the_top_candidates_and_scores_them(kb: KnowledgeStore
     with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
         rr = create_reranker("tei:test-model", base_url=server.url(), env={})
         # without synonyms: "extension" would find pathlib's "suffix" on its own
-        plain = retrieve(kb, "path extension", namespace="ns", k=3, thesaurus=NONE)
-        reranked = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr,
-                            rerank_top=10, thesaurus=NONE)
+        plain = retrieve(kb, "path extension",
+                         RetrievalSettings(namespace="ns", k=3, thesaurus=NONE))
+        reranked = retrieve(kb, "path extension",
+                            RetrievalSettings(namespace="ns", k=3, rerank_top=10, thesaurus=NONE),
+                            reranker=rr)
     assert plain.hits[0].source_ref != "kb://text/pathlib"
     top = reranked.hits[0]
     assert top.source_ref == "kb://text/pathlib" and top.score == 0.95
@@ -73,14 +77,14 @@ def test_reranker_reorders_the_top_candidates_and_scores_them(kb: KnowledgeStore
 
 
 def rows_matching(kb: KnowledgeStore, q: str) -> list:
-    return kb.search("ns", q, k=10, thesaurus=NONE)
+    return kb.search.rank("ns", q, k=10, thesaurus=NONE)
 
 
 def test_min_score_applies_to_the_rerank_score(kb: KnowledgeStore) -> None:
     with LocalServer({"/rerank": tei_server("suffix", [])}) as server:
         rr = create_reranker("tei:m", base_url=server.url(), env={})
-        result = retrieve(kb, "path extension", namespace="ns", k=5, reranker=rr,
-                          min_score=0.5)
+        result = retrieve(kb, "path extension",
+                          RetrievalSettings(namespace="ns", k=5, min_score=0.5), reranker=rr)
     assert [h.source_ref for h in result.hits] == ["kb://text/pathlib"]
 
 
@@ -88,12 +92,12 @@ def test_scores_are_cached_per_reranker_and_pair(kb: KnowledgeStore, db_url: str
     seen: list[dict] = []
     with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
         rr = CachedReranker(create_reranker("tei:m", base_url=server.url(), env={}), kb)
-        first = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        first = retrieve(kb, "path extension", RetrievalSettings(namespace="ns", k=3), reranker=rr)
         sent = rr.provider_pairs
-        again = retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        again = retrieve(kb, "path extension", RetrievalSettings(namespace="ns", k=3), reranker=rr)
         other = CachedReranker(create_reranker("tei:other", base_url=server.url(),
                                                env={}), kb)
-        retrieve(kb, "path extension", namespace="ns", k=3, reranker=other)
+        retrieve(kb, "path extension", RetrievalSettings(namespace="ns", k=3), reranker=other)
     assert sent > 0 and rr.provider_pairs == sent and rr.cache_hits == sent
     assert [(h.source_ref, h.score) for h in again.hits] == \
         [(h.source_ref, h.score) for h in first.hits]
@@ -106,12 +110,13 @@ def test_old_cached_scores_are_pruned_when_new_ones_are_written(
     seen: list[dict] = []
     with LocalServer({"/rerank": tei_server("suffix", seen)}) as server:
         rr = CachedReranker(create_reranker("tei:m", base_url=server.url(), env={}), kb)
-        retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)
+        retrieve(kb, "path extension", RetrievalSettings(namespace="ns", k=3), reranker=rr)
         first = rows(db_url, "SELECT count(*) FROM rerank_cache")[0][0]
         kb.conn.execute("UPDATE rerank_cache SET created_at = now() - interval '31 days'")
-        retrieve(kb, "path extension", namespace="ns", k=3, reranker=rr)  # all cached
+        retrieve(kb, "path extension",
+                 RetrievalSettings(namespace="ns", k=3), reranker=rr)  # all cached
         assert rows(db_url, "SELECT count(*) FROM rerank_cache") == [(first,)]
-        retrieve(kb, "walk a tree", namespace="ns", k=3, reranker=rr)
+        retrieve(kb, "walk a tree", RetrievalSettings(namespace="ns", k=3), reranker=rr)
     fresh = rows(db_url, "SELECT count(*), min(created_at) > now() - interval '1 day' "
                          "FROM rerank_cache")
     # only the new question's pairs remain
@@ -126,7 +131,7 @@ def test_the_reranker_reads_link_labels_not_urls(kb: KnowledgeStore) -> None:
     seen: list[dict] = []
     with LocalServer({"/rerank": tei_server("glob", seen)}) as server:
         rr = create_reranker("tei:m", base_url=server.url(), env={})
-        retrieve(kb, "glob patterns", namespace="links", reranker=rr)
+        retrieve(kb, "glob patterns", RetrievalSettings(namespace="links"), reranker=rr)
     assert seen and all("https://" not in t for t in seen[0]["texts"])
     assert any("the glob module" in t for t in seen[0]["texts"])
 
@@ -136,13 +141,14 @@ def test_provider_failure_is_an_environment_failure(kb: KnowledgeStore) -> None:
         rr = create_reranker("tei:m", base_url=server.url(), env={},
                              retry=RetryPolicy(max_retries=1, sleep=lambda _s: None))
         with pytest.raises(RerankerError) as info:
-            retrieve(kb, "path extension", namespace="ns", reranker=rr)
+            retrieve(kb, "path extension", RetrievalSettings(namespace="ns"), reranker=rr)
     assert info.value.exit_code == 3
 
 
-def test_rerank_top_is_bounded(kb: KnowledgeStore) -> None:
+def test_rerank_top_is_bounded(tmp_path: Path) -> None:
+    """Checked where the settings are resolved: a retrieval never sees one out of range."""
     with pytest.raises(InputError, match="rerank-top"):
-        retrieve(kb, "x", namespace="ns", rerank_top=0)
+        resolve_settings({"rerank_top": 0}, env={}, cwd=tmp_path)
 
 
 def test_query_command_takes_a_reranker(kb: KnowledgeStore, cli) -> None:

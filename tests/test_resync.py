@@ -169,7 +169,7 @@ def test_second_run_on_a_locked_namespace(cli: Cli, workdir: Path) -> None:
     cli.json("ingest", "text", "Gears mesh.", "--ref", "gears", "-n", "elsewhere")
     holder = KnowledgeStore(connect(cli.db_url))
     try:
-        with holder.namespace_lock("default"):
+        with holder.locks.namespace("default"):
             busy = cli("resync", "--no-wait", "--json")
             assert busy.exit_code == 1
             assert "another kbctl run" in busy.stderr
@@ -223,8 +223,8 @@ def test_a_run_that_never_finished_shows_as_failed_in_status(cli: Cli, workdir: 
     # what a resync killed after it began leaves in the database
     store = KnowledgeStore(connect(cli.db_url))
     try:
-        store.begin_def("default", definition["id"], {"ref": str(site), "error": "x",
-                                                      "type": "Interrupted"})
+        store.definitions.begin("default", definition["id"], {"ref": str(site), "error": "x",
+                                                              "type": "Interrupted"})
     finally:
         store.conn.close()
     [shown] = cli.json("status")["namespaces"]

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from kbctl.config import RetrievalSettings
 from kbctl.memory.model import SearchOptions
 from kbctl.memory.paths import MemoryScope
 from kbctl.memory.postgres import PostgresMemoryBackend
 from kbctl.pipeline.query import retrieve
+from kbctl.search_notes import STOP_WORDS_ONLY, spelling_notes
 from kbctl.store import spelling
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.records import ChunkRecord, SourceRecord
+from kbctl.store.search import Query
 
 from .conftest import Cli
 from .embedders import HashingEmbedder
@@ -30,14 +33,21 @@ DOCS = {
 
 def _kb(store: KnowledgeStore, docs: dict[str, str], namespace: str = "ns") -> None:
     for ref, text in docs.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace=namespace, ref=ref, kind="text", url=f"kb://{ref}",
                          title=ref, content_hash="h"), [ChunkRecord(0, text, {})])
 
 
 def _refs(store: KnowledgeStore, question: str, **options: object) -> list[str]:
-    result = retrieve(store, question, namespace="ns", k=5, **options)  # type: ignore[arg-type]
+    result = retrieve(store, question,
+                      RetrievalSettings(namespace="ns", k=5, **options))  # type: ignore[arg-type]
     return [h.source_ref for h in result.hits]
+
+
+def _spelling(store: KnowledgeStore, namespace: str, question: str, *,
+              correct: bool = True) -> spelling.Spelling:
+    """What a search of ``question`` found of its words' spelling."""
+    return store.search(Query(namespace, question, typo_tolerance=correct)).spelling
 
 
 @pytest.mark.parametrize(("stem", "budget"), [
@@ -69,11 +79,11 @@ def test_the_nearest_then_the_most_used_word_wins() -> None:
 
 def test_a_misspelled_question_finds_what_was_meant(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
-    assert store.spelling("ns", "read an enviroment varable").corrected == {
+    assert _spelling(store, "ns", "read an enviroment varable").corrected == {
         "enviroment": "environ", "varable": "variabl"}
     assert _refs(store, "enviroment varable")[0] == "env"
     assert _refs(store, "enviroment varable", typo_tolerance=False) == []
-    result = retrieve(store, "servre timout", namespace="ns", k=5)
+    result = retrieve(store, "servre timout", RetrievalSettings(namespace="ns", k=5))
     assert result.hits[0].source_ref == "timeout"
     assert result.corrected == {"servre": "server", "timout": "timeout"}
 
@@ -81,9 +91,10 @@ def test_a_misspelled_question_finds_what_was_meant(store: KnowledgeStore) -> No
 def test_known_words_rank_exactly_as_before(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
     for question in ("server timeout", "remove a directory", "environment variable"):
-        tolerant = retrieve(store, question, namespace="ns", k=5)
+        tolerant = retrieve(store, question, RetrievalSettings(namespace="ns", k=5))
         assert tolerant.corrected == {}
-        plain = retrieve(store, question, namespace="ns", k=5, typo_tolerance=False)
+        plain = retrieve(store, question,
+                         RetrievalSettings(namespace="ns", k=5, typo_tolerance=False))
         assert [(h.source_ref, h.score) for h in tolerant.hits] == [
             (h.source_ref, h.score) for h in plain.hits]
 
@@ -105,7 +116,7 @@ def test_every_one_edit_misspelling_of_a_used_word_is_corrected(
     _kb(store, {"iter": ITERATOR, **DOCS})
     # "iterater" stems to "iterat", two edits from "iter": only its spellings one edit
     # away (read as typed, then stemmed) reach the word the docs use
-    assert store.spelling("ns", f"what is an {typed}").corrected == {typed: "iter"}
+    assert _spelling(store, "ns", f"what is an {typed}").corrected == {typed: "iter"}
     assert _refs(store, f"what is an {typed}")[0] == "iter"
 
 
@@ -113,69 +124,71 @@ def test_what_is_left_as_typed(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
     # Past one edit the first letter is taken as typed, and a word far from every other
     # stays unknown (one edit away, the first letter may be the slip: see below).
-    assert store.spelling("ns", "nvironmnt").corrected == {}
-    assert store.spelling("ns", "nvironment").corrected == {"nvironment": "environ"}
-    assert store.spelling("ns", "quantum").corrected == {}
+    assert _spelling(store, "ns", "nvironmnt").corrected == {}
+    assert _spelling(store, "ns", "nvironment").corrected == {"nvironment": "environ"}
+    assert _spelling(store, "ns", "quantum").corrected == {}
     # Stop words and numbers are not corrected; an identifier's words are, one by one.
-    assert store.spelling("ns", "the 3.11 os.getenx").corrected == {"getenx": "getenv"}
+    assert _spelling(store, "ns", "the 3.11 os.getenx").corrected == {"getenx": "getenv"}
     # Only the namespace's own words are candidates.
     _kb(store, {"other": "A xylophone of many bars."}, namespace="other")
-    assert store.spelling("ns", "xylophome").corrected == {}
-    assert store.spelling("other", "xylophome").corrected == {"xylophome": "xylophon"}
+    assert _spelling(store, "ns", "xylophome").corrected == {}
+    assert _spelling(store, "other", "xylophome").corrected == {"xylophome": "xylophon"}
 
 
 def test_the_words_nothing_uses_are_named(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
-    found = store.spelling("ns", "Kubernetes helm for the servre and kubernetes")
+    found = _spelling(store, "ns", "Kubernetes helm for the servre and kubernetes")
     assert found.corrected == {"servre": "server"}
     assert found.unmatched == ("kubernetes", "helm")  # as typed, once, stop words never
-    off = store.spelling("ns", "the servre", correct=False)
+    off = _spelling(store, "ns", "the servre", correct=False)
     assert off.corrected == {} and off.unmatched == ("servre",)
-    assert store.spelling("ns", "server timeout") == spelling.Spelling()
+    assert _spelling(store, "ns", "server timeout") == spelling.Spelling()
 
 
 def test_a_name_nothing_uses_is_named_and_lowers_the_score(store: KnowledgeStore) -> None:
     """Only an identifier's parts were looked up: ``clear_cache_page``, which no page
     holds, scored as ``clear cache page`` (a name the docs explain) and was not named."""
     _kb(store, DOCS)
-    found = store.spelling("ns", "clear_cache_page and os.getenv")
+    found = _spelling(store, "ns", "clear_cache_page and os.getenv")
     assert found.unmatched == ("clear_cache_page",)  # os.getenv is used: not named
-    assert store.spelling("ns", "clear the cache page") == spelling.Spelling()
-    name = retrieve(store, "clear_cache_page", namespace="ns", k=1).hits[0]
-    words = retrieve(store, "clear cache page", namespace="ns", k=1).hits[0]
+    assert _spelling(store, "ns", "clear the cache page") == spelling.Spelling()
+    name = retrieve(store, "clear_cache_page", RetrievalSettings(namespace="ns", k=1)).hits[0]
+    words = retrieve(store, "clear cache page", RetrievalSettings(namespace="ns", k=1)).hits[0]
     assert name.source_ref == words.source_ref == "cache"  # ranked alike
     assert name.score < 0.75 * words.score
 
 
 def test_a_question_of_stop_words_only_says_so(store: KnowledgeStore) -> None:
     _kb(store, DOCS)
-    assert not store.searchable("how do I do it?")
-    assert store.searchable("how do I xyzzy")  # a word, if an unknown one
-    assert store.searchable("-a")  # an option is kept whole
-    result = retrieve(store, "what is it", namespace="ns", k=5)
+    assert not store.search(Query("ns", "how do I do it?")).searchable
+    assert store.search(Query("ns", "how do I xyzzy")).searchable  # a word, if an unknown one
+    assert store.search(Query("ns", "-a")).searchable  # an option is kept whole
+    result = retrieve(store, "what is it", RetrievalSettings(namespace="ns", k=5))
     assert result.hits == [] and not result.searchable
-    assert spelling.notes({}, (), result.searchable) == [spelling.STOP_WORDS_ONLY]
+    assert spelling_notes({}, (), result.searchable) == [STOP_WORDS_ONLY]
     memory = PostgresMemoryBackend(store.conn, None)
     scope = MemoryScope("bot", "alice")
     memory.put(scope, "memory/user/env.md", "Alice reads the environment variable first.")
-    assert spelling.STOP_WORDS_ONLY in memory.search(scope, "what was it").notes
-    assert spelling.STOP_WORDS_ONLY not in memory.search(scope, "environment").notes
+    assert STOP_WORDS_ONLY in memory.search(scope, "what was it").notes
+    assert STOP_WORDS_ONLY not in memory.search(scope, "environment").notes
 
 
 def test_hybrid_search_matches_the_corrected_word_too(store: KnowledgeStore) -> None:
     emb = HashingEmbedder(dimensions=16)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     for ref, text in DOCS.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=f"kb://{ref}", title=ref,
                          content_hash="h"), [ChunkRecord(0, text, {}, emb.embed([text])[0])])
 
     def text_scores(**options: object) -> dict[str, float]:
-        result = retrieve(store, "directroy", namespace="ns", k=5, embedder=emb,
-                          **options)  # type: ignore[arg-type]
+        result = retrieve(store, "directroy",
+                          RetrievalSettings(namespace="ns", k=5, **options),  # type: ignore[arg-type]
+                          embedder=emb)
         return {h.source_ref: h.text_score or 0.0 for h in result.hits}
 
-    assert retrieve(store, "directroy", namespace="ns", k=5, embedder=emb).corrected == {
+    assert retrieve(store, "directroy",
+                    RetrievalSettings(namespace="ns", k=5), embedder=emb).corrected == {
         "directroy": "directori"}
     tolerant = text_scores()
     assert max(tolerant, key=tolerant.__getitem__) == "dirs" and tolerant["dirs"] > 0
@@ -240,15 +253,15 @@ def test_a_hostile_question_or_vocabulary_costs_a_bounded_amount(
                                  for j in range(26)) + " zzzzzzzz"})
     # At most MAX_WORDS words of a question are corrected, first seen first.
     question = " ".join(f"zetb{chr(97 + i)}a" for i in range(20))
-    corrected = store.spelling("ns", question).corrected
+    corrected = _spelling(store, "ns", question).corrected
     assert list(corrected) == [f"zetb{chr(97 + i)}a" for i in range(spelling.MAX_WORDS)]
     # Each word is compared with at most MAX_CANDIDATES words, in index order.
-    assert store.spelling("ns", "zzzzzzyy").corrected == {"zzzzzzyy": "zzzzzzzz"}
+    assert _spelling(store, "ns", "zzzzzzyy").corrected == {"zzzzzzyy": "zzzzzzzz"}
     monkeypatch.setattr(spelling, "MAX_CANDIDATES", 10)
-    assert store.spelling("ns", "zzzzzzyy").corrected == {}
+    assert _spelling(store, "ns", "zzzzzzyy").corrected == {}
     # A pasted page of unknown words names at most MAX_UNMATCHED of them, the first ones.
     page = [f"qx{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(600)]
-    assert store.spelling("ns", " ".join(page)).unmatched == tuple(
+    assert _spelling(store, "ns", " ".join(page)).unmatched == tuple(
         page[:spelling.MAX_UNMATCHED])
 
 
@@ -293,5 +306,5 @@ def test_eval_names_the_words_a_failing_case_matched_nothing_with(cli: Cli,
     table = cli("eval", "suite.yaml")
     assert table.exit_code == 1
     assert "no passage uses: kubernetes, helm" in table.stdout + table.stderr
-    assert spelling.STOP_WORDS_ONLY in " ".join(table.stdout.replace("│", " ").split())
+    assert STOP_WORDS_ONLY in " ".join(table.stdout.replace("│", " ").split())
     assert "enviroment → environ" not in table.stdout + table.stderr  # a passing case

@@ -13,7 +13,7 @@ import pytest
 
 from kbctl.embed.base import NO_EMBEDDER, EmbedderIdentity
 from kbctl.errors import ConfigError, DatabaseError, EmbedderMismatch, InputError, LockBusy
-from kbctl.store import knowledge
+from kbctl.store import documents
 from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.migrations import MIGRATIONS
@@ -89,57 +89,57 @@ def test_unreachable_database_is_an_environment_error() -> None:
 
 
 def test_embedder_identity_is_recorded_and_mismatch_refused(store: KnowledgeStore) -> None:
-    assert store.embedder_identity() is None
+    assert store.embedder.identity() is None
     gem = EmbedderIdentity("gemini", "gemini-embedding-2", 1536)
-    store.bind_embedder(gem)
-    assert store.embedder_identity() == gem
-    store.bind_embedder(gem)  # the same again is fine
+    store.embedder.bind(gem)
+    assert store.embedder.identity() == gem
+    store.embedder.bind(gem)  # the same again is fine
     # a KB that holds nothing yet (its first write failed) takes another embedder
-    assert store.bind_embedder(NO_EMBEDDER) == NO_EMBEDDER == store.embedder_identity()
-    assert store.bind_embedder(gem) == gem
-    store.replace_source(_source("a"), _chunks("alpha one"))
+    assert store.embedder.bind(NO_EMBEDDER) == NO_EMBEDDER == store.embedder.identity()
+    assert store.embedder.bind(gem) == gem
+    store.documents.replace(_source("a"), _chunks("alpha one"))
     with pytest.raises(EmbedderMismatch) as info:
-        store.bind_embedder(NO_EMBEDDER)
+        store.embedder.bind(NO_EMBEDDER)
     assert "gemini/gemini-embedding-2@1536" in info.value.message
     assert info.value.exit_code == 2
 
 
 def test_replace_source_drops_the_tail_and_keeps_stats(store: KnowledgeStore,
                                                        db_url: str) -> None:
-    store.replace_source(_source("a"), _chunks("alpha one", "alpha two", "alpha three"))
-    store.replace_source(_source("a", hash_="h2"), _chunks("alpha uno"))
+    store.documents.replace(_source("a"), _chunks("alpha one", "alpha two", "alpha three"))
+    store.documents.replace(_source("a", hash_="h2"), _chunks("alpha uno"))
     texts = rows(db_url, "SELECT text FROM chunks WHERE source_ref = 'a' ORDER BY ordinal")
     assert texts == [("alpha uno",)]
-    assert store.get_source("ns", "a").chunk_count == 1
+    assert store.documents.get("ns", "a").chunk_count == 1
     _consistent(db_url)
 
 
 def test_failed_replace_leaves_the_old_version(store: KnowledgeStore, db_url: str) -> None:
-    store.replace_source(_source("a"), _chunks("original text"))
+    store.documents.replace(_source("a"), _chunks("original text"))
     bad = [ChunkRecord(0, "new", {}), ChunkRecord(0, "duplicate ordinal", {})]
     with pytest.raises(psycopg.errors.UniqueViolation):
-        store.replace_source(_source("a", hash_="new"), bad)
+        store.documents.replace(_source("a", hash_="new"), bad)
     assert rows(db_url, "SELECT text FROM chunks") == [("original text",)]
-    assert store.get_source("ns", "a").content_hash == "h"
+    assert store.documents.get("ns", "a").content_hash == "h"
     _consistent(db_url)
 
 
 def test_delete_source_removes_chunks_and_postings(store: KnowledgeStore, db_url: str) -> None:
-    store.replace_source(_source("a"), _chunks("cargo builds crates"))
-    store.replace_source(_source("b"), _chunks("rustup installs toolchains"))
-    assert store.delete_source("ns", "a") == 1
+    store.documents.replace(_source("a"), _chunks("cargo builds crates"))
+    store.documents.replace(_source("b"), _chunks("rustup installs toolchains"))
+    assert store.documents.delete("ns", "a") == 1
     assert rows(db_url, "SELECT DISTINCT source_ref FROM chunks") == [("b",)]
     assert rows(db_url, "SELECT count(*) FROM postings WHERE lexeme = 'cargo'") == [(0,)]
     _consistent(db_url)
 
 
 def test_namespaces_fence_reads(store: KnowledgeStore) -> None:
-    store.replace_source(_source("a", ns="one"), _chunks("ownership and borrowing"))
-    store.replace_source(_source("b", ns="two"), _chunks("ownership rules explained"))
-    hits = store.search("one", "ownership", k=10)
+    store.documents.replace(_source("a", ns="one"), _chunks("ownership and borrowing"))
+    store.documents.replace(_source("b", ns="two"), _chunks("ownership rules explained"))
+    hits = store.search.rank("one", "ownership", k=10)
     assert [h.source_ref for h in hits] == ["a"]
     assert {h.namespace for h in hits} == {"one"}
-    assert store.search("three", "ownership", k=10) == []
+    assert store.search.rank("three", "ownership", k=10) == []
 
 
 def test_bm25_weighs_rare_terms_over_common_ones(store: KnowledgeStore) -> None:
@@ -149,27 +149,27 @@ def test_bm25_weighs_rare_terms_over_common_ones(store: KnowledgeStore) -> None:
     docs = {f"d{i}": f"rust program number {i} uses rust and rust tools" for i in range(20)}
     docs["life"] = "lifetimes annotate references in rust"
     for ref, text in docs.items():
-        store.replace_source(_source(ref), _chunks(text))
-    hits = store.search("ns", "rust lifetimes", k=3)
+        store.documents.replace(_source(ref), _chunks(text))
+    hits = store.search.rank("ns", "rust lifetimes", k=3)
     assert hits[0].source_ref == "life"
     assert all(0.0 < h.score < 1.0 for h in hits)
     assert hits == sorted(hits, key=lambda h: -h.score)
 
 
 def test_stemming_and_stop_words(store: KnowledgeStore) -> None:
-    store.replace_source(_source("inst"), _chunks("Installing packages with the installer"))
-    store.replace_source(_source("other"), _chunks("Configuring the proxy"))
-    hits = store.search("ns", "how do I install", k=5)
+    store.documents.replace(_source("inst"), _chunks("Installing packages with the installer"))
+    store.documents.replace(_source("other"), _chunks("Configuring the proxy"))
+    hits = store.search.rank("ns", "how do I install", k=5)
     assert [h.source_ref for h in hits] == ["inst"]
-    assert store.search("ns", "the and of", k=5) == []
+    assert store.search.rank("ns", "the and of", k=5) == []
 
 
 def test_filters_match_metadata_and_never_under_fill(store: KnowledgeStore) -> None:
     for i in range(30):
         lang = "en" if i % 10 == 0 else "de"
-        store.replace_source(_source(f"p{i}"), [ChunkRecord(
+        store.documents.replace(_source(f"p{i}"), [ChunkRecord(
             0, f"configuration guide page {i} configuration", {"lang": lang})])
-    hits = store.search("ns", "configuration", k=5, filters={"lang": "en"})
+    hits = store.search.rank("ns", "configuration", k=5, filters={"lang": "en"})
     assert len(hits) == 3
     assert {h.meta["lang"] for h in hits} == {"en"}
 
@@ -179,10 +179,10 @@ def test_pruned_candidates_agree_with_exact_ranking(store: KnowledgeStore, monke
 
     for i in range(60):
         words = " ".join(["error"] * (1 + i % 7) + ["handling"] * (i % 3) + [f"w{i}"])
-        store.replace_source(_source(f"e{i}"), _chunks(words))
-    exact = [h.source_ref for h in store.search("ns", "error handling", k=10)]
+        store.documents.replace(_source(f"e{i}"), _chunks(words))
+    exact = [h.source_ref for h in store.search.rank("ns", "error handling", k=10)]
     monkeypatch.setattr(lexical, "LEXEME_CANDIDATES", 25)
-    pruned = [h.source_ref for h in store.search("ns", "error handling", k=10)]
+    pruned = [h.source_ref for h in store.search.rank("ns", "error handling", k=10)]
     assert len(set(exact[:5]) & set(pruned[:5])) >= 4
 
 
@@ -190,19 +190,19 @@ def test_hybrid_scores_fuse_cosine_and_text(store: KnowledgeStore) -> None:
     from .embedders import HashingEmbedder
 
     emb = HashingEmbedder(dimensions=32)
-    store.bind_embedder(emb.identity)
+    store.embedder.bind(emb.identity)
     texts = {"a": "borrow checker rules", "b": "cargo workspaces", "c": "borrow the book"}
     for ref, text in texts.items():
         [vec] = emb.embed([text])
-        store.replace_source(_source(ref), [ChunkRecord(0, text, {}, vec)])
+        store.documents.replace(_source(ref), [ChunkRecord(0, text, {}, vec)])
     qv = emb.embed_query("borrow checker")
-    hits = store.search("ns", "borrow checker", k=3, query_vector=qv, vector_weight=0.7)
+    hits = store.search.rank("ns", "borrow checker", k=3, query_vector=qv, vector_weight=0.7)
     assert hits[0].source_ref == "a"
     for h in hits:
         assert 0.0 <= h.score <= 1.0
         assert h.vector_score is not None
         assert h.score == pytest.approx(0.7 * h.vector_score + 0.3 * h.text_score, abs=1e-6)
-    rrf = store.search("ns", "borrow checker", k=3, query_vector=qv, fusion="rrf")
+    rrf = store.search.rank("ns", "borrow checker", k=3, query_vector=qv, fusion="rrf")
     # first on both lists: the whole match strength, as the weighted fusion's top result
     assert (hits[0].vector_score, hits[0].text_score) == (
         pytest.approx(hits[0].score), pytest.approx(hits[0].score))
@@ -213,12 +213,12 @@ def test_hybrid_scores_fuse_cosine_and_text(store: KnowledgeStore) -> None:
 def test_namespace_lock_excludes_a_second_writer(db_url: str) -> None:
     a, b = KnowledgeStore(connect(db_url)), KnowledgeStore(connect(db_url))
     try:
-        with a.namespace_lock("docs"):
-            with pytest.raises(LockBusy), b.namespace_lock("docs", wait=False):
+        with a.locks.namespace("docs"):
+            with pytest.raises(LockBusy), b.locks.namespace("docs", wait=False):
                 pass
-            with b.namespace_lock("other", wait=False):
+            with b.locks.namespace("other", wait=False):
                 pass
-        with b.namespace_lock("docs", wait=False):
+        with b.locks.namespace("docs", wait=False):
             pass
     finally:
         a.conn.close()
@@ -249,7 +249,7 @@ def test_a_write_resolves_its_embedder_after_a_reembed_is_done(
     settings = Settings(db_url=db_url, namespace="docs")
     spec = source_spec("text", "note", {"body": "a note on lifetimes", "title": "Note"})
     try:
-        with reembed.embedder_lock(exclusive=True):
+        with reembed.locks.embedder(exclusive=True):
             writer = threading.Thread(target=api.ingest_sources, args=(settings, [spec]),
                                       kwargs={"announce": said.append})
             writer.start()
@@ -259,7 +259,7 @@ def test_a_write_resolves_its_embedder_after_a_reembed_is_done(
             happened.append("released")
         writer.join(timeout=60)
         assert happened == ["released", "resolved"]
-        with reembed.embedder_lock(exclusive=True):  # a shared holder never blocks alone
+        with reembed.locks.embedder(exclusive=True):  # a shared holder never blocks alone
             pass
     finally:
         reembed.conn.close()
@@ -272,15 +272,15 @@ def test_filtered_candidates_are_capped_after_the_filter(store: KnowledgeStore,
     # the five best postings for "widget" all belong to lang=de chunks; the English ones
     # rank lower, yet a filtered query must still find them with a cap of five
     for i in range(5):
-        store.replace_source(_source(f"de{i}"), [ChunkRecord(
+        store.documents.replace(_source(f"de{i}"), [ChunkRecord(
             0, "widget " * 8, {"lang": "de"})])
     for i in range(4):
-        store.replace_source(_source(f"en{i}"), [ChunkRecord(
+        store.documents.replace(_source(f"en{i}"), [ChunkRecord(
             0, "widget " + "padding words here " * 20, {"lang": "en"})])
     monkeypatch.setattr(lexical, "LEXEME_CANDIDATES", 5)
-    assert {h.source_ref for h in store.search("ns", "widget", k=5)} == {
+    assert {h.source_ref for h in store.search.rank("ns", "widget", k=5)} == {
         f"de{i}" for i in range(5)}
-    hits = store.search("ns", "widget", k=5, filters={"lang": "en"})
+    hits = store.search.rank("ns", "widget", k=5, filters={"lang": "en"})
     assert sorted(h.source_ref for h in hits) == [f"en{i}" for i in range(4)]
 
 
@@ -417,7 +417,7 @@ def test_two_writers_trading_words_never_deadlock_a_write(
     # PostgreSQL ended one of them (a nightly resync went red at random). One write of the
     # counts' change, in the words' order, leaves no such cycle: not even the one try
     # (a write that still meets a deadlock is tried again) is needed.
-    monkeypatch.setattr(knowledge, "DEADLOCK_ATTEMPTS", 1)
+    monkeypatch.setattr(documents, "DEADLOCK_ATTEMPTS", 1)
     first = " ".join(f"alpha{i}" for i in range(150))
     second = " ".join(f"omega{i}" for i in range(150))
     errors: list[BaseException] = []
@@ -427,7 +427,7 @@ def test_two_writers_trading_words_never_deadlock_a_write(
         try:
             for i in range(24):
                 text = first if (i % 2 == 0) != flip else second
-                store.replace_source(_source(ref, hash_=str(i)), _chunks(text, text + " x"))
+                store.documents.replace(_source(ref, hash_=str(i)), _chunks(text, text + " x"))
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
         finally:
@@ -452,18 +452,18 @@ def test_a_replaced_page_writes_only_the_document_frequencies_that_change(
             " FROM CAST('lexeme_stats'::regclass AS oid) AS t").fetchone()
         return int(inserted), int(updated)
 
-    store.replace_source(_source("p"), _chunks("alpha beta gamma", "beta delta"))
+    store.documents.replace(_source("p"), _chunks("alpha beta gamma", "beta delta"))
     with store.conn.transaction():  # read before it commits: not flushed meanwhile
         before = written()
-        store.replace_source(_source("p", hash_="2"),
-                             _chunks("alpha beta gamma", "beta epsilon"))
+        store.documents.replace(_source("p", hash_="2"),
+                                _chunks("alpha beta gamma", "beta epsilon"))
         after = written()
     # epsilon is new, delta is in no chunk now; the words that stay are not written
     assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
     assert rows(db_url, "SELECT lexeme, df FROM lexeme_stats WHERE namespace = 'ns' "
                         "AND lexeme IN ('beta', 'delta', 'epsilon') ORDER BY 1") == [
         ("beta", 2), ("delta", 0), ("epsilon", 1)]
-    store.replace_source(_source("p", hash_="3"), [])  # no chunks: the counts still go
+    store.documents.replace(_source("p", hash_="3"), [])  # no chunks: the counts still go
     assert rows(db_url, "SELECT count(*) FROM lexeme_stats WHERE df <> 0") == [(0,)]
     _consistent(db_url)
 
@@ -481,20 +481,20 @@ def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(
 
     for round_ in range(3):  # the same pages rewritten: every old row is left dead
         for i in range(40):
-            store.replace_source(
+            store.documents.replace(
                 SourceRecord(namespace="reclaim", ref=f"p{i}", kind="text",
                              url=f"kb://p{i}", title="t", content_hash=str(round_)),
                 [ChunkRecord(j, f"round {round_} page {i} part {j} words here", {})
                  for j in range(10)])
     assert dead("postings") >= 1000
     # a table another session holds a conflicting lock on is passed over, not waited for
-    monkeypatch.setattr(knowledge, "VACUUM_LOCK_WAIT_S", 1)
+    monkeypatch.setattr(documents, "VACUUM_LOCK_WAIT_S", 1)
     with psycopg.connect(db_url) as holder:
         holder.execute("LOCK TABLE postings IN SHARE MODE")  # as CREATE INDEX holds it
-        assert "postings" not in store.reclaim()
-    assert "postings" in store.reclaim()
+        assert "postings" not in store.documents.reclaim()
+    assert "postings" in store.documents.reclaim()
     assert dead("postings") < 1000
-    assert store.reclaim() == []  # nothing left worth the work
+    assert store.documents.reclaim() == []  # nothing left worth the work
 
 
 def test_a_search_behind_another_sessions_lock_gives_up(store: KnowledgeStore, db_url: str,
@@ -504,15 +504,15 @@ def test_a_search_behind_another_sessions_lock_gives_up(store: KnowledgeStore, d
     or an agent's tool call waiting for ever."""
     from kbctl.store import db
 
-    store.replace_source(SourceRecord(namespace="ns", ref="a", kind="text", url="kb://a",
-                                      title="a", content_hash="h"),
+    store.documents.replace(SourceRecord(namespace="ns", ref="a", kind="text", url="kb://a",
+                                         title="a", content_hash="h"),
                          [ChunkRecord(0, "the borrow checker", {})])
     monkeypatch.setattr(db, "READ_TIMEOUT_S", 1)
     with psycopg.connect(db_url) as holder:
         holder.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
         with pytest.raises(DatabaseError, match="statement timeout"):
-            store.search("ns", "borrow checker", k=3)
-    assert [r.source_ref for r in store.search("ns", "borrow checker", k=3)] == ["a"]
+            store.search.rank("ns", "borrow checker", k=3)
+    assert [r.source_ref for r in store.search.rank("ns", "borrow checker", k=3)] == ["a"]
 
 
 def test_make_durable_flushes_what_other_connections_committed_without_waiting(
@@ -524,10 +524,10 @@ def test_make_durable_flushes_what_other_connections_committed_without_waiting(
     try:
         writer.execute("SET synchronous_commit = off")
         with writer.transaction():
-            KnowledgeStore(writer).replace_source(_source("a"), _chunks("gears mesh"))
+            KnowledgeStore(writer).documents.replace(_source("a"), _chunks("gears mesh"))
         (written,) = writer.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
     finally:
         writer.close()
-    store.make_durable()
+    store.documents.make_durable()
     flushed = rows(db_url, "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", str(written))
     assert flushed == [(True,)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbctl.config import resolve_settings
+from kbctl.config import RetrievalSettings, resolve_settings
 from kbctl.errors import ConfigError
 from kbctl.memory.model import SearchOptions
 from kbctl.memory.paths import MemoryScope
@@ -24,7 +24,7 @@ from .conftest import Cli
 
 def _kb(store: KnowledgeStore, docs: dict[str, str]) -> None:
     for ref, text in docs.items():
-        store.replace_source(
+        store.documents.replace(
             SourceRecord(namespace="ns", ref=ref, kind="text", url=ref, title=ref,
                          content_hash="h"), [ChunkRecord(0, text, {})])
 
@@ -32,7 +32,7 @@ def _kb(store: KnowledgeStore, docs: dict[str, str]) -> None:
 def _found(store: KnowledgeStore, question: str, thesaurus: Thesaurus = BUILT_IN
            ) -> dict[str, float]:
     return {h.source_ref: h.text_score
-            for h in store.search("ns", question, k=10, thesaurus=thesaurus)}
+            for h in store.search.rank("ns", question, k=10, thesaurus=thesaurus)}
 
 
 DOCS = {
@@ -125,7 +125,7 @@ def test_only_rules_that_may_apply_reach_the_database() -> None:
     assert thesaurus.candidates("Folders to keep") == {
         "sg": [0, 0], "sm": ["folder", "directory"], "sr": ["b", "b"]}
     assert thesaurus.candidates("env")["sr"] == ["s", "t"]
-    params = lexical.query_params("delete a folder")
+    params = lexical.QueryTerms.of("delete a folder").params()
     assert "directory" in params["sm"] and "remove" in params["sm"]
 
 
@@ -201,7 +201,8 @@ def test_a_synonym_scores_below_the_question_word_and_within_the_ceiling(
     own = BUILT_IN.extended([parse_rule("k8s => kubernetes")])
 
     def top(question: str) -> float:  # as a query scores it: words no passage uses count
-        return retrieve(store, question, namespace="ns", k=3, thesaurus=own).hits[0].score
+        return retrieve(store, question,
+                        RetrievalSettings(namespace="ns", k=3, thesaurus=own)).hits[0].score
 
     assert 0 < top("k8s deployment") < top("kubernetes deployment") < 1
 
@@ -247,9 +248,9 @@ def test_short_words_find_their_rules_in_the_plural() -> None:
 
 
 def test_the_note_stays_short_however_many_rules_apply() -> None:
-    from kbctl.store.thesaurus import notes
+    from kbctl.search_notes import synonym_notes
     related = {f"w{i}": tuple(f"x{i}y{j}" for j in range(30)) for i in range(100)}
-    (note,) = notes(related)
+    (note,) = synonym_notes(related)
     assert len(note) < 600 and "and 24 more" in note and "and for 92 more words" in note
 
 

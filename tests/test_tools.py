@@ -19,7 +19,7 @@ from kbctl.agent.specs import MEMORY_APPEND, ToolLimits, ToolSpec, tool_specs
 from kbctl.config import Settings
 from kbctl.errors import ConfigError
 from kbctl.render.tools import SPEC_FORMATS, format_specs
-from kbctl.store.spelling import STOP_WORDS_ONLY
+from kbctl.search_notes import STOP_WORDS_ONLY
 
 from .conftest import Cli, rows
 

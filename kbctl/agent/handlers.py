@@ -18,7 +18,7 @@ from ..memory.paths import MemoryScope
 from ..pipeline.query import retrieve, source_parts
 from ..rerank.base import Reranker
 from ..results import Hit
-from ..store import spelling, thesaurus
+from ..search_notes import question_notes
 from ..store.knowledge import KnowledgeStore
 from .arguments import ToolArgumentError
 from .context import (
@@ -91,13 +91,9 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     min_score = args.get("min_score")
     if min_score is not None:
         min_score = min(1.0, max(0.0, min_score))
-    result = retrieve(ctx.store, args["query"], namespace=ctx.settings.namespace, k=top_k,
-                      min_score=min_score, embedder=ctx.embedder,
-                      vector_weight=ctx.settings.vector_weight, fusion=ctx.settings.fusion,
-                      reranker=ctx.reranker,
-                      rerank_top=ctx.settings.rerank_top,
-                      typo_tolerance=ctx.settings.typo_tolerance,
-                      thesaurus=ctx.settings.thesaurus)
+    result = retrieve(ctx.store, args["query"],
+                      ctx.settings.retrieval.asking(k=top_k, min_score=min_score),
+                      embedder=ctx.embedder, reranker=ctx.reranker)
     hits, cut = fit(result.hits, ctx.limits.max_chars, notes)
     nonce = ctx.nonce()
     sources = source_parts(hits)
@@ -109,8 +105,7 @@ def search_knowledge(ctx: CallContext, args: dict[str, Any]) -> Reply:
     if result.best_below_min is not None:
         notes.append(f"no passage scored at least min_score {min_score:.2f} (the best "
                      f"scored {result.best_below_min:.2f}); a lower min_score returns it")
-    notes += spelling.notes(result.corrected, result.unmatched, result.searchable)
-    notes += thesaurus.notes(result.related)
+    notes += question_notes(result)
     data = {
         "notice": PREAMBLE, "query": result.question, "namespace": result.namespace,
         "mode": result.mode, "embedder": result.embedder, "topK": top_k,

@@ -91,7 +91,7 @@ class _Resolved:
     def resolve(self, store: KnowledgeStore, settings: Settings
                 ) -> tuple[tuple[EmbedderIdentity | None, str | None], Embedder | None,
                            Reranker | None]:
-        recorded = store.embedder_state()
+        recorded = store.embedder.state()
         with self.lock:
             if self.recorded != recorded:
                 embedder = resolve_embedder(store, settings, writing=False)
@@ -200,7 +200,7 @@ class AgentTools:
         address it is reached at) since: a server started before it would embed questions
         with the old model against the new vectors, and write notes with vectors the new
         identity disowns."""
-        if live.store.embedder_state() == live.recorded:
+        if live.store.embedder.state() == live.recorded:
             return live
         self._live = live = self._resolve(live.store, live.stack)
         return live
@@ -220,7 +220,7 @@ class AgentTools:
         database failure here (a statement timeout, a lost server) is the environment's
         error, named, not a traceback."""
         try:
-            return not self._session().store.has_chunks(self.namespace)
+            return not self._session().store.documents.has_chunks(self.namespace)
         except psycopg.Error as exc:
             self.close()
             raise database_error(exc, self.settings.db_url, self.settings.data_dir) from exc
@@ -284,7 +284,7 @@ class AgentTools:
         write does, so a ``reembed`` running meanwhile is waited out, not written across."""
         if spec.read_only:
             return HANDLERS[spec.name](self._context(self._current(live)), args)
-        with live.store.embedder_lock(timeout_s=WRITE_WAIT_S):
+        with live.store.locks.embedder(timeout_s=WRITE_WAIT_S):
             return HANDLERS[spec.name](self._context(self._current(live)), args)
 
     def _context(self, live: _Live) -> CallContext:

@@ -61,13 +61,13 @@ def open_backend(settings: Settings, *, writing: bool = False,
     ``--data-dir`` is refused, not answered with nothing and a new database left behind."""
     require_graph(settings)
     with open_store(settings, existing=not writing, writes=writing) as store, (
-            store.embedder_lock(waiting=announce) if writing else nullcontext()):
+            store.locks.embedder(waiting=announce) if writing else nullcontext()):
         # a write embeds: its embedder is resolved, and used, while no reembed changes it
         # the graph's vectors are not rows of this KB: a KB whose memory lives in the graph
         # "holds nothing", and a write there would choose its embedder afresh
         rebinds = writing and not (settings.memory.backend == "graph"
                                    and settings.embedder is None
-                                   and store.embedder_identity() is not None)
+                                   and store.embedder.identity() is not None)
         embedder = resolve_embedder(store, settings, writing=rebinds, announce=announce)
         vectors = PostgresMemoryBackend(store.conn, embedder,
                                         vector_weight=settings.vector_weight,

@@ -22,11 +22,13 @@ from psycopg.rows import dict_row
 from ..embed.base import NO_EMBEDDER, Embedder
 from ..embed.windows import embed_read_whole
 from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
-from ..store import lexical, spelling, thesaurus
+from ..search_notes import spelling_notes, synonym_notes
+from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
 from ..store.db import bounded_read
-from ..store.knowledge import KnowledgeStore
+from ..store.embedder import EmbedderRecord
 from ..store.migrations import migrate
+from ..store.search import related_words, searchable
 from ..store.vectors import as_floats, vector_text
 from . import search_sql
 from .chunking import LineChunk, chunk_lines, normalise_newlines, split_lines
@@ -82,14 +84,14 @@ class PostgresMemoryBackend:
         self.name = name or KIND
         migrate(conn, MEMORY_MIGRATIONS)
         self._identity = embedder.identity if embedder is not None else NO_EMBEDDER
-        self._bound = KnowledgeStore(conn).embedder_identity() is not None
+        self._bound = EmbedderRecord(conn).identity() is not None
         if self._bound:
             self._bind()
 
     def _bind(self) -> None:
         """Record this embedder on a fresh KB, or refuse one that differs from the KB's."""
         try:
-            KnowledgeStore(self.conn).bind_embedder(self._identity)
+            EmbedderRecord(self.conn).bind(self._identity)
         except EmbedderMismatch as exc:
             raise EmbedderMismatch(
                 f"memory was opened with embedder '{self._identity}': {exc.message}",
@@ -121,11 +123,11 @@ class PostgresMemoryBackend:
         k = opts.max_results
         fetch = min(max(k * MMR_POOL_FACTOR, MMR_POOL_MIN), 100) if opts.mmr else k
         fenced = {"agent": scope.agent_id, "user": scope.user_id}
-        found = self._spelling(query, fenced, opts.typo_tolerance)
-        related = KnowledgeStore(self.conn).related_words(query, opts.thesaurus, found.lexemes)
+        question = lexical.QueryTerms.of(query, opts.thesaurus)  # analysed once
+        found = self._spelling(question.analysed, fenced, opts.typo_tolerance)
+        related = related_words(self.conn, question.params(found.lexemes))
         # no rule applied: the plain search
-        terms = lexical.query_params(query, found.lexemes,
-                                     opts.thesaurus if related else thesaurus.NONE)
+        terms = question.params(found.lexemes, rules=bool(related))
         params: dict[str, Any] = {
             **fenced, "k": fetch, **terms,
             "cap": lexical.LEXEME_CANDIDATES, "missing": len(found.unmatched),
@@ -157,9 +159,9 @@ class PostgresMemoryBackend:
         notes = []
         if self.embedder is None:
             notes.append("keyword-only search: this knowledge base has no embedder")
-        notes += spelling.notes(found.corrected, found.unmatched,
-                                bool(rows) or KnowledgeStore(self.conn).searchable(query))
-        notes += thesaurus.notes(related)
+        notes += spelling_notes(found.corrected, found.unmatched,
+                                bool(rows) or searchable(self.conn, question.analysed))
+        notes += synonym_notes(related)
         tracked = False
         if opts.track:
             tracked, note = self._track(scope, query, hits)
@@ -171,12 +173,12 @@ class PostgresMemoryBackend:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
             notes=notes, tracked=tracked)
 
-    def _spelling(self, query: str, fenced: dict[str, Any], correct: bool
+    def _spelling(self, analysed: lexical.Analysed, fenced: dict[str, Any], correct: bool
                   ) -> spelling.Spelling:
         """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
         try:
             with bounded_read(self.conn), self.conn.cursor() as cur:
-                return spelling.check(cur, lexical.analyse(query),
+                return spelling.check(cur, analysed,
                                       known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
                                       params=fenced, correct=correct)
         except psycopg.Error as exc:

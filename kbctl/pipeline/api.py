@@ -53,11 +53,11 @@ def ingest_sources(
     if missing and len(missing) == len(specs):  # else those fail alone, and the rest run
         raise missing[0]
     with open_store(settings, writes=True) as store, \
-            store.embedder_lock(waiting=announce):  # resolved under it: reembed waits
+            store.locks.embedder(waiting=announce):  # resolved under it: reembed waits
         embedder = resolve_embedder(store, settings, writing=True, announce=announce)
         cached = with_cache(embedder, store, settings)
         carry_note = _carry_in(store, cached, settings)
-        with store.namespace_lock(settings.namespace, wait=wait, waiting=announce), \
+        with store.locks.namespace(settings.namespace, wait=wait, waiting=announce), \
                 open_writers(settings) as writers:
             report = ingest(
                 store, specs, namespace=settings.namespace, embedder=cached,
@@ -77,9 +77,9 @@ def ingest_sources(
             report.embedding_cache_hits = cached.cache_hits
             if cached.provider_texts:
                 remember_endpoint(store, settings, announce)
-            store.ensure_vector_index()
+            store.embedder.ensure_vector_index()
             _carry_out(store, cached, settings, [settings.namespace])
-        store.make_durable()  # what the report says was written survives a crash
+        store.documents.make_durable()  # what the report says was written survives a crash
         return report
 
 
@@ -113,14 +113,14 @@ def reembed_kb(
         private = private_opt_in(store, settings, settings.embedder_base_url)
         embedder = create_embedder(spec, base_url=settings.embedder_base_url,
                                    allow_private_network=private)
-        namespaces = store.namespaces()
+        namespaces = store.status.namespaces()
         def said(message: str) -> None:
             progress(ProgressEvent("note", message=message))
 
         endpoint = (public_endpoint(settings.embedder_base_url)
                     if settings.embedder_base_url and embedder is not None else None)
-        with store.embedder_lock(exclusive=True, waiting=said), \
-                store.all_namespace_locks(namespaces):
+        with store.locks.embedder(exclusive=True, waiting=said), \
+                store.locks.namespaces(namespaces):
             report = reembed(store, embedder, endpoint=endpoint, private_network=private,
                              progress=progress, window=input_window(settings, embedder),
                              again=again)
@@ -142,7 +142,7 @@ def resync_kb(
     the settings name); every other namespace syncs the definitions it recorded."""
     with open_store(settings, existing=True, writes=True) as store:
         if all_namespaces:
-            targets = [s.namespace for s in store.namespace_status() if s.definitions]
+            targets = [s.namespace for s in store.status.per_namespace() if s.definitions]
             if settings.sources and settings.namespace not in targets:
                 targets.append(settings.namespace)
         else:
@@ -150,7 +150,7 @@ def resync_kb(
         if not settings.sources:
             require_recorded(store, targets, every=all_namespaces,
                              where=describe(settings.db_url, settings.data_dir))
-        with store.embedder_lock(waiting=announce), open_writers(settings) as writers:
+        with store.locks.embedder(waiting=announce), open_writers(settings) as writers:
             embedder = resolve_embedder(store, settings, writing=True, announce=announce)
             cached = with_cache(embedder, store, settings)
             carry_note = _carry_in(store, cached, settings)
@@ -166,9 +166,9 @@ def resync_kb(
         if cached is not None:
             if cached.provider_texts:
                 remember_endpoint(store, settings, announce)
-            store.ensure_vector_index()
+            store.embedder.ensure_vector_index()
             _carry_out(store, cached, settings, targets)
-        store.make_durable()  # what the report says was written survives a crash
+        store.documents.make_durable()  # what the report says was written survives a crash
         return report
 
 
@@ -185,7 +185,7 @@ def forget_source(settings: Settings, target: str, *, keep_pages: bool = False,
                   announce: Callable[[str], None] = lambda _m: None) -> ForgetReport:
     """Forget a recorded source of the configured namespace (``kbctl.pipeline.forget``),
     under the namespace's write lock."""
-    with open_store(settings, existing=True, writes=True) as store, store.namespace_lock(
+    with open_store(settings, existing=True, writes=True) as store, store.locks.namespace(
             settings.namespace, wait=wait, timeout_s=lock_timeout, waiting=announce):
         return forget(store, settings.namespace, target, keep_pages=keep_pages)
 

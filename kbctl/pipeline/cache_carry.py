@@ -41,7 +41,7 @@ def load(store: KnowledgeStore, embedder: CachedEmbedder, path: Path) -> str | N
         for _checked in cache_file.batches(path, header, BATCH):  # whole, before any is used
             pass
         for batch in cache_file.batches(path, header, BATCH):  # bounded memory either way
-            store.cache_embeddings(want, batch)
+            store.caches.add_embeddings(want, batch)
     except cache_file.CacheFileError as exc:
         return f"embedding cache {path} not used: {exc}; it is written anew after this run"
     embedder.carried_in = header.count
@@ -56,12 +56,12 @@ def save(store: KnowledgeStore, embedder: CachedEmbedder, path: Path,
     vectors: dict[bytes, list[float]] = {}
     for namespace in namespaces:
         after = ("", "")
-        while pages := store.page_chunk_texts(after, PAGES, namespace=namespace):
+        while pages := store.documents.page_texts(after, PAGES, namespace=namespace):
             keys = [key for _, _, title, chunks in pages
                     for text in page_inputs([t for _, t in chunks])
                     for key in embedder.input_keys(text, title or None)]
             for at in range(0, len(keys), BATCH):
-                vectors.update(store.cached_embeddings(ident, keys[at:at + BATCH]))
+                vectors.update(store.caches.embeddings(ident, keys[at:at + BATCH]))
             after = pages[-1][:2]
     path.parent.mkdir(parents=True, exist_ok=True)
     cache_file.write(path, ident, embedder.dimensions, vectors)

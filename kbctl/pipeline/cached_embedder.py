@@ -77,7 +77,7 @@ class CachedEmbedder:
                      ) -> list[list[float]]:
         keys = [input_hash(t, ti) for t, ti in zip(texts, titles, strict=True)]
         ident = self.cache_identity
-        found = self.store.cached_embeddings(ident, keys)
+        found = self.store.caches.embeddings(ident, keys)
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:
             # one request per distinct input, even when a batch repeats a text
@@ -87,8 +87,8 @@ class CachedEmbedder:
             order = list(first.values())
             vectors = self.inner.embed([texts[i] for i in order], [titles[i] for i in order])
             fresh = {keys[i]: v for i, v in zip(order, vectors, strict=True)}
-            self.store.cache_embeddings(ident, fresh)
-            self.store.prune_cache("embedding_cache", KEEP_DAYS)
+            self.store.caches.add_embeddings(ident, fresh)
+            self.store.caches.prune("embedding_cache", KEEP_DAYS)
             found.update(fresh)
             self.provider_texts += len(order)
         self.cache_hits += len(keys) - len(missing)

@@ -138,7 +138,7 @@ def eval_init(settings: Settings, *, top_k: int = DEFAULT_TOP_K, fmt: str = "yam
     so the suite passes on the KB it was made from (a committed scaffold failed the first
     build)."""
     with open_store(settings, existing=True) as store:
-        sections = store.top_sections(settings.namespace)
+        sections = store.documents.top_sections(settings.namespace)
         if not sections:
             raise InputError(f"nothing to scaffold: namespace '{settings.namespace}' holds "
                              "no documents", hint="ingest your docs first (kbctl ingest files "
@@ -161,10 +161,8 @@ def _retriever(store: KnowledgeStore, settings: Settings, embedder: Embedder | N
     """Eval's retrieval: the namespace's, with the settings' fusion and reranking."""
     def retriever(question: str, top_k: int, min_score: float | None,
                   filters: dict[str, str]) -> QueryResult:
-        return retrieve(store, question, namespace=settings.namespace, k=top_k,
-                        min_score=min_score, filters=filters, embedder=embedder,
-                        vector_weight=settings.vector_weight, fusion=settings.fusion,
-                        reranker=reranker, rerank_top=settings.rerank_top,
-                        typo_tolerance=settings.typo_tolerance,
-                        thesaurus=settings.thesaurus)
+        return retrieve(store, question,
+                        settings.retrieval.asking(k=top_k, min_score=min_score,
+                                                  filters=filters),
+                        embedder=embedder, reranker=reranker)
     return retriever

@@ -25,12 +25,12 @@ def forget(store: KnowledgeStore, namespace: str, target: str, *,
 
     Raises ``InputError`` naming the recorded targets when none matches.
     """
-    recorded = store.list_defs(namespace)
+    recorded = store.definitions.recorded(namespace)
     matching = ([d for d in recorded if target in (d.target, d.id)]
                 or [d for d in recorded if _names(target, d.target)])
     if not matching:
         known = ", ".join(sorted({d.target for d in recorded})[:10]) or "none"
-        elsewhere = sorted({d.namespace for d in store.list_defs()
+        elsewhere = sorted({d.namespace for d in store.definitions.recorded()
                             if _names(target, d.target) or target == d.id} - {namespace})
         hint = (f"it is recorded in namespace {', '.join(map(repr, elsewhere))}: pass -n"
                 if elsewhere else "`kbctl status` lists them; give the target as recorded")
@@ -39,10 +39,10 @@ def forget(store: KnowledgeStore, namespace: str, target: str, *,
     report = ForgetReport(namespace=namespace, kept_pages=keep_pages)
     for d in matching:
         if not keep_pages:
-            for page in store.list_sources(namespace, d.id):
-                report.chunks_deleted += store.delete_source(namespace, page.ref)
+            for page in store.documents.stored(namespace, d.id):
+                report.chunks_deleted += store.documents.delete(namespace, page.ref)
                 report.pages_deleted += 1
-        store.forget_def(namespace, d.id)
+        store.definitions.forget(namespace, d.id)
         report.forgotten.append({"id": d.id, "kind": d.kind, "target": d.target})
     return report
 

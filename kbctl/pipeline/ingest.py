@@ -209,7 +209,7 @@ def ingest(
     """
     started = time.perf_counter()
     # a first load writes its postings without their indexes and builds them at its end
-    deferred = not policy.dry_run and store.defer_postings_indexes(namespace)
+    deferred = not policy.dry_run and store.documents.defer_postings_indexes(namespace)
     try:
         report = _ingest(store, specs, namespace=namespace, embedder=embedder,
                          chunking=chunking, progress=progress, adapter_context=adapter_context,
@@ -219,11 +219,11 @@ def ingest(
     except BaseException:
         if deferred:  # what the run wrote stays searchable; its own failure is the news
             with suppress(Exception):
-                store.build_postings_indexes()
+                store.documents.build_postings_indexes()
         raise
     if deferred:
         with _stage(report.timings, "write", wall=True):
-            store.build_postings_indexes()
+            store.documents.build_postings_indexes()
         report.timings["write"] = round(report.timings["write"], 4)
     report.timings["total"] = round(time.perf_counter() - started, 4)
     return report
@@ -248,12 +248,12 @@ def _ingest(
     doomed: list[str] = []
     dooming: set[str] = set()  # the definitions that want something deleted
     per_def_errors: dict[str, list[dict[str, Any]]] = {}
-    before = store.counts(namespace)[0]
-    recorded = {d.id: d.options for d in store.list_defs(namespace)}
+    before = store.documents.counts(namespace)[0]
+    recorded = {d.id: d.options for d in store.definitions.recorded(namespace)}
     recorded_before = set(recorded)
     if not policy.dry_run:
         for spec in specs:
-            store.begin_def(namespace, spec.id, _interrupted(spec))
+            store.definitions.begin(namespace, spec.id, _interrupted(spec))
     try:
         try:
             for spec in specs:
@@ -282,12 +282,12 @@ def _ingest(
                 hint=exc.hint))] for spec in specs}
             _forget_first_failures(store, namespace, specs, ended, recorded_before, report)
             for def_id, errors in ended.items():
-                store.finish_def(namespace, def_id, errors)
+                store.definitions.finish(namespace, def_id, errors)
         raise
     _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
     for copy in writer.settle(set(report.changes["deleted"])):
         if not policy.dry_run:
-            report.chunks_deleted += store.delete_source(namespace, copy)
+            report.chunks_deleted += store.documents.delete(namespace, copy)
     writer.summarise_drops()
     if not policy.dry_run:
         _forget_first_failures(store, namespace, specs, per_def_errors, recorded_before,
@@ -297,7 +297,7 @@ def _ingest(
                 errors = [*errors, asdict(SourceFailure(
                     ref=namespace, type="MassDeleteGuard", error=report.guard.message,
                     source=def_id))]
-            store.finish_def(namespace, def_id, errors)
+            store.definitions.finish(namespace, def_id, errors)
     report.notes = _bounded_notes(report.notes, report.guard)
     return report
 
@@ -369,7 +369,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0
     progress(ProgressEvent("total", total=len(expansion.leaves)))
 
-    existing = {s.ref: s for s in store.list_sources(namespace)}
+    existing = {s.ref: s for s in store.documents.stored(namespace)}
     writer.know(existing.values())
     known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
     if not expansion.leaves and known and policy.prune and not policy.force:
@@ -436,7 +436,7 @@ def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer:
     if writer.copied and not policy.dry_run:
         # the page others now copy took that text this run (a maintenance page served at
         # every address): it is read whole next run, or it kept it until its lastmod moved
-        store.touch_sources(namespace, [(ref, READ_AGAIN) for ref in sorted(writer.copied)])
+        store.documents.touch(namespace, [(ref, READ_AGAIN) for ref in sorted(writer.copied)])
         writer.copied.clear()
     statuses = "/".join(map(str, GONE_STATUSES))
     if vanished:  # to be deleted: said, with the addresses (the first few of many)
@@ -465,9 +465,9 @@ def _forget_first_failures(store: KnowledgeStore, namespace: str,
     resync: a mistyped host or a 404 would fail every night from then on."""
     for spec in specs:
         if (isinstance(spec, BrokenDefinition) or spec.id in recorded_before
-                or not errors.get(spec.id) or store.list_sources(namespace, spec.id)):
+                or not errors.get(spec.id) or store.documents.stored(namespace, spec.id)):
             continue
-        if store.forget_def(namespace, spec.id):
+        if store.definitions.forget(namespace, spec.id):
             errors.pop(spec.id)
             report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be stored, "
                                 f"so it is not recorded for resync")
@@ -482,10 +482,10 @@ def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
         # as in the document itself (whose note reports it)
         options = {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
                    for k, v in (spec.options.to_record() | (settled or {})).items()}
-        store.record_def(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
-                                   target=spec.target, options=options))
+        store.definitions.record(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
+                                           target=spec.target, options=options))
         # a definition recorded by this run was not there to stamp when the run began
-        store.begin_def(namespace, spec.id, _interrupted(spec))
+        store.definitions.begin(namespace, spec.id, _interrupted(spec))
 
 
 def _options_changed(before: dict[str, Any] | None, spec: SourceSpec,
@@ -551,7 +551,7 @@ def _delete(store: KnowledgeStore, namespace: str, refs: list[str], before: int,
         report.changes["deleted"].append(ref)
         report.deleted += 1
         if not policy.dry_run:
-            report.chunks_deleted += store.delete_source(namespace, ref)
+            report.chunks_deleted += store.documents.delete(namespace, ref)
         progress(ProgressEvent("deleted", ref=ref))
 
 
@@ -873,7 +873,7 @@ class _Writer:
                     touches: list[tuple[str, dict[str, Any]]]) -> _BatchResult:
         result = _BatchResult()
         if touches:
-            store.touch_sources(self.namespace, touches)
+            store.documents.touch(self.namespace, touches)
         if not batch:
             return result
         with _stage(result.stages, "chunk"):
@@ -912,8 +912,8 @@ class _Writer:
                 [c.text for _, records in written for c in records],
                 [c.meta for _, records in written for c in records])
         with _stage(result.stages, "write", wall=True):
-            result.written, result.removed = store.replace_sources(self.namespace, written,
-                                                                   fields)
+            result.written, result.removed = store.documents.replace_many(self.namespace, written,
+                                                                          fields)
         result.counted = [(ref, existed[ref]) for ref in items]
         return result
 

@@ -43,7 +43,7 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
     ``endpoint`` was reached with the private-network opt-in, recorded with it.
     Knowledge-base chunks are embedded page by page, as ingest embeds them."""
     started = time.perf_counter()
-    previous = store.embedder_identity() or NO_EMBEDDER
+    previous = store.embedder.identity() or NO_EMBEDDER
     identity = embedder.identity if embedder is not None else NO_EMBEDDER
     report = ReembedReport(previous=str(previous), embedder=str(identity))
     if previous == identity and not again:
@@ -51,14 +51,14 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
         return report
     cached = CachedEmbedder(embedder, store, window=window) if embedder is not None else None
     try:
-        progress(ProgressEvent("total", total=store.chunk_count()))
+        progress(ProgressEvent("total", total=store.documents.chunk_count()))
         report.chunks = _stage_pages(store, cached, progress)
         report.memory_chunks = _stage(store, cached, "memory_chunks", _MEMORY_STAGE, progress)
-        store.swap_embeddings(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint,
-                              private_network=private_network)
+        store.embedder.swap(identity, _STAGE, _MEMORY_STAGE, endpoint=endpoint,
+                            private_network=private_network)
     finally:
         for table in (_STAGE, _MEMORY_STAGE):
-            store.drop_stage(table)
+            store.embedder.drop_stage(table)
     if cached is not None:
         report.embedded = cached.provider_texts
         report.cache_hits = cached.cache_hits
@@ -69,16 +69,16 @@ def reembed(store: KnowledgeStore, embedder: Embedder | None, *,
 def _stage_pages(store: KnowledgeStore, cached: CachedEmbedder | None,
                  progress: Progress) -> int:
     """Embed the knowledge base's chunks page by page into ``_STAGE``; the count."""
-    store.create_stage(_STAGE)
+    store.embedder.create_stage(_STAGE)
     done, after = 0, ("", "")
     while cached is not None:
-        pages = store.page_chunk_texts(after, PAGES)
+        pages = store.documents.page_texts(after, PAGES)
         if not pages:
             break
         vectors = embed_pages(cached, [(title, [t for _, t in chunks])
                                        for _, _, title, chunks in pages])
         ids = [cid for *_, chunks in pages for cid, _ in chunks]
-        store.stage_embeddings(_STAGE, ids, vectors)
+        store.embedder.stage(_STAGE, ids, vectors)
         after = pages[-1][:2]
         done += len(ids)
         for cid in ids:
@@ -90,14 +90,14 @@ def _stage(store: KnowledgeStore, cached: CachedEmbedder | None, source: str, st
            progress: Progress) -> int:
     """Embed every row of ``source`` (agent memory) into the session table ``stage``;
     returns the count."""
-    store.create_stage(stage)
+    store.embedder.create_stage(stage)
     done, last = 0, 0
     while cached is not None:
-        batch = store.chunk_texts(last, BATCH, table=source)
+        batch = store.documents.chunk_texts(last, BATCH, table=source)
         if not batch:
             break
         vectors = cached.embed([t for _, t, _ in batch], [ti or None for _, _, ti in batch])
-        store.stage_embeddings(stage, [cid for cid, _, _ in batch], vectors)
+        store.embedder.stage(stage, [cid for cid, _, _ in batch], vectors)
         last = batch[-1][0]
         done += len(batch)
     return done

@@ -93,9 +93,9 @@ def resync(
     ctx = dict(context or {}) | {"full": options.full}
     for ns in namespaces:
         specs = list(specs_override[ns]) if specs_override and ns in specs_override else [
-            _recorded(d) for d in store.list_defs(ns)]
-        with store.namespace_lock(ns, wait=options.wait, timeout_s=options.lock_timeout,
-                                  waiting=announce):
+            _recorded(d) for d in store.definitions.recorded(ns)]
+        with store.locks.namespace(ns, wait=options.wait, timeout_s=options.lock_timeout,
+                                   waiting=announce):
             before = _embedding_counts(embedder)
             done = ingest(store, specs, namespace=ns, embedder=embedder, chunking=chunking,
                           progress=progress, adapter_context=ctx, policy=policy,
@@ -124,7 +124,7 @@ def require_recorded(store: KnowledgeStore, namespaces: Sequence[str], *, where:
             raise InputError(f"nothing to resync: no namespace in {where} has recorded "
                              "sources", hint=_RECORD_HINT)
         return
-    empty = [ns for ns in namespaces if not store.list_defs(ns)]
+    empty = [ns for ns in namespaces if not store.definitions.recorded(ns)]
     if empty:
         names = ", ".join(repr(ns) for ns in empty)
         raise InputError(f"nothing to resync: namespace {names} in {where} has no recorded "

@@ -72,15 +72,15 @@ def status(settings: Settings, namespace: str | None = None) -> StatusReport:
     holds nothing and records nothing is bad input naming those that do (a typo must not
     read as an empty table)."""
     with open_store(settings, existing=True) as store:
-        ident, endpoint = store.embedder_state()
-        if namespace is not None and not store.namespace_status(namespace) \
-                and not store.list_defs(namespace):
+        ident, endpoint = store.embedder.state()
+        if namespace is not None and not store.status.per_namespace(namespace) \
+                and not store.definitions.recorded(namespace):
             raise InputError(f"namespace '{namespace}' holds nothing (namespaces: "
                              f"{known_namespaces(store)})", hint=EMPTY_NAMESPACE_HINT)
         return StatusReport(embedder=str(ident) if ident else "none",
-                            namespaces=store.namespace_status(namespace),
+                            namespaces=store.status.per_namespace(namespace),
                             source_definitions=[DefinitionStatus.of(d)
-                                                for d in store.list_defs(namespace)],
+                                                for d in store.definitions.recorded(namespace)],
                             embedder_endpoint=endpoint,
                             database=describe(settings.db_url, settings.data_dir),
                             config=str(settings.config_path) if settings.config_path else None,

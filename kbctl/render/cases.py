@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..evals.baseline import BaselineDiff, Regression
 from ..evals.metrics import Metrics
 from ..evals.run import CaseResult, EvalReport
-from ..store import spelling, thesaurus
+from ..search_notes import spelling_notes, synonym_notes
 from .text import filter_text
 
 SUMMARY_FAILURES = 50
@@ -35,8 +35,8 @@ def problem_lines(result: CaseResult, regression: Regression | None) -> list[str
     if regression is not None:
         lines += [f"regression: {reason}" for reason in regression.reasons]
     if lines:
-        lines += spelling.notes(result.corrected, result.unmatched, result.searchable)
-        lines += thesaurus.notes(result.related)
+        lines += spelling_notes(result.corrected, result.unmatched, result.searchable)
+        lines += synonym_notes(result.related)
     if lines and not result.retrieved and result.error is None and result.case.filter:
         lines.append(f"searched only passages with {filter_text(result.case.filter)} "
                      "(the case's filter)")

@@ -8,7 +8,7 @@ from typing import Any
 from ..agent.context import render_context
 from ..pipeline.query import source_parts
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
-from ..store import spelling, thesaurus
+from ..search_notes import question_notes
 from .formats import Formats, Rendered, as_json
 from .text import filter_text, plain, shown, styled
 
@@ -35,7 +35,7 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
         "bestBelowMin": (None if result.best_below_min is None
                          else round(result.best_below_min, 6)),
         # why nothing was found, as the table says it (a script saw only an empty list)
-        "notes": ([] if result.hits else [nothing_found(result)]) + word_notes(result),
+        "notes": ([] if result.hits else [nothing_found(result)]) + question_notes(result),
         "results": [
             {
                 "rank": h.rank, "score": h.score, "title": h.title, "url": h.url,
@@ -52,12 +52,6 @@ def query_json(result: QueryResult, **options: Any) -> dict[str, Any]:
     }
 
 
-def word_notes(result: QueryResult) -> list[str]:
-    """What the question's words matched beyond themselves: spelling and synonyms."""
-    return (spelling.notes(result.corrected, result.unmatched, result.searchable)
-            + thesaurus.notes(result.related))
-
-
 def nothing_found(result: QueryResult) -> str:
     """Why a query has no hits: an empty namespace says so, with what to do about it."""
     where = f"namespace '{shown(result.namespace)}'"
@@ -72,7 +66,7 @@ def nothing_found(result: QueryResult) -> str:
 
 
 def query_table(result: QueryResult, **options: Any) -> Rendered:
-    words = [styled(f"[dim]{shown(n)}[/dim]") for n in word_notes(result)]
+    words = [styled(f"[dim]{shown(n)}[/dim]") for n in question_notes(result)]
     if not result.hits:
         return Rendered.stderr(styled(nothing_found(result)), *words)
     out = Rendered()

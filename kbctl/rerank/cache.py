@@ -41,7 +41,7 @@ class CachedReranker:
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         keys = [pair_hash(query, d) for d in documents]
         ident = str(self.identity)
-        found = self.store.cached_rerank_scores(ident, keys)
+        found = self.store.caches.rerank_scores(ident, keys)
         first: dict[bytes, int] = {}
         for i, key in enumerate(keys):
             if key not in found:
@@ -50,8 +50,8 @@ class CachedReranker:
             order = list(first.values())
             scores = self.inner.score(query, [documents[i] for i in order])
             fresh = {keys[i]: s for i, s in zip(order, scores, strict=True)}
-            self.store.cache_rerank_scores(ident, fresh)
-            self.store.prune_cache("rerank_cache", KEEP_DAYS)
+            self.store.caches.add_rerank_scores(ident, fresh)
+            self.store.caches.prune("rerank_cache", KEEP_DAYS)
             found.update(fresh)
             self.provider_pairs += len(order)
         self.cache_hits += sum(1 for k in keys if k not in first)

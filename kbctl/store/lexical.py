@@ -179,8 +179,8 @@ def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s", *,
     ``Thesaurus.candidates``). A rule applies when every lexeme of one of its sources is
     among the question's own (a phrase needs all its words); its targets join, each a
     member ``m`` of ``mlen`` lexemes that counts only where all of them occur, and ``src``
-    the question's lexemes that applied it. ``query_params`` gives every parameter.
-    ``related=False`` (no rule may apply: ``query_params``' ``sg`` is empty) leaves the
+    the question's lexemes that applied it. ``QueryTerms.params`` gives every parameter.
+    ``related=False`` (no rule may apply: ``QueryTerms.params``' ``sg`` is empty) leaves the
     thesaurus out of the SQL: its CTEs, even empty, made the planner's generic plan of a
     search several times slower."""
     own = f"""q0 AS (SELECT lexeme FROM unnest({tsvector_sql(query)})
@@ -209,22 +209,38 @@ def query_lexemes_cte(query: str = "%(q)s", exact: str = "%(qx)s", *,
                 AND NOT sm.lx <@ array(SELECT lexeme FROM q0))"""
 
 
-def query_params(query: str, also_match: Sequence[str] = (),
-                 related: Thesaurus = BUILT_IN) -> dict[str, Any]:
-    """The parameters of ``query_lexemes_cte`` for a user's question: ``q`` and ``qx``,
-    ``also_match`` added to its own lexemes (typo tolerance's corrections), and the groups
-    of ``related`` that may apply to it (``Thesaurus.candidates``)."""
-    analysed = analyse(query)
-    return {"q": analysed.text, "qx": " ".join([analysed.exact_text, *also_match]).strip(),
-            **related.candidates(query)}
+@dataclass(frozen=True)
+class QueryTerms:
+    """A question analysed once for its search: its text and exact lexemes (``analysed``),
+    and the rules of a thesaurus that may apply to it (``rules``: ``Thesaurus.candidates``).
+    Its spelling, its synonyms and every depth of its ranking read these, not the question
+    again."""
+
+    analysed: Analysed
+    rules: Mapping[str, list[Any]]
+
+    @classmethod
+    def of(cls, question: str, related: Thesaurus = BUILT_IN) -> QueryTerms:
+        return cls(analyse(question), related.candidates(question))
+
+    def params(self, also_match: Sequence[str] = (), *, rules: bool = True) -> dict[str, Any]:
+        """The parameters of ``query_lexemes_cte``: ``q`` and ``qx``, ``also_match`` added
+        to the question's own lexemes (typo tolerance's corrections), and the thesaurus
+        groups that may apply (none with ``rules=False``: the plain search)."""
+        return {"q": self.analysed.text,
+                "qx": " ".join([self.analysed.exact_text, *also_match]).strip(),
+                **(self.rules if rules else NO_RULES)}
 
 
-def related_words(cur: Cursor[Any], question: str, related: Thesaurus,
-                  also_match: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
-    """What the question's words (and ``also_match``, the corrections its search adds)
-    brought into its search, for saying so: each applied rule's members the question used
-    (joined by ", ") and the ones it added. No round trip when no rule may apply."""
-    params = query_params(question, also_match, related)
+# ``QueryTerms.params``' thesaurus parameters when no rule may apply.
+NO_RULES: Mapping[str, list[Any]] = {"sg": [], "sm": [], "sr": []}
+
+
+def related_words(cur: Cursor[Any], params: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """What a question's words (and the corrections its search adds) brought into its
+    search, for saying so, its ``QueryTerms.params`` given: each applied rule's members the
+    question used (joined by ", ") and the ones it added. No round trip when no rule may
+    apply."""
     if not params["sg"]:
         return {}
     rows = cur.execute(f"""
@@ -353,7 +369,7 @@ def bm25_ctes(*, stats: str, df: str, postings: str, related: bool = False) -> s
     most ``%(cap)s`` of them. ``st``, ``df`` and ``dc`` are MATERIALIZED: inlined, the
     planner would recompute them once per candidate posting.
 
-    ``related``: a thesaurus rule may apply (``query_params``' ``sg`` is not empty). A
+    ``related``: a thesaurus rule may apply (``QueryTerms.params``' ``sg`` is not empty). A
     related word then scores as its question word would (``dc``: the ``concept``, the
     rarest question word that applied its rule, and that word's idf ``cidf``), at
     ``RELATED_WEIGHT`` (``concept_term_sql``): a passage's score stays within the
@@ -462,7 +478,7 @@ def _index(name: str, table: str, columns: str) -> DeferredIndex:
 # The knowledge base's postings indexes, by name: a lexeme's best postings first (the
 # search reads them in this order, covered), a chunk's postings (its replacement deletes
 # them), and a page's (the page side of a search reads them; its replacement deletes them).
-# A first load builds them once at its end (``KnowledgeStore.defer_postings_indexes``):
+# A first load builds them once at its end (``Documents.defer_postings_indexes``):
 # maintained row by row they were most of the database's work of an ingest (the first
 # alone 6 µs of CPU a posting, against 1.3 s to build it over a million).
 KB_DEFERRED_INDEXES = {

@@ -271,22 +271,3 @@ def nearest(stem: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
         return None
     best = min(matches, key=lambda m: (m[1], -usage[m[0]], m[0]))
     return best[0]
-
-
-STOP_WORDS_ONLY = ("the question has no word to search for: its words are too common to be "
-                   "searched for (stop words such as 'how', 'the', 'is') or it is only symbols "
-                   "and punctuation: name what it is about")
-
-
-def notes(corrected: Mapping[str, str], unmatched: Sequence[str], searchable: bool = True
-          ) -> list[str]:
-    """What a ``Spelling`` found, for people and agents: the words as typed and the indexed
-    words (stems, hence the ellipsis) they were matched as, the ones nothing uses, and a
-    question made only of stop words (it finds nothing, and would not say why)."""
-    out = [] if searchable else [STOP_WORDS_ONLY]
-    if corrected:
-        pairs = ", ".join(f"{typed} → {stem}…" for typed, stem in corrected.items())
-        out.append(f"words no passage uses were matched by spelling: {pairs}")
-    if unmatched:
-        out.append(f"no passage uses: {', '.join(unmatched)}")
-    return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -35,9 +35,6 @@ _PREFIX = 3
 # The members one question may send to the database to be stemmed and matched: a project's
 # thousand rules sharing common words cost seconds a question past this.
 MAX_CANDIDATE_MEMBERS = 400
-# What a note lists: the first rules applied, and the first words each added.
-NOTE_RULES = 8
-NOTE_WORDS = 6
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     # the same thing by another name
@@ -234,22 +231,6 @@ class Thesaurus:
                 members.append(member)
                 roles.append(role)
         return {"sg": numbers, "sm": members, "sr": roles}
-
-
-def notes(related: Mapping[str, Sequence[str]]) -> list[str]:
-    """What synonyms a search added (``lexical.related_words``), for people and agents."""
-    if not related:
-        return []
-    pairs = [f"{_listed(added, NOTE_WORDS)} (for {used})"
-             for used, added in list(related.items())[:NOTE_RULES]]
-    more = len(related) - NOTE_RULES
-    return [f"also looked for synonyms: {'; '.join(pairs)}"
-            + (f"; and for {more} more words" if more > 0 else "")]
-
-
-def _listed(words: Sequence[str], most: int) -> str:
-    shown = ", ".join(words[:most])
-    return shown + (f" and {len(words) - most} more" if len(words) > most else "")
 
 
 BUILT_IN = Thesaurus((*(Rule.equivalent(g) for g in GROUPS),
