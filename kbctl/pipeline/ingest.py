@@ -1,5 +1,10 @@
-"""The ingest pipeline: expand → load → clean → hash → skip unchanged → chunk → embed →
-upsert → report. Pure orchestration over the store, the adapters and the chunkers."""
+"""The ingest pipeline, in stages: plan → load → normalise → chunk → embed → write, then the
+report. Each definition is planned (its listing, recorded for resync), its pages loaded and
+normalised (cleaned, hashed, an unchanged page skipped) on the calling thread as a stream;
+the documents to write go in batches to the writer threads, which chunk, embed and write
+each batch in one transaction. The definitions' bookkeeping (begun, finished with their
+errors) wraps the run (``_bookkeeping``). Pure orchestration over the store, the adapters
+and the chunkers."""
 
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ from ..sources.base import (
     Document,
     Expansion,
     Loaded,
+    SourceAdapter,
     SourceSpec,
 )
 from ..sources.registry import adapter_for
@@ -245,59 +251,16 @@ def _ingest(
     report = IngestReport(namespace=namespace, embedder=identity, dry_run=policy.dry_run)
     writer = _Writer(store, namespace, embedder, chunking, report, progress, policy.dry_run,
                      writer_stores)
-    doomed: list[str] = []
-    dooming: set[str] = set()  # the definitions that want something deleted
-    per_def_errors: dict[str, list[dict[str, Any]]] = {}
     before = store.documents.counts(namespace)[0]
-    recorded = {d.id: d.options for d in store.definitions.recorded(namespace)}
-    recorded_before = set(recorded)
-    if not policy.dry_run:
-        for spec in specs:
-            store.definitions.begin(namespace, spec.id, _interrupted(spec))
-    try:
-        try:
-            for spec in specs:
-                report.sources.append(spec.to_json() | {"id": spec.id})
-                failures_before = len(report.errors)
-                if isinstance(spec, BrokenDefinition):
-                    _fail_source(spec.target, spec.error, spec.id, report, progress)
-                else:
-                    wanted = _ingest_one(store, spec, namespace, writer, report, progress,
-                                         adapter_context or {}, policy, recorded.get(spec.id),
-                                         alone=len(specs) == 1)
-                    doomed += wanted
-                    if wanted:
-                        dooming.add(spec.id)
-                per_def_errors[spec.id] = [asdict(e) for e in report.errors[failures_before:]]
-        except KeyboardInterrupt:  # a signal: the run ends now, batches in flight or not
-            writer.abandon()
-            raise
-        finally:
-            writer.close()
-    except EnvironmentFailure as exc:  # the run ends here: no key, the provider down
-        if not policy.dry_run and not isinstance(exc, DatabaseError):
-            # what a first run that reads nothing leaves (nothing), the others its error
-            ended = {spec.id: [asdict(SourceFailure(
-                ref=spec.target, error=exc.message, type=type(exc).__name__, source=spec.id,
-                hint=exc.hint))] for spec in specs}
-            _forget_first_failures(store, namespace, specs, ended, recorded_before, report)
-            for def_id, errors in ended.items():
-                store.definitions.finish(namespace, def_id, errors)
-        raise
-    _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
-    for copy in writer.settle(set(report.changes["deleted"])):
-        if not policy.dry_run:
-            report.chunks_deleted += store.documents.delete(namespace, copy)
-    writer.summarise_drops()
-    if not policy.dry_run:
-        _forget_first_failures(store, namespace, specs, per_def_errors, recorded_before,
-                               report)
-        for def_id, errors in per_def_errors.items():
-            if report.guard is not None and def_id in dooming:  # not a sync: stale pages stay
-                errors = [*errors, asdict(SourceFailure(
-                    ref=namespace, type="MassDeleteGuard", error=report.guard.message,
-                    source=def_id))]
-            store.definitions.finish(namespace, def_id, errors)
+    with _bookkeeping(store, namespace, specs, policy, report) as books:
+        run = _Run(store, namespace, writer, report, progress, policy, adapter_context or {},
+                   books)
+        doomed = _read(run, specs)
+        _delete(store, namespace, sorted(set(doomed)), before, report, progress, policy)
+        for copy in writer.settle(set(report.changes["deleted"])):
+            if not policy.dry_run:
+                report.chunks_deleted += store.documents.delete(namespace, copy)
+        writer.summarise_drops()
     report.notes = _bounded_notes(report.notes, report.guard)
     return report
 
@@ -318,174 +281,352 @@ def _bounded_notes(notes: list[str], guard: MassDeleteStop | None) -> list[str]:
     return [*kept, f"… and {len(notes) - len(kept)} more notes"]
 
 
-def _ingest_one(store: KnowledgeStore, spec: SourceSpec, namespace: str, writer: _Writer,
-                report: IngestReport, progress: Progress, context: dict[str, Any],
-                policy: SyncPolicy, recorded: dict[str, Any] | None, *,
-                alone: bool = True) -> list[str]:
-    """Load one definition's documents (``recorded``: its options as recorded before this
-    run, if it was); returns the refs it wants deleted. A new definition whose target is
-    bad input ends the run when it is the run's only one (``alone``), else fails alone:
-    one mistyped folder of kbctl.yaml's sources stopped all the others."""
-    adapter = adapter_for(spec, **context)
-    t0 = time.perf_counter()
+class _Definitions:
+    """A run's bookkeeping of its source definitions (what resync runs again): the options
+    each was recorded with before the run, each recorded once its target proves acceptable,
+    each stamped begun and then finished with its errors."""
+
+    def __init__(self, store: KnowledgeStore, namespace: str,
+                 specs: Sequence[SourceSpec | BrokenDefinition], policy: SyncPolicy,
+                 report: IngestReport) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.specs = specs
+        self.policy = policy
+        self.report = report
+        # each definition's options as recorded before this run
+        self.before = {d.id: d.options for d in store.definitions.recorded(namespace)}
+        self.errors: dict[str, list[dict[str, Any]]] = {}  # each definition's, this run
+        self.dooming: set[str] = set()  # the definitions that want something deleted
+
+    def begin(self) -> None:
+        if not self.policy.dry_run:
+            for spec in self.specs:
+                self.store.definitions.begin(self.namespace, spec.id, _interrupted(spec))
+
+    def record(self, spec: SourceSpec, settled: dict[str, Any] | None = None) -> None:
+        """Keep the definition for resync once its target proved acceptable, with the options
+        its listing ``settled``."""
+        if not self.policy.dry_run:
+            # a text source's body is document content: what cannot be stored is dropped
+            # here as in the document itself (whose note reports it)
+            options = {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
+                       for k, v in (spec.options.to_record() | (settled or {})).items()}
+            self.store.definitions.record(SourceDef(
+                namespace=self.namespace, id=spec.id, kind=spec.kind, target=spec.target,
+                options=options))
+            # a definition recorded by this run was not there to stamp when the run began
+            self.store.definitions.begin(self.namespace, spec.id, _interrupted(spec))
+
+    def finish(self) -> None:
+        """Stamp each definition's run with its errors (and the mass-delete guard's, for
+        those that wanted something deleted: not a sync, stale pages stay)."""
+        if self.policy.dry_run:
+            return
+        self._forget_first_failures(self.errors)
+        for def_id, errors in self.errors.items():
+            if self.report.guard is not None and def_id in self.dooming:
+                errors = [*errors, asdict(SourceFailure(
+                    ref=self.namespace, type="MassDeleteGuard",
+                    error=self.report.guard.message, source=def_id))]
+            self.store.definitions.finish(self.namespace, def_id, errors)
+
+    def end(self, exc: EnvironmentFailure) -> None:
+        """A run ended by ``exc`` (no key, the provider down): what a first run that reads
+        nothing leaves (nothing), the others its error. A lost database stamps nothing."""
+        if self.policy.dry_run or isinstance(exc, DatabaseError):
+            return
+        ended = {spec.id: [asdict(SourceFailure(
+            ref=spec.target, error=exc.message, type=type(exc).__name__, source=spec.id,
+            hint=exc.hint))] for spec in self.specs}
+        self._forget_first_failures(ended)
+        for def_id, errors in ended.items():
+            self.store.definitions.finish(self.namespace, def_id, errors)
+
+    def _forget_first_failures(self, errors: dict[str, list[dict[str, Any]]]) -> None:
+        """A definition recorded by this run that failed and stored nothing is not kept for
+        resync: a mistyped host or a 404 would fail every night from then on."""
+        for spec in self.specs:
+            if (isinstance(spec, BrokenDefinition) or spec.id in self.before
+                    or not errors.get(spec.id)
+                    or self.store.documents.stored(self.namespace, spec.id)):
+                continue
+            if self.store.definitions.forget(self.namespace, spec.id):
+                errors.pop(spec.id)
+                self.report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be "
+                                         f"stored, so it is not recorded for resync")
+
+
+@contextmanager
+def _bookkeeping(store: KnowledgeStore, namespace: str,
+                 specs: Sequence[SourceSpec | BrokenDefinition], policy: SyncPolicy,
+                 report: IngestReport) -> Iterator[_Definitions]:
+    """The definitions' bookkeeping around a run: each stamped begun, with an
+    ``interrupted`` error until it finishes (a run killed on the way shows as failed), and
+    finished with its errors when the run ends; an environment failure finishes every one
+    with it. Any other exception leaves them interrupted."""
+    books = _Definitions(store, namespace, specs, policy, report)
+    books.begin()
     try:
-        expansion: Expansion = adapter.expand(spec)
-    except InputError as exc:
-        if not policy.recorded and alone:
-            raise
-        _fail_source(spec.target, exc, spec.id, report, progress)
+        yield books
+    except EnvironmentFailure as exc:  # the run ends here: no key, the provider down
+        books.end(exc)
+        raise
+    books.finish()
+
+
+@dataclass
+class _Run:
+    """What every stage of one run shares."""
+
+    store: KnowledgeStore
+    namespace: str
+    writer: _Writer
+    report: IngestReport
+    progress: Progress
+    policy: SyncPolicy
+    context: dict[str, Any]
+    books: _Definitions
+
+    def fail(self, spec: SourceSpec | BrokenDefinition, exc: KbctlError) -> None:
+        """The definition failed as a whole (its listing, its recorded options)."""
+        _fail_source(spec.target, exc, spec.id, self.report, self.progress)
+
+
+def _read(run: _Run, specs: Sequence[SourceSpec | BrokenDefinition]) -> list[str]:
+    """Every definition through the stages, in order; the refs they want deleted. The
+    writer threads have written everything handed over when it returns (a signal abandons
+    what they hold)."""
+    doomed: list[str] = []
+    try:
+        for spec in specs:
+            run.report.sources.append(spec.to_json() | {"id": spec.id})
+            failures_before = len(run.report.errors)
+            if isinstance(spec, BrokenDefinition):
+                run.fail(spec, spec.error)
+            else:
+                wanted = _ingest_one(run, spec, alone=len(specs) == 1)
+                doomed += wanted
+                if wanted:
+                    run.books.dooming.add(spec.id)
+            run.books.errors[spec.id] = [asdict(e) for e in run.report.errors[failures_before:]]
+    except KeyboardInterrupt:  # a signal: the run ends now, batches in flight or not
+        run.writer.abandon()
+        raise
+    finally:
+        run.writer.close()
+    return doomed
+
+
+# The stages of one definition: ``_plan`` (its listing, recorded for resync), ``_load`` (its
+# pages, fetched and extracted), ``_normalise`` (each page cleaned, hashed and compared with
+# the stored one: an unchanged page is skipped, a copy stored once), then on the writer
+# threads, a batch of pages at a time, ``_chunk``, ``_embed`` and ``_write`` (one
+# transaction per batch). ``_conclude`` says what the source lost and which pages it wants
+# deleted.
+
+
+def _ingest_one(run: _Run, spec: SourceSpec, *, alone: bool = True) -> list[str]:
+    """One definition through the stages; returns the refs it wants deleted. A new
+    definition whose target is bad input ends the run when it is the run's only one
+    (``alone``), else fails alone: one mistyped folder of kbctl.yaml's sources stopped all
+    the others."""
+    plan = _plan(run, spec, alone=alone)
+    if plan is None:
         return []
-    except BlockedURL as exc:  # a target the guard refuses is never recorded
-        _fail_source(spec.target, exc, spec.id, report, progress)
-        return []
-    except KbctlError as exc:
-        _record(store, namespace, spec, policy)
-        _fail_source(spec.target, exc, spec.id, report, progress)
-        return []
-    except Exception as exc:  # noqa: BLE001 - a source's bug fails it, not the other sources
+    stages: dict[str, float] = {}
+    pages = _load(run, plan, stages)  # streams: each stage pulls from the one before
+    documents = _normalise(run, plan, pages, stages)
+    try:
+        run.writer.write(documents)  # then chunk, embed, write: on the writer threads
+    except KbctlError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see _expand; what was read so far is kept
         if is_database_failure(exc):
             raise
-        _fail_source(spec.target, _unexpected(spec, "list", exc), spec.id, report, progress)
-        return []
-    changed = None if policy.recorded else _options_changed(recorded, spec, expansion.settled)
-    _record(store, namespace, spec, policy, expansion.settled)
+        run.writer.drain()
+        run.fail(spec, _unexpected(spec, "read", exc))
+        return []  # an unfinished read proves no page gone: nothing is deleted
+    finally:
+        _add_stages(run.report.timings, stages)
+    run.writer.drain()
+    return _conclude(run, plan)
+
+
+@dataclass
+class _Plan:
+    """A definition's listing, the stored pages it is compared with, and what its load
+    finds on the way."""
+
+    spec: SourceSpec
+    adapter: SourceAdapter
+    expansion: Expansion
+    existing: dict[str, SourceRecord]  # the namespace's stored pages
+    known: dict[str, SourceRecord]  # those this definition stored
+    signature: str  # the chunking a stored page must have been made with to be compared
+    seen: set[str] = field(default_factory=set)
+    vanished: list[str] = field(default_factory=list)  # gone, to be deleted
+    still_gone: list[str] = field(default_factory=list)  # gone, never stored
+
+    def previous(self, ref: str) -> dict[str, Any] | None:
+        """What a source compares to skip a page unread (size and mtime, ETag): nothing
+        for a page chunked by another chunker version or budget, read whole once more."""
+        rec = self.existing.get(ref)
+        if rec is None or rec.meta.get("pipeline") != self.signature:
+            return None
+        return rec.meta
+
+
+def _plan(run: _Run, spec: SourceSpec, *, alone: bool) -> _Plan | None:
+    """The definition's listing, recorded for resync, and the pages it is compared with;
+    None when the source failed."""
+    adapter = adapter_for(spec, **run.context)
+    t0 = time.perf_counter()
+    expansion = _expand(run, spec, adapter, alone=alone)
+    if expansion is None:
+        return None
+    report = run.report
+    changed = None if run.policy.recorded else _options_changed(
+        run.books.before.get(spec.id), spec, expansion.settled)
+    run.books.record(spec, expansion.settled)
     if changed:
         report.notes.append(changed)
-        progress(ProgressEvent("note", message=changed))
-    if not expansion.leaves and not policy.recorded and not expansion.dropped:
+        run.progress(ProgressEvent("note", message=changed))
+    if not expansion.leaves and not run.policy.recorded and not expansion.dropped:
         # an ingest that finds nothing to read failed (exit 1), and its definition is not
         # kept when this run made it (an empty folder, a glob that matches nothing): it
         # passed, and resync then synced nothing every night
         said = expansion.notes[-1] if expansion.notes else (
             f"{spec.kind} {spec.target}: lists nothing to read")
         report.notes.extend(expansion.notes[:-1])
-        _fail_source(spec.target, SourceError(said), spec.id, report, progress)
-        return []
+        run.fail(spec, SourceError(said))
+        return None
     report.notes.extend(expansion.notes)
     if expansion.info:
         report.sources[-1].update(expansion.info)
     for note in expansion.notes:
-        progress(ProgressEvent("note", message=note))
+        run.progress(ProgressEvent("note", message=note))
     report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0
-    progress(ProgressEvent("total", total=len(expansion.leaves)))
+    run.progress(ProgressEvent("total", total=len(expansion.leaves)))
+    existing = {s.ref: s for s in run.store.documents.stored(run.namespace)}
+    run.writer.know(existing.values())
+    plan = _Plan(spec, adapter, expansion, existing,
+                 {ref: s for ref, s in existing.items() if s.def_id == spec.id},
+                 run.writer.chunking.signature)
+    if not expansion.leaves and plan.known and run.policy.prune and not run.policy.force:
+        _keep_stored(run, plan)
+        return None
+    return plan
 
-    existing = {s.ref: s for s in store.documents.stored(namespace)}
-    writer.know(existing.values())
-    known = {ref: s for ref, s in existing.items() if s.def_id == spec.id}
-    if not expansion.leaves and known and policy.prune and not policy.force:
-        # a source that stored pages and now lists none (an emptied sitemap its include
-        # rules match nothing of, an unmounted folder) is more likely broken than gone:
-        # the namespace's guard missed it when the source is a small part of it
-        why = ("its site's robots.txt disallows every page it lists"
-               if set(expansion.dropped) == {ROBOTS_DROP} else
-               "its URL rules leave none of the pages it lists" if expansion.dropped
-               else "it lists nothing to read now")
-        _fail_source(spec.target, SourceError(
-            f"{spec.kind} {spec.target}: {why}; its {len(known):,} stored "
-            f"page{'s are' if len(known) > 1 else ' is'} kept",
-            hint="if they are really gone, run again with --force (or `kbctl forget` the "
-            "source)"), spec.id, report, progress)
-        return []
-    seen: set[str] = set()
-    vanished: list[str] = []
-    still_gone: list[str] = []
 
-    def previous(ref: str) -> dict[str, Any] | None:
-        """What a source compares to skip a page unread (size and mtime, ETag): nothing
-        for a page chunked by another chunker version or budget, read whole once more."""
-        rec = existing.get(ref)
-        if rec is None or rec.meta.get("pipeline") != writer.chunking.signature:
-            return None
-        return rec.meta
-
-    stages: dict[str, float] = {}
+def _expand(run: _Run, spec: SourceSpec, adapter: SourceAdapter, *, alone: bool
+            ) -> Expansion | None:
+    """The definition's listing; None when listing it failed the source."""
     try:
-        for loaded in _timed_load(adapter.load(expansion.leaves, previous), stages):
-            ref = loaded.leaf.ref
-            if loaded.dropped is not None:
-                writer.drop(loaded.dropped, ref, loaded.note)
-                continue
-            seen.add(ref)
-            status = getattr(loaded.error, "status", None)
-            if status in GONE_STATUSES and ref not in known and (
-                    policy.recorded or spec.kind != "url"):
-                # never stored and gone: a broken link of the site, a stale sitemap entry,
-                # or a page deleted as gone on an earlier run, which the listing still names,
-                # is not a failure of the run (a cron job was alerted for ever); a URL an
-                # ingest names itself still fails
-                still_gone.append(ref)
-                progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
-                continue
-            if status is not None and status in policy.vanish_statuses:
-                vanished.append(ref)
-                progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
-                continue
-            with _stage(stages, "normalise"):
-                writer.take(loaded, spec, existing.get(ref))
-    except KbctlError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - see above; what was read so far is kept
+        return adapter.expand(spec)
+    except InputError as exc:
+        if not run.policy.recorded and alone:
+            raise
+        run.fail(spec, exc)
+    except BlockedURL as exc:  # a target the guard refuses is never recorded
+        run.fail(spec, exc)
+    except KbctlError as exc:
+        run.books.record(spec)
+        run.fail(spec, exc)
+    except Exception as exc:  # noqa: BLE001 - a source's bug fails it, not the other sources
         if is_database_failure(exc):
             raise
-        writer.drain()
-        _fail_source(spec.target, _unexpected(spec, "read", exc), spec.id, report, progress)
-        return []  # an unfinished read proves no page gone: nothing is deleted
-    finally:
-        _add_stages(report.timings, stages)
-    writer.drain()
-    if writer.copied and not policy.dry_run:
+        run.fail(spec, _unexpected(spec, "list", exc))
+    return None
+
+
+def _keep_stored(run: _Run, plan: _Plan) -> None:
+    """A source that stored pages and now lists none (an emptied sitemap its include rules
+    match nothing of, an unmounted folder) is more likely broken than gone: the
+    namespace's guard missed it when the source is a small part of it."""
+    spec, expansion, known = plan.spec, plan.expansion, plan.known
+    why = ("its site's robots.txt disallows every page it lists"
+           if set(expansion.dropped) == {ROBOTS_DROP} else
+           "its URL rules leave none of the pages it lists" if expansion.dropped
+           else "it lists nothing to read now")
+    run.fail(spec, SourceError(
+        f"{spec.kind} {spec.target}: {why}; its {len(known):,} stored "
+        f"page{'s are' if len(known) > 1 else ' is'} kept",
+        hint="if they are really gone, run again with --force (or `kbctl forget` the "
+        "source)"))
+
+
+def _load(run: _Run, plan: _Plan, stages: dict[str, float]) -> Iterator[Loaded]:
+    """The definition's pages as its adapter loads them, less those dropped on purpose
+    and those gone (404/410): gone and never stored is no failure of the run, gone for
+    good (``vanish_statuses``) is deleted."""
+    for loaded in _timed_load(plan.adapter.load(plan.expansion.leaves, plan.previous),
+                              stages):
+        ref = loaded.leaf.ref
+        if loaded.dropped is not None:
+            run.writer.drop(loaded.dropped, ref, loaded.note)
+            continue
+        plan.seen.add(ref)
+        status = getattr(loaded.error, "status", None)
+        if status in GONE_STATUSES and ref not in plan.known and (
+                run.policy.recorded or plan.spec.kind != "url"):
+            # never stored and gone: a broken link of the site, a stale sitemap entry,
+            # or a page deleted as gone on an earlier run, which the listing still names,
+            # is not a failure of the run (a cron job was alerted for ever); a URL an
+            # ingest names itself still fails
+            plan.still_gone.append(ref)
+            run.progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
+            continue
+        if status is not None and status in run.policy.vanish_statuses:
+            plan.vanished.append(ref)
+            run.progress(ProgressEvent("skipped", ref=ref, message=f"gone ({status})"))
+            continue
+        yield loaded
+
+
+def _normalise(run: _Run, plan: _Plan, pages: Iterable[Loaded], stages: dict[str, float]
+               ) -> Iterator[_Pending]:
+    """The pages to write: each cleaned, hashed and compared with its stored version
+    (``_Writer.normalised``); an unchanged page, a copy of another or an empty one is
+    counted there and goes no further."""
+    for loaded in pages:
+        with _stage(stages, "normalise"):
+            pending = run.writer.normalised(loaded, plan.spec,
+                                            plan.existing.get(loaded.leaf.ref))
+        if pending is not None:
+            yield pending
+
+
+def _conclude(run: _Run, plan: _Plan) -> list[str]:
+    """What a definition's read leaves to say, and the refs it wants deleted: its orphans
+    (stored, no longer listed; only when it listed completely) and its pages gone for
+    good."""
+    report, spec, writer = run.report, plan.spec, run.writer
+    if writer.copied and not run.policy.dry_run:
         # the page others now copy took that text this run (a maintenance page served at
         # every address): it is read whole next run, or it kept it until its lastmod moved
-        store.documents.touch(namespace, [(ref, READ_AGAIN) for ref in sorted(writer.copied)])
+        run.store.documents.touch(run.namespace,
+                                  [(ref, READ_AGAIN) for ref in sorted(writer.copied)])
         writer.copied.clear()
     statuses = "/".join(map(str, GONE_STATUSES))
-    if vanished:  # to be deleted: said, with the addresses (the first few of many)
-        report.notes.append(f"{spec.kind} {spec.target}: {len(vanished)} page"
-                            f"{'s' if len(vanished) > 1 else ''} gone (HTTP {statuses}): "
-                            f"{first_few(vanished, MAX_NAMED_GONE)}")
-    if still_gone:
-        report.notes.append(f"{spec.kind} {spec.target}: {len(still_gone)} page"
-                            f"{'s' if len(still_gone) > 1 else ''} it names gone (HTTP "
-                            f"{statuses}), none stored: {first_few(still_gone, MAX_NAMED_GONE)}")
-    for why, count in expansion.dropped.items():  # a crawl counts these as it goes
+    if plan.vanished:  # to be deleted: said, with the addresses (the first few of many)
+        report.notes.append(f"{spec.kind} {spec.target}: {len(plan.vanished)} page"
+                            f"{'s' if len(plan.vanished) > 1 else ''} gone (HTTP {statuses}): "
+                            f"{first_few(plan.vanished, MAX_NAMED_GONE)}")
+    if plan.still_gone:
+        report.notes.append(f"{spec.kind} {spec.target}: {len(plan.still_gone)} page"
+                            f"{'s' if len(plan.still_gone) > 1 else ''} it names gone (HTTP "
+                            f"{statuses}), none stored: "
+                            f"{first_few(plan.still_gone, MAX_NAMED_GONE)}")
+    for why, count in plan.expansion.dropped.items():  # a crawl counts these as it goes
         report.dropped[why] = report.dropped.get(why, 0) + count
-    report.notes.extend(expansion.closing_notes)
-    seen -= writer.left_out
-    if not policy.prune:
-        return vanished
-    orphans = sorted(set(known) - seen - expansion.unread) if expansion.complete else []
-    return orphans + vanished
-
-
-def _forget_first_failures(store: KnowledgeStore, namespace: str,
-                           specs: Sequence[SourceSpec | BrokenDefinition],
-                           errors: dict[str, list[dict[str, Any]]], recorded_before: set[str],
-                           report: IngestReport) -> None:
-    """A definition recorded by this run that failed and stored nothing is not kept for
-    resync: a mistyped host or a 404 would fail every night from then on."""
-    for spec in specs:
-        if (isinstance(spec, BrokenDefinition) or spec.id in recorded_before
-                or not errors.get(spec.id) or store.documents.stored(namespace, spec.id)):
-            continue
-        if store.definitions.forget(namespace, spec.id):
-            errors.pop(spec.id)
-            report.notes.append(f"{spec.kind} {spec.target}: nothing of it could be stored, "
-                                f"so it is not recorded for resync")
-
-
-def _record(store: KnowledgeStore, namespace: str, spec: SourceSpec,
-            policy: SyncPolicy, settled: dict[str, Any] | None = None) -> None:
-    """Keep the definition for resync once its target proved acceptable, with the options
-    its listing ``settled``."""
-    if not policy.dry_run:
-        # a text source's body is document content: what cannot be stored is dropped here
-        # as in the document itself (whose note reports it)
-        options = {k: drop_bad_chars(v)[0] if isinstance(v, str) else v
-                   for k, v in (spec.options.to_record() | (settled or {})).items()}
-        store.definitions.record(SourceDef(namespace=namespace, id=spec.id, kind=spec.kind,
-                                           target=spec.target, options=options))
-        # a definition recorded by this run was not there to stamp when the run began
-        store.definitions.begin(namespace, spec.id, _interrupted(spec))
+    report.notes.extend(plan.expansion.closing_notes)
+    seen = plan.seen - writer.left_out
+    if not run.policy.prune:
+        return plan.vanished
+    orphans = (sorted(set(plan.known) - seen - plan.expansion.unread)
+               if plan.expansion.complete else [])
+    return orphans + plan.vanished
 
 
 def _options_changed(before: dict[str, Any] | None, spec: SourceSpec,
@@ -608,12 +749,15 @@ class _BatchResult:
 
 
 class _Writer:
-    """Chunks loaded documents, then embeds and writes them in batches across documents.
+    """Normalises loaded pages (``normalised``: cleaned, hashed, compared with the stored
+    version and with the run's other pages) and hands the documents to write to the writer
+    threads in batches across documents (``write``), where each batch is chunked, embedded
+    and written (``_write_batch``).
 
-    Embedding and writing run on one background thread, one batch at a time, so the next
-    batch is chunked (CPU) while the previous one is embedded (network) and written
-    (the database's own process). Every database call of a run goes through that thread
-    once loading starts; ``drain`` waits for it before the caller touches the store.
+    The writer threads work one batch each, one connection each, so the next pages are
+    read and normalised while earlier batches are chunked (CPU), embedded (network) and
+    written (the database's own process). Every database call of a run goes through them
+    once loading starts; ``drain`` waits for them before the caller touches the store.
     """
 
     def __init__(self, store: KnowledgeStore, namespace: str, embedder: Embedder | None,
@@ -739,37 +883,21 @@ class _Writer:
         self.texts[text_hash] = ref
         return False
 
-    def take(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None) -> None:
+    def normalised(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None
+                   ) -> _Pending | None:
+        """A loaded page, cleaned and hashed, as a document to write; None when it goes no
+        further: it failed to load, holds no text, is a copy of another page or unchanged
+        (by its source's own check, or by its content hash), or the run is a dry run (it is
+        counted)."""
         ref = loaded.leaf.ref
         self._taken.add(ref)
-        if loaded.error is not None:
-            self._fail(ref, loaded.error, spec)
-            return
-        if loaded.not_modified:
-            self.report.not_modified += 1
-            if prev is not None:
-                self._touch(ref, loaded.meta)
-            self.progress(ProgressEvent("skipped", ref=ref))
-            return
-        assert loaded.document is not None
-        room = MAX_UNRESOLVED_REPORTED - len(self.report.unresolved_includes)
-        self.report.unresolved_includes += [{"page": ref, **u} for u in loaded.unresolved[:room]]
-        if loaded.note:  # something the page holds was left out of it
-            self.report.notes.append(loaded.note)
-            self.progress(ProgressEvent("note", message=loaded.note))
-        doc, removed = _without_bad_chars(loaded.document)
-        if removed:
-            note = dropped_note(ref, removed)
-            self.report.notes.append(note)
-            self.progress(ProgressEvent("note", message=note))
-        body = clean_text(doc.body)
-        if not body:  # nothing to find there; nor is it a copy of another empty page
-            self.left_out.add(ref)
-            self.drop("empty", ref, f"{ref}: no text once extracted, nothing stored")
-            return
+        read = self._cleaned(loaded, spec, prev)
+        if read is None:
+            return None
+        doc, body = read
         text_hash = hashlib.sha256(f"{doc.title}\0{body}".encode()).hexdigest()
         if self._duplicate(ref, text_hash, prev, spec.id):
-            return
+            return None
         digest = content_hash(doc, body)
         meta = doc.meta | loaded.meta | {"pipeline": self.chunking.signature,
                                          TEXT_HASH: text_hash}
@@ -779,27 +907,65 @@ class _Writer:
             self.report.unchanged += 1
             self._touch(ref, meta)
             self.progress(ProgressEvent("skipped", ref=ref))
-            return
+            return None
         if self.dry_run:
             self._count(ref, existed=prev is not None)
-            return
+            return None
         if doc.format == "markdown" and headings.over_block_budget(body):
-            note = (f"{ref}: over {headings.MAX_BLOCK_LINES:,} lines, chunked as plain text "
-                    "(its sections get no anchors)")
-            self.report.notes.append(note)
-            self.progress(ProgressEvent("note", message=note))
+            self._note(f"{ref}: over {headings.MAX_BLOCK_LINES:,} lines, chunked as plain text "
+                       "(its sections get no anchors)")
         source = SourceRecord(namespace=self.namespace, ref=ref, kind=doc.kind, url=doc.url,
                               title=doc.title, content_hash=digest, def_id=spec.id,
                               meta=meta)
-        self.pending.append(_Pending(source, doc, body, prev is not None, spec))
-        # chunking happens on the writer threads; batch by the text's estimated chunks
-        self.pending_chunks += 1 + len(body) // (self.chunking.max_tokens * CHARS_PER_TOKEN)
-        if self.pending_chunks >= EMBED_BATCH:
-            self.flush()
+        return _Pending(source, doc, body, prev is not None, spec)
+
+    def _cleaned(self, loaded: Loaded, spec: SourceSpec, prev: SourceRecord | None
+                 ) -> tuple[Document, str] | None:
+        """The page's document, with what may not be stored dropped, and its cleaned body;
+        None when it failed to load, was not modified since it was stored, or holds no
+        text once extracted."""
+        ref = loaded.leaf.ref
+        if loaded.error is not None:
+            self._fail(ref, loaded.error, spec)
+            return None
+        if loaded.not_modified:
+            self.report.not_modified += 1
+            if prev is not None:
+                self._touch(ref, loaded.meta)
+            self.progress(ProgressEvent("skipped", ref=ref))
+            return None
+        assert loaded.document is not None
+        room = MAX_UNRESOLVED_REPORTED - len(self.report.unresolved_includes)
+        self.report.unresolved_includes += [{"page": ref, **u} for u in loaded.unresolved[:room]]
+        if loaded.note:  # something the page holds was left out of it
+            self._note(loaded.note)
+        doc, removed = _without_bad_chars(loaded.document)
+        if removed:
+            self._note(dropped_note(ref, removed))
+        body = clean_text(doc.body)
+        if not body:  # nothing to find there; nor is it a copy of another empty page
+            self.left_out.add(ref)
+            self.drop("empty", ref, f"{ref}: no text once extracted, nothing stored")
+            return None
+        return doc, body
+
+    def _note(self, note: str) -> None:
+        self.report.notes.append(note)
+        self.progress(ProgressEvent("note", message=note))
 
     def _touch(self, ref: str, meta: dict[str, Any]) -> None:
         if not self.dry_run:
             self.touches.append((ref, meta))
+
+    def write(self, documents: Iterable[_Pending]) -> None:
+        """Hand ``documents`` to the writer threads in batches of about ``EMBED_BATCH``
+        chunks, estimated from their text (they are chunked there)."""
+        for pending in documents:
+            self.pending.append(pending)
+            self.pending_chunks += 1 + len(pending.body) // (self.chunking.max_tokens
+                                                             * CHARS_PER_TOKEN)
+            if self.pending_chunks >= EMBED_BATCH:
+                self.flush()
 
     def flush(self) -> None:
         """Hand the pending batch to a writer thread; at most one batch per writer
@@ -812,7 +978,7 @@ class _Writer:
         while self._inflight and (len(self._inflight) >= self._slots
                                   or any(refs & held for _, held in self._inflight)):
             self._collect_one()
-        self._inflight.append((self._pool.submit(self._write, batch, touches), refs))
+        self._inflight.append((self._pool.submit(self._in_thread, batch, touches), refs))
 
     def drain(self) -> None:
         """Flush and wait until everything handed over is written."""
@@ -861,60 +1027,28 @@ class _Writer:
         elif result.embedded:
             self._provider_failures = 0
 
-    def _write(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
-               ) -> _BatchResult:
+    def _in_thread(self, batch: list[_Pending], touches: list[tuple[str, dict[str, Any]]]
+                   ) -> _BatchResult:
         store = self._stores.get()
         try:
-            return self._write_with(store, batch, touches)
+            return self._write_batch(store, batch, touches)
         finally:
             self._stores.put(store)
 
-    def _write_with(self, store: KnowledgeStore, batch: list[_Pending],
-                    touches: list[tuple[str, dict[str, Any]]]) -> _BatchResult:
+    def _write_batch(self, store: KnowledgeStore, batch: list[_Pending],
+                     touches: list[tuple[str, dict[str, Any]]]) -> _BatchResult:
+        """One batch on a writer thread: the unchanged pages touched, then the stages
+        chunk → embed → write."""
         result = _BatchResult()
         if touches:
             store.documents.touch(self.namespace, touches)
         if not batch:
             return result
         with _stage(result.stages, "chunk"):
-            batch = self._chunked(batch, result)
-        if not batch:
-            return result
-        all_chunks = [(p, c) for p in batch for c in p.chunks]
-        vectors: list[list[float] | None] = [None] * len(all_chunks)
-        if self.embedder is not None and all_chunks:
-            try:
-                vectors = list(embed_pages(
-                    self.embedder, [(p.source.title, [c.text for c in p.chunks]) for p in batch]))
-            except (AuthError, ModelUnavailable):
-                raise  # no key, a rejected one, no model: every later batch would fail alike
-            except EmbedderError as exc:
-                result.failures += [(p.source.ref, exc, p.spec) for p in batch]
-                result.provider_error = exc
-                return result
-            result.embedded = True
-        items: dict[str, tuple[SourceRecord, list[ChunkRecord]]] = {}
-        existed: dict[str, bool] = {}
-        i = 0
-        for p in batch:
-            records = []
-            for ordinal, chunk in enumerate(p.chunks):
-                records.append(ChunkRecord(
-                    ordinal=ordinal, text=chunk.text,
-                    meta=_chunk_meta(p.source, chunk, p.doc.filterable),
-                    embedding=vectors[i]))
-                i += 1
-            items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
-            existed[p.source.ref] = existed.get(p.source.ref, p.existed)
-        written = list(items.values())
-        with _stage(result.stages, "analyse"):
-            fields = lexical.kb_field_arrays(
-                [c.text for _, records in written for c in records],
-                [c.meta for _, records in written for c in records])
-        with _stage(result.stages, "write", wall=True):
-            result.written, result.removed = store.documents.replace_many(self.namespace, written,
-                                                                          fields)
-        result.counted = [(ref, existed[ref]) for ref in items]
+            batch = _chunk(batch, self.chunking, result)
+        vectors = _embed(batch, self.embedder, result) if batch else None
+        if vectors is not None:
+            _write(store, self.namespace, batch, vectors, result)
         return result
 
     def _count(self, ref: str, *, existed: bool) -> None:
@@ -923,32 +1057,79 @@ class _Writer:
         self.report.changes[key].append(ref)
         self.progress(ProgressEvent("written", ref=ref))
 
-    def _chunked(self, batch: list[_Pending], result: _BatchResult) -> list[_Pending]:
-        """Chunk each document of a batch; a document that cannot be chunked is a failed
-        source, never the end of the run."""
-        ok = []
-        for p in batch:
-            try:
-                p.chunks = self._chunk(p.doc, p.body)
-            except KbctlError as exc:
-                result.failures.append((p.source.ref, exc, p.spec))
-                continue
-            except Exception as exc:  # a chunker bug must not end the run
-                result.failures.append(
-                    (p.source.ref, SourceError(f"cannot chunk {p.source.ref}: {exc!r}"), p.spec))
-                continue
-            ok.append(p)
-        return ok
-
-    def _chunk(self, doc: Document, body: str) -> list[Chunk]:
-        opts = {"max_tokens": self.chunking.max_tokens,
-                "overlap_tokens": self.chunking.overlap_tokens}
-        if doc.format == "markdown":
-            return chunk_markdown(body, slug_headings=doc.slug_headings, **opts)
-        return chunk_text(body, **opts)
-
     def _fail(self, ref: str, exc: KbctlError, spec: SourceSpec | None) -> None:
         _fail_source(ref, exc, spec.id if spec else "", self.report, self.progress)
+
+
+def _chunk(batch: Iterable[_Pending], chunking: ChunkingOptions, result: _BatchResult
+           ) -> list[_Pending]:
+    """Chunk each document of a batch; a document that cannot be chunked is a failed
+    source, never the end of the run."""
+    ok = []
+    for p in batch:
+        try:
+            p.chunks = _chunks_of(p.doc, p.body, chunking)
+        except KbctlError as exc:
+            result.failures.append((p.source.ref, exc, p.spec))
+            continue
+        except Exception as exc:  # a chunker bug must not end the run
+            result.failures.append(
+                (p.source.ref, SourceError(f"cannot chunk {p.source.ref}: {exc!r}"), p.spec))
+            continue
+        ok.append(p)
+    return ok
+
+
+def _chunks_of(doc: Document, body: str, chunking: ChunkingOptions) -> list[Chunk]:
+    opts = {"max_tokens": chunking.max_tokens, "overlap_tokens": chunking.overlap_tokens}
+    if doc.format == "markdown":
+        return chunk_markdown(body, slug_headings=doc.slug_headings, **opts)
+    return chunk_text(body, **opts)
+
+
+def _embed(batch: Sequence[_Pending], embedder: Embedder | None, result: _BatchResult
+           ) -> list[list[float] | None] | None:
+    """The vectors of a batch's chunks, in order (None each without an embedder); None when
+    the provider failed the batch, whose pages then fail with it."""
+    count = sum(len(p.chunks) for p in batch)
+    if embedder is None or not count:
+        return [None] * count
+    try:
+        vectors: list[list[float] | None] = list(embed_pages(
+            embedder, [(p.source.title, [c.text for c in p.chunks]) for p in batch]))
+    except (AuthError, ModelUnavailable):
+        raise  # no key, a rejected one, no model: every later batch would fail alike
+    except EmbedderError as exc:
+        result.failures += [(p.source.ref, exc, p.spec) for p in batch]
+        result.provider_error = exc
+        return None
+    result.embedded = True
+    return vectors
+
+
+def _write(store: KnowledgeStore, namespace: str, batch: Sequence[_Pending],
+           vectors: Sequence[list[float] | None], result: _BatchResult) -> None:
+    """Write a batch's documents with their chunks and vectors in one transaction
+    (``Documents.replace_many``), their chunks' lexical fields analysed first."""
+    items: dict[str, tuple[SourceRecord, list[ChunkRecord]]] = {}
+    existed: dict[str, bool] = {}
+    vector = iter(vectors)
+    for p in batch:
+        records = [ChunkRecord(ordinal=ordinal, text=chunk.text,
+                               meta=_chunk_meta(p.source, chunk, p.doc.filterable),
+                               embedding=next(vector))
+                   for ordinal, chunk in enumerate(p.chunks)]
+        items[p.source.ref] = (p.source, records)  # a ref seen twice: the last one wins
+        existed[p.source.ref] = existed.get(p.source.ref, p.existed)
+    written = list(items.values())
+    with _stage(result.stages, "analyse"):
+        fields = lexical.kb_field_arrays(
+            [c.text for _, records in written for c in records],
+            [c.meta for _, records in written for c in records])
+    with _stage(result.stages, "write", wall=True):
+        result.written, result.removed = store.documents.replace_many(namespace, written,
+                                                                      fields)
+    result.counted = [(ref, existed[ref]) for ref in items]
 
 
 def _without_bad_chars(doc: Document) -> tuple[Document, int]:
