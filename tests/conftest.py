@@ -26,6 +26,13 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker more than the cores, at most four. Many tests wait on a
+    subprocess or a server, so two workers left 24% of a 2-core machine idle; there three
+    workers ran the suite in 308 s against 361 s (four: 353 s)."""
+    return min((os.cpu_count() or 1) + 1, 4)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "empty_db: the test's database is one kbctl never "
                                        "wrote to, not a copy of the migrated one")
