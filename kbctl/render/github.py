@@ -9,9 +9,10 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from ..evals.baseline import CaseRef
+from ..evals.baseline import BaselineDiff, CaseRef
 from ..evals.outcome import EvalOutcome
 from ..evals.run import EvalReport
+from ..evals.verdict import Verdict
 from .cases import (
     RETRIEVED_SHOWN,
     SUMMARY_FAILURES,
@@ -182,10 +183,22 @@ def github_summary(outcome: EvalOutcome) -> str:
     """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict, totals and metrics (with baseline
     deltas), regressions, failed cases with their details, baseline changes, all cases."""
     report, diff, verdict = outcome.report, outcome.diff, outcome.verdict
-    metrics = report.metrics
     icon = "✅" if verdict.passed else "❌"
     lines = [f"## {icon} kbctl eval: {md(verdict.reason)}", ""]
+    lines += _totals(report, diff) + _by_tag(report) + _run_line(report)
+    if diff is not None:
+        lines += _baseline(diff, verdict)
+        lines += _regressions(report, diff)
+    lines += _failed_cases(report)
+    if diff is not None:
+        lines += _baseline_changes(report, diff)
+    lines += _all_cases(report, diff)
+    return _within_limit(lines)
 
+
+def _totals(report: EvalReport, diff: BaselineDiff | None) -> list[str]:
+    """The totals and metrics table, each metric with its change since the baseline."""
+    metrics = report.metrics
     then_rate = diff.baseline_hit_rate if diff is not None else None
     then_mrr = diff.baseline_mrr if diff is not None else None
     header = ["Cases", "Passed", "Failed", "Hit rate", "MRR", "nDCG", "Recall"]
@@ -196,67 +209,87 @@ def github_summary(outcome: EvalOutcome) -> str:
     if diff is not None:
         header.append("Regressions")
         row.append(str(len(diff.regressions)))
-    lines += ["| " + " | ".join(header) + " |",
-              "|" + "---:|" * len(header),
-              "| " + " | ".join(row) + " |", ""]
-    if metrics.by_tag:
-        lines += ["| Tag | Cases | Hit rate | MRR | nDCG | Recall |", "|---|" + "---:|" * 5]
-        lines += [f"| {md(tag)} | {m.scored} | {rate_text(m.hit_rate)} | {mrr_text(m.mrr)} | "
-                  f"{mrr_text(m.ndcg)} | {rate_text(m.recall)} |" for tag, m in metrics.by_tag]
-        lines.append("")
+    return ["| " + " | ".join(header) + " |",
+            "|" + "---:|" * len(header),
+            "| " + " | ".join(row) + " |", ""]
+
+
+def _by_tag(report: EvalReport) -> list[str]:
+    by_tag = report.metrics.by_tag
+    if not by_tag:
+        return []
+    return ["| Tag | Cases | Hit rate | MRR | nDCG | Recall |", "|---|" + "---:|" * 5,
+            *(f"| {md(tag)} | {m.scored} | {rate_text(m.hit_rate)} | {mrr_text(m.mrr)} | "
+              f"{mrr_text(m.ndcg)} | {rate_text(m.recall)} |" for tag, m in by_tag), ""]
+
+
+def _run_line(report: EvalReport) -> list[str]:
+    """Where and how the suite ran: namespace, embedder, suites, version, time, scoring."""
+    metrics = report.metrics
     scored = f"metrics over {metrics.scored} cases with sourceIncludes" \
         if metrics.scored else "no case declares sourceIncludes: metrics not measured"
-    lines.append(
-        f"Namespace **{md(report.namespace)}** · embedder **{md(report.embedder)}** · "
-        f"suites: {', '.join(md(s) for s in report.suites)} · kbctl {md(report.kbctl_version)} · "
-        f"{report.duration_ms / 1000:.2f} s · {scored}"
-    )
-    lines.append("")
-    if diff is not None:
-        score_tol = "off" if diff.score_tolerance is None else f"{diff.score_tolerance:g}"
-        lines.append(f"Baseline: {md(diff.source)} ({diff.baseline_passed}/"
-                     f"{diff.baseline_total} passed; rank tolerance {diff.rank_tolerance}, "
-                     f"score tolerance {score_tol}; fail on: {md(verdict.fail_on)})")
-        lines.append("")
-        lines += [f"> ⚠️ {md(w)}" for w in diff.warnings]
-        if diff.warnings:
-            lines.append("")
+    return [f"Namespace **{md(report.namespace)}** · embedder **{md(report.embedder)}** · "
+            f"suites: {', '.join(md(s) for s in report.suites)} · kbctl "
+            f"{md(report.kbctl_version)} · {report.duration_ms / 1000:.2f} s · {scored}", ""]
 
-    if diff is not None and diff.regressions:
-        lines += [f"### Regressions ({len(diff.regressions)})", ""]
-        for regression in diff.regressions:
-            ref = regression.ref
-            lines.append(f"- **{md(case_label(report, ref.suite, ref.id))}** "
-                         f"({_where(ref.suite, ref.line)}): "
-                         f"{md('; '.join(regression.reasons))}")
-        lines.append("")
 
+def _baseline(diff: BaselineDiff, verdict: Verdict) -> list[str]:
+    """The baseline compared with, its tolerances and what fails the run, and its warnings."""
+    score_tol = "off" if diff.score_tolerance is None else f"{diff.score_tolerance:g}"
+    lines = [f"Baseline: {md(diff.source)} ({diff.baseline_passed}/"
+             f"{diff.baseline_total} passed; rank tolerance {diff.rank_tolerance}, "
+             f"score tolerance {score_tol}; fail on: {md(verdict.fail_on)})", ""]
+    lines += [f"> ⚠️ {md(w)}" for w in diff.warnings]
+    return lines + [""] if diff.warnings else lines
+
+
+def _regressions(report: EvalReport, diff: BaselineDiff) -> list[str]:
+    if not diff.regressions:
+        return []
+    lines = [f"### Regressions ({len(diff.regressions)})", ""]
+    for regression in diff.regressions:
+        ref = regression.ref
+        lines.append(f"- **{md(case_label(report, ref.suite, ref.id))}** "
+                     f"({_where(ref.suite, ref.line)}): "
+                     f"{md('; '.join(regression.reasons))}")
+    return lines + [""]
+
+
+def _failed_cases(report: EvalReport) -> list[str]:
+    """The first ``SUMMARY_FAILURES`` failed cases: each failed check, what was retrieved."""
     failed = [r for r in report.results if not r.passed]
-    if failed:
-        lines += [f"### Failed cases ({len(failed)})", ""]
-        for result in failed[:SUMMARY_FAILURES]:
-            case = result.case
-            lines.append(f"- **{md(case_label(report, case.suite, case.id))}** "
-                         f"({_where(case.suite, case.line)}): {_question(case.question)}")
-            lines += [f"  - ❌ {md(check.name)}: {md(check.detail)}" for check in result.failures]
-            if result.retrieved:
-                shown = ", ".join(f"#{r.rank} {md(r.citation)} ({r.score:.2f})"
-                                  for r in result.retrieved[:RETRIEVED_SHOWN])
-                lines.append(f"  - retrieved: {shown}")
-        if len(failed) > SUMMARY_FAILURES:
-            lines.append(f"- … and {len(failed) - SUMMARY_FAILURES} more (see the JSON report)")
-        lines.append("")
+    if not failed:
+        return []
+    lines = [f"### Failed cases ({len(failed)})", ""]
+    for result in failed[:SUMMARY_FAILURES]:
+        case = result.case
+        lines.append(f"- **{md(case_label(report, case.suite, case.id))}** "
+                     f"({_where(case.suite, case.line)}): {_question(case.question)}")
+        lines += [f"  - ❌ {md(check.name)}: {md(check.detail)}" for check in result.failures]
+        if result.retrieved:
+            shown = ", ".join(f"#{r.rank} {md(r.citation)} ({r.score:.2f})"
+                              for r in result.retrieved[:RETRIEVED_SHOWN])
+            lines.append(f"  - retrieved: {shown}")
+    if len(failed) > SUMMARY_FAILURES:
+        lines.append(f"- … and {len(failed) - SUMMARY_FAILURES} more (see the JSON report)")
+    return lines + [""]
 
-    if diff is not None:
-        for title, refs in (("Fixed since the baseline", diff.fixed),
-                            ("Added since the baseline", diff.added),
-                            ("Removed since the baseline", diff.removed),
-                            ("Edited since the baseline", diff.changed)):
-            if refs:
-                lines += [f"**{title} ({len(refs)}):** {_ref_list(report, refs)}", ""]
 
-    lines += [f"<details><summary>All {report.total} cases</summary>", "",
-              "| | Case | Rank | Top score | Question |", "|---|---|---:|---:|---|"]
+def _baseline_changes(report: EvalReport, diff: BaselineDiff) -> list[str]:
+    lines: list[str] = []
+    for title, refs in (("Fixed since the baseline", diff.fixed),
+                        ("Added since the baseline", diff.added),
+                        ("Removed since the baseline", diff.removed),
+                        ("Edited since the baseline", diff.changed)):
+        if refs:
+            lines += [f"**{title} ({len(refs)}):** {_ref_list(report, refs)}", ""]
+    return lines
+
+
+def _all_cases(report: EvalReport, diff: BaselineDiff | None) -> list[str]:
+    """Every case (the first ``SUMMARY_ROWS``) in a folded table."""
+    lines = [f"<details><summary>All {report.total} cases</summary>", "",
+             "| | Case | Rank | Top score | Question |", "|---|---|---:|---:|---|"]
     for result in report.results[:SUMMARY_ROWS]:
         case = result.case
         status = "❌" if not result.passed else "⚠️" if regression_of(diff, result) else "✅"
@@ -266,5 +299,4 @@ def github_summary(outcome: EvalOutcome) -> str:
                      f"{top} | {_question(case.question)} |")
     if report.total > SUMMARY_ROWS:
         lines.append(f"| | … {report.total - SUMMARY_ROWS} more | | | |")
-    lines += ["", "</details>", ""]
-    return _within_limit(lines)
+    return lines + ["", "</details>", ""]
