@@ -3,7 +3,8 @@ embedder), rerank scores by question and passage (per reranker), and their pruni
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import psycopg
 
@@ -38,15 +39,8 @@ class Caches:
         return {bytes(k): v.to_list() for k, v in rows}  # binary: no number parsed
 
     def add_embeddings(self, identity: str, vectors: dict[bytes, list[float]]) -> None:
-        if not vectors:
-            return
-        items = list(vectors.items())
-        self.conn.execute(
-            """INSERT INTO embedding_cache (identity, input_hash, embedding)
-               SELECT %s, k, v FROM unnest(%b::bytea[], %b::vector[]) AS u(k, v)
-               ON CONFLICT DO NOTHING""",
-            (identity, [k for k, _ in items], [vector_param(v) for _, v in items]),
-        )
+        self._add("embedding_cache (identity, input_hash, embedding)", "vector", identity,
+                  {key: vector_param(v) for key, v in vectors.items()})
 
     def rerank_scores(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, float]:
         if not keys:
@@ -59,15 +53,18 @@ class Caches:
         return {bytes(k): float(v) for k, v in rows}
 
     def add_rerank_scores(self, identity: str, scores: dict[bytes, float]) -> None:
-        if not scores:
+        self._add("rerank_cache (identity, pair_hash, score)", "float8", identity, scores)
+
+    def _add(self, into: str, kind: str, identity: str, values: Mapping[bytes, Any]) -> None:
+        """Insert ``values`` (key → value of SQL type ``kind``) of ``identity`` ``into`` a
+        cache table (its columns: identity, key, value), in binary; a key it holds stays."""
+        if not values:
             return
-        items = list(scores.items())
         self.conn.execute(
-            """INSERT INTO rerank_cache (identity, pair_hash, score)
-               SELECT %s, k, s FROM unnest(%s::bytea[], %s::float8[]) AS u(k, s)
-               ON CONFLICT DO NOTHING""",
-            (identity, [k for k, _ in items], [v for _, v in items]),
-        )
+            f"""INSERT INTO {into}
+                SELECT %s, k, v FROM unnest(%b::bytea[], %b::{kind}[]) AS u(k, v)
+                ON CONFLICT DO NOTHING""",
+            (identity, list(values), list(values.values())))
 
     def prune(self, table: str, older_than_days: float) -> int:
         """Drop rows of a cache (``embedding_cache``: last used; ``rerank_cache``: written)
