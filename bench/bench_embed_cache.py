@@ -222,6 +222,7 @@ def main() -> None:
     if pages is not None:
         print(f"{len(pages)} pages (those {args.pages_of} holds); edited: {', '.join(edited)}")
     if "first" in phases:
+        cache.unlink(missing_ok=True)  # a first run has no cache to restore
         with serve(SITE, args.port, pages) as sitemap, counting_proxy(upstream) as (url, counter):
             wall, report = ingest(out / "first", sitemap, embed_url=url, cache=cache)
         print(f"first ingest, embedder, fresh data dir: {report.added} pages, "
