@@ -25,7 +25,7 @@ from ..errors import DatabaseError, EmbedderMismatch, InputError, KbctlError
 from ..search_notes import spelling_notes, synonym_notes
 from ..store import lexical, spelling
 from ..store import ranking as kb_ranking
-from ..store.db import bounded_read
+from ..store.db import bounded_read, failing_as
 from ..store.embedder import EmbedderRecord
 from ..store.migrations import migrate
 from ..store.search import related_words, searchable
@@ -144,13 +144,11 @@ class PostgresMemoryBackend:
                                          related=bool(terms["sg"]))
             params.update(qv=vector_text(self.embedder.embed_query(query)),
                           w=self.vector_weight, cand=max(fetch, kb_ranking.VECTOR_CANDIDATES))
-        try:
-            with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
-                # Never server-prepared: a generic plan ignores the scope's size and the
-                # query's lexemes and runs ~30% slower than a fresh custom plan.
-                rows = cur.execute(stmt, params, prepare=False).fetchall()
-        except psycopg.Error as exc:
-            raise DatabaseError(f"memory search failed: {str(exc).strip()}") from exc
+        with failing_as("memory search"), bounded_read(self.conn), \
+                self.conn.cursor(row_factory=dict_row) as cur:
+            # Never server-prepared: a generic plan ignores the scope's size and the
+            # query's lexemes and runs ~30% slower than a fresh custom plan.
+            rows = cur.execute(stmt, params, prepare=False).fetchall()
         if opts.min_score is not None:
             rows = [r for r in rows if _score(r) >= opts.min_score]
         if opts.mmr:
@@ -176,13 +174,10 @@ class PostgresMemoryBackend:
     def _spelling(self, analysed: lexical.Analysed, fenced: dict[str, Any], correct: bool
                   ) -> spelling.Spelling:
         """Typo tolerance over the caller's visible rows (``kbctl.store.spelling``)."""
-        try:
-            with bounded_read(self.conn), self.conn.cursor() as cur:
-                return spelling.check(cur, analysed,
-                                      known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
-                                      params=fenced, correct=correct)
-        except psycopg.Error as exc:
-            raise DatabaseError(f"memory search failed: {str(exc).strip()}") from exc
+        with failing_as("memory search"), bounded_read(self.conn), self.conn.cursor() as cur:
+            return spelling.check(cur, analysed,
+                                  known=search_sql.KNOWN_WORD, words=search_sql.WORDS,
+                                  params=fenced, correct=correct)
 
     def get(self, scope: MemoryScope, path: str, *, from_line: int | None = None,
             lines: int | None = None) -> MemoryText:
@@ -525,11 +520,8 @@ class PostgresMemoryBackend:
         return rows[0] if rows else None
 
     def _query(self, stmt: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        try:
-            with self.conn.cursor(row_factory=dict_row) as cur:
-                return cur.execute(stmt, params).fetchall()
-        except psycopg.Error as exc:
-            raise DatabaseError(f"memory query failed: {str(exc).strip()}") from exc
+        with failing_as("memory query"), self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(stmt, params).fetchall()
 
     @contextmanager
     def _file_lock(self, scope: MemoryScope, owner: str | None, path: str) -> Iterator[None]:

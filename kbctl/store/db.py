@@ -41,6 +41,16 @@ READ_TIMEOUT_S = 60
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
+@contextmanager
+def failing_as(what: str) -> Iterator[None]:
+    """A statement's failure as a ``DatabaseError`` that says what was being done (``what``
+    failed: the server's words), not a driver traceback."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise DatabaseError(f"{what} failed: {str(exc).strip()}") from exc
+
+
 # Connections inside a ``bounded_read`` now: one nested in it adds no round trips.
 _BOUNDED: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 

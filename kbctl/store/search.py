@@ -13,9 +13,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..errors import DatabaseError
 from . import lexical, ranking, spelling
-from .db import bounded_read
+from .db import bounded_read, failing_as
 from .documents import Documents
 from .records import ScoredChunk
 from .thesaurus import BUILT_IN, Thesaurus
@@ -152,19 +151,17 @@ class Search:
                           w=vector_weight)
             stmt, fparams = ranking.hybrid_query(filters, fusion, related=related)
         params.update(fparams)
-        try:
-            with bounded_read(self.conn), self.conn.cursor(row_factory=dict_row) as cur:
-                if query_vector is not None:
-                    params["vids"] = self._vector_candidates(namespace, params["qv"],
-                                                             filters, params["cand"])
-                # a search a thesaurus rule may apply to is planned for its question every
-                # time: a cached generic plan of its concepts' CTEs, blind to the question's
-                # lexemes, took 69 ms a hybrid search on the dev set, not 46; the plain
-                # search's cached plan is as fast as a fresh one, and saves the planning
-                rows = cur.execute(stmt, params, prepare=None if not related else False
-                                   ).fetchall()
-        except psycopg.Error as exc:
-            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+        with failing_as("search"), bounded_read(self.conn), \
+                self.conn.cursor(row_factory=dict_row) as cur:
+            if query_vector is not None:
+                params["vids"] = self._vector_candidates(namespace, params["qv"],
+                                                         filters, params["cand"])
+            # a search a thesaurus rule may apply to is planned for its question every
+            # time: a cached generic plan of its concepts' CTEs, blind to the question's
+            # lexemes, took 69 ms a hybrid search on the dev set, not 46; the plain
+            # search's cached plan is as fast as a fresh one, and saves the planning
+            rows = cur.execute(stmt, params, prepare=None if not related else False
+                               ).fetchall()
         out = []
         for r in rows:
             text_score = float(r["text_score"] or 0.0)
@@ -184,13 +181,10 @@ class Search:
                   ) -> spelling.Spelling:
         """The question's words that no chunk of the namespace uses, and the lexemes they
         most likely meant (``kbctl.store.spelling``); ``correct=False`` only finds them."""
-        try:
-            with bounded_read(self.conn), self.conn.cursor() as cur:
-                return spelling.check(
-                    cur, analysed, known=lexical.KB_KNOWN_WORD,
-                    words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
-        except psycopg.Error as exc:
-            raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+        with failing_as("search"), bounded_read(self.conn), self.conn.cursor() as cur:
+            return spelling.check(
+                cur, analysed, known=lexical.KB_KNOWN_WORD,
+                words=lexical.KB_WORDS, params={"ns": namespace}, correct=correct)
 
     def _vector_candidates(self, namespace: str, qv: str, filters: dict[str, str],
                            cand: int) -> list[int]:
@@ -213,32 +207,23 @@ class Search:
                      exact: bool) -> list[int]:
         stmt, params = ranking.vector_candidates_query(filters, exact=exact)
         params.update(ns=namespace, qv=qv, cand=cand)
-        try:
-            with self.conn.transaction():
-                if not exact:
-                    self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                    ef_search = max(ranking.HNSW_EF_SEARCH, cand)
-                    self.conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
-                return [r[0] for r in self.conn.execute(stmt, params).fetchall()]
-        except psycopg.Error as exc:
-            raise DatabaseError(f"vector search failed: {str(exc).strip()}") from exc
+        with failing_as("vector search"), self.conn.transaction():
+            if not exact:
+                self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                ef_search = max(ranking.HNSW_EF_SEARCH, cand)
+                self.conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            return [r[0] for r in self.conn.execute(stmt, params).fetchall()]
 
 
 def related_words(conn: psycopg.Connection, params: Mapping[str, Any]
                   ) -> dict[str, tuple[str, ...]]:
     """The synonyms a question's words bring into its search (``lexical.related_words``),
     its ``QueryTerms.params`` given."""
-    try:
-        with bounded_read(conn), conn.cursor() as cur:
-            return lexical.related_words(cur, params)
-    except psycopg.Error as exc:
-        raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+    with failing_as("search"), bounded_read(conn), conn.cursor() as cur:
+        return lexical.related_words(cur, params)
 
 
 def searchable(conn: psycopg.Connection, analysed: lexical.Analysed) -> bool:
     """Whether the analysed question has a word the index keeps (``spelling.searchable``)."""
-    try:
-        with conn.cursor() as cur:
-            return spelling.searchable(cur, analysed)
-    except psycopg.Error as exc:
-        raise DatabaseError(f"search failed: {str(exc).strip()}") from exc
+    with failing_as("search"), conn.cursor() as cur:
+        return spelling.searchable(cur, analysed)
