@@ -1140,7 +1140,8 @@ def test_the_server_keeps_little_wal_and_an_older_data_directory_is_given_the_se
 
 def test_a_fifo_in_place_of_the_server_config_ends_the_command(box: Box) -> None:
     """Opening a FIFO blocks until something writes to it: kbctl's own look at the config
-    must not, and the server's start gives up; the command ends with exit 3."""
+    must not, and the server is not started on it; the command ends with exit 3, naming
+    the file."""
     conf = box.pgdata / "postgresql.conf"
     kept = conf.read_bytes()
     conf.unlink()
@@ -1148,6 +1149,7 @@ def test_a_fifo_in_place_of_the_server_config_ends_the_command(box: Box) -> None
     run = box.run("query", "widget")  # COMMAND_DEADLINE: a hang fails the test
     assert run.returncode == 3 and "Traceback" not in run.stderr, run.stderr
     assert "could not start the embedded PostgreSQL" in run.stderr
+    assert f"{conf} is not a regular file" in run.stderr and "put back" in run.stderr
     conf.unlink()
     conf.write_bytes(kept)
     assert "widget" in top_text(box, "widget", "default")

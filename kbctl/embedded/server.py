@@ -920,6 +920,7 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
                 server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
                 server.ensure_pgdata_inited()
             _write_settings(pgdata)
+            _config_is_a_file(pgdata)
             server.ensure_postgres_running()
         except Exception as exc:
             why = _why(exc, log, seen, said)
@@ -927,6 +928,9 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
                     "directory is writable, or pass --db postgresql://…")
             if "No space left on device" in why:
                 hint = free_space_hint(pgdata)
+            elif NOT_A_FILE in why:
+                hint = (f"put back {pgdata / 'postgresql.conf'} as the file it was, or move "
+                        f"{pgdata.parent} aside and ingest again")
             elif "Version mismatch" in why or "incompatible with server" in why:
                 # a CI cache or a copy made by a kbctl bundling another PostgreSQL major
                 hint = (f"{pgdata.parent} was made by another PostgreSQL major version: move "
@@ -934,6 +938,22 @@ def _start(pgserver: Any, pgdata: Path) -> Any:
             raise DatabaseError(f"could not start the embedded PostgreSQL in {pgdata}: {why}",
                                 hint=hint) from exc
     return server
+
+
+NOT_A_FILE = "is not a regular file"
+
+
+def _config_is_a_file(pgdata: Path) -> None:
+    """PostgreSQL opens its config blocking: a FIFO or a device in its place held the start
+    until pg_ctl gave up 10 s later, with a timeout that named nothing. (One swapped in
+    after this look still ends in that timeout.)"""
+    conf = pgdata / "postgresql.conf"
+    try:
+        mode = conf.stat().st_mode
+    except OSError:
+        return  # missing or unreadable: PostgreSQL's own error says so
+    if not stat.S_ISREG(mode):
+        raise OSError(f"{conf} {NOT_A_FILE}, and PostgreSQL would wait on it")
 
 
 def _write_settings(pgdata: Path) -> None:
