@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import KBCTL, ROOT, RUST_BOOK, SHARED, require, temp_dir  # noqa: E402
+from _common import KBCTL, ROOT, RUST_BOOK, SHARED, compiled, require, temp_dir  # noqa: E402
 
 SUITE = ROOT / "bench" / "suites" / "rust-book.yaml"
 EVAL_CASES = 53
@@ -87,6 +87,8 @@ def main() -> None:
     trees = dict(t.split("=", 1) for t in args.tree) or {
         "before": str(SHARED.parent / "main"), "after": str(ROOT)}
     trees = {name: str(Path(path).resolve()) for name, path in trees.items()}
+    for tree in trees.values():
+        compiled(tree)
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("KBCTL_") and k != "PYTHONPATH"}
     base["COLUMNS"] = "120"

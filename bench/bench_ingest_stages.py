@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from _common import KBCTL, ROOT, RUST_BOOK, SHARED, temp_dir
+from _common import KBCTL, ROOT, RUST_BOOK, SHARED, compiled, temp_dir
 
 DOCS_SITE = SHARED / "scripts" / "docs-site"
 CACHE = Path.home() / ".cache" / "kbctl-docs-site"
@@ -250,6 +250,8 @@ def main() -> None:
     checkouts = {"after": ROOT}
     if args.compare:
         checkouts = {"before": args.compare.resolve(), "after": ROOT}
+    for checkout in checkouts.values():
+        compiled(checkout)
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results: dict[tuple[str, str], list[Run]] = {}
