@@ -31,10 +31,11 @@ if os.environ.get("CI"):
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: a worker more than the cores, at most four. Many tests wait on a
-    subprocess or a server, so two workers left 24% of a 2-core machine idle; there three
-    workers ran the suite in 308 s against 361 s (four: 353 s)."""
-    return min((os.cpu_count() or 1) + 1, 4)
+    """``-n auto``: two workers more than the cores, at most four. Many tests wait on a
+    subprocess or a server, so two workers left 24% of a 2-core machine idle. There, with
+    ``--dist worksteal``, three workers ran the suite in 275 s, four in 249 and 276 s,
+    five in 266 s (three without worksteal: 289 s)."""
+    return min((os.cpu_count() or 1) + 2, 4)
 
 
 def pytest_configure(config: pytest.Config) -> None:
