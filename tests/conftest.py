@@ -31,11 +31,12 @@ if os.environ.get("CI"):
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers more than the cores, at most four. Many tests wait on a
-    subprocess or a server, so two workers left 24% of a 2-core machine idle. There, with
-    ``--dist worksteal``, three workers ran the suite in 275 s, four in 249 and 276 s,
-    five in 266 s (three without worksteal: 289 s)."""
-    return min((os.cpu_count() or 1) + 2, 4)
+    """``-n auto``: a worker more than the cores, at most four. Many tests wait on a
+    subprocess or a server, so two workers left 24% of a 2-core machine idle. There, in
+    one series of runs, three workers took 289 s, and 275 s with ``--dist worksteal``;
+    four with worksteal took 249 and 276 s, but 312 s under .ci/run (which builds more
+    sites) against 272 s for three: each worker starts its own server and fixtures."""
+    return min((os.cpu_count() or 1) + 1, 4)
 
 
 def pytest_configure(config: pytest.Config) -> None:
