@@ -35,6 +35,14 @@ def _add_a_chunk(url: str) -> int:
                             "VALUES ('ns', 'r', 0, 'words') RETURNING id").fetchone()[0]
 
 
+def _changed(pool: DatabasePool, change: str) -> str:
+    """A database of the pool, with ``change`` made to it, as a test would."""
+    name = pool.take()
+    with psycopg.connect(_url(pool, name)) as conn:
+        conn.execute(change)
+    return name
+
+
 def test_the_next_test_gets_the_database_emptied_and_its_ids_started_over(
         pool: DatabasePool) -> None:
     first = pool.take()
@@ -56,10 +64,7 @@ def test_the_next_test_gets_the_database_emptied_and_its_ids_started_over(
 ])
 def test_what_a_test_added_is_undone_before_the_next_test(pool: DatabasePool,
                                                           change: str) -> None:
-    name = pool.take()
-    with psycopg.connect(_url(pool, name)) as conn:
-        conn.execute(change)
-    pool.give_back(name)
+    pool.give_back(_changed(pool, change))
     handed = pool.take()
     assert pool.handed_on == 1
     with psycopg.connect(_url(pool, handed)) as conn:
@@ -80,9 +85,7 @@ def test_what_a_test_added_is_undone_before_the_next_test(pool: DatabasePool,
 ])
 def test_a_database_a_test_changed_otherwise_is_dropped(pool: DatabasePool,
                                                         change: str) -> None:
-    name = pool.take()
-    with psycopg.connect(_url(pool, name)) as conn:
-        conn.execute(change)
+    name = _changed(pool, change)
     before = _databases(pool)
     pool.give_back(name)
     assert pool.spare is None and _databases(pool) == before - {name}
