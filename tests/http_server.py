@@ -121,6 +121,15 @@ class LocalServer:
         with self._lock:
             return sum(1 for r in self.requests if r.path == path)
 
+    def hits_once(self, path: str, expected: int, seconds: float = 30.0) -> int:
+        """``hits(path)`` once it reaches ``expected`` (or after ``seconds``). A request
+        whose client gave up on it (a deadline passed) is still read by the server, but on
+        a busy machine maybe after the client has moved on."""
+        end = time.monotonic() + seconds
+        while self.hits(path) < expected and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.hits(path)
+
     def start(self) -> LocalServer:
         self._thread.start()
         return self

@@ -134,7 +134,8 @@ def test_a_question_to_a_stalled_provider_times_out_twice_at_most(
                                    allow_private_network=True, retry=patient)
         with pytest.raises(RerankerError, match="request failed after 2 attempts"):
             reranker.score("q", ["a"])
-        assert server.hits("/v1/embeddings") == 2 and server.hits("/rerank") == 2
+        assert server.hits_once("/v1/embeddings", 2) == 2
+        assert server.hits_once("/rerank", 2) == 2
 
 
 def test_a_question_still_rides_out_quick_failures() -> None:
