@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # The suite starts some hundreds of Python processes (kbctl commands, servers, site
     # builds). Where byte code is never written (PYTHONDONTWRITEBYTECODE set, packages
     # installed with --no-compile, as .ci/run does), each compiled every module it
-    # imported again: a warm `kbctl query` took 1.07 s against 0.31 s.
+    # imported again: a warm `kbctl query` took 1.07 s against 0.34 s.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
     config.addinivalue_line("markers", "empty_db: the test's database is one kbctl never "
