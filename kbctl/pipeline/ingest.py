@@ -481,11 +481,11 @@ def _plan(run: _Run, spec: SourceSpec, *, alone: bool) -> _Plan | None:
     """The definition's listing, recorded for resync, and the pages it is compared with;
     None when the source failed."""
     adapter = adapter_for(spec, **run.context)
-    t0 = time.perf_counter()
-    expansion = _expand(run, spec, adapter, alone=alone)
+    report = run.report
+    with _stage(report.timings, "expand", wall=True):
+        expansion = _expand(run, spec, adapter, alone=alone)
     if expansion is None:
         return None
-    report = run.report
     changed = None if run.policy.recorded else _options_changed(
         run.books.before.get(spec.id), spec, expansion.settled)
     run.books.record(spec, expansion.settled)
@@ -506,7 +506,6 @@ def _plan(run: _Run, spec: SourceSpec, *, alone: bool) -> _Plan | None:
         report.sources[-1].update(expansion.info)
     for note in expansion.notes:
         run.progress(ProgressEvent("note", message=note))
-    report.timings["expand"] = report.timings.get("expand", 0) + time.perf_counter() - t0
     run.progress(ProgressEvent("total", total=len(expansion.leaves)))
     existing = {s.ref: s for s in run.store.documents.stored(run.namespace)}
     run.writer.know(existing.values())
@@ -745,7 +744,7 @@ class _BatchResult:
     failures: list[tuple[str, KbctlError, SourceSpec | None]] = field(default_factory=list)
     provider_error: EmbedderError | None = None  # the embedding itself failed
     embedded: bool = False
-    stages: dict[str, float] = field(default_factory=dict)  # seconds, per ``STAGES`` name
+    stages: dict[str, float] = field(default_factory=dict)  # seconds, per stage (``_stage``)
 
 
 class _Writer:
@@ -1164,7 +1163,7 @@ def content_hash(doc: Document, body: str) -> str:
 
 
 def _chunk_meta(source: SourceRecord, chunk: Chunk, extra: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {k: v for k, v in extra.items()}
+    meta: dict[str, Any] = dict(extra)
     meta.update({
         "url": source.url,
         "title": source.title,
