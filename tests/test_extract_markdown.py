@@ -111,3 +111,48 @@ def test_document_is_frozen() -> None:
     assert isinstance(doc, MarkdownDocument)
     with pytest.raises(dataclasses.FrozenInstanceError):
         doc.title = "changed"  # type: ignore[misc]
+
+
+# Lines that make or unmake a top-level H1, or hide one: fences, code, quotes, lists, HTML
+# blocks, tables (a "# a | b" line is a table's header when a delimiter row follows).
+_TRICKY_LINES = (
+    "# Title", "#", "# ", "#\tTabbed", "   # Indented", "    # code", "\t# code", "Para text",
+    "", "===", "  ===  ", "Setext", "---", "```", "```md", "~~~", "> # quoted", "> quote",
+    "- # in a list", "- item", "  # continued", "<div>", "</div>", "<!--", "-->", "# a | b",
+    "--|--", "| x | y |", "[ref]: /url", "# `code` *em*", "# <!-- c -->", "1. one", "<pre>",
+    "</pre>", "# Other",
+)
+
+
+def _title_of_a_whole_parse(text: str) -> str | None:
+    from kbctl.chunk.headings import block_tokens, heading_texts, normalize_source
+
+    tokens = block_tokens(normalize_source(text))
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.tag == "h1" and tok.level == 0:
+            title = heading_texts(tokens[i + 1].content)[0]
+            if title:
+                return title
+    return None
+
+
+def test_the_title_is_the_one_a_whole_parse_finds() -> None:
+    """The title is looked up in a prefix of the page first; on thousands of pages made of
+    lines that make, unmake or hide an H1 it is always the one a parse of the whole page
+    finds."""
+    import random
+
+    rng = random.Random(7)
+    pages = ["# a | b\n--|--\n# Real\n", "```\n# comment\n```\n# Real\n", "Title\n===\n",
+             "#\n# Second\n", "#\n# a | b\n--|--\n", "# \n# a | b\n--|--\n# c\n",
+             "> quote\n# Out\n", "<div>\n# in html\n\n# After\n"]
+    pages += ["\n".join(rng.choice(_TRICKY_LINES) for _ in range(rng.randint(1, 12)))
+              + rng.choice(("", "\n")) for _ in range(4000)]
+    titled = 0
+    for page in pages:
+        if page.startswith("---"):
+            page = "\n" + page  # not front matter
+        expected = _title_of_a_whole_parse(page)
+        assert parse_markdown_document(page).title == expected, page
+        titled += expected is not None
+    assert 1000 < titled < len(pages) - 1000  # both kinds of page were tried
