@@ -31,7 +31,7 @@ main()
 """
 
 # What a command that reads no documents has no use for; memory chunks its own files.
-READING = ("kbctl.extract", "kbctl.generators", "kbctl.sources.crawl",
+READING = ("kbctl.extract", "kbctl.generators", "kbctl.sources.base", "kbctl.sources.crawl",
            "kbctl.sources.fetchpage", "kbctl.sources.registry", "kbctl.pipeline.ingest",
            "trafilatura", "lxml", "docutils")
 EXTRACTION = (*READING, "kbctl.chunk", "markdown_it")

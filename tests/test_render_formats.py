@@ -68,6 +68,17 @@ def test_output_routes_streams(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["question"] == "q"
 
 
+def test_emoji_codes_in_what_came_from_outside_stay_text(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    titled = result("https://a/x")
+    titled = replace(titled, hits=[replace(titled.hits[0], heading_path=("Use :memo:", "a1"),
+                                           text="notes :smile:")])
+    Output().show(titled, "table")
+    Output().emit(Rendered.stdout(Table("col :memo:")))
+    out = capsys.readouterr().out
+    assert "Use :memo: › a1" in out and "notes :smile:" in out and "col :memo:" in out, out
+
+
 def test_a_new_format_is_one_module_and_one_line(cli: Cli, workdir: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(query_formats.FORMATS, "urls", format_urls.urls)  # the one line

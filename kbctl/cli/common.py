@@ -31,8 +31,6 @@ from ..hygiene import require_clean
 from ..linefile import LoadError, decode_capped
 from ..paths import path_error
 from ..render import Output
-from ..sources.base import MAX_FILE_BYTES
-from ..sources.options import LANG_HELP, NOINDEX_HELP, VERSION_HELP
 from ..wiring import leave_databases
 from . import registry
 
@@ -72,11 +70,7 @@ VectorWeightOpt = Annotated[float | None, typer.Option(
 FusionOpt = Annotated[str | None, typer.Option(
     "--fusion", help="Hybrid search: weighted (w·vector + (1−w)·text) or rrf (reciprocal "
     "rank) [weighted].", show_default=False)]
-IgnoreNoindexOpt = Annotated[bool, typer.Option("--ignore-noindex", help=NOINDEX_HELP)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-VersionOpt = Annotated[str | None, typer.Option("--version", help=VERSION_HELP,
-                                                 show_default=False)]
-LangOpt = Annotated[str | None, typer.Option("--lang", help=LANG_HELP, show_default=False)]
 PrivateOpt = Annotated[bool | None, typer.Option(
     "--allow-private-network/--no-allow-private-network",
     help="Allow loopback and private addresses for fetches and for embedder and reranker "
@@ -224,8 +218,9 @@ def _labels(fn: Callable[..., Any]) -> dict[str, str]:
     return labels
 
 
-def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
-    """Standard input as UTF-8 text, refused past ``limit`` bytes (the per-file cap)."""
+def read_stdin(what: str, limit: int) -> str:
+    """Standard input as UTF-8 text, refused past ``limit`` bytes (the cap of what it is
+    read as: a source's text, a memory file, a JSON document)."""
     if sys.stdin is None:  # started with it closed (``<&-``)
         raise InputError(f"no standard input to read {what} from: it is closed",
                          hint="pass it as an argument, or pipe it in")

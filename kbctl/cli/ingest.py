@@ -17,9 +17,9 @@ from ..config import Settings
 from ..errors import InputError
 from ..pipeline import api
 from ..render import Output
-from ..sources.base import SourceSpec
+from ..sources.base import MAX_FILE_BYTES, SourceSpec
 from ..sources.extractpool import allow_worker_processes
-from ..sources.options import SourceOptions
+from ..sources.options import LANG_HELP, NOINDEX_HELP, VERSION_HELP, SourceOptions
 from ..sources.registry import KINDS, flag_spec
 from .common import (
     JSON_META,
@@ -28,12 +28,9 @@ from .common import (
     DbOpt,
     EmbedderOpt,
     EmbedderUrlOpt,
-    IgnoreNoindexOpt,
     JsonOpt,
-    LangOpt,
     NamespaceOpt,
     PrivateOpt,
-    VersionOpt,
     exit_with,
     guard,
     json_wanted,
@@ -42,6 +39,11 @@ from .common import (
 )
 from .registry import HELP_MARKUP
 from .root import click_command
+
+IgnoreNoindexOpt = Annotated[bool, typer.Option("--ignore-noindex", help=NOINDEX_HELP)]
+VersionOpt = Annotated[str | None, typer.Option("--version", help=VERSION_HELP,
+                                                 show_default=False)]
+LangOpt = Annotated[str | None, typer.Option("--lang", help=LANG_HELP, show_default=False)]
 
 
 class KindsGroup(TyperGroup):
@@ -206,7 +208,7 @@ def ingest_text(
         raise InputError("--ref is required: a stable name or URL for this text")
     if fmt not in ("markdown", "text"):
         raise InputError(f"--format must be markdown or text, got '{fmt}'")
-    body = read_stdin("the text") if text in (None, "-") else text
+    body = read_stdin("the text", MAX_FILE_BYTES) if text in (None, "-") else text
     spec = flag_spec("text", ref, title=title or ref, format=fmt, body=body)
     settings = merged_settings(ctx, db_url=db, data_dir=data_dir, namespace=namespace,
                                config=config, embedder=embedder,

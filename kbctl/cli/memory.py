@@ -10,7 +10,7 @@ import typer
 from ..config import Settings
 from ..errors import InputError
 from ..memory import api
-from ..memory.model import DEFAULT_LIST_LIMIT, ListPage
+from ..memory.model import DEFAULT_LIST_LIMIT, MAX_FILE_BYTES, ListPage
 from ..render import Output, check_format
 from ..render.memory import SEARCH, citations_enabled
 from .common import (
@@ -78,7 +78,7 @@ def append(
     """
     settings = _settings(db, data_dir, config, agent, user, embedder, embedder_base_url,
                          backend=backend, allow_private_network=allow_private_network)
-    body = read_stdin("the text") if text in (None, "-") else text
+    body = read_stdin("the text", MAX_FILE_BYTES) if text in (None, "-") else text
     out = Output(json_output)
     _emit(api.append(settings, path, body, announce=out.note), json_output)
 

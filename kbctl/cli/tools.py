@@ -16,7 +16,7 @@ from kbctl.agent.specs import ToolLimits, tool_specs
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import require_clean
-from ..linefile import first_clause
+from ..linefile import MAX_FILE_BYTES, first_clause
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
@@ -127,7 +127,7 @@ def call(
     """
     parent: dict[str, Any] = ctx.obj or {}
     try:
-        arguments = _arguments(read_stdin("--args") if args == "-" else args)
+        arguments = _arguments(read_stdin("--args", MAX_FILE_BYTES) if args == "-" else args)
         settings = settings_from(
             db_url=db, data_dir=data_dir, namespace=namespace,
             config=config or parent.get("config"), embedder=embedder,

@@ -146,8 +146,9 @@ class _WholeWrites:
 
 class _Console(Console):
     def __init__(self, *, stderr: bool = False, **options: Any) -> None:
+        # emoji codes in a string part (a table's cells) stay text, as ``text.styled``'s do
         super().__init__(file=_WholeWrites("stderr" if stderr else "stdout"), stderr=stderr,
-                         **options)
+                         emoji=False, **options)
 
     def on_broken_pipe(self) -> None:
         _reader_gone(self.file)

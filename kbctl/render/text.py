@@ -3,7 +3,8 @@
 Every human renderer passes such text through ``shown`` before it enters rich markup, or
 ``plain`` when it is written as is, so what a document or file name contains can never
 become styling or layout: markup brackets and control characters (newlines too, unless
-the text is multi-line by nature) are shown escaped.
+the text is multi-line by nature) are shown escaped, and emoji codes (``:memo:``) are not
+read.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def plain(value: str, *, keep_newlines: bool = False) -> str:
 
 
 def styled(markup: str) -> Text:
-    """One line of rich markup (whose outside text went through ``shown``)."""
-    return Text.from_markup(markup)
+    """One line of rich markup (whose outside text went through ``shown``). Emoji codes
+    stay text: a title's ``:memo:`` is what its page shows."""
+    return Text.from_markup(markup, emoji=False)
 
 
 def filter_text(filters: Mapping[str, str]) -> str:
