@@ -654,6 +654,37 @@ def test_a_huge_table_is_one_block_in_bounded_memory() -> None:
     assert chunks[-1].text.endswith("after")
 
 
+def test_tables_are_where_gfm_puts_them() -> None:
+    """The block parser's table rule is GFM's, keeping only each table's span: on thousands
+    of pages made of lines that open, continue, end or interrupt tables, every other token
+    is GFM's, in place."""
+    import random
+
+    from markdown_it import MarkdownIt
+
+    from kbctl.chunk.headings import block_tokens
+
+    gfm = MarkdownIt("commonmark").enable("table").disable("inline")
+    lines = ("a | b", "| a | b |", "|---|---|", "--|--", ":-:|-", "- | x", "-|", "| x",
+             "|", ":", "text", "", "# h", "    | code |", "> | q |", "- item", "---",
+             "| a |\t", "  |--|")
+    rng = random.Random(11)
+    pages = ["\n".join(rng.choice(lines) for _ in range(rng.randint(1, 10)))
+             for _ in range(3000)]
+    tables = 0
+    for page in pages:
+        ours = [(t.type, t.map, t.level) for t in block_tokens(page, {})]
+        theirs, depth = [], 0
+        for t in gfm.parse(page):  # a table's own tokens: its rows, cells and their text
+            depth -= t.type == "table_close"
+            if depth == 0:
+                theirs.append((t.type, t.map, t.level))
+            depth += t.type == "table_open"
+        assert ours == theirs, page
+        tables += any(kind == "table_open" for kind, _, _ in ours)
+    assert 300 < tables < len(pages) - 300  # pages with and without tables were tried
+
+
 def test_past_the_line_budget_markdown_is_plain_text_in_bounded_memory() -> None:
     from kbctl.chunk.headings import MAX_BLOCK_LINES, block_tokens
 

@@ -24,6 +24,15 @@ def _table_span(state: StateBlock, start_line: int, end_line: int, silent: bool)
     """GFM's own table rule, keeping only the table's open and close tokens (with its
     lines): what reads block tokens needs where a table starts and ends, never its cells,
     and a 4 MB table of a million cells made three million tokens (1.4 GB)."""
+    # the rule's own first test, made before the rule is wrapped: a table's second line
+    # opens with "|", "-" or ":", and the rule is tried at the start of every block and
+    # of every paragraph line, which almost never is one
+    below = start_line + 1
+    if below >= end_line:
+        return False
+    opens = state.bMarks[below] + state.tShift[below]
+    if opens >= state.eMarks[below] or state.src[opens] not in "|-:":
+        return False
     push = state.push
     cells: list[Token] = []  # one token takes what the rule sets on tokens it would keep
 
