@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Any
 
 from kbctl.chunk.headings import block_tokens, heading_texts, normalize_source, over_block_budget
 from kbctl.frontmatter import MAX_FILTER_CHARS, split_front_matter
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 
 @dataclass(frozen=True)
