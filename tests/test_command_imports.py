@@ -7,6 +7,8 @@ structural check, timed by nothing."""
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from kbctl.cli.registry import COMMANDS
+
+from .conftest import Cli
 
 # Runs kbctl as the console script does, and writes the modules it holds at exit.
 PROBE = """
@@ -181,3 +185,43 @@ def test_the_registry_says_what_each_command_says_of_itself() -> None:
         assert command.get_short_help_str(limit=10_000) == entry.help, name
         for sub in entry.commands:  # a group's commands kept in other modules
             assert sub in command.commands, (name, sub)
+
+
+# Runs kbctl as the console script does, and writes how its garbage collector stands at exit.
+GC_PROBE = """
+import atexit, gc, json, os, sys
+
+during = []  # the freeze count at each collection
+gc.callbacks.append(lambda phase, info: phase == "start" and during.append(gc.get_freeze_count()))
+import kbctl.entry
+started = len(during)  # the interpreter's and this probe's own, before kbctl's code runs
+
+def held():
+    with open(os.environ["KBCTL_GC"], "w", encoding="utf-8") as out:
+        json.dump({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                   "while_importing": sum(1 for f in during[started:] if f == 0)}, out)
+
+atexit.register(held)
+sys.argv = ["kbctl", *sys.argv[1:]]
+kbctl.entry.main()
+"""
+
+
+@pytest.mark.parametrize("args", [("query", "--help"), ("ingest", "files", "--help")])
+def test_no_garbage_is_collected_while_the_command_is_imported(
+        tmp_path: Path, args: tuple[str, ...], cli: Cli) -> None:
+    """Importing a command makes tens of thousands of objects that live as long as the
+    process: the console script collects none of them while it imports, then freezes what
+    it made and collects as usual. A command run inside another process (the tests, a
+    library caller) leaves that process's collector as it was."""
+    report = tmp_path / "gc.json"
+    done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
+                          text=True, env={**os.environ, "KBCTL_GC": str(report)},
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    stands = json.loads(report.read_text(encoding="utf-8"))
+    assert stands["while_importing"] == 0 and stands["enabled"], stands
+    assert stands["frozen"] > 10_000, stands  # what the imports made
+    frozen = gc.get_freeze_count()
+    assert cli(*args).exit_code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

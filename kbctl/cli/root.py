@@ -3,6 +3,7 @@ registry (``kbctl.cli.COMMANDS``) only when the command line names it."""
 
 from __future__ import annotations
 
+import gc
 from difflib import get_close_matches
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from .. import __version__
+from . import registry
 from .registry import COMMANDS, HELP_MARKUP, Entry, resolve
 
 
@@ -46,6 +48,9 @@ class RegistryGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = load(cmd_name, COMMANDS[cmd_name])
+            if registry.COLLECT_AFTER_LOAD and not gc.isenabled():
+                gc.freeze()  # what the imports made stays: later collections skip it
+                gc.enable()
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
