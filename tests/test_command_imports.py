@@ -155,8 +155,9 @@ def test_commands_on_a_knowledge_base_load_only_what_they_use(tmp_path: Path,
         (("ingest", "text", "Borrowing lends a value.", "--ref", "b", *db),
          MEMORY + EVALS + AGENT + HTTP + WEB),
         # a lexical knowledge base: its embedder is none, and no HTTP client is loaded
+        # the agent's context block only for the format that prints it
         (("query", "who owns a value", *db),
-         EXTRACTION + MEMORY + EVALS + AGENT + HTTP + QUICK),
+         EXTRACTION + MEMORY + EVALS + AGENT + HTTP + QUICK + ("kbctl.agent",)),
         (("query", "who owns a value", "--format", "context", *db),
          EXTRACTION + MEMORY + EVALS + AGENT + HTTP + QUICK),
         (("eval", str(suite), *db), EXTRACTION + MEMORY + AGENT + HTTP + ("click", "pydantic")),

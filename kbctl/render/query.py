@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agent.context import render_context
 from ..pipeline.query import source_parts
 from ..results import EMPTY_NAMESPACE_HINT, QueryResult
 from ..search_notes import question_notes
@@ -91,6 +90,8 @@ def query_table(result: QueryResult, **options: Any) -> Rendered:
 def query_context(result: QueryResult, **options: Any) -> Rendered:
     """The spotlighted block; nothing at all when nothing was found, so a prompt built
     from it never vouches for passages that are not there."""
+    from ..agent.context import render_context  # here: the one format that needs it
+
     if not result.hits:
         return Rendered.stderr(styled(nothing_found(result) + ": the context block is empty"))
     return Rendered.stdout(plain(render_context(result.hits), keep_newlines=True))
