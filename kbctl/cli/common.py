@@ -220,7 +220,7 @@ def _labels(fn: Callable[..., Any]) -> dict[str, str]:
 
 def read_stdin(what: str, limit: int) -> str:
     """Standard input as UTF-8 text, refused past ``limit`` bytes (the cap of what it is
-    read as: a source's text, a memory file, a JSON document)."""
+    read as: a source's text, a memory file, a tool's arguments)."""
     if sys.stdin is None:  # started with it closed (``<&-``)
         raise InputError(f"no standard input to read {what} from: it is closed",
                          hint="pass it as an argument, or pipe it in")

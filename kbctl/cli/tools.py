@@ -16,7 +16,8 @@ from kbctl.agent.specs import ToolLimits, tool_specs
 from ..config import Settings
 from ..errors import InputError, KbctlError
 from ..hygiene import require_clean
-from ..linefile import MAX_FILE_BYTES, first_clause
+from ..linefile import first_clause
+from ..memory.model import MAX_FILE_BYTES  # the arguments may carry a whole memory file
 from ..render import Output, check_format
 from ..render.tools import FORMATS as SPEC_FORMATS
 from .common import (
