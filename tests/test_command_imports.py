@@ -98,6 +98,15 @@ def test_version_loads_nothing_but_the_registry(tmp_path: Path) -> None:
     assert not holding(modules, ("typer", "click", *RUNNING))
 
 
+def test_an_editable_install_adds_no_import_hook(tmp_path: Path) -> None:
+    """The README installs kbctl editable. Setuptools' import hook for that (a meta path
+    finder, with pathlib, re and importlib.util) ran in every process of the environment;
+    a plain path in a .pth file (``package-dir`` in pyproject.toml) costs nothing."""
+    done = subprocess.run([sys.executable, "-c", "import sys; print(*sys.modules)"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60, check=True)
+    assert not [m for m in done.stdout.split() if "editable" in m and "kbctl" in m]
+
+
 def test_help_lists_every_command_without_importing_one(tmp_path: Path) -> None:
     modules, done = held_modules(tmp_path, "--help")
     assert done.returncode == 0, done.stderr
