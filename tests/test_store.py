@@ -531,3 +531,28 @@ def test_make_durable_flushes_what_other_connections_committed_without_waiting(
     store.documents.make_durable()
     flushed = rows(db_url, "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", str(written))
     assert flushed == [(True,)]
+
+
+def test_a_written_chunk_finds_its_page_by_its_key_not_by_scanning_the_namespace(
+        store: KnowledgeStore, db_url: str) -> None:
+    """Each chunk's check that its page exists (the foreign key) read every page row of
+    the namespace when the planner took the definition index, whose first column is the
+    namespace too: 7 million index entries for the 530-page site, growing as the square of
+    the pages. Counted in a new connection's own index statistics."""
+    pages = [(SourceRecord(namespace="ns", ref=f"p{i}", kind="url", url=f"u{i}",
+                           title=f"P{i}", content_hash="h", def_id="site"), _chunks("text"))
+             for i in range(300)]
+    store.documents.replace_many("ns", pages)
+    chunks = _chunks(*(f"section {i} of the last page" for i in range(40)))
+    conn = connect(db_url)  # its statistics count this write alone
+    try:
+        with conn.transaction():
+            KnowledgeStore(conn).documents.replace(
+                SourceRecord(namespace="ns", ref="last", kind="url", url="u", title="Last",
+                             content_hash="h", def_id="site"), chunks)
+            read = conn.execute(
+                """SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index
+                   WHERE indrelid = 'sources'::regclass""").fetchone()[0]
+    finally:
+        conn.close()
+    assert read <= 4 * len(chunks) + 20, read

@@ -627,7 +627,9 @@ def kb_gone_lexemes_ctes(*, chunks: str) -> str:
 def kb_write_page_postings_ctes(*, chunks: str) -> str:
     """CTEs ``ppost`` and ``plen``: the page postings of ``lex`` (keyed by page ``r``), and
     each page's length from the inserted rows ``chunks`` (with ``source_ref`` and
-    ``lexeme_count``). The pages' old rows must be gone (``kb_delete_page_postings_cte``)."""
+    ``lexeme_count``), looked up by their keys (joined on the namespace alone, each batch
+    read every page row of it). The pages' old rows must be gone
+    (``kb_delete_page_postings_cte``)."""
     return f"""
         ppost AS (
             INSERT INTO page_postings (namespace, source_ref, lexeme, tf)
@@ -637,7 +639,8 @@ def kb_write_page_postings_ctes(*, chunks: str) -> str:
             UPDATE sources s SET lexeme_count = x.n
             FROM (SELECT source_ref, sum(lexeme_count) AS n FROM {chunks}
                   GROUP BY source_ref) x
-            WHERE s.namespace = %(ns)s AND s.ref = x.source_ref)"""
+            WHERE s.namespace = %(ns)s AND s.ref = x.source_ref
+              AND s.ref = ANY(ARRAY(SELECT DISTINCT source_ref FROM {chunks})))"""
 
 
 def kb_delete_page_postings_cte(*, chunks: str) -> str:

@@ -274,6 +274,18 @@ MIGRATIONS: list[Migration] = [
     (11, "words joined by slashes indexed apart as well", rebuild_lexical_index),
     (12, "titles' and heading paths' term frequencies normalised by their length",
      rebuild_lexical_index),
+    (
+        13,
+        "a source definition's pages indexed by definition first",
+        """
+        -- Led by the namespace, this index was the planner's pick for each written chunk's
+        -- foreign-key check (namespace and ref): every page row of the namespace read per
+        -- chunk, 7 million index entries for a 530-page site. Led by the definition, only
+        -- the primary key answers a namespace and a ref.
+        DROP INDEX sources_def;
+        CREATE INDEX sources_def ON sources (def_id, namespace);
+        """,
+    ),
 ]
 
 
