@@ -1,7 +1,7 @@
 """How long a person waits for kbctl: whole-process wall times of the commands typed most.
 
-Builds a lexical knowledge base of the Rust book once (``kbctl ingest files``), then runs,
-round after round, ``python -c pass`` (the interpreter's own start, the floor),
+Builds a lexical knowledge base of the Rust book (``kbctl ingest files``) with each tree's
+code, then runs, round after round, ``python -c pass`` (the interpreter's own start, the floor),
 ``kbctl --version``, ``kbctl --help``, ``kbctl query`` warm (the server lingering from the
 run before) and cold (no server running yet), and ``kbctl eval`` of a suite of the first 53
 cases of ``bench/suites/rust-book.yaml``. Each command runs under every code tree given
@@ -94,50 +94,58 @@ def main() -> None:
     base["COLUMNS"] = "120"
 
     with temp_dir() as work:
-        data, suite = work / "kb", work / "rust-53.yaml"
+        suite = work / "rust-53.yaml"
         total = write_suite(suite)
-        build = {**base, "PYTHONPATH": trees[list(trees)[-1]], "KBCTL_SERVER_LINGER": "0"}
-        started = time.perf_counter()
-        run([*KBCTL, "ingest", "files", str(RUST_BOOK), "--data-dir", str(data)],
-            build, work)
-        print(f"Rust book KB built in {time.perf_counter() - started:.1f} s "
-              f"({list(trees)[-1]}'s code, lexical); eval suite: {EVAL_CASES} of the "
-              f"{total} cases of {SUITE.relative_to(ROOT)}")
-        wait_stopped(data)
+        # a knowledge base per tree, built by its own code: trees a migration apart cannot
+        # share one (an older kbctl refuses a newer schema)
+        data = {name: work / f"kb-{name}" for name in trees}
+        for name, tree in trees.items():
+            build = {**base, "PYTHONPATH": tree, "KBCTL_SERVER_LINGER": "0"}
+            started = time.perf_counter()
+            run([*KBCTL, "ingest", "files", str(RUST_BOOK), "--data-dir", str(data[name])],
+                build, work)
+            print(f"Rust book KB built in {time.perf_counter() - started:.1f} s ({name}'s "
+                  "code, lexical)")
+            wait_stopped(data[name])
+        print(f"eval suite: {EVAL_CASES} of the {total} cases of {SUITE.relative_to(ROOT)}")
 
-        where = ["--data-dir", str(data)]
-        commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "kbctl --version": [*KBCTL, "--version"],
-            "kbctl --help": [*KBCTL, "--help"],
-            "kbctl query (cold)": [*KBCTL, "query", QUESTION, *where],
-            "kbctl query (warm)": [*KBCTL, "query", QUESTION, *where],
-            f"kbctl eval ({EVAL_CASES} cases)": [*KBCTL, "eval", str(suite), *where],
-        }
+        def commands(name: str) -> dict[str, list[str]]:
+            where = ["--data-dir", str(data[name])]
+            return {
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "kbctl --version": [*KBCTL, "--version"],
+                "kbctl --help": [*KBCTL, "--help"],
+                "kbctl query (cold)": [*KBCTL, "query", QUESTION, *where],
+                "kbctl query (warm)": [*KBCTL, "query", QUESTION, *where],
+                f"kbctl eval ({EVAL_CASES} cases)": [*KBCTL, "eval", str(suite), *where],
+            }
+
+        labels = list(commands(next(iter(trees))))
         walls: dict[tuple[str, str], list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
 
         def timed(name: str, label: str, env: dict[str, str]) -> None:
-            wall, cpu, _code = run(commands[label], env, work)
+            wall, cpu, _code = run(commands(name)[label], env, work)
             walls.setdefault((name, label), []).append(wall)
             cpus.setdefault((name, label), []).append(cpu)
 
         # cold: each run starts the server and, lingering 0 s, leaves none behind
         for _ in range(args.runs):
             for name, tree in trees.items():
-                wait_stopped(data)
+                wait_stopped(data[name])
                 timed(name, "kbctl query (cold)",
                       {**base, "PYTHONPATH": tree, "KBCTL_SERVER_LINGER": "0"})
         # warm: the server a first run (not timed) starts lingers between runs
-        run(commands["kbctl query (warm)"], {**base, "PYTHONPATH": trees[list(trees)[-1]],
-                                             "KBCTL_SERVER_LINGER": WARM_LINGER}, work)
+        for name, tree in trees.items():
+            run(commands(name)["kbctl query (warm)"],
+                {**base, "PYTHONPATH": tree, "KBCTL_SERVER_LINGER": WARM_LINGER}, work)
         for _ in range(args.runs):
             for name, tree in trees.items():
                 env = {**base, "PYTHONPATH": tree, "KBCTL_SERVER_LINGER": WARM_LINGER}
-                for label in commands:
+                for label in labels:
                     if not label.endswith("(cold)"):
                         timed(name, label, env)
-        # the lingering server stops as its directory is removed
+        # the lingering servers stop as their directories are removed
 
     names = list(trees)
     print(f"\nmedians of {args.runs} runs, wall seconds (CPU seconds); "
@@ -146,7 +154,7 @@ def main() -> None:
     if len(names) == 2:
         head += f"{names[1] + '/' + names[0]:>14}"
     print(head)
-    for label in commands:
+    for label in labels:
         row = f"{label:28}"
         medians = []
         for n in names:
