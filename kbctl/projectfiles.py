@@ -137,8 +137,9 @@ def open_within(path: Path, base: Path) -> int:
     (a resolved folder): the resolved file is opened with ``O_NOFOLLOW``, so a link swapped
     in after the folder was listed is not followed out of it, and ``O_NONBLOCK``, so a FIFO
     swapped in opens at once (the caller's ``fstat`` refuses it). Raises ``OutsideBase``,
-    ``OSError``, or ``RuntimeError`` for a symlink loop."""
-    real = real_path(path)
+    ``OSError``, or ``RuntimeError`` for a symlink loop. Resolved afresh, never from a
+    run's memory (``RealFolders``): what is checked is what is opened a moment later."""
+    real = path.resolve()
     if real != base and base not in real.parents:
         raise OutsideBase(real)
     return os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
