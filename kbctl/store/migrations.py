@@ -282,7 +282,7 @@ MIGRATIONS: list[Migration] = [
         -- foreign-key check (namespace and ref): every page row of the namespace read per
         -- chunk, 7 million index entries for a 530-page site. Led by the definition, only
         -- the primary key answers a namespace and a ref.
-        DROP INDEX sources_def;
+        DROP INDEX IF EXISTS sources_def;
         CREATE INDEX sources_def ON sources (def_id, namespace);
         """,
     ),
