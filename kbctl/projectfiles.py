@@ -14,9 +14,7 @@ import json
 import os
 import stat
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,69 +59,6 @@ def read_config_json(path: Path) -> Any:
         return None
 
 
-class RealFolders:
-    """The folders one run resolved (their real paths) and found missing, kept across its
-    pages: within ``resolving``, ``real_path`` resolves each folder once. Resolving a path
-    follows links a component at a time, a ``lstat`` each, and in a run whose writer
-    threads hold the interpreter each such call waits for it again: the Rust book's pages
-    name 675 files (its listings) eight folders deep, and resolving them took a tenth of its
-    ingest."""
-
-    def __init__(self) -> None:
-        self.real: dict[Path, Path] = {}
-        self.missing: set[Path] = set()  # real paths of folders that are not there
-        self.tops: dict[Path, Path | None] = {}  # ``repository_top``'s answers
-
-    @contextmanager
-    def resolving(self) -> Iterator[None]:
-        token = _REAL_FOLDERS.set(self)
-        try:
-            yield
-        finally:
-            _REAL_FOLDERS.reset(token)
-
-    def folder(self, folder: Path) -> Path:
-        real = self.real.get(folder)
-        if real is None:
-            parent = folder.parent
-            real = folder.resolve() if parent == folder else self.child(
-                self.folder(parent), folder.name)
-            self.real[folder] = real
-        return real
-
-    def child(self, real_folder: Path, name: str) -> Path:
-        """The real path of ``name`` in a folder already resolved: itself, unless it is a
-        link (then resolved whole, its target's links and loops included); ``..`` is the
-        real folder's parent, as the file system (and ``os.path.realpath``) walks it.
-        Nothing is looked up below a folder that is not there."""
-        if name == "..":
-            return real_folder.parent
-        path = real_folder / name
-        if real_folder in self.missing:
-            self.missing.add(path)
-            return path
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:  # not there, or not to be looked into: as realpath, taken as named
-            self.missing.add(path)
-            return path
-        return path.resolve() if stat.S_ISLNK(mode) else path
-
-
-_REAL_FOLDERS: ContextVar[RealFolders | None] = ContextVar("kbctl_real_folders",
-                                                           default=None)
-
-
-def real_path(path: Path) -> Path:
-    """``path.resolve()``; within ``RealFolders.resolving``, with the folders above it
-    resolved from that run's memory (and a path through a loop of links refused even
-    where a ``..`` walks back out of it, which ``resolve`` takes as it stands)."""
-    folders = _REAL_FOLDERS.get()
-    if folders is None or not path.is_absolute():
-        return path.resolve()
-    return folders.child(folders.folder(path.parent), path.name)
-
-
 class OutsideBase(OSError):
     """A path that resolves outside the folder it was found in."""
 
@@ -137,8 +72,7 @@ def open_within(path: Path, base: Path) -> int:
     (a resolved folder): the resolved file is opened with ``O_NOFOLLOW``, so a link swapped
     in after the folder was listed is not followed out of it, and ``O_NONBLOCK``, so a FIFO
     swapped in opens at once (the caller's ``fstat`` refuses it). Raises ``OutsideBase``,
-    ``OSError``, or ``RuntimeError`` for a symlink loop. Resolved afresh, never from a
-    run's memory (``RealFolders``): what is checked is what is opened a moment later."""
+    ``OSError``, or ``RuntimeError`` for a symlink loop."""
     real = path.resolve()
     if real != base and base not in real.parents:
         raise OutsideBase(real)
@@ -177,21 +111,15 @@ def is_regular(path: Path) -> bool:
 
 def repository_top(folder: Path) -> Path | None:
     """The top of the git repository ``folder`` lies in (``folder`` itself, or one of the
-    ``MAX_REPO_DEPTH`` folders above it), resolved; None outside a repository. Looked up
-    once per folder within ``RealFolders.resolving`` (each page that takes files in asks
-    for its project's)."""
-    folders = _REAL_FOLDERS.get()
-    if folders is not None and folder in folders.tops:
-        return folders.tops[folder]
+    ``MAX_REPO_DEPTH`` folders above it), resolved; None outside a repository."""
     try:
-        real = real_path(folder)
+        real = folder.resolve()
     except (OSError, RuntimeError):
         return None
-    top = next((candidate for candidate in (real, *list(real.parents)[:MAX_REPO_DEPTH])
-                if (candidate / ".git").exists()), None)
-    if folders is not None:
-        folders.tops[folder] = top
-    return top
+    for candidate in (real, *list(real.parents)[:MAX_REPO_DEPTH]):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def first_config(folder: Path, names: Sequence[str]) -> tuple[Path, str] | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..projectfiles import is_regular, read_config_text, real_path, repository_top
+from ..projectfiles import is_regular, read_config_text, repository_top
 
 MAX_INCLUDED_CHARS = 5 * 1024 * 1024
 _OUTSIDE: ContextVar[set[Path] | None] = ContextVar("kbctl_outside_includes", default=None)
@@ -166,7 +166,7 @@ class IncludedFiles:
 
     def _readable(self, path: Path) -> bool:
         try:
-            real = real_path(path)
+            real = path.resolve()
             rel = real.relative_to(self.boundary)
         except (OSError, RuntimeError):  # a symlink loop
             return False
@@ -199,7 +199,7 @@ def normalized(path: Path) -> Path:
 
 def _boundary(project: Path) -> Path:
     """The folder whose files are the project's (see the module docstring)."""
-    real = real_path(project)
+    real = project.resolve()
     top = repository_top(real)
     try:
         home: Path | None = Path.home().resolve()

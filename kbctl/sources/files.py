@@ -47,7 +47,6 @@ from ..projectfiles import (
     NEVER_DOCS,
     IgnoreFiles,
     OutsideBase,
-    RealFolders,
     inside,
     is_folder,
     is_regular,
@@ -195,21 +194,18 @@ class FilesSource:
                          info={"generator": site.generator}, complete=not unlisted)
 
     def load(self, leaves: Sequence[Leaf], previous: PreviousMeta) -> Iterator[Loaded]:
-        folders = RealFolders()  # this run's, for every page's includes
         for leaf in leaves:
             file: _File = leaf.hint
             if file.error is not None:
                 yield Loaded(leaf=leaf, error=file.error)
                 continue
             try:
-                with folders.resolving():
-                    loaded = self._load_one(leaf, file, previous(leaf.ref))
+                yield self._load_one(leaf, file, previous(leaf.ref))
             except SourceError as exc:
-                loaded = Loaded(leaf=leaf, error=exc)
+                yield Loaded(leaf=leaf, error=exc)
             except Exception as exc:  # noqa: BLE001 - a reader's bug fails one file, not the run
-                loaded = Loaded(leaf=leaf, error=SourceError(
+                yield Loaded(leaf=leaf, error=SourceError(
                     f"{file.path}: cannot read: {type(exc).__name__}: {exc}"))
-            yield loaded
 
     def _load_one(self, leaf: Leaf, file: _File, prev: dict[str, Any] | None) -> Loaded:
         path, real_root = file.path, file.root
