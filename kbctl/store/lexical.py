@@ -627,8 +627,8 @@ def kb_gone_lexemes_ctes(*, chunks: str) -> str:
 def kb_write_page_postings_ctes(*, chunks: str) -> str:
     """CTEs ``ppost`` and ``plen``: the page postings of ``lex`` (keyed by page ``r``), and
     each page's length from the inserted rows ``chunks`` (with ``source_ref`` and
-    ``lexeme_count``), looked up by their keys (joined on the namespace alone, each batch
-    read every page row of it). The pages' old rows must be gone
+    ``lexeme_count``), the pages looked up by key (a join on the namespace alone read every
+    page row of it, each batch). The pages' old rows must be gone
     (``kb_delete_page_postings_cte``)."""
     return f"""
         ppost AS (
