@@ -13,7 +13,7 @@ import pytest
 
 from kbctl.embed.base import NO_EMBEDDER, EmbedderIdentity
 from kbctl.errors import ConfigError, DatabaseError, EmbedderMismatch, InputError, LockBusy
-from kbctl.store import documents
+from kbctl.store import documents, migrations
 from kbctl.store.db import connect
 from kbctl.store.knowledge import KnowledgeStore
 from kbctl.store.migrations import MIGRATIONS
@@ -556,3 +556,43 @@ def test_a_written_chunk_finds_its_page_by_its_key_not_by_scanning_the_namespace
     finally:
         conn.close()
     assert read <= 4 * len(chunks) + 20, read
+
+
+def test_a_schema_change_behind_another_sessions_table_gives_up_and_says_so(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A psql left inside BEGIN after reading a table kbctl must change held every kbctl
+    command (a cron job's too) for ever; the change now waits ``MIGRATION_LOCK_WAIT``,
+    fails with what to do, and is made once the table is free."""
+    monkeypatch.setattr(migrations, "MIGRATION_LOCK_WAIT", "200ms")
+    probe = [*MIGRATIONS, (90, "a probe column", "ALTER TABLE lock_probe ADD COLUMN y int")]
+    conn = connect(db_url)
+    with psycopg.connect(db_url) as holder:
+        holder.execute("CREATE TABLE lock_probe (x int)")
+        holder.commit()
+        holder.execute("SELECT count(*) FROM lock_probe").fetchone()  # idle in transaction
+        with pytest.raises(DatabaseError, match=r"schema upgrade 90 \(a probe column\) "
+                                                r"waited 200ms") as failed:
+            migrations.migrate(conn, probe)
+        assert "idle in transaction" in (failed.value.hint or "")
+        assert 90 not in migrations.applied_versions(conn)
+        holder.rollback()
+        migrations.migrate(conn, probe)
+    assert 90 in migrations.applied_versions(conn)
+    conn.close()
+
+
+def test_another_kbctl_changing_the_schema_is_waited_for_past_the_lock_wait(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is for tables held by others, not for a kbctl whose own schema change
+    (a postings rebuild of a large knowledge base) takes longer than it."""
+    monkeypatch.setattr(migrations, "MIGRATION_LOCK_WAIT", "100ms")
+    probe = [*MIGRATIONS, (90, "a probe table", "CREATE TABLE lock_probe (x int)")]
+    conn = connect(db_url)
+    with psycopg.connect(db_url) as other:
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (migrations._MIGRATION_LOCK,))
+        release = threading.Timer(0.6, other.commit)
+        release.start()
+        migrations.migrate(conn, probe)  # waits the 0.6 s, then makes it
+        release.join()
+    assert 90 in migrations.applied_versions(conn)
+    conn.close()

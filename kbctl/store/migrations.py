@@ -81,6 +81,11 @@ def rebuild_lexical_index(conn: psycopg.Connection) -> None:
 
 
 _MIGRATION_LOCK = 0x6B62_6374_6C00  # "kbctl\0": one lock id for schema changes
+# How long a schema change waits for a table another session holds (a psql left inside
+# BEGIN, a reader's open transaction) before it gives up and says so: without a bound a
+# cron job's command waited for ever. Another kbctl changing the schema is waited for
+# without it (its advisory lock is taken first).
+MIGRATION_LOCK_WAIT = "30s"
 
 MIGRATIONS: list[Migration] = [
     (
@@ -298,6 +303,7 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None,
     none when the caller read the ``applied`` versions already (``applied_versions``).
     """
     wanted = MIGRATIONS if migrations is None else migrations
+    upgrading: tuple[int, str] = (0, "")
     try:
         if applied is None:
             applied = applied_versions(conn) or set()
@@ -318,6 +324,8 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None,
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 if version in _applied(conn):  # done earlier, or by another process
                     continue
+                conn.execute(f"SET LOCAL lock_timeout = '{MIGRATION_LOCK_WAIT}'")
+                upgrading = (version, name)
                 if callable(sql):
                     sql(conn)
                 else:
@@ -326,6 +334,14 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None,
                     "INSERT INTO kbctl_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
+    except psycopg.errors.LockNotAvailable as exc:
+        version, name = upgrading
+        raise DatabaseError(
+            f"schema upgrade {version} ({name}) waited {MIGRATION_LOCK_WAIT} for a table "
+            "another session holds, and was not made",
+            hint="end the session that holds kbctl's tables (in pg_stat_activity, one 'idle "
+                 "in transaction': a psql left inside BEGIN, say), then run the command "
+                 "again") from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise DatabaseError(
             f"schema migration failed: {str(exc).strip().splitlines()[0]}",
