@@ -281,14 +281,22 @@ MIGRATIONS: list[Migration] = [
      rebuild_lexical_index),
     (
         13,
-        "a source definition's pages indexed by definition first",
+        "chunks written without a per-row check of their page, pages found by key",
         """
-        -- Led by the namespace, this index was the planner's pick for each written chunk's
-        -- foreign-key check (namespace and ref): every page row of the namespace read per
-        -- chunk, 7 million index entries for a 530-page site. Led by the definition, only
-        -- the primary key answers a namespace and a ref.
+        -- Each written chunk's foreign-key check looked its page up with a plan the server
+        -- makes once per connection, from the table's statistics at that moment. On a first
+        -- load it could read every page row of the namespace per chunk: 7 million index
+        -- entries for a 530-page site, growing with pages x chunks. A page's chunks are
+        -- written only by store.documents, in the transaction that writes the page, and
+        -- deleted before it, as postings are (which never had a key): the check guarded
+        -- nothing the code does not.
+        ALTER TABLE chunks DROP CONSTRAINT IF EXISTS chunks_namespace_source_ref_fkey;
+        -- The definition index, led by the namespace, was also the young statistics' pick
+        -- for a batch's updates of its pages by namespace and ref (every page row read, each
+        -- batch). By definition alone it answers only what it is for (a definition's pages)
+        -- and leaves a namespace and a ref to the primary key.
         DROP INDEX IF EXISTS sources_def;
-        CREATE INDEX sources_def ON sources (def_id, namespace);
+        CREATE INDEX sources_def ON sources (def_id);
         """,
     ),
 ]
