@@ -497,6 +497,30 @@ def test_a_write_run_reclaims_the_space_of_the_rows_it_replaced(
     assert store.documents.reclaim() == []  # nothing left worth the work
 
 
+def test_a_write_run_leaves_the_planner_the_statistics_of_what_it_wrote(
+        store: KnowledgeStore, db_url: str) -> None:
+    """The planner read the statistics of the empty tables a knowledge base was made with
+    until autovacuum, which the embedded server never lives long enough to run, analysed
+    them: every search after a first load scanned a page's postings for its words."""
+    def estimated_and_real(table: str) -> tuple[float, int]:
+        (estimate,) = rows(db_url, f"SELECT reltuples FROM pg_class WHERE relname = '{table}'")[0]
+        (count,) = rows(db_url, f"SELECT count(*) FROM {table}")[0]
+        return float(estimate), int(count)
+
+    for i in range(40):
+        store.documents.replace(
+            SourceRecord(namespace="fresh", ref=f"p{i}", kind="text", url=f"kb://p{i}",
+                         title="t", content_hash="h"),
+            [ChunkRecord(j, f"page {i} part {j} says word{i * 10 + j} and more", {})
+             for j in range(10)])
+    estimate, count = estimated_and_real("postings")
+    assert count >= 2000 and abs(estimate - count) > count / 2  # as the tables were made
+    assert "postings" in store.documents.reclaim()
+    estimate, count = estimated_and_real("postings")
+    assert abs(estimate - count) <= count / 10
+    assert "postings" not in store.documents.reclaim()  # analysed: nothing new to learn
+
+
 def test_a_search_behind_another_sessions_lock_gives_up(store: KnowledgeStore, db_url: str,
                                                         monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
