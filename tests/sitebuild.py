@@ -8,6 +8,7 @@ skip when it is absent.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -461,9 +463,35 @@ def build_starlight(project: Path) -> Path:
     if not (project / "package.json").exists():
         (project / "package.json").write_text(json.dumps({"type": "module", "dependencies": {
             "astro": astro_version(), "@astrojs/starlight": "*"}}))
-    _link_node_modules(exe, project)
-    run([str(exe), "build", "--silent"], cwd=project, timeout=600, root=project)
+    with _beside_the_tools(exe, project) as place:
+        _link_node_modules(exe, place)
+        run([str(exe), "build", "--silent"], cwd=place, timeout=600, root=place)
+        if place != project:
+            shutil.copytree(place / "dist", project / "dist", symlinks=True)
     return project / "dist"
+
+
+@contextlib.contextmanager
+def _beside_the_tools(exe: Path, project: Path) -> Iterator[Path]:
+    """Where Astro can build ``project``: in place when the project and the installed
+    packages share a top folder, else a copy in a scratch folder beside the packages.
+    Astro loses the compile metadata of a package component outside that folder ("No
+    cached compile metadata found": a site in /dev/shm, its tools in /tmp)."""
+    tools = exe.resolve()
+    if tools.parts[:2] == project.resolve().parts[:2]:
+        yield project
+        return
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="kbctl-site-", dir=tools.parents[3]))
+    except (OSError, IndexError):  # tools where nothing may be written: as before
+        yield project
+        return
+    try:
+        place = scratch / project.name
+        shutil.copytree(project, place, symlinks=True)
+        yield place
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def build_vitepress(project: Path) -> Path:
