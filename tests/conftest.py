@@ -54,10 +54,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Where the suite's temporary files (test folders, each worker's server, the crash tests'
 # own servers and knowledge bases) go when TMPDIR does not say: a file system in memory,
-# when the machine has one with this much room. The suite makes and deletes some hundred
-# thousand files; on ext4, finding a free inode among so many deleted a moment ago was a
-# sixth of the run's CPU (`perf`: recently_deleted, find_inode_bit), and the README's test
-# command took 261 s of pytest on a quiet 2-core machine, 217 s with TMPDIR in /dev/shm.
+# when the machine has one with this much room. The suite makes and deletes files by the
+# thousand (a server's data directory alone holds about 1,000); on ext4, finding a free
+# inode among so many deleted a moment ago took a tenth of a run's CPU samples (`perf`:
+# recently_deleted, find_inode_bit, find_get_block_common), and the README's test command
+# took 261 s of pytest on a quiet 2-core machine, 217 s with TMPDIR in /dev/shm.
 MEMORY_FS = Path("/dev/shm")
 MEMORY_FS_ROOM = 4 * 1024**3
 
