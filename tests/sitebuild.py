@@ -439,10 +439,17 @@ def build_vuepress(project: Path, source: str = "docs") -> Path:
     return out
 
 
+def _installed_modules(exe: Path) -> Path | None:
+    """The ``node_modules`` folder a generator's command ``exe`` (``…/.bin/name``) was
+    installed in; None for a command installed otherwise."""
+    modules = exe.parent.parent if exe.parent.name == ".bin" else None
+    return modules if modules is not None and modules.name == "node_modules" else None
+
+
 def _link_node_modules(exe: Path, folder: Path) -> None:
     """Let a site resolve the packages installed beside ``exe`` (theme, React…)."""
-    modules = exe.parent.parent if exe.parent.name == ".bin" else None
-    if modules is not None and modules.name == "node_modules":
+    modules = _installed_modules(exe)
+    if modules is not None:
         (folder / "node_modules").symlink_to(modules)
 
 
@@ -477,13 +484,13 @@ def _beside_the_tools(exe: Path, project: Path) -> Iterator[Path]:
     packages share a top folder, else a copy in a scratch folder beside the packages.
     Astro loses the compile metadata of a package component outside that folder ("No
     cached compile metadata found": a site in /dev/shm, its tools in /tmp)."""
-    tools = exe.resolve()
-    if tools.parts[:2] == project.resolve().parts[:2]:
+    modules = _installed_modules(exe)
+    if modules is None or modules.resolve().parts[:2] == project.resolve().parts[:2]:
         yield project
         return
     try:
-        scratch = Path(tempfile.mkdtemp(prefix="kbctl-site-", dir=tools.parents[3]))
-    except (OSError, IndexError):  # tools where nothing may be written: as before
+        scratch = Path(tempfile.mkdtemp(prefix="kbctl-site-", dir=modules.resolve().parent))
+    except OSError:  # packages where nothing may be written: built in place, as before
         yield project
         return
     try:

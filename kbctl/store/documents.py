@@ -440,15 +440,17 @@ class Documents:
             self.conn.execute("SELECT pg_stat_force_next_flush()")
         try:
             due = self.conn.execute(
-                """SELECT relname, n_dead_tup >= %s AND n_dead_tup > %s * n_live_tup
-                   FROM pg_stat_user_tables
-                   WHERE schemaname = current_schema()
-                     AND (n_dead_tup >= %s AND n_dead_tup > %s * n_live_tup
-                          OR n_mod_since_analyze >= %s
-                             AND n_mod_since_analyze > %s * n_live_tup)
-                   ORDER BY relname""",
-                (MIN_DEAD_ROWS, DEAD_SHARE, MIN_DEAD_ROWS, DEAD_SHARE, MIN_CHANGED_ROWS,
-                 CHANGED_SHARE)).fetchall()
+                """SELECT relname, dead FROM (
+                       SELECT relname,
+                              n_dead_tup >= %(dead_rows)s
+                                  AND n_dead_tup > %(dead_share)s * n_live_tup AS dead,
+                              n_mod_since_analyze >= %(changed_rows)s
+                                  AND n_mod_since_analyze > %(changed_share)s * n_live_tup
+                                  AS changed
+                       FROM pg_stat_user_tables WHERE schemaname = current_schema()) t
+                   WHERE dead OR changed ORDER BY relname""",
+                {"dead_rows": MIN_DEAD_ROWS, "dead_share": DEAD_SHARE,
+                 "changed_rows": MIN_CHANGED_ROWS, "changed_share": CHANGED_SHARE}).fetchall()
         except psycopg.Error:
             return []
         done = []
